@@ -1,0 +1,54 @@
+//! The typed configuration of dandori.
+//!
+//! * `config.yaml`: seed 000 §9.1 (`planning:` with reflection, revision, cache,
+//!   execution, security, logging, permissions), seed 002 §8.1
+//!   (`planning.environment_setup`), plus dandori's own sections (`llm`, `runs`,
+//!   `runner`, `mcp`).
+//! * `task-planning.json`: seed 003 §8.1.
+//!
+//! Each section lives in its own module, named after the seed's vocabulary.
+
+pub mod environment_setup;
+pub mod llm;
+pub mod mcp;
+pub mod planning;
+pub mod runner;
+pub mod task_planning;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+pub use environment_setup::*;
+pub use llm::*;
+pub use mcp::*;
+pub use planning::*;
+pub use runner::*;
+pub use task_planning::*;
+
+/// The whole `config.yaml`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct Config {
+    pub planning: PlanningConfig,
+    pub llm: LlmConfig,
+    pub runs: RunsConfig,
+    pub runner: RunnerConfig,
+    pub mcp: McpConfig,
+}
+
+/// Where run directories go.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunsConfig {
+    /// Root of `runs/<request-id>/<run-id>/`, relative to the repository unless
+    /// absolute. Default `.dandori/runs`.
+    pub root: String,
+}
+
+impl Default for RunsConfig {
+    fn default() -> Self {
+        RunsConfig {
+            root: ".dandori/runs".to_string(),
+        }
+    }
+}

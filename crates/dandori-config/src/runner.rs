@@ -1,0 +1,22 @@
+//! `runner:`: how plans are executed.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct RunnerConfig {
+    /// Upper bound of concurrently running steps (seed 003 §8.1 `max_parallel_workers`).
+    pub max_parallel_workers: u32,
+    /// External agent command template, e.g. `claude -p {prompt}`.
+    pub agent_cmd: Option<String>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        RunnerConfig {
+            max_parallel_workers: 3,
+            agent_cmd: None,
+        }
+    }
+}

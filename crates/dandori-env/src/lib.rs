@@ -1,0 +1,1 @@
+//! Environment sub-phase (seed 002): EnvironmentAnalyzer, setup, verification.

@@ -1,0 +1,115 @@
+//! Filesystem helpers. Every io error names the path it concerns, and run state is
+//! written atomically (temporary file in the same directory, fsync, rename).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// An io error together with the path and the operation that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{op} {}: {source}", path.display())]
+pub struct FsError {
+    pub op: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl FsError {
+    pub fn new(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        FsError {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+    /// True when the underlying error is "not found".
+    pub fn is_not_found(&self) -> bool {
+        self.source.kind() == std::io::ErrorKind::NotFound
+    }
+}
+
+pub type Result<T, E = FsError> = std::result::Result<T, E>;
+
+pub fn read_to_string(path: impl AsRef<Path>) -> Result<String> {
+    let path = path.as_ref();
+    std::fs::read_to_string(path).map_err(|e| FsError::new("reading", path, e))
+}
+
+pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>> {
+    let path = path.as_ref();
+    std::fs::read(path).map_err(|e| FsError::new("reading", path, e))
+}
+
+pub fn create_dir_all(path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    std::fs::create_dir_all(path).map_err(|e| FsError::new("creating directory", path, e))
+}
+
+pub fn metadata(path: impl AsRef<Path>) -> Result<std::fs::Metadata> {
+    let path = path.as_ref();
+    std::fs::metadata(path).map_err(|e| FsError::new("reading metadata of", path, e))
+}
+
+pub fn remove_file(path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    std::fs::remove_file(path).map_err(|e| FsError::new("removing", path, e))
+}
+
+pub fn canonicalize(path: impl AsRef<Path>) -> Result<PathBuf> {
+    let path = path.as_ref();
+    std::fs::canonicalize(path).map_err(|e| FsError::new("resolving", path, e))
+}
+
+/// Writes `contents` to `path` atomically: the file is either the old one or the
+/// new one, never a torn mix, even if the process is killed mid-write.
+pub fn write_atomic(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<()> {
+    let path = path.as_ref();
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    create_dir_all(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".dandori-tmp-")
+        .tempfile_in(&dir)
+        .map_err(|e| FsError::new("creating temporary file in", &dir, e))?;
+    tmp.write_all(contents.as_ref())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| FsError::new("writing", tmp.path().to_path_buf(), e))?;
+    tmp.persist(path)
+        .map_err(|e| FsError::new("renaming into", path, e.error))?;
+    // Make the rename itself durable.
+    if let Ok(d) = std::fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Serialises `value` as pretty JSON (with a trailing newline) and writes it atomically.
+pub fn write_json_atomic<T: serde::Serialize + ?Sized>(
+    path: impl AsRef<Path>,
+    value: &T,
+) -> Result<()> {
+    let path = path.as_ref();
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| FsError::new("serialising JSON for", path, std::io::Error::other(e)))?;
+    text.push('\n');
+    write_atomic(path, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_replaces_and_names_path_on_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/state.json");
+        write_atomic(&p, "one").unwrap();
+        write_atomic(&p, "two").unwrap();
+        assert_eq!(read_to_string(&p).unwrap(), "two");
+        let err = read_to_string(dir.path().join("missing")).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+        assert!(err.is_not_found());
+    }
+}

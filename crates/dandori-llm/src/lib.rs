@@ -1,0 +1,1 @@
+//! Model providers: OpenAI-compatible Chat Completions and Anthropic Messages. Knows nothing of planning.

@@ -1,0 +1,1 @@
+//! Planner: request intake, the offline deterministic planner, the LLM planner, the plan cache.

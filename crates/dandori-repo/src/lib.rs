@@ -1,0 +1,1 @@
+//! Repository scan (tree, environment files, README, test layout) and retrieval.

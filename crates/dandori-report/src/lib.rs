@@ -1,0 +1,1 @@
+//! Report: report.md, errors.json and the completion summary.

@@ -1,0 +1,1 @@
+//! Runner: the execution coordinator (stage machine, executors, reflection, guardrails).

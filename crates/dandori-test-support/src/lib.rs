@@ -1,0 +1,1 @@
+//! Test support: a scripted fake LLM server over real HTTP and temporary git repositories.

@@ -1,0 +1,1 @@
+//! Tools for the LLM tool loop: files, search, commands, git, MCP servers; tool policy.

@@ -1,0 +1,10 @@
+//! Event names. Planning names are seed 003 §7 verbatim; the others extend them in
+//! the same style.
+
+pub const PLANNING_START: &str = "PLANNING_START";
+pub const SIZE_ESTIMATION: &str = "SIZE_ESTIMATION";
+pub const CHUNKING_DECISION: &str = "CHUNKING_DECISION";
+pub const DEPENDENCY_ANALYSIS: &str = "DEPENDENCY_ANALYSIS";
+pub const EXECUTION_PLAN: &str = "EXECUTION_PLAN";
+pub const PLANNING_END: &str = "PLANNING_END";
+pub const PLANNING_SKIPPED: &str = "PLANNING_SKIPPED";

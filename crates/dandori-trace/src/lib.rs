@@ -1,0 +1,139 @@
+//! The conversation trace (`trace.jsonl`): one JSON event per line, in the shape of
+//! seed 003 §7.2 (`event`, `timestamp`, `session_id`, `task_id`, `data`).
+//! Every event passes through the secret masker before it reaches the disk.
+
+pub mod events;
+pub mod mask;
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+pub use mask::Masker;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error(transparent)]
+    Fs(#[from] dandori_fs::FsError),
+    #[error("trace {path}: line {line}: {source}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// One line of `trace.jsonl`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceEvent {
+    pub event: String,
+    pub timestamp: String,
+    pub session_id: String,
+    pub task_id: String,
+    #[serde(default)]
+    pub data: serde_json::Value,
+}
+
+/// Appends masked events to a `trace.jsonl`. Cheap to share behind `&`.
+#[derive(Debug)]
+pub struct TraceWriter {
+    path: PathBuf,
+    session_id: String,
+    task_id: String,
+    masker: Masker,
+    file: Mutex<File>,
+}
+
+impl TraceWriter {
+    /// Opens (creating or appending to) the trace at `path`.
+    pub fn open(
+        path: impl AsRef<Path>,
+        session_id: impl Into<String>,
+        task_id: impl Into<String>,
+        masker: Masker,
+    ) -> Result<Self, TraceError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent() {
+            dandori_fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| dandori_fs::FsError::new("opening trace", &path, e))?;
+        Ok(TraceWriter {
+            path,
+            session_id: session_id.into(),
+            task_id: task_id.into(),
+            masker,
+            file: Mutex::new(file),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records `event` with `data`, masked, stamped now.
+    pub fn emit(&self, event: &str, data: serde_json::Value) -> Result<(), TraceError> {
+        let ev = TraceEvent {
+            event: event.to_string(),
+            timestamp: now_rfc3339(),
+            session_id: self.session_id.clone(),
+            task_id: self.task_id.clone(),
+            data: self.masker.mask_value(data),
+        };
+        let mut line = serde_json::to_string(&ev).map_err(|e| {
+            dandori_fs::FsError::new(
+                "serialising event for",
+                &self.path,
+                std::io::Error::other(e),
+            )
+        })?;
+        line.push('\n');
+        // A poisoned lock only means another thread panicked mid-write; the file
+        // handle itself is still usable.
+        let mut f = match self.file.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        f.write_all(line.as_bytes())
+            .and_then(|()| f.flush())
+            .map_err(|e| dandori_fs::FsError::new("appending to trace", &self.path, e))?;
+        Ok(())
+    }
+}
+
+/// Reads every event of a trace file. A torn last line (a kill mid-write) is ignored.
+pub fn read_trace(path: impl AsRef<Path>) -> Result<Vec<TraceEvent>, TraceError> {
+    let path = path.as_ref();
+    let text = dandori_fs::read_to_string(path)?;
+    let mut out = Vec::new();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(ev) => out.push(ev),
+            Err(_) if i + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(source) => {
+                return Err(TraceError::Parse {
+                    path: path.to_path_buf(),
+                    line: i + 1,
+                    source,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Now, as RFC 3339 UTC with milliseconds (`2026-01-23T10:00:00.000Z`).
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite. Installs the external tools the tests drive (uv, the MCP
+# servers, ...) into target/test-tools, idempotently, then runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="$PWD/target/test-tools"
+mkdir -p "$TOOLS"
+
+# Python tools (uv, mcp-server-git) in their own virtual environment.
+if [ ! -x "$TOOLS/venv/bin/uv" ] || [ ! -x "$TOOLS/venv/bin/mcp-server-git" ]; then
+  python3 -m venv "$TOOLS/venv"
+  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check uv mcp-server-git
+fi
+
+# Node tools (the filesystem MCP server).
+if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
+  mkdir -p "$TOOLS/node"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/server-filesystem >/dev/null
+fi
+
+export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$PATH"
+export DANDORI_TEST_TOOLS="$TOOLS"
+exec cargo test --workspace --locked "$@"
