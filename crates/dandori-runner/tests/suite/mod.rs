@@ -1,2 +1,3 @@
 mod e2e_command;
+mod parallel;
 mod support;
