@@ -163,7 +163,9 @@ fn run_args(f: &Fixture) -> Vec<String> {
 
 /// What must be identical between runs: each commit's message and tree, and each
 /// step's status and reason.
-fn outcome(f: &Fixture) -> (Vec<(String, String)>, Vec<(String, String, Value)>) {
+type Outcome = (Vec<(String, String)>, Vec<(String, String, Value)>);
+
+fn outcome(f: &Fixture) -> Outcome {
     let log = git(
         &f.repo,
         &[
