@@ -21,6 +21,7 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
 use crate::error::ToolsError;
+use crate::sandbox::Sandbox;
 use crate::spec::{ReasonCode, ToolError, ToolSpec};
 
 /// Separates the server name from the tool name.
@@ -41,6 +42,10 @@ pub struct McpStartOptions {
     pub startup_timeout: Duration,
     /// Time allowed for one tool call.
     pub call_timeout: Duration,
+    /// Run every server inside this sandbox (worktree writable, the rest read-only),
+    /// as `run_command` does. `None`: servers run unsandboxed and rely on their own
+    /// confinement (e.g. the filesystem server's allowed directories).
+    pub sandbox: Option<Sandbox>,
 }
 
 impl McpStartOptions {
@@ -51,6 +56,7 @@ impl McpStartOptions {
             stderr_dir: None,
             startup_timeout: Duration::from_secs(60),
             call_timeout: Duration::from_secs(60),
+            sandbox: None,
         }
     }
 }
@@ -285,8 +291,18 @@ async fn start_server(
     };
     let worktree = options.worktree.to_string_lossy().into_owned();
     let expand = |s: &str| s.replace("{worktree}", &worktree);
-    let mut cmd = tokio::process::Command::new(expand(&config.command));
-    cmd.args(config.args.iter().map(|a| expand(a)))
+    let argv: Vec<String> = std::iter::once(expand(&config.command))
+        .chain(config.args.iter().map(|a| expand(a)))
+        .collect();
+    let argv = match &options.sandbox {
+        Some(sandbox) => sandbox.wrap(argv, &options.worktree, &options.worktree, &[]),
+        None => argv,
+    };
+    let Some((program, args)) = argv.split_first() else {
+        return Err(fail("empty command".to_string()));
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
         .current_dir(&options.worktree)
         .env_clear()
         .envs(&options.env)

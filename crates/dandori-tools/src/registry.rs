@@ -235,3 +235,10 @@ impl ToolRegistryBuilder {
         })
     }
 }
+
+// The runner shares registries across threads.
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<ToolRegistry>();
+    send_sync::<McpHub>();
+};

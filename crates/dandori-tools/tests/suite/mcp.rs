@@ -7,7 +7,10 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use dandori_config::{McpServerConfig, SecurityConfig};
-use dandori_tools::{McpHub, McpStartOptions, ReasonCode, ToolPolicy, ToolRegistry, ToolStatus};
+use dandori_tools::{
+    McpHub, McpStartOptions, ReasonCode, Sandbox, SandboxKind, SandboxMode, ToolPolicy,
+    ToolRegistry, ToolStatus,
+};
 
 use super::{Repo, call, env, tool_on_path};
 
@@ -21,6 +24,10 @@ fn server(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
 }
 
 fn hub(repo: &Repo) -> McpHub {
+    hub_with(repo, None)
+}
+
+fn hub_with(repo: &Repo, sandbox: Option<Sandbox>) -> McpHub {
     let fs = tool_on_path("mcp-server-filesystem");
     let git = tool_on_path("mcp-server-git");
     let servers = [
@@ -34,6 +41,7 @@ fn hub(repo: &Repo) -> McpHub {
     let logs = repo.path().join("target/mcp-logs");
     let mut options = McpStartOptions::new(repo.path(), env());
     options.stderr_dir = Some(logs);
+    options.sandbox = sandbox;
     McpHub::start(&servers, &options).unwrap()
 }
 
@@ -173,4 +181,35 @@ fn a_server_that_cannot_start_is_a_clear_error() {
     let servers = [server("notmcp", "true", &[])];
     let err = McpHub::start(&servers, &McpStartOptions::new(repo.path(), env())).unwrap_err();
     assert!(err.to_string().contains("initialize"), "{err}");
+}
+
+#[test]
+fn servers_run_inside_the_sandbox() {
+    tool_on_path("bwrap");
+    let repo = Repo::new();
+    let sandbox = Sandbox::detect(SandboxMode::Auto, None);
+    if sandbox.status().kind == SandboxKind::None {
+        let reason = sandbox.status().fallback_reason.clone().unwrap_or_default();
+        assert!(
+            reason.contains("bwrap cannot create a sandbox here"),
+            "{reason}"
+        );
+        return;
+    }
+    let hub = Arc::new(hub_with(&repo, Some(sandbox)));
+    let reg = ToolRegistry::builder(repo.path())
+        .env(env())
+        .mcp(hub)
+        .build()
+        .unwrap();
+    let root = reg.root().display().to_string();
+    let r = call(
+        &reg,
+        "fs__write_file",
+        json!({"path": format!("{root}/made.txt"), "content": "by mcp\n"}),
+    );
+    assert_eq!(r.status, ToolStatus::Ok, "{}", r.content);
+    assert_eq!(repo.read("made.txt"), "by mcp\n");
+    let r = call(&reg, "git__git_status", json!({"repo_path": root}));
+    assert!(r.content.contains("made.txt"), "{}", r.content);
 }
