@@ -109,7 +109,7 @@ struct Coordinator<'o> {
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
-    let planning = plan::load_planning(&paths.planning)?;
+    let (planning, warnings) = plan::load_planning(&paths.planning)?;
     let preds = plan::predecessors(&planning)?;
     let masker = Masker::new(
         opts.config.planning.logging.mask_sensitive_data,
@@ -160,6 +160,12 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         environment: Value::Null,
     };
     c.load_timings();
+    if !warnings.is_empty() {
+        c.emit(
+            events::PLAN_VALIDATION,
+            json!({"status": "ok", "warnings": warnings}),
+        );
+    }
     c.emit(
         if stage_exists {
             events::EXECUTION_RESUME

@@ -47,3 +47,16 @@ pub const IO_ERROR: &str = "IO_ERROR";
 pub const GIT_ERROR: &str = "GIT_ERROR";
 pub const PROCESS_ERROR: &str = "PROCESS_ERROR";
 pub const EXECUTOR_ERROR: &str = "EXECUTOR_ERROR";
+
+/// The runner's reason code for a validation finding code of `dandori-plan`.
+pub fn plan_code(code: &str) -> &'static str {
+    match code {
+        "JSON_PARSE_ERROR" => JSON_PARSE_ERROR,
+        "AC_TOO_FEW" => AC_TOO_FEW,
+        _ => dandori_plan::reason_codes::ALL
+            .iter()
+            .find(|c| **c == code)
+            .copied()
+            .unwrap_or(PLAN_INVALID),
+    }
+}
