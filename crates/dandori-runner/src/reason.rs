@@ -34,6 +34,7 @@ pub const MAX_ITERATIONS: &str = "MAX_ITERATIONS";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "TOKEN_BUDGET_EXCEEDED";
 pub const APPROVAL_REQUIRED: &str = "APPROVAL_REQUIRED";
 pub const MODEL_ERROR: &str = "MODEL_ERROR";
+pub const REQUIRES_HUMAN_INTERVENTION: &str = "REQUIRES_HUMAN_INTERVENTION";
 
 // run-level guardrails (seed 000 §10.4, §11.2.2)
 pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";
