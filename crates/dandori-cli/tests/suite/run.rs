@@ -64,7 +64,7 @@ fn fixture() -> Fixture {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "initial"]);
     let hold = format!(
-        r#"hold() {{ if [ "$(cat "{c}/killpoint" 2>/dev/null)" = "$1" ]; then echo $$ > "{c}/pid"; touch "{c}/reached"; sleep 60; fi; }}"#,
+        r#"hold() {{ if [ "$(cat "{c}/killpoint" 2>/dev/null)" = "$1" ]; then ps -o pgid= -p $$ | tr -d ' ' > "{c}/pid"; touch "{c}/reached"; sleep 60; fi; }}"#,
         c = ctl.display()
     );
     std::fs::write(
@@ -307,6 +307,7 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
         let pid = std::fs::read_to_string(f.ctl.join("pid")).unwrap();
         let _ = Command::new("kill")
             .args(["-KILL", "--", &format!("-{}", pid.trim())])
+            .stderr(Stdio::null())
             .status();
         std::fs::remove_file(f.ctl.join("killpoint")).unwrap();
 
