@@ -157,9 +157,10 @@ impl Git {
         Ok((lines, files))
     }
 
-    /// Commits the staged tree (possibly empty) with `message`; returns the hash.
+    /// Commits the index (possibly unchanged) with `message`; returns the hash.
+    /// Only what [`Git::staged_numstat`] staged and measured is committed: files a
+    /// unit command leaves behind afterwards are not.
     pub fn commit(&self, message: &str) -> Result<String, RunnerError> {
-        self.run(&["add", "-A", "--", "."])?;
         self.run(&[
             "-c",
             "commit.gpgsign=false",
@@ -228,11 +229,13 @@ impl Git {
     pub fn remove_worktree(&self, path: &Path) -> Result<(), RunnerError> {
         let p = path.to_string_lossy();
         let (ok, _, _) = self.output(&["worktree", "remove", "--force", &p])?;
-        if !ok && path.exists() {
-            std::fs::remove_dir_all(path)
-                .map_err(|e| dandori_fs::FsError::new("removing worktree", path, e))?;
+        if !ok {
+            if path.exists() {
+                std::fs::remove_dir_all(path)
+                    .map_err(|e| dandori_fs::FsError::new("removing worktree", path, e))?;
+            }
+            self.run(&["worktree", "prune"])?;
         }
-        self.run(&["worktree", "prune"])?;
         Ok(())
     }
 
