@@ -5,8 +5,14 @@
 //! (`records`), reuse an unchanged environment (`reuse`), and run commands inside
 //! it afterwards (`activation`).
 
+pub mod activation;
 pub mod analyzer;
+pub mod classify;
+pub mod records;
+pub mod reuse;
 pub mod selection;
+pub mod setup;
+pub mod verify;
 
 pub use analyzer::{EnvironmentAnalysis, analyze, analyze_paths};
 pub use selection::{Toolchain, select_environment, select_environment_with};
@@ -20,4 +26,6 @@ pub enum EnvError {
     Exec(#[from] dandori_exec::ExecError),
     #[error("{path}: {message}")]
     Record { path: String, message: String },
+    #[error("command regeneration: {message}")]
+    Regeneration { message: String },
 }

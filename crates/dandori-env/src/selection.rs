@@ -476,7 +476,8 @@ fn python_commands(
             .map(|v| format!(" --python {}", v.value))
             .unwrap_or_default();
         if uv {
-            c.setup.push(at(format!("uv venv {VENV_DIR}{pin}")));
+            c.setup
+                .push(at(format!("uv venv {VENV_DIR} --allow-existing{pin}")));
         } else {
             let py = if tools.has("python3") {
                 "python3"

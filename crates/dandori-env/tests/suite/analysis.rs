@@ -272,7 +272,7 @@ fn generated_commands_follow_the_tools_present() {
     assert_eq!(
         with_uv.setup_commands,
         vec![
-            "uv venv .venv --python 3.11",
+            "uv venv .venv --allow-existing --python 3.11",
             "uv pip install --python .venv/bin/python -r requirements.txt -r requirements-base.txt -r requirements-dev.txt",
         ]
     );
