@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 
+mod env;
 mod resume;
 mod run;
 
@@ -13,8 +14,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         | Command::Graph(_)
         | Command::Schema(_)
         | Command::Plan(_)
-        | Command::Eval(_)
-        | Command::Env(_) => anyhow::bail!("this command is not built yet"),
+        | Command::Eval(_) => anyhow::bail!("this command is not built yet"),
+        Command::Env(cmd) => env::env(cli.config.as_deref(), &cli.set, cmd),
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
     }

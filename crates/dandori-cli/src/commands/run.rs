@@ -87,6 +87,11 @@ fn execute(
     } else {
         Some(Arc::new(|line: &str| output::progress(line)))
     };
+    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
+        Arc::new(super::env::EnvPhase {
+            config: config.planning.environment_setup.clone(),
+            base_env: base_env.clone(),
+        });
     let opts = RunOptions {
         target: target.to_path_buf(),
         repo: repo.to_path_buf(),
@@ -96,7 +101,7 @@ fn execute(
         llm_factory: None,
         resume,
         base_env,
-        environment: None,
+        environment: Some(environment),
         progress,
     };
     match dandori_runner::run(&opts) {
