@@ -1,5 +1,6 @@
 //! Cost of the tool layer: a sandboxed command against the same command unsandboxed,
 //! and a search over a worktree of 500 files.
+#![allow(clippy::expect_used)]
 
 use std::collections::BTreeMap;
 
