@@ -112,6 +112,30 @@ impl ToolRegistry {
         }
     }
 
+    /// Like [`ToolRegistry::call`] for arguments as the model wrote them (JSON text,
+    /// possibly malformed, as in `dandori_llm::ToolCall`): malformed JSON is an
+    /// `INVALID_ARGUMENTS` result the model can correct; empty text means no arguments.
+    pub fn call_raw(&self, id: Option<&str>, name: &str, arguments: &str) -> ToolResult {
+        let mut call = ToolCall::new(name, serde_json::Value::Null);
+        call.id = id.map(str::to_string);
+        if arguments.trim().is_empty() {
+            return self.call(&call);
+        }
+        match serde_json::from_str(arguments) {
+            Ok(value) => {
+                call.arguments = value;
+                self.call(&call)
+            }
+            Err(e) => ToolResult::err(
+                &call,
+                ToolError::new(
+                    ReasonCode::InvalidArguments,
+                    format!("the arguments of `{name}` are not valid JSON: {e}"),
+                ),
+            ),
+        }
+    }
+
     fn dispatch(&self, call: &ToolCall) -> Result<String, ToolError> {
         match self.policy.decide(&call.name) {
             PolicyDecision::Allow => {}
