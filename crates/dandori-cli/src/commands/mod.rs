@@ -1,15 +1,17 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
+mod plan;
+
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command};
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
+        Command::Plan(args) => plan::run(args, cli.config.as_deref(), &cli.set),
         Command::Validate(_)
         | Command::Graph(_)
         | Command::Schema(_)
-        | Command::Plan(_)
         | Command::Eval(_)
         | Command::Env(_)
         | Command::Run(_)

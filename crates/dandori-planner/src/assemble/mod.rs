@@ -584,8 +584,8 @@ fn make_step(
         },
         inputs: Inputs {
             request_path: ctx.request_path.clone(),
-            context_files: Some(s.context_files.clone()),
-            code_files_hint: Some(s.code_files_hint.clone()),
+            context_files: opt(&s.context_files),
+            code_files_hint: opt(&s.code_files_hint),
             extra: Default::default(),
         },
         commands: Commands {

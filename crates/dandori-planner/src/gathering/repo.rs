@@ -39,10 +39,15 @@ pub struct RepoScan {
 }
 
 impl RepoScan {
-    pub fn contains(&self, path: &str) -> bool {
+    pub fn file(&self, path: &str) -> Option<&RepoFile> {
         self.files
             .binary_search_by(|f| f.path.as_str().cmp(path))
-            .is_ok()
+            .ok()
+            .map(|i| &self.files[i])
+    }
+
+    pub fn contains(&self, path: &str) -> bool {
+        self.file(path).is_some()
     }
 
     /// True when some file lives under `dir` (relative, no trailing slash needed).

@@ -74,7 +74,7 @@ fn draft(ctx: &PlanningContext) -> Draft {
         };
         subtasks.push(DraftSubtask {
             key: format!("task_{}", n + 1),
-            title: truncate_chars(&item.title, 80),
+            title: short_title(&item.title),
             intent: item.intent(),
             target_paths: t.target_paths,
             code_files_hint: t.code_files_hint,
@@ -241,6 +241,25 @@ fn draft(ctx: &PlanningContext) -> Draft {
         reasoning,
         not_decomposable: None,
     }
+}
+
+/// The first clause of a requirement, at most 80 characters: the rest stays in the
+/// intent.
+fn short_title(text: &str) -> String {
+    let cut = ["; ", "；", "。", " — ", ": "]
+        .iter()
+        .filter_map(|sep| text.find(sep))
+        .min()
+        .unwrap_or(text.len());
+    let head = text[..cut].trim();
+    truncate_chars(
+        if head.chars().count() >= 8 {
+            head
+        } else {
+            text
+        },
+        80,
+    )
 }
 
 fn contains_any(text: &str, needles: &[&str]) -> bool {
