@@ -91,8 +91,8 @@ pub fn assemble(
     {
         skip = Some(Skip {
             reason: format!(
-                "task sized {:?} should be chunked but could not be decomposed: the request has no enumerated requirements, acceptance criteria or paths to split on",
-                built.size.size_category
+                "the task should be chunked ({}) but could not be decomposed: the request has no enumerated requirements, acceptance criteria or paths to split on",
+                met_criteria(&built.chunking).join(", ")
             ),
             error_details: Some(built.chunking.llm_reasoning.clone()),
         });
@@ -200,6 +200,14 @@ fn groups_with_indices(plan: &ExecutionPlan, steps: &[Step]) -> Vec<Value> {
                 "depends_on_groups": g.depends_on_groups,
             })
         })
+        .collect()
+}
+
+fn met_criteria(c: &ChunkingDecision) -> Vec<String> {
+    c.decision_criteria
+        .iter()
+        .filter(|d| d.met)
+        .map(|d| d.name.clone())
         .collect()
 }
 

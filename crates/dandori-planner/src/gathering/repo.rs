@@ -122,7 +122,8 @@ fn tested_stem(test_path: &str) -> Option<String> {
         .or_else(|| stem.strip_suffix("_spec"))
         .or_else(|| stem.strip_suffix("Test").filter(|s| !s.is_empty()))
         .unwrap_or(stem);
-    (!stem.is_empty() && stem != "test" && stem != "tests").then(|| stem.to_string())
+    (!stem.is_empty() && stem != "test" && stem != "tests" && !stem.starts_with("__"))
+        .then(|| stem.to_string())
 }
 
 fn stem_of(path: &str) -> &str {

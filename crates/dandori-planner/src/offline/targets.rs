@@ -184,7 +184,7 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
 
 /// True when the file at `path` defines one of `idents` (a class, function, type,
 /// struct, enum, interface or constant of that name, in the common languages).
-fn defines_any(ctx: &PlanningContext, path: &str, idents: &[String]) -> bool {
+pub(crate) fn defines_any(ctx: &PlanningContext, path: &str, idents: &[String]) -> bool {
     let Ok(content) = std::fs::read_to_string(ctx.scan.root.join(path)) else {
         return false;
     };
