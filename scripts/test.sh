@@ -18,6 +18,12 @@ if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/server-filesystem >/dev/null
 fi
 
+# The command sandbox (bubblewrap) is a system package: the sandbox tests fail
+# without it. CI installs it with `apt-get install -y bubblewrap`.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "warning: bwrap (bubblewrap) not found; install it (apt-get install -y bubblewrap) or the sandbox tests fail" >&2
+fi
+
 export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 exec cargo test --workspace --locked "$@"

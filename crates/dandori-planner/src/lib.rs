@@ -39,6 +39,7 @@ pub mod draft;
 pub mod error;
 pub mod gathering;
 pub mod interim;
+pub mod llm;
 pub mod offline;
 pub mod pipeline;
 pub mod request;
