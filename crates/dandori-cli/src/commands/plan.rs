@@ -31,12 +31,16 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             "warning: --config / -c are not applied by `plan` in this build; using default config",
         );
     }
+    // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
-        Progress::Scanning { files } => output::progress(&format!("scanning: {files} files…")),
-        Progress::Scanned { files, .. } if *files >= 1000 => {
-            output::progress(&format!("scanned {files} files"))
+        Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
+            output::progress(&format!("scanned {files} files in {millis} ms"))
         }
-        Progress::Scanned { .. }
+        Progress::Indexed { files, millis } if *files >= 2000 || *millis >= 500 => {
+            output::progress(&format!("indexed {files} files in {millis} ms"))
+        }
+        Progress::Scanning { .. }
+        | Progress::Scanned { .. }
         | Progress::Indexed { .. }
         | Progress::Drafting { .. }
         | Progress::Writing { .. } => {}

@@ -9,6 +9,8 @@
 
 pub mod order;
 
+use dandori_plan::graph::{self, GraphAnalysis};
+use dandori_plan::validation;
 use dandori_plan::{
     ChunkingDecision, Commands, Complexity, Context, ExecutionMode, ExecutionPlan, ExpectedDiff,
     Gates, Inputs, Limits, PLANNING_VERSION, Planning, RiskLevel, RunOutputs, Scope, SizeCategory,
@@ -21,9 +23,7 @@ use serde_json::{Value, json};
 use crate::context::PlanningContext;
 use crate::draft::{Draft, DraftSubtask};
 use crate::error::PlannerError;
-use crate::interim::graph::{self, GraphAnalysis};
 use crate::interim::sizing::{self, ChunkingInputs};
-use crate::interim::validation;
 use crate::run_dir::RunDir;
 use crate::{acceptance, offline};
 
@@ -415,10 +415,20 @@ fn build(
         "test_files".into(),
         json!(ctx.scan.files.iter().filter(|f| f.is_test).count()),
     );
-    project_facts.insert("readme".into(), json!(ctx.scan.readme));
+    project_facts.insert(
+        "readme".into(),
+        json!(crate::gathering::readme_path(&ctx.scan)),
+    );
     project_facts.insert(
         "tree".into(),
-        json!(ctx.scan.tree_summary.lines().collect::<Vec<_>>()),
+        json!(
+            ctx.scan
+                .summary
+                .top_directories
+                .iter()
+                .map(|d| format!("{}/ ({} files)", d.path, d.files))
+                .collect::<Vec<_>>()
+        ),
     );
     project_facts.insert("planner_strategy".into(), json!(draft.strategy));
 
@@ -501,7 +511,7 @@ fn build(
         goal_understanding: Some(goal),
         size_estimation: Some(size.clone()),
         chunking_decision: Some(chunking.clone()),
-        dependency_graph: Some(graph.dependency_graph.clone()),
+        dependency_graph: Some(graph.dependency_graph()),
         execution_plan: Some(plan.clone()),
         selected_environment: Some(ctx.selected_environment.clone()),
         extra,

@@ -131,8 +131,7 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         let tested: BTreeSet<String> = subtasks[t]
             .target_paths
             .iter()
-            .filter_map(|p| ctx.scan.test_map.get(p))
-            .flatten()
+            .flat_map(|p| crate::gathering::sources_of(&ctx.scan, p))
             .cloned()
             .collect();
         let mut related: Vec<usize> = code

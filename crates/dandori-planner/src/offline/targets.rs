@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::context::PlanningContext;
-use crate::gathering::Hit;
+use crate::gathering::{Hit, has_dir, has_file, readme_path};
 
 use super::decomposition::{Item, ItemKind};
 
@@ -22,7 +22,7 @@ pub struct Targets {
 const MAX_RETRIEVED_TARGETS: usize = 3;
 const MAX_HINTS: usize = 5;
 /// Hits scoring below this share of the best hit are noise.
-const RELATIVE_CUTOFF: f64 = 0.4;
+const RELATIVE_CUTOFF: f32 = 0.4;
 
 pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targets {
     let text = item.intent();
@@ -36,7 +36,7 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
     // Paths the item names: existing files and dirs, or new files in existing dirs.
     for p in crate::text::path_like_tokens(&text) {
         let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
-        if ctx.scan.contains(&p) || ctx.scan.has_dir(&p) || ctx.scan.has_dir(dir) {
+        if has_file(&ctx.scan, &p) || has_dir(&ctx.scan, &p) || has_dir(&ctx.scan, dir) {
             push(&mut targets, p);
         }
     }
@@ -90,7 +90,7 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
                 .take(3)
             {
                 for test in ctx.scan.tests_for(&h.path) {
-                    push(&mut t, test);
+                    push(&mut t, test.to_string());
                 }
             }
             for p in eligible(&|p| is_test(ctx, p)) {
@@ -106,9 +106,9 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         ItemKind::Docs => {
             let mut t = eligible(&|p| is_doc(p));
             if t.is_empty()
-                && let Some(r) = &ctx.scan.readme
+                && let Some(r) = readme_path(&ctx.scan)
             {
-                t.push(r.clone());
+                t.push(r);
             }
             t.truncate(MAX_RETRIEVED_TARGETS);
             t
@@ -125,14 +125,7 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         }
     };
     if !named {
-        for r in retrieved
-            .iter()
-            .take(if item.kind == ItemKind::Implementation {
-                2
-            } else {
-                MAX_RETRIEVED_TARGETS
-            })
-        {
+        for r in retrieved.iter().take(MAX_RETRIEVED_TARGETS) {
             push(&mut targets, r.clone());
         }
     }
@@ -141,7 +134,7 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         let sources: Vec<String> = targets.clone();
         for s in sources {
             for t in ctx.scan.tests_for(&s).into_iter().take(1) {
-                push(&mut targets, t);
+                push(&mut targets, t.to_string());
             }
         }
     }
@@ -169,10 +162,10 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         .take(MAX_HINTS)
         .collect();
     let mut context_files = Vec::new();
-    if let Some(r) = &ctx.scan.readme
-        && !targets.contains(r)
+    if let Some(r) = readme_path(&ctx.scan)
+        && !targets.contains(&r)
     {
-        context_files.push(r.clone());
+        context_files.push(r);
     }
     Targets {
         target_paths: targets,
