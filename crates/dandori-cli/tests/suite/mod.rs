@@ -1,1 +1,3 @@
 mod env;
+// --
+mod plan;
