@@ -174,7 +174,8 @@ pub struct RunArgs {
     pub repo: PathBuf,
     #[arg(long, value_enum)]
     pub executor: Option<ExecutorKind>,
-    /// External agent command template, e.g. `claude -p {prompt}`.
+    /// External agent command template, e.g. `claude -p {prompt}`; placeholders
+    /// {prompt} {prompt_file} {step_id} {workdir}, each replaced inside one argument.
     #[arg(long)]
     pub agent_cmd: Option<String>,
     /// Approve tools that require approval when not on a terminal.
@@ -189,6 +190,12 @@ pub struct ResumeArgs {
     pub run_dir: PathBuf,
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
+    /// Switch executor (default: the one the run started with, kept in stage.json).
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorKind>,
+    /// External agent command template, e.g. `claude -p {prompt}`.
+    #[arg(long)]
+    pub agent_cmd: Option<String>,
     #[arg(long)]
     pub approve: bool,
     #[arg(long)]

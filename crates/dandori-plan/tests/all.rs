@@ -1,0 +1,2 @@
+//! The one integration-test binary of dandori-plan.
+mod suite;
