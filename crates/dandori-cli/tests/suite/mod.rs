@@ -1,3 +1,6 @@
 mod env;
 // --
 mod plan;
+// --
+mod run;
+// --
