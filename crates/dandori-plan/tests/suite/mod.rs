@@ -1,4 +1,5 @@
 mod graph;
+mod sizing;
 mod validation;
 
 use std::path::PathBuf;
