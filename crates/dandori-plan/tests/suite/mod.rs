@@ -1,4 +1,6 @@
 mod graph;
+mod roundtrip;
+mod schema;
 mod sizing;
 mod validation;
 
