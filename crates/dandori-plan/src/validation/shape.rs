@@ -303,7 +303,10 @@ mod tests {
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let props = schema["properties"].as_object().cloned().unwrap_or_default();
+        let props = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         for f in fields {
             let prop = props
                 .get(f.key)
