@@ -34,6 +34,67 @@ pub struct ProviderConfig {
     pub stream_idle_timeout_secs: u64,
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
+    /// First backoff delay, milliseconds; doubled per retry, with jitter, unless the
+    /// server says `retry-after-ms` / `Retry-After`.
+    #[serde(default = "default_retry_base_delay_ms")]
+    pub retry_base_delay_ms: u64,
+    /// Longest single backoff (including a server's `Retry-After`), seconds.
+    #[serde(default = "default_retry_max_delay")]
+    pub retry_max_delay_secs: u64,
+    /// Stream responses (SSE). Off for servers that don't stream.
+    #[serde(default = "default_true")]
+    pub stream: bool,
+    /// `max_tokens` sent with each request (required by Anthropic).
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// How structured output is requested: `native` (OpenAI `response_format`
+    /// json_schema, Anthropic forced tool) or `prompt` (schema in the prompt only,
+    /// for models without native tool calling / JSON mode).
+    #[serde(default)]
+    pub structured_output: StructuredOutputMode,
+}
+
+impl ProviderConfig {
+    /// A provider with the defaults of every optional field.
+    pub fn new(name: &str, kind: ProviderKind, base_url: &str, model: &str) -> ProviderConfig {
+        ProviderConfig {
+            name: name.to_string(),
+            kind,
+            base_url: base_url.to_string(),
+            api_key_env: None,
+            model: model.to_string(),
+            headers: BTreeMap::new(),
+            request_timeout_secs: default_request_timeout(),
+            stream_idle_timeout_secs: default_idle_timeout(),
+            max_retries: default_max_retries(),
+            retry_base_delay_ms: default_retry_base_delay_ms(),
+            retry_max_delay_secs: default_retry_max_delay(),
+            stream: true,
+            max_tokens: default_max_tokens(),
+            structured_output: StructuredOutputMode::Native,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StructuredOutputMode {
+    #[default]
+    Native,
+    Prompt,
+}
+
+fn default_retry_base_delay_ms() -> u64 {
+    500
+}
+fn default_retry_max_delay() -> u64 {
+    60
+}
+fn default_true() -> bool {
+    true
+}
+fn default_max_tokens() -> u32 {
+    4096
 }
 
 fn default_request_timeout() -> u64 {
@@ -57,8 +118,14 @@ pub enum ProviderKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
 pub struct TokenBudgets {
+    /// Tokens of the planning calls (prompt + completion), not counting the
+    /// repository context, which `planning_context` bounds separately.
     pub planning: u64,
+    /// Repository context (tree summary, environment, snippets) sent with planning.
+    pub planning_context: u64,
+    /// Per reflection call.
     pub reflection: u64,
+    /// Whole task, every phase.
     pub task: u64,
 }
 
@@ -66,6 +133,7 @@ impl Default for TokenBudgets {
     fn default() -> Self {
         TokenBudgets {
             planning: 2000,
+            planning_context: 3000,
             reflection: 500,
             task: 10000,
         }

@@ -1,1 +1,41 @@
-//! Runner: the execution coordinator (stage machine, executors, reflection, guardrails).
+//! Runner: the execution coordinator of dandori. It executes a validated
+//! `planning.json` step by step (seed 004 §5–6): `stage.json` drives execution,
+//! every step runs in its own git worktree through an [`executor::Executor`], is
+//! checked (diff size, unit commands, autofix) and committed with trailers that
+//! prove it done, and the commits are merged onto the work branch in step order.
+//! Reflection, coverage guardrails and run-level limits (seed 000 §5, §10–11,
+//! seed 001 §10.5) keep the run from looping or running away; a run killed at any
+//! moment resumes from `stage.json` reconciled with the work branch.
+
+pub mod completion;
+pub mod coordinator;
+pub mod coverage;
+pub mod environment;
+pub mod error;
+pub mod events;
+pub mod executor;
+pub mod git;
+pub mod plan;
+pub mod process;
+pub mod prompt;
+pub mod reason;
+pub mod reflection;
+pub mod report;
+pub mod step;
+
+pub use completion::{Completion, CompletionStatus, exit};
+pub use coordinator::{ExecutorChoice, ExecutorKind, Progress, RunOptions, RunOutcome, run};
+pub use error::RunnerError;
+
+/// The exit code for an error that stopped a run before completion.
+pub fn exit_code_for_error(e: &RunnerError) -> u8 {
+    match e {
+        RunnerError::Gate { .. } => exit::GATE_REFUSED,
+        RunnerError::Fs(_)
+        | RunnerError::Trace(_)
+        | RunnerError::InvalidInput { .. }
+        | RunnerError::Git { .. }
+        | RunnerError::Process { .. }
+        | RunnerError::Executor(_) => exit::ERROR,
+    }
+}

@@ -1,1 +1,10 @@
 //! Test support: a scripted fake LLM server over real HTTP and temporary git repositories.
+//!
+//! This crate is only used from tests, so it panics with a clear message on setup
+//! failures instead of threading errors through every test.
+
+pub mod fake_llm;
+pub mod git;
+
+pub use fake_llm::{FakeLlmServer, RecordedRequest, Reply};
+pub use git::TempGitRepo;

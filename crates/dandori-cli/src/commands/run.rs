@@ -1,0 +1,211 @@
+//! `dandori run PLAN_OR_RUN_DIR` and `dandori resume RUN_DIR`: thin adapters over
+//! `dandori_runner::run`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use dandori_config::Config;
+use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions};
+
+use crate::cli::{ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
+use crate::output;
+
+pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Result<ExitCode> {
+    let executor = args.executor.map(|k| ExecutorChoice {
+        kind: kind(k),
+        agent_cmd: args.agent_cmd.clone(),
+    });
+    let executor = match (executor, &args.agent_cmd) {
+        (None, Some(t)) => Some(ExecutorChoice {
+            kind: ExecutorKind::Command,
+            agent_cmd: Some(t.clone()),
+        }),
+        (e, _) => e,
+    };
+    execute(
+        config,
+        sets,
+        Invocation {
+            target: &args.target,
+            repo: &args.repo,
+            executor,
+            resume: false,
+            approve: args.approve,
+            json: args.json,
+        },
+    )
+}
+
+pub fn resume(
+    config: Option<&Path>,
+    sets: &[String],
+    args: ResumeArgs,
+) -> anyhow::Result<ExitCode> {
+    let executor = match (args.executor, &args.agent_cmd) {
+        (Some(k), t) => Some(ExecutorChoice {
+            kind: kind(k),
+            agent_cmd: t.clone(),
+        }),
+        (None, Some(t)) => Some(ExecutorChoice {
+            kind: ExecutorKind::Command,
+            agent_cmd: Some(t.clone()),
+        }),
+        (None, None) => None,
+    };
+    execute(
+        config,
+        sets,
+        Invocation {
+            target: &args.run_dir,
+            repo: &args.repo,
+            executor,
+            resume: true,
+            approve: args.approve,
+            json: args.json,
+        },
+    )
+}
+
+fn kind(k: CliExecutor) -> ExecutorKind {
+    match k {
+        CliExecutor::Llm => ExecutorKind::Llm,
+        CliExecutor::Command => ExecutorKind::Command,
+        CliExecutor::None => ExecutorKind::None,
+    }
+}
+
+/// What `run` and `resume` share.
+struct Invocation<'a> {
+    target: &'a Path,
+    repo: &'a Path,
+    executor: Option<ExecutorChoice>,
+    resume: bool,
+    approve: bool,
+    json: bool,
+}
+
+fn execute(
+    config: Option<&Path>,
+    sets: &[String],
+    inv: Invocation<'_>,
+) -> anyhow::Result<ExitCode> {
+    let Invocation {
+        target,
+        repo,
+        executor,
+        resume,
+        approve,
+        json,
+    } = inv;
+    let config = load_config(config, sets)?;
+    let base_env: BTreeMap<String, String> = std::env::vars().collect();
+    let progress: Option<dandori_runner::Progress> = if json {
+        None
+    } else {
+        Some(Arc::new(|line: &str| output::progress(line)))
+    };
+    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
+        Arc::new(super::env::EnvPhase {
+            config: config.planning.environment_setup.clone(),
+            base_env: base_env.clone(),
+        });
+    let opts = RunOptions {
+        target: target.to_path_buf(),
+        repo: repo.to_path_buf(),
+        config,
+        executor,
+        executor_override: None,
+        approve,
+        resume,
+        base_env,
+        environment: Some(environment),
+        progress,
+    };
+    match dandori_runner::run(&opts) {
+        Ok(outcome) => {
+            let c = &outcome.completion;
+            if json {
+                output::json(c);
+            } else {
+                for s in &c.steps {
+                    output::line(&format!(
+                        "{}  {:<11} {}{}",
+                        s.step_id,
+                        serde_json::to_value(s.status)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_default(),
+                        s.title,
+                        s.reason_code
+                            .as_deref()
+                            .map(|r| format!("  [{r}]"))
+                            .unwrap_or_default()
+                    ));
+                }
+                output::line(&format!(
+                    "{}: {} (report: {})",
+                    serde_json::to_value(c.status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    c.comment,
+                    outcome.run_dir.join("report.md").display()
+                ));
+            }
+            Ok(ExitCode::from(c.exit_code))
+        }
+        Err(e) => {
+            let code = dandori_runner::exit_code_for_error(&e);
+            if json {
+                output::json(&serde_json::json!({
+                    "status": if code == dandori_runner::exit::GATE_REFUSED { "gate_refused" } else { "error" },
+                    "reason_code": e.reason_code(),
+                    "message": e.to_string(),
+                    "exit_code": code,
+                }));
+            } else {
+                output::error(&e.to_string());
+            }
+            Ok(ExitCode::from(code))
+        }
+    }
+}
+
+/// Defaults, then the config file, then `-c key=value` (dotted keys, YAML values).
+fn load_config(file: Option<&Path>, sets: &[String]) -> anyhow::Result<Config> {
+    let mut value = match file {
+        Some(f) => {
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("reading config {}", f.display()))?;
+            let v: serde_json::Value = serde_yaml::from_str(&text)
+                .with_context(|| format!("parsing config {}", f.display()))?;
+            v
+        }
+        None => serde_json::to_value(Config::default())?,
+    };
+    for s in sets {
+        let (key, raw) = s
+            .split_once('=')
+            .with_context(|| format!("-c {s}: expected KEY=VALUE"))?;
+        let parsed: serde_json::Value = serde_yaml::from_str(raw)
+            .unwrap_or_else(|_| serde_json::Value::String(raw.to_string()));
+        let mut cur = &mut value;
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, p) in parts.iter().enumerate() {
+            let obj = cur
+                .as_object_mut()
+                .with_context(|| format!("-c {key}: {p} is not inside a section"))?;
+            if i + 1 == parts.len() {
+                obj.insert(p.to_string(), parsed.clone());
+                break;
+            }
+            cur = obj
+                .entry(p.to_string())
+                .or_insert_with(|| serde_json::json!({}));
+        }
+    }
+    serde_json::from_value(value).context("config: invalid value")
+}

@@ -1,0 +1,77 @@
+//! Reason codes of command-policy rejections (seed 002 §11.1). Every code is
+//! documented in `docs/environment.md`; they are public contract.
+
+/// The command line is empty (or only comments).
+pub const POLICY_EMPTY_COMMAND: &str = "POLICY_EMPTY_COMMAND";
+/// The line cannot be split as a shell would (unterminated quote, unbalanced
+/// parenthesis, control character, a redirection without a target).
+pub const POLICY_PARSE_ERROR: &str = "POLICY_PARSE_ERROR";
+/// Valid shell, but a construct the policy does not accept (here-documents).
+pub const POLICY_UNSUPPORTED_SYNTAX: &str = "POLICY_UNSUPPORTED_SYNTAX";
+/// The line is longer than `MAX_LINE_LEN`.
+pub const POLICY_TOO_LONG: &str = "POLICY_TOO_LONG";
+/// The executable is not on the allowlist.
+pub const POLICY_NOT_ALLOWED: &str = "POLICY_NOT_ALLOWED";
+/// `sudo`, `su`, `doas`, `pkexec`, setuid bits and other privilege escalation.
+pub const POLICY_PRIVILEGE_ESCALATION: &str = "POLICY_PRIVILEGE_ESCALATION";
+/// A read or write of a system location: `/etc`, `/sys`, `/proc/sys`, `/boot`,
+/// devices other than `/dev/null`-like ones, `/root`, the docker socket.
+pub const POLICY_SYSTEM_PATH: &str = "POLICY_SYSTEM_PATH";
+/// Access to credential stores: `~/.ssh`, `~/.aws`, `~/.gnupg`, `.netrc`, …
+pub const POLICY_CREDENTIAL_ACCESS: &str = "POLICY_CREDENTIAL_ACCESS";
+/// Network configuration tools: `ip`, `ifconfig`, `iptables`, `route`, `nmcli`, …
+pub const POLICY_NETWORK_CONFIG: &str = "POLICY_NETWORK_CONFIG";
+/// System control: `shutdown`, `reboot`, `systemctl`, `mount`, `mkfs`, `sysctl`, …
+pub const POLICY_SYSTEM_CONTROL: &str = "POLICY_SYSTEM_CONTROL";
+/// Output piped into a shell or interpreter (`curl … | sh`), or a shell fed with a
+/// command substitution (`sh -c "$(curl …)"`).
+pub const POLICY_PIPE_TO_SHELL: &str = "POLICY_PIPE_TO_SHELL";
+/// Recursive deletion of `/`, `~`, `..`, `.`, `*` or a top-level directory.
+pub const POLICY_DESTRUCTIVE_DELETE: &str = "POLICY_DESTRUCTIVE_DELETE";
+/// `chmod 777 /`, recursive `chmod`/`chown` of absolute or home paths.
+pub const POLICY_DANGEROUS_PERMISSIONS: &str = "POLICY_DANGEROUS_PERMISSIONS";
+/// A shell function that calls itself (`:(){ :|:& };:`).
+pub const POLICY_FORK_BOMB: &str = "POLICY_FORK_BOMB";
+/// Any other shell function definition.
+pub const POLICY_SHELL_FUNCTION: &str = "POLICY_SHELL_FUNCTION";
+/// Metacharacter abuse: consecutive or dangling operators (`;;`, `&& &&`, a
+/// trailing `|`), an empty command between operators.
+pub const POLICY_OPERATOR_ABUSE: &str = "POLICY_OPERATOR_ABUSE";
+/// A command sent to the background with `&`: it would outlive its check.
+pub const POLICY_BACKGROUND_PROCESS: &str = "POLICY_BACKGROUND_PROCESS";
+/// The program name itself is computed at run time (`$CMD`, `$(…)`).
+pub const POLICY_DYNAMIC_COMMAND: &str = "POLICY_DYNAMIC_COMMAND";
+/// `eval`, `source`, `.`: code the policy cannot see.
+pub const POLICY_EVAL: &str = "POLICY_EVAL";
+/// Loader or shell start-up variables (`LD_PRELOAD`, `BASH_ENV`, `IFS`, …).
+pub const POLICY_DANGEROUS_ENV: &str = "POLICY_DANGEROUS_ENV";
+/// A configured `forbidden_patterns` regex matched a simple command.
+pub const POLICY_FORBIDDEN_PATTERN: &str = "POLICY_FORBIDDEN_PATTERN";
+/// Command substitutions nested deeper than the policy follows.
+pub const POLICY_TOO_DEEP: &str = "POLICY_TOO_DEEP";
+
+/// Every code, for documentation checks.
+pub const ALL: &[&str] = &[
+    POLICY_EMPTY_COMMAND,
+    POLICY_PARSE_ERROR,
+    POLICY_UNSUPPORTED_SYNTAX,
+    POLICY_TOO_LONG,
+    POLICY_NOT_ALLOWED,
+    POLICY_PRIVILEGE_ESCALATION,
+    POLICY_SYSTEM_PATH,
+    POLICY_CREDENTIAL_ACCESS,
+    POLICY_NETWORK_CONFIG,
+    POLICY_SYSTEM_CONTROL,
+    POLICY_PIPE_TO_SHELL,
+    POLICY_DESTRUCTIVE_DELETE,
+    POLICY_DANGEROUS_PERMISSIONS,
+    POLICY_FORK_BOMB,
+    POLICY_SHELL_FUNCTION,
+    POLICY_OPERATOR_ABUSE,
+    POLICY_BACKGROUND_PROCESS,
+    POLICY_DYNAMIC_COMMAND,
+    POLICY_EVAL,
+    POLICY_DANGEROUS_ENV,
+    POLICY_FORBIDDEN_PATTERN,
+    POLICY_TOO_DEEP,
+];

@@ -1,0 +1,1083 @@
+//! The command policy of seed 002 §11.1: an executable allowlist plus forbidden
+//! patterns. A line is split the way a POSIX shell would split it (quotes,
+//! escapes, `;`, `&&`, `||`, `|`, `&`, subshells, redirections, `$(…)`, backticks)
+//! and every simple command of the chain, including those inside command
+//! substitutions and behind wrappers such as `env` or `timeout`, is checked.
+//! Nothing is matched as a substring of the raw line.
+
+pub mod codes;
+mod lexer;
+
+use std::collections::BTreeSet;
+
+use dandori_config::CommandPolicyConfig;
+use regex::Regex;
+use serde::Serialize;
+
+use crate::ExecError;
+use lexer::{Token, Word};
+
+/// Longest command line accepted.
+pub const MAX_LINE_LEN: usize = 16 * 1024;
+/// How deep command substitutions are followed.
+const MAX_DEPTH: usize = 4;
+
+/// Why a command line was refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct PolicyViolation {
+    /// One of [`codes`].
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl PolicyViolation {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        PolicyViolation {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// A redirection of a simple command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Redirection {
+    pub operator: String,
+    pub target: String,
+}
+
+/// One simple command of a checked line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SimpleCommand {
+    /// Leading `NAME=value` words.
+    pub assignments: Vec<(String, String)>,
+    /// Empty when the command is only assignments or redirections.
+    pub program: String,
+    pub args: Vec<String>,
+    pub redirections: Vec<Redirection>,
+    /// 0 for the first command of a pipeline, 1 for the one reading its output, …
+    pub pipe_position: usize,
+    /// `words[0]` is the program word, `words[1..]` line up with `args`.
+    #[serde(skip)]
+    words: Vec<Word>,
+    /// Assignment and redirection-target words.
+    #[serde(skip)]
+    other_words: Vec<Word>,
+}
+
+/// A command line that passed the policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ParsedCommand {
+    /// The line as given.
+    pub line: String,
+    pub commands: Vec<SimpleCommand>,
+    /// Control operators between the commands, in order.
+    pub operators: Vec<String>,
+    /// True when the line needs `sh -c` (operators, redirections, assignments,
+    /// expansions, shell builtins); false when `commands[0]` can be spawned as is.
+    pub needs_shell: bool,
+}
+
+/// The built-in allowlist: seed 002 §11.1.1 plus the tools dandori's own setup and
+/// verification commands use, and harmless file utilities.
+pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
+    // seed 002 §11.1.1
+    "pip",
+    "conda",
+    "npm",
+    "yarn",
+    "pnpm",
+    "mvn",
+    "gradle",
+    "go",
+    "make",
+    // python
+    "pip3",
+    "python",
+    "python3",
+    "uv",
+    "uvx",
+    "mamba",
+    "micromamba",
+    "poetry",
+    "pdm",
+    "pipenv",
+    "hatch",
+    "tox",
+    "nox",
+    "pytest",
+    "virtualenv",
+    // node
+    "node",
+    "npx",
+    "corepack",
+    "bun",
+    "tsc",
+    "jest",
+    "vitest",
+    // java
+    "mvnw",
+    "gradlew",
+    "java",
+    "javac",
+    // go, rust
+    "gofmt",
+    "cargo",
+    "rustc",
+    "rustup",
+    // build and harmless utilities
+    "cmake",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "test",
+    "[",
+    "cd",
+    "pwd",
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "sort",
+    "mkdir",
+    "cp",
+    "mv",
+    "rm",
+    "touch",
+    "ln",
+    "which",
+    "type",
+    "dirname",
+    "basename",
+    "git",
+    "export",
+    "tee",
+    "chmod",
+];
+
+const PRIVILEGE: &[&str] = &[
+    "sudo",
+    "su",
+    "doas",
+    "pkexec",
+    "runuser",
+    "chroot",
+    "setpriv",
+    "gosu",
+    "su-exec",
+    "sg",
+    "newgrp",
+    "machinectl",
+    "nsenter",
+    "unshare",
+    "capsh",
+    "setcap",
+];
+const NETWORK: &[&str] = &[
+    "ip",
+    "ifconfig",
+    "iptables",
+    "ip6tables",
+    "iptables-restore",
+    "ip6tables-restore",
+    "iptables-save",
+    "nft",
+    "route",
+    "nmcli",
+    "nmtui",
+    "netplan",
+    "ufw",
+    "firewall-cmd",
+    "tc",
+    "ethtool",
+    "iw",
+    "iwconfig",
+    "resolvectl",
+    "systemd-resolve",
+    "hostnamectl",
+    "brctl",
+    "dhclient",
+    "arp",
+    "ebtables",
+    "wg",
+    "wg-quick",
+];
+const SYSTEM: &[&str] = &[
+    "shutdown",
+    "reboot",
+    "halt",
+    "poweroff",
+    "init",
+    "telinit",
+    "systemctl",
+    "service",
+    "mount",
+    "umount",
+    "fdisk",
+    "sfdisk",
+    "parted",
+    "wipefs",
+    "mkswap",
+    "swapon",
+    "swapoff",
+    "modprobe",
+    "insmod",
+    "rmmod",
+    "sysctl",
+    "crontab",
+    "useradd",
+    "userdel",
+    "usermod",
+    "groupadd",
+    "passwd",
+    "chpasswd",
+    "visudo",
+    "kill",
+    "pkill",
+    "killall",
+    "dd",
+    "shred",
+    "apt",
+    "apt-get",
+    "dpkg",
+    "yum",
+    "dnf",
+    "apk",
+    "pacman",
+    "zypper",
+    "snap",
+];
+const EVAL: &[&str] = &["eval", "source", ".", "trap", "alias"];
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox",
+];
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python3",
+    "perl",
+    "ruby",
+    "node",
+    "php",
+    "lua",
+    "osascript",
+    "pwsh",
+];
+/// Programs that run another program given as an argument.
+const WRAPPERS: &[&str] = &[
+    "env", "nice", "nohup", "timeout", "time", "stdbuf", "xargs", "command", "builtin", "ionice",
+    "setsid", "exec", "watch", "strace", "ltrace",
+];
+const DANGEROUS_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "IFS",
+    "SHELLOPTS",
+    "PS4",
+    "GCONV_PATH",
+    "NODE_OPTIONS_PRELOAD",
+];
+/// Shell builtins: their presence needs `sh -c`.
+const BUILTINS: &[&str] = &["cd", "export", "test", "[", "type", "pwd", "true", "false"];
+
+const PROTECTED_PREFIXES: &[&str] = &[
+    "/etc",
+    "/sys",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/kcore",
+    "/boot",
+    "/root",
+    "/lib/modules",
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+];
+const SAFE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/fd",
+];
+const CREDENTIAL_PARTS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".docker/config.json",
+    ".kube/config",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    "id_rsa",
+    "id_ed25519",
+];
+
+/// The command policy. Build it from config with [`CommandPolicy::new`]; the
+/// default is the built-in policy.
+#[derive(Debug, Clone)]
+pub struct CommandPolicy {
+    allowed: BTreeSet<String>,
+    forbidden: Vec<(String, Regex)>,
+}
+
+impl Default for CommandPolicy {
+    fn default() -> Self {
+        CommandPolicy {
+            allowed: DEFAULT_ALLOWED_COMMANDS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            forbidden: Vec::new(),
+        }
+    }
+}
+
+impl CommandPolicy {
+    /// The built-in policy extended by `config`: `allowed_commands` are added to
+    /// the allowlist, `forbidden_patterns` are regexes matched against every simple
+    /// command (its words joined by single spaces).
+    pub fn new(config: &CommandPolicyConfig) -> Result<Self, ExecError> {
+        let mut policy = CommandPolicy::default();
+        policy
+            .allowed
+            .extend(config.allowed_commands.iter().cloned());
+        for p in &config.forbidden_patterns {
+            let re = Regex::new(p).map_err(|e| ExecError::InvalidPattern {
+                pattern: p.clone(),
+                message: e.to_string(),
+            })?;
+            policy.forbidden.push((p.clone(), re));
+        }
+        Ok(policy)
+    }
+
+    /// The executables allowed, sorted.
+    pub fn allowed_commands(&self) -> impl Iterator<Item = &str> {
+        self.allowed.iter().map(String::as_str)
+    }
+
+    /// Parses `line` as a shell would and checks every simple command in it.
+    pub fn check(&self, line: &str) -> Result<ParsedCommand, PolicyViolation> {
+        self.check_depth(line, 0)
+    }
+
+    fn check_depth(&self, line: &str, depth: usize) -> Result<ParsedCommand, PolicyViolation> {
+        if depth > MAX_DEPTH {
+            return Err(PolicyViolation::new(
+                codes::POLICY_TOO_DEEP,
+                format!("command substitutions nested deeper than {MAX_DEPTH}"),
+            ));
+        }
+        if line.len() > MAX_LINE_LEN {
+            return Err(PolicyViolation::new(
+                codes::POLICY_TOO_LONG,
+                format!(
+                    "command line of {} bytes exceeds {MAX_LINE_LEN}",
+                    line.len()
+                ),
+            ));
+        }
+        let tokens = lexer::lex(line)?;
+        let parsed = parse(line, tokens)?;
+        if parsed.commands.is_empty() {
+            return Err(PolicyViolation::new(
+                codes::POLICY_EMPTY_COMMAND,
+                "empty command line",
+            ));
+        }
+        let pipelines_into_shell = parsed
+            .commands
+            .iter()
+            .any(|c| c.pipe_position > 0 && reads_code_from_stdin(c));
+        if pipelines_into_shell {
+            return Err(PolicyViolation::new(
+                codes::POLICY_PIPE_TO_SHELL,
+                format!("`{line}` pipes output into a shell or interpreter"),
+            ));
+        }
+        for cmd in &parsed.commands {
+            self.check_simple(cmd, depth)?;
+        }
+        Ok(parsed)
+    }
+
+    fn check_simple(&self, cmd: &SimpleCommand, depth: usize) -> Result<(), PolicyViolation> {
+        if SHELLS.contains(&basename(&cmd.program))
+            && cmd
+                .words
+                .iter()
+                .skip(1)
+                .any(|w| !w.substitutions.is_empty())
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_PIPE_TO_SHELL,
+                format!(
+                    "`{}` is fed with the output of a command substitution",
+                    cmd.program
+                ),
+            ));
+        }
+        for w in cmd.words.iter().chain(&cmd.other_words) {
+            for sub in &w.substitutions {
+                self.check_depth(sub, depth + 1).map_err(|v| {
+                    PolicyViolation::new(
+                        v.code,
+                        format!("in command substitution `{sub}`: {}", v.message),
+                    )
+                })?;
+            }
+        }
+        for (name, value) in &cmd.assignments {
+            check_assignment(name)?;
+            check_path_like(value)?;
+        }
+        for r in &cmd.redirections {
+            check_path_like(&r.target)?;
+        }
+        if cmd.program.is_empty() {
+            return Ok(());
+        }
+        let joined = std::iter::once(cmd.program.as_str())
+            .chain(cmd.args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        for (pat, re) in &self.forbidden {
+            if re.is_match(&joined) {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_FORBIDDEN_PATTERN,
+                    format!("`{joined}` matches the forbidden pattern `{pat}`"),
+                ));
+            }
+        }
+        if cmd
+            .words
+            .first()
+            .is_some_and(|w| w.expands && !w.text.starts_with('~'))
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_DYNAMIC_COMMAND,
+                format!(
+                    "the program `{}` is computed when the line runs",
+                    cmd.program
+                ),
+            ));
+        }
+        self.check_program(
+            &cmd.program,
+            &cmd.args,
+            cmd.words.get(1..).unwrap_or(&[]),
+            depth,
+        )
+    }
+
+    fn check_program(
+        &self,
+        program: &str,
+        args: &[String],
+        arg_words: &[Word],
+        depth: usize,
+    ) -> Result<(), PolicyViolation> {
+        let base = basename(program);
+        let refuse = |code: &'static str, what: &str| {
+            Err(PolicyViolation::new(
+                code,
+                format!("`{base}` is refused: {what}"),
+            ))
+        };
+        if PRIVILEGE.contains(&base) {
+            return refuse(codes::POLICY_PRIVILEGE_ESCALATION, "privilege escalation");
+        }
+        if NETWORK.contains(&base) {
+            return refuse(codes::POLICY_NETWORK_CONFIG, "network configuration");
+        }
+        if SYSTEM.contains(&base) || base.starts_with("mkfs") {
+            return refuse(codes::POLICY_SYSTEM_CONTROL, "system control");
+        }
+        if EVAL.contains(&base) {
+            return refuse(codes::POLICY_EVAL, "it runs code the policy cannot see");
+        }
+        if WRAPPERS.contains(&base) {
+            // Check the program the wrapper runs as if it stood alone.
+            let inner = wrapped_command(base, args);
+            if let Some(i) = inner {
+                for a in &args[..i] {
+                    if let Some((name, _)) = a.split_once('=')
+                        && is_name(name)
+                    {
+                        check_assignment(name)?;
+                    }
+                    check_path_like(a)?;
+                }
+                return self.check_program(
+                    &args[i],
+                    &args[i + 1..],
+                    arg_words.get(i + 1..).unwrap_or(&[]),
+                    depth,
+                );
+            }
+            return Ok(());
+        }
+        if SHELLS.contains(&base) {
+            if arg_words.iter().any(|w| !w.substitutions.is_empty()) {
+                return refuse(
+                    codes::POLICY_PIPE_TO_SHELL,
+                    "a shell fed with the output of a command substitution",
+                );
+            }
+            if let Some(pos) = args.iter().position(|a| a == "-c")
+                && let Some(script) = args.get(pos + 1)
+            {
+                self.check_depth(script, depth + 1)?;
+            }
+        }
+        for a in args {
+            check_path_like(a)?;
+        }
+        match base {
+            "rm" => check_rm(args)?,
+            "chmod" | "chown" | "chgrp" => check_permissions(base, args)?,
+            _ => {}
+        }
+        if !self.is_allowed(program, base) {
+            return refuse(
+                codes::POLICY_NOT_ALLOWED,
+                "not on the allowlist (planning.environment_setup.security.allowed_commands)",
+            );
+        }
+        Ok(())
+    }
+
+    fn is_allowed(&self, program: &str, base: &str) -> bool {
+        if self.allowed.contains(program) || self.allowed.contains(base) {
+            return true;
+        }
+        // Versioned interpreters: python3.11, pip3.12.
+        let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        stem != base && matches!(stem, "python" | "pip") && self.allowed.contains(stem)
+    }
+}
+
+fn basename(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+}
+
+fn check_assignment(name: &str) -> Result<(), PolicyViolation> {
+    if DANGEROUS_ENV.contains(&name) || name.starts_with("DYLD_") {
+        return Err(PolicyViolation::new(
+            codes::POLICY_DANGEROUS_ENV,
+            format!("setting `{name}` is refused"),
+        ));
+    }
+    Ok(())
+}
+
+/// Index in `args` of the program a wrapper runs, if any.
+fn wrapped_command(wrapper: &str, args: &[String]) -> Option<usize> {
+    let mut i = 0;
+    let mut skipped_duration = false;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--" {
+            return (i + 1 < args.len()).then_some(i + 1);
+        }
+        if a.starts_with('-') {
+            // Options that take a separate value.
+            let takes_value = match wrapper {
+                "env" => matches!(a.as_str(), "-u" | "-C" | "-S" | "--unset" | "--chdir"),
+                "nice" => a == "-n",
+                "timeout" => matches!(a.as_str(), "-s" | "-k" | "--signal" | "--kill-after"),
+                "xargs" => matches!(a.as_str(), "-I" | "-n" | "-P" | "-d" | "-L" | "-s" | "-a"),
+                "ionice" => matches!(a.as_str(), "-c" | "-n" | "-p"),
+                "watch" => matches!(a.as_str(), "-n" | "-d"),
+                _ => false,
+            };
+            i += if takes_value { 2 } else { 1 };
+            continue;
+        }
+        if wrapper == "env" && a.split_once('=').is_some_and(|(n, _)| is_name(n)) {
+            i += 1;
+            continue;
+        }
+        if wrapper == "timeout" && !skipped_duration {
+            skipped_duration = true;
+            i += 1;
+            continue;
+        }
+        return Some(i);
+    }
+    None
+}
+
+/// A command at `pipe_position > 0` that would execute what it reads.
+fn reads_code_from_stdin(cmd: &SimpleCommand) -> bool {
+    let base = basename(&cmd.program);
+    let mut program = base;
+    let mut args: &[String] = &cmd.args;
+    if WRAPPERS.contains(&base) || PRIVILEGE.contains(&base) {
+        let inner = if PRIVILEGE.contains(&base) {
+            cmd.args.iter().position(|a| !a.starts_with('-'))
+        } else {
+            wrapped_command(base, &cmd.args)
+        };
+        if let Some(i) = inner {
+            program = basename(&cmd.args[i]);
+            args = &cmd.args[i + 1..];
+        }
+    }
+    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if SHELLS.contains(&program) || EVAL.contains(&program) {
+        // `… | sh`, `… | bash -s`; `… | sh -c 'script'` still runs stdin-fed code
+        // only if the script reads it, which it may: refuse as well.
+        return true;
+    }
+    if INTERPRETERS.contains(&program) || INTERPRETERS.contains(&stem) {
+        return args.is_empty() || args.iter().all(|a| a == "-" || a == "-s" || a == "-u");
+    }
+    program == "xargs"
+}
+
+/// Normalises an absolute path lexically (`//`, `/./`, `/../`).
+fn normalize_abs(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+fn under(path: &str, prefix: &str) -> bool {
+    path == prefix || path.starts_with(&format!("{prefix}/"))
+}
+
+/// Checks a word that may name a path (also the value of `--opt=value`).
+fn check_path_like(word: &str) -> Result<(), PolicyViolation> {
+    let mut candidates = vec![word];
+    if let Some((_, v)) = word.split_once('=') {
+        candidates.push(v);
+    }
+    for c in candidates {
+        for cred in CREDENTIAL_PARTS {
+            let hit = c
+                .split('/')
+                .collect::<Vec<_>>()
+                .windows(cred.matches('/').count() + 1)
+                .any(|w| w.join("/") == *cred);
+            if hit {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_CREDENTIAL_ACCESS,
+                    format!("`{c}` points into a credential store"),
+                ));
+            }
+        }
+        let abs = if c.starts_with('/') {
+            Some(normalize_abs(c))
+        } else if c.starts_with("..") && c.matches("..").count() >= 2 {
+            // `../../../etc/passwd`: climbing out of the project into a system dir.
+            let rest: Vec<&str> = c
+                .split('/')
+                .skip_while(|s| *s == ".." || *s == "." || s.is_empty())
+                .collect();
+            (!rest.is_empty()).then(|| format!("/{}", rest.join("/")))
+        } else {
+            None
+        };
+        let Some(abs) = abs else { continue };
+        if SAFE_DEVICES.iter().any(|d| under(&abs, d)) {
+            continue;
+        }
+        if PROTECTED_PREFIXES.iter().any(|p| under(&abs, p)) || under(&abs, "/dev") {
+            return Err(PolicyViolation::new(
+                codes::POLICY_SYSTEM_PATH,
+                format!("`{c}` is a protected system location"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn is_home(t: &str) -> bool {
+    matches!(t, "~" | "$HOME" | "${HOME}")
+        || ["~/", "$HOME/", "${HOME}/"]
+            .iter()
+            .any(|p| t.strip_prefix(p).is_some_and(|r| r.is_empty() || r == "*"))
+}
+
+fn check_rm(args: &[String]) -> Result<(), PolicyViolation> {
+    let mut recursive = false;
+    let mut targets = Vec::new();
+    let mut end_of_opts = false;
+    for a in args {
+        if !end_of_opts && a == "--" {
+            end_of_opts = true;
+        } else if !end_of_opts && a.starts_with("--") {
+            if a == "--recursive" {
+                recursive = true;
+            }
+            if a == "--no-preserve-root" {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_DESTRUCTIVE_DELETE,
+                    "`rm --no-preserve-root` is refused",
+                ));
+            }
+        } else if !end_of_opts && a.starts_with('-') && a.len() > 1 {
+            if a.contains('r') || a.contains('R') {
+                recursive = true;
+            }
+        } else {
+            targets.push(a.as_str());
+        }
+    }
+    for t in targets {
+        let trimmed = t.trim_end_matches('/');
+        let dangerous = trimmed.is_empty()
+            || is_home(t)
+            || matches!(trimmed, "*" | "/*" | "." | "./*" | ".." | "../*")
+            || trimmed
+                .split('/')
+                .all(|s| s == ".." || s == "." || s == "*")
+            || (t.starts_with('/') && {
+                let n = normalize_abs(t);
+                n == "/" || n.matches('/').count() <= 1
+            });
+        if dangerous && (recursive || trimmed.is_empty() || t.contains('*')) {
+            return Err(PolicyViolation::new(
+                codes::POLICY_DESTRUCTIVE_DELETE,
+                format!("`rm` of `{t}` is refused"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_permissions(base: &str, args: &[String]) -> Result<(), PolicyViolation> {
+    let recursive = args
+        .iter()
+        .any(|a| a == "-R" || a == "--recursive" || (a.starts_with('-') && a.contains('R')));
+    let operands: Vec<&str> = args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map(String::as_str)
+        .collect();
+    if base == "chmod"
+        && let Some(mode) = operands.first()
+    {
+        let setuid = mode.contains('s')
+            || (mode.len() == 4
+                && mode.chars().all(|c| c.is_ascii_digit())
+                && matches!(mode.as_bytes()[0], b'2' | b'4' | b'6' | b'7'));
+        if setuid {
+            return Err(PolicyViolation::new(
+                codes::POLICY_PRIVILEGE_ESCALATION,
+                format!("`chmod {mode}` sets a setuid/setgid bit"),
+            ));
+        }
+    }
+    let skip = 1; // the mode or owner
+    for t in operands.iter().skip(skip) {
+        let system = t.starts_with('/') || is_home(t) || matches!(*t, "*" | ".." | "../*");
+        let world = operands
+            .first()
+            .is_some_and(|m| m.contains("777") || m.contains("o+w") || m.contains("a+w"));
+        if system && (recursive || world || base != "chmod" || normalize_abs(t) == "/") {
+            return Err(PolicyViolation::new(
+                codes::POLICY_DANGEROUS_PERMISSIONS,
+                format!("`{base}` of `{t}` is refused"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[derive(Default)]
+struct Builder {
+    cmd: Option<SimpleCommand>,
+    pending_redir: Option<String>,
+}
+
+fn parse(line: &str, tokens: Vec<Token>) -> Result<ParsedCommand, PolicyViolation> {
+    let abuse = |what: String| PolicyViolation::new(codes::POLICY_OPERATOR_ABUSE, what);
+    let mut commands: Vec<SimpleCommand> = Vec::new();
+    let mut operators: Vec<String> = Vec::new();
+    let mut b = Builder::default();
+    let mut pipe_position = 0usize;
+    // True right after an operator: a command must follow.
+    let mut expect_command = true;
+    let mut last_op: Option<&'static str> = None;
+    let mut depth = 0i32;
+    let mut needs_shell = false;
+
+    let finish =
+        |b: &mut Builder, commands: &mut Vec<SimpleCommand>| -> Result<bool, PolicyViolation> {
+            if let Some(op) = b.pending_redir.take() {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_PARSE_ERROR,
+                    format!("redirection `{op}` without a target in `{line}`"),
+                ));
+            }
+            match b.cmd.take() {
+                Some(c) => {
+                    commands.push(c);
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        };
+
+    let mut iter = tokens.into_iter().peekable();
+    while let Some(tok) = iter.next() {
+        match tok {
+            Token::Word(w) => {
+                if b.cmd.is_none() && (w.text == "{" || w.text == "}") && !w.expands {
+                    needs_shell = true;
+                    continue;
+                }
+                if b.cmd.is_none() && w.text == "function" {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_SHELL_FUNCTION,
+                        format!("shell function definition in `{line}`"),
+                    ));
+                }
+                let cmd = b.cmd.get_or_insert_with(|| SimpleCommand {
+                    assignments: Vec::new(),
+                    program: String::new(),
+                    args: Vec::new(),
+                    redirections: Vec::new(),
+                    pipe_position,
+                    words: Vec::new(),
+                    other_words: Vec::new(),
+                });
+                expect_command = false;
+                if w.expands || !w.substitutions.is_empty() {
+                    needs_shell = true;
+                }
+                if let Some(op) = b.pending_redir.take() {
+                    cmd.redirections.push(Redirection {
+                        operator: op,
+                        target: w.text.clone(),
+                    });
+                    cmd.other_words.push(w);
+                    continue;
+                }
+                if cmd.program.is_empty() {
+                    if let Some((name, value)) = w.text.split_once('=')
+                        && is_name(name)
+                    {
+                        needs_shell = true;
+                        cmd.assignments.push((name.to_string(), value.to_string()));
+                        cmd.other_words.push(w);
+                        continue;
+                    }
+                    cmd.program = w.text.clone();
+                    if BUILTINS.contains(&cmd.program.as_str()) {
+                        needs_shell = true;
+                    }
+                } else {
+                    cmd.args.push(w.text.clone());
+                }
+                cmd.words.push(w);
+            }
+            Token::Redir(op) => {
+                needs_shell = true;
+                if b.pending_redir.is_some() {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_PARSE_ERROR,
+                        format!("redirection without a target in `{line}`"),
+                    ));
+                }
+                // `2>&1`, `>&2`: the target is an fd, not a path.
+                let fd_target = op.ends_with('&')
+                    && matches!(iter.peek(), Some(Token::Word(w)) if w.text.chars().all(|c| c.is_ascii_digit() || c == '-'));
+                let cmd = b.cmd.get_or_insert_with(|| SimpleCommand {
+                    assignments: Vec::new(),
+                    program: String::new(),
+                    args: Vec::new(),
+                    redirections: Vec::new(),
+                    pipe_position,
+                    words: Vec::new(),
+                    other_words: Vec::new(),
+                });
+                expect_command = false;
+                if fd_target {
+                    if let Some(Token::Word(w)) = iter.next() {
+                        cmd.redirections.push(Redirection {
+                            operator: op,
+                            target: w.text,
+                        });
+                    }
+                } else {
+                    b.pending_redir = Some(op);
+                }
+            }
+            Token::Op("(") => {
+                if let Some(cmd) = &b.cmd {
+                    // `name ( )`: a function definition.
+                    if cmd.args.is_empty() && matches!(iter.peek(), Some(Token::Op(")"))) {
+                        let name = cmd.program.clone();
+                        // Look for the name inside the body only (up to the closing `}`).
+                        let mut braces = 0i32;
+                        let mut calls_itself = false;
+                        for t in iter.by_ref() {
+                            if let Token::Word(w) = &t {
+                                match w.text.as_str() {
+                                    "{" => braces += 1,
+                                    "}" => {
+                                        braces -= 1;
+                                        if braces <= 0 {
+                                            break;
+                                        }
+                                    }
+                                    x if x == name => calls_itself = true,
+                                    _ => {}
+                                }
+                            }
+                        }
+                        let (code, what) = if calls_itself {
+                            (
+                                codes::POLICY_FORK_BOMB,
+                                "a self-calling shell function (fork bomb)",
+                            )
+                        } else {
+                            (codes::POLICY_SHELL_FUNCTION, "a shell function definition")
+                        };
+                        return Err(PolicyViolation::new(
+                            code,
+                            format!("`{line}` contains {what}"),
+                        ));
+                    }
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_PARSE_ERROR,
+                        format!("unexpected `(` in `{line}`"),
+                    ));
+                }
+                if !expect_command {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_PARSE_ERROR,
+                        format!("unexpected `(` in `{line}`"),
+                    ));
+                }
+                needs_shell = true;
+                depth += 1;
+            }
+            Token::Op(")") => {
+                finish(&mut b, &mut commands)?;
+                depth -= 1;
+                if depth < 0 {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_PARSE_ERROR,
+                        format!("unbalanced `)` in `{line}`"),
+                    ));
+                }
+                expect_command = false;
+            }
+            Token::Op(op) => {
+                let had = finish(&mut b, &mut commands)?;
+                needs_shell = true;
+                if op == ";;" {
+                    return Err(abuse(format!("`;;` outside a case statement in `{line}`")));
+                }
+                if op == "&" {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_BACKGROUND_PROCESS,
+                        format!("`&` sends a command to the background in `{line}`"),
+                    ));
+                }
+                if expect_command && !had {
+                    // `;` after `;` (or at the start) is harmless in sh but is
+                    // exactly the "consecutive metacharacters" of seed §11.1.2.
+                    return Err(abuse(match last_op {
+                        Some(prev) => format!(
+                            "`{prev}` followed by `{op}` with no command between in `{line}`"
+                        ),
+                        None => format!("`{line}` starts with `{op}`"),
+                    }));
+                }
+                operators.push(op.to_string());
+                pipe_position = if op == "|" || op == "|&" {
+                    pipe_position + 1
+                } else {
+                    0
+                };
+                expect_command = true;
+                last_op = Some(op);
+            }
+        }
+    }
+    finish(&mut b, &mut commands)?;
+    if depth != 0 {
+        return Err(PolicyViolation::new(
+            codes::POLICY_PARSE_ERROR,
+            format!("unbalanced `(` in `{line}`"),
+        ));
+    }
+    if expect_command && let Some(op) = last_op {
+        if op != ";" {
+            return Err(abuse(format!("`{line}` ends with `{op}`")));
+        }
+        // A trailing `;` is not an operator between commands.
+        operators.pop();
+    }
+    if commands.len() == 1 && operators.is_empty() && !needs_shell {
+        needs_shell = commands[0].program.is_empty();
+    }
+    Ok(ParsedCommand {
+        line: line.to_string(),
+        commands,
+        operators,
+        needs_shell,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn simple_command_runs_without_shell() {
+        let p = CommandPolicy::default()
+            .check("uv pip install -r 'requirements dev.txt'")
+            .unwrap();
+        assert!(!p.needs_shell);
+        assert_eq!(p.commands[0].program, "uv");
+        assert_eq!(
+            p.commands[0].args,
+            vec!["pip", "install", "-r", "requirements dev.txt"]
+        );
+    }
+
+    #[test]
+    fn chain_is_split() {
+        let p = CommandPolicy::default()
+            .check("cd web && npm ci 2>&1 | tee ../npm.log")
+            .unwrap();
+        assert!(p.needs_shell);
+        let progs: Vec<_> = p.commands.iter().map(|c| c.program.as_str()).collect();
+        assert_eq!(progs, vec!["cd", "npm", "tee"]);
+        assert_eq!(p.operators, vec!["&&", "|"]);
+    }
+}

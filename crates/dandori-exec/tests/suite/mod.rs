@@ -1,0 +1,2 @@
+mod policy;
+mod run;

@@ -1,0 +1,640 @@
+//! The common half of planning: a [`Draft`] from any planner becomes a complete,
+//! validated `planning.json` (seed 004) with the seed 003 size estimation, chunking
+//! decision, dependency graph and execution plan, and the planning trace events.
+//!
+//! Fail-closed (seed 003 §9): a draft marked not decomposable, a draft from a failed
+//! planner, a task that should be chunked but offers nothing to split on, or a plan
+//! that fails validation becomes a single-step plan and `PLANNING_SKIPPED` is
+//! recorded. A dependency cycle falls back to sequential order (seed 003 §9.1).
+
+pub mod order;
+
+use dandori_plan::graph::{self, GraphAnalysis};
+use dandori_plan::validation;
+use dandori_plan::{
+    ChunkingDecision, Commands, Complexity, Context, ExecutionMode, ExecutionPlan, ExpectedDiff,
+    Gates, Inputs, Limits, PLANNING_VERSION, Planning, RiskLevel, RunOutputs, Scope, SizeCategory,
+    SizeEstimation, Step, StepOutputs, SubtaskPlan, TestInstructions, WorkerStrategy,
+    WorkerStrategyType,
+};
+use dandori_trace::{TraceWriter, events};
+use serde_json::{Value, json};
+
+use crate::context::PlanningContext;
+use crate::draft::{Draft, DraftSubtask};
+use crate::error::PlannerError;
+use crate::interim::sizing::{self, ChunkingInputs};
+use crate::run_dir::RunDir;
+use crate::{acceptance, offline};
+
+/// Plan-wide limits (seed 004 §3.2).
+pub const MAX_DIFF_LINES: u64 = 400;
+pub const MAX_FILES_CHANGED: u64 = 10;
+pub const TIMEOUT_SEC: u64 = 300;
+pub const MAX_AUTOFIX_CYCLES: u64 = 2;
+
+/// Identity of the run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ids {
+    pub request_id: String,
+    pub run_id: String,
+    pub created_at: String,
+    pub base_branch: String,
+    pub work_branch: String,
+}
+
+/// Why planning fell back to a single step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skip {
+    pub reason: String,
+    pub error_details: Option<String>,
+}
+
+pub struct Assembled {
+    pub planning: Planning,
+    /// The fail-closed reason, when there was one.
+    pub skipped: Option<String>,
+}
+
+/// What one build produced, before events are written.
+struct Built {
+    planning: Planning,
+    size: SizeEstimation,
+    chunking: ChunkingDecision,
+    graph: GraphAnalysis,
+    plan: ExecutionPlan,
+    durations: Vec<u64>,
+    dependency_fallback: Option<String>,
+}
+
+pub fn assemble(
+    ctx: &PlanningContext,
+    mut draft: Draft,
+    ids: &Ids,
+    rd: &RunDir,
+    mut skip: Option<Skip>,
+    trace: &TraceWriter,
+) -> Result<Assembled, PlannerError> {
+    let unit = ctx
+        .unit_commands
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "the project's tests".to_string());
+    acceptance::ensure_minimum(&mut draft, ctx.request.language, &unit, MAX_DIFF_LINES);
+
+    let mut built = build(ctx, &draft, ids, rd, skip.is_some())?;
+    // A task that should be split but offers nothing to split on.
+    if skip.is_none()
+        && !built.chunking.should_chunk
+        && draft.subtasks.len() < 2
+        && chunk_wanted_but_impossible(&built.chunking)
+    {
+        skip = Some(Skip {
+            reason: format!(
+                "the task should be chunked ({}) but could not be decomposed: the request has no enumerated requirements, acceptance criteria or paths to split on",
+                met_criteria(&built.chunking).join(", ")
+            ),
+            error_details: Some(built.chunking.llm_reasoning.clone()),
+        });
+    }
+    let report = validation::validate(&built.planning);
+    if report.has_fail() && draft.subtasks.len() > 1 {
+        let codes: Vec<String> = report
+            .findings
+            .iter()
+            .filter(|f| f.severity == validation::Severity::Fail)
+            .map(|f| format!("{} at {}", f.code, f.path))
+            .collect();
+        skip = Some(Skip {
+            reason: "the decomposed plan failed validation".to_string(),
+            error_details: Some(codes.join("; ")),
+        });
+        draft = offline::single_step_draft(ctx, &draft);
+        built = build(ctx, &draft, ids, rd, true)?;
+    }
+    let report = validation::validate(&built.planning);
+    if report.has_fail() {
+        let codes: Vec<String> = report
+            .findings
+            .iter()
+            .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+            .collect();
+        return Err(PlannerError::Assemble(format!(
+            "planning.json fails validation: {}",
+            codes.join("; ")
+        )));
+    }
+
+    if let Some(s) = &skip {
+        trace.emit(
+            events::PLANNING_SKIPPED,
+            json!({
+                "planning_skipped": true,
+                "reason": s.reason,
+                "fallback_mode": "single_task",
+                "error_details": s.error_details,
+            }),
+        )?;
+    }
+    trace.emit(events::SIZE_ESTIMATION, to_value(&built.size)?)?;
+    trace.emit(events::CHUNKING_DECISION, to_value(&built.chunking)?)?;
+    let steps = &built.planning.steps;
+    let subtasks: Vec<Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            json!({
+                "index": i,
+                "step_id": s.step_id,
+                "prompt_summary": s.title,
+                "estimated_duration_ms": built.durations[i],
+            })
+        })
+        .collect();
+    trace.emit(
+        events::DEPENDENCY_ANALYSIS,
+        json!({
+            "task_id": ids.request_id,
+            "subtasks": subtasks,
+            "edges": built.graph.edges,
+            "execution_groups": groups_with_indices(&built.plan, steps),
+            "critical_path": built.graph.critical_path,
+            "fallback": built.dependency_fallback,
+        }),
+    )?;
+    trace.emit(
+        events::EXECUTION_PLAN,
+        json!({
+            "execution_mode": built.plan.execution_mode,
+            "execution_groups": groups_with_indices(&built.plan, steps),
+            "estimated_total_duration_ms": built.plan.estimated_total_duration_ms,
+            "worker_strategy": built.plan.worker_strategy,
+        }),
+    )?;
+    Ok(Assembled {
+        planning: built.planning,
+        skipped: skip.map(|s| s.reason),
+    })
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, PlannerError> {
+    serde_json::to_value(v).map_err(|e| PlannerError::Assemble(e.to_string()))
+}
+
+/// Execution groups as planning.json has them (step ids) plus seed 003 §7.2's
+/// `subtask_indices`.
+fn groups_with_indices(plan: &ExecutionPlan, steps: &[Step]) -> Vec<Value> {
+    plan.execution_groups
+        .iter()
+        .map(|g| {
+            let indices: Vec<usize> = g
+                .step_ids
+                .iter()
+                .filter_map(|id| steps.iter().position(|s| &s.step_id == id))
+                .collect();
+            json!({
+                "group_index": g.group_index,
+                "mode": g.mode,
+                "subtask_indices": indices,
+                "step_ids": g.step_ids,
+                "depends_on_groups": g.depends_on_groups,
+            })
+        })
+        .collect()
+}
+
+fn met_criteria(c: &ChunkingDecision) -> Vec<String> {
+    c.decision_criteria
+        .iter()
+        .filter(|d| d.met)
+        .map(|d| d.name.clone())
+        .collect()
+}
+
+fn chunk_wanted_but_impossible(c: &ChunkingDecision) -> bool {
+    const CONSIDER: &[&str] = &[
+        "size_category",
+        "estimated_file_count",
+        "explicit_enumeration",
+        "multiple_components",
+        "user_requested_chunk",
+    ];
+    const PROHIBIT: &[&str] = &[
+        "atomic_operation",
+        "user_requested_single",
+        "config_disable_chunk",
+        "size_category_xs_s",
+    ];
+    let met = |names: &[&str]| {
+        c.decision_criteria
+            .iter()
+            .any(|d| d.met && names.contains(&d.name.as_str()))
+    };
+    met(CONSIDER) && !met(PROHIBIT)
+}
+
+fn build(
+    ctx: &PlanningContext,
+    draft: &Draft,
+    ids: &Ids,
+    rd: &RunDir,
+    fail_closed: bool,
+) -> Result<Built, PlannerError> {
+    let now = dandori_trace::now_rfc3339();
+    let tp = &ctx.task_planning;
+
+    // Size (seed 003 §3). A failed planner falls back to the configured category.
+    let mut size = sizing::estimate_size(
+        &sizing::SizeInputs {
+            task_id: ids.request_id.clone(),
+            estimated_tokens: draft.size.estimated_tokens,
+            estimated_file_count: draft.size.estimated_file_count,
+            complexity_score: draft.size.complexity_score,
+            dependency_depth: draft.size.dependency_depth,
+            reasoning: draft.size.reasoning.clone(),
+            confidence: draft.size.confidence,
+        },
+        &now,
+    );
+    if fail_closed && draft.subtasks.len() <= 1 {
+        if let Some(cat) = sizing::parse_category(&tp.size_estimation.fallback_category) {
+            size.size_category = cat;
+        }
+        size.llm_reasoning = format!(
+            "fail-closed fallback category {}; {}",
+            tp.size_estimation.fallback_category, size.llm_reasoning
+        );
+    }
+
+    // Order subtasks; a cycle falls back to the planner's order, run sequentially.
+    let (order, mut dependency_fallback) = match order::topological(&draft.subtasks) {
+        Ok(o) => (o, None),
+        Err(cycle) => (
+            (0..draft.subtasks.len()).collect(),
+            Some(format!(
+                "dependency cycle among {cycle:?}: sequential execution (safe mode)"
+            )),
+        ),
+    };
+    let subtasks: Vec<&DraftSubtask> = order.iter().map(|&i| &draft.subtasks[i]).collect();
+
+    // Chunking (seed 003 §4).
+    let threshold =
+        sizing::parse_category(&tp.chunking.auto_chunk_threshold).unwrap_or(SizeCategory::M);
+    let signals = &draft.chunking_signals;
+    let mut chunking = sizing::decide_chunking(
+        &size,
+        &ChunkingInputs {
+            threshold,
+            explicit_enumeration: signals.explicit_enumeration,
+            multiple_components: signals.multiple_components,
+            user_requested_chunk: signals.user_requested_chunk,
+            atomic_operation: signals.atomic_operation,
+            user_requested_single: signals.user_requested_single,
+            config_disable_chunk: !tp.enabled || !ctx.config.planning.enabled,
+            subtask_count: subtasks.len() as u64,
+            min_subtasks: u64::from(tp.chunking.min_subtasks),
+        },
+        &now,
+    );
+    if fail_closed && chunking.should_chunk {
+        chunking.should_chunk = false;
+        chunking.chunk_count = 0;
+        chunking.llm_reasoning = format!("fail-closed: single task ({})", chunking.llm_reasoning);
+    }
+
+    // Steps: one per subtask when chunking, else the subtasks merged into one.
+    let merged;
+    let final_subtasks: Vec<&DraftSubtask> = if chunking.should_chunk {
+        subtasks.clone()
+    } else if subtasks.len() > 1 {
+        let owned: Vec<DraftSubtask> = subtasks.iter().map(|s| (*s).clone()).collect();
+        merged = offline::merge_all(ctx, &owned);
+        vec![&merged]
+    } else {
+        subtasks.clone()
+    };
+    let key_to_step: std::collections::BTreeMap<&str, String> = final_subtasks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.key.as_str(), step_id(i)))
+        .collect();
+    let mut steps: Vec<Step> = final_subtasks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| make_step(ctx, rd, i, s, &key_to_step))
+        .collect();
+    if dependency_fallback.is_some() {
+        chain_sequentially(&mut steps);
+    }
+    if chunking.should_chunk {
+        chunking.subtask_definitions = Some(
+            final_subtasks
+                .iter()
+                .enumerate()
+                .map(|(i, s)| SubtaskPlan {
+                    subtask_index: i as u64,
+                    prompt: s.title.clone(),
+                    estimated_size: sizing::category(f64::from(s.complexity) * 10.0),
+                    dependencies: s
+                        .depends_on
+                        .iter()
+                        .filter_map(|k| final_subtasks.iter().position(|x| &x.key == k))
+                        .map(|p| p as u64)
+                        .collect(),
+                })
+                .collect(),
+        );
+    }
+
+    // Dependency graph (seed 003 §5).
+    let graph = match graph::analyze(&steps) {
+        Ok(g) => g,
+        Err(e) => {
+            dependency_fallback = Some(format!("{e}: sequential execution (safe mode)"));
+            chain_sequentially(&mut steps);
+            graph::analyze(&steps).map_err(|e| PlannerError::Assemble(e.to_string()))?
+        }
+    };
+    let durations: Vec<u64> = steps
+        .iter()
+        .map(|s| match s.estimated_complexity {
+            Some(Complexity::Score(c)) => 120_000 + 60_000 * u64::from(c),
+            Some(Complexity::Level(_)) | None => 300_000,
+        })
+        .collect();
+    let estimated_total_duration_ms: u64 = graph
+        .execution_groups
+        .iter()
+        .map(|g| {
+            g.step_ids
+                .iter()
+                .filter_map(|id| steps.iter().position(|s| &s.step_id == id))
+                .map(|i| durations[i])
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    let exec = &tp.execution;
+    let strategy = match graph.execution_mode {
+        ExecutionMode::Single | ExecutionMode::Sequential => WorkerStrategyType::Single,
+        ExecutionMode::Parallel | ExecutionMode::Hybrid => match exec.default_strategy.as_str() {
+            "least_loaded" => WorkerStrategyType::LeastLoaded,
+            "single" => WorkerStrategyType::Single,
+            _ => WorkerStrategyType::RoundRobin,
+        },
+    };
+    let plan = ExecutionPlan {
+        execution_mode: graph.execution_mode,
+        execution_groups: graph.execution_groups.clone(),
+        estimated_total_duration_ms,
+        worker_strategy: Some(WorkerStrategy {
+            kind: strategy,
+            max_parallel_workers: u64::from(exec.max_parallel_workers.max(1)),
+            worker_timeout_ms: exec.worker_timeout_ms,
+        }),
+        extra: Default::default(),
+    };
+
+    let mut goal = draft.goal_understanding.clone();
+    if goal.success_criteria.is_empty() {
+        goal.success_criteria = draft
+            .acceptance_criteria
+            .iter()
+            .map(|a| a.then.clone())
+            .collect();
+    }
+    let mut risks = draft.risks.clone();
+    if let Some(f) = &dependency_fallback {
+        risks.push(format!("Dependency analysis failed ({f})."));
+    }
+    let mut project_facts = serde_json::Map::new();
+    project_facts.insert("environment".into(), json!(ctx.selected_environment.name));
+    project_facts.insert("files".into(), json!(ctx.scan.files.len()));
+    project_facts.insert(
+        "test_files".into(),
+        json!(ctx.scan.files.iter().filter(|f| f.is_test).count()),
+    );
+    project_facts.insert(
+        "readme".into(),
+        json!(crate::gathering::readme_path(&ctx.scan)),
+    );
+    project_facts.insert(
+        "tree".into(),
+        json!(
+            ctx.scan
+                .summary
+                .top_directories
+                .iter()
+                .map(|d| format!("{}/ ({} files)", d.path, d.files))
+                .collect::<Vec<_>>()
+        ),
+    );
+    project_facts.insert("planner_strategy".into(), json!(draft.strategy));
+
+    let mut extra = serde_json::Map::new();
+    extra.insert(
+        "task_decomposition".into(),
+        json!({
+            "reasoning": draft.reasoning,
+            "subtasks": steps.iter().map(|s| json!({
+                "id": s.step_id,
+                "description": s.intent,
+                "dependencies": s.depends_on.clone().unwrap_or_default(),
+                "estimated_complexity": level(s),
+                "required_tools": s.required_tools.clone().unwrap_or_default(),
+            })).collect::<Vec<_>>(),
+        }),
+    );
+    extra.insert(
+        "action_plan".into(),
+        json!({
+            "execution_order": steps.iter().map(|s| s.step_id.clone()).collect::<Vec<_>>(),
+            "actions": steps.iter().map(|s| json!({
+                "task_id": s.step_id,
+                "action_type": "step",
+                "purpose": s.intent,
+                "expected_outcome": s.success_criteria.first(),
+                "fallback_strategy": "split the step when its diff exceeds the limit; fix and re-run unit tests up to max_autofix_cycles",
+                "can_parallelize": plan.execution_groups.iter().any(|g| g.step_ids.len() > 1 && g.step_ids.contains(&s.step_id)),
+                "parallel_group": plan.execution_groups.iter().find(|g| g.step_ids.contains(&s.step_id)).map(|g| g.group_index),
+            })).collect::<Vec<_>>(),
+        }),
+    );
+
+    let planning = Planning {
+        version: PLANNING_VERSION.to_string(),
+        request_id: ids.request_id.clone(),
+        run_id: ids.run_id.clone(),
+        created_at: ids.created_at.clone(),
+        base_branch: ids.base_branch.clone(),
+        work_branch: ids.work_branch.clone(),
+        limits: Limits {
+            max_diff_lines: MAX_DIFF_LINES,
+            max_files_changed: Some(MAX_FILES_CHANGED),
+            timeout_sec: TIMEOUT_SEC,
+            max_steps_per_run: steps.len() as u64,
+            max_autofix_cycles: MAX_AUTOFIX_CYCLES,
+            extra: Default::default(),
+        },
+        context: Context {
+            summary: draft.summary.clone(),
+            constraints: draft.constraints.clone(),
+            acceptance_criteria: draft.acceptance_criteria.clone(),
+            test_instructions: TestInstructions {
+                unit: (!ctx.unit_commands.is_empty()).then(|| ctx.unit_commands.join(" && ")),
+                e2e: None,
+                extra: Default::default(),
+            },
+            project_facts: Some(project_facts),
+            extra: Default::default(),
+        },
+        steps,
+        gates: Gates {
+            require_clean_worktree: true,
+            require_work_branch: true,
+            require_unit_pass: true,
+            require_e2e_for_regression_ac: false,
+            forbid_gh: true,
+            max_step_too_large_retries: 1,
+            extra: Default::default(),
+        },
+        outputs: RunOutputs {
+            planning_json: rd.rel("planning.json"),
+            stage_json: rd.rel("stage.json"),
+            report_md: rd.rel("report.md"),
+            errors_json: Some(rd.rel("errors.json")),
+            extra: Default::default(),
+        },
+        assumptions: (!draft.assumptions.is_empty()).then(|| draft.assumptions.clone()),
+        risks: (!risks.is_empty()).then_some(risks),
+        goal_understanding: Some(goal),
+        size_estimation: Some(size.clone()),
+        chunking_decision: Some(chunking.clone()),
+        dependency_graph: Some(graph.dependency_graph()),
+        execution_plan: Some(plan.clone()),
+        selected_environment: Some(ctx.selected_environment.clone()),
+        extra,
+    };
+    Ok(Built {
+        planning,
+        size,
+        chunking,
+        graph,
+        plan,
+        durations,
+        dependency_fallback,
+    })
+}
+
+fn step_id(i: usize) -> String {
+    format!("S{:02}", i + 1)
+}
+
+fn level(s: &Step) -> &'static str {
+    match s.estimated_complexity {
+        Some(Complexity::Score(c)) if c <= 3 => "low",
+        Some(Complexity::Score(c)) if c <= 6 => "medium",
+        Some(Complexity::Score(_)) => "high",
+        Some(Complexity::Level(l)) => match l {
+            dandori_plan::ComplexityLevel::Low => "low",
+            dandori_plan::ComplexityLevel::Medium => "medium",
+            dandori_plan::ComplexityLevel::High => "high",
+        },
+        None => "medium",
+    }
+}
+
+/// Safe mode: every step after the previous one, nothing else.
+fn chain_sequentially(steps: &mut [Step]) {
+    let ids: Vec<String> = steps.iter().map(|s| s.step_id.clone()).collect();
+    for (i, s) in steps.iter_mut().enumerate() {
+        s.depends_on = (i > 0).then(|| vec![ids[i - 1].clone()]);
+    }
+}
+
+fn make_step(
+    ctx: &PlanningContext,
+    rd: &RunDir,
+    i: usize,
+    s: &DraftSubtask,
+    key_to_step: &std::collections::BTreeMap<&str, String>,
+) -> Step {
+    let id = step_id(i);
+    let depends_on: Vec<String> = s
+        .depends_on
+        .iter()
+        .filter_map(|k| key_to_step.get(k.as_str()).cloned())
+        .collect();
+    let lines_max = s.estimated_lines.clamp(50, MAX_DIFF_LINES).div_ceil(10) * 10;
+    let lines_max = lines_max.min(MAX_DIFF_LINES);
+    let files_max = (s.target_paths.len() as u64 + 1).clamp(1, MAX_FILES_CHANGED);
+    let risk_level = match s.complexity {
+        0..=3 => RiskLevel::Low,
+        4..=6 => RiskLevel::Mid,
+        _ => RiskLevel::High,
+    };
+    let mut forbidden: Vec<String> = vec![".git".to_string(), ".dandori".to_string()];
+    if let Some(top) = rd.display.split('/').next()
+        && !rd.display.starts_with('/')
+        && !forbidden.iter().any(|f| f == top)
+    {
+        forbidden.push(top.to_string());
+    }
+    let mut fallback = serde_json::Map::new();
+    fallback.insert(
+        "on_step_too_large".into(),
+        json!("split this step into smaller steps (a new run)"),
+    );
+    fallback.insert("on_unit_failure".into(), json!("fix and re-run the unit commands up to limits.max_autofix_cycles, then stop with UNIT_TEST_FAILED"));
+    let opt = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+    Step {
+        step_id: id.clone(),
+        title: s.title.clone(),
+        role: dandori_plan::Role::Implementer,
+        intent: s.intent.clone(),
+        scope: Scope {
+            target_paths: s.target_paths.clone(),
+            forbidden_paths: Some(forbidden),
+            max_diff_lines: MAX_DIFF_LINES,
+            max_files_changed: Some(MAX_FILES_CHANGED),
+            extra: Default::default(),
+        },
+        inputs: Inputs {
+            request_path: ctx.request_path.clone(),
+            context_files: opt(&s.context_files),
+            code_files_hint: opt(&s.code_files_hint),
+            extra: Default::default(),
+        },
+        commands: Commands {
+            unit: Some(ctx.unit_commands.clone()),
+            e2e: Some(Vec::new()),
+            extra: Default::default(),
+        },
+        success_criteria: s.success_criteria.clone(),
+        links_to_ac: s.links_to_ac.clone(),
+        expected_diff: ExpectedDiff {
+            lines_max,
+            files_max,
+            risk_level,
+            extra: Default::default(),
+        },
+        outputs: StepOutputs {
+            patch_path: rd.rel(&format!("patches/{id}.patch")),
+            log_prefix: rd.rel(&format!("logs/step.{id}")),
+            extra: Default::default(),
+        },
+        fallback: Some(fallback),
+        stop_conditions: Some(vec![
+            "STEP_TOO_LARGE: the diff exceeds scope.max_diff_lines".to_string(),
+            "UNIT_TEST_FAILED after limits.max_autofix_cycles fix attempts".to_string(),
+        ]),
+        depends_on: opt(&depends_on),
+        produces: opt(&s.produces),
+        consumes: opt(&s.consumes),
+        boundaries: s.boundaries.clone(),
+        estimated_complexity: Some(Complexity::Score(s.complexity.clamp(1, 10))),
+        required_tools: opt(&s.required_tools),
+        extra: Default::default(),
+    }
+}

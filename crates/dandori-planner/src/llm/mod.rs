@@ -1,0 +1,17 @@
+//! The LLM planner: a `DraftPlanner` that asks a model (through `dandori-llm`) for the
+//! seed 000 planning answer.
+//!
+//! * [`prompt`]: templates from `crates/dandori-planner/prompts/`, strategies and
+//!   decomposition levels, the repository context packed into its token budget;
+//! * [`response`]: the seed 000 response formats, typed, and their schemas;
+//! * [`checks`]: checks beyond the schema, quoted back in the corrective re-ask;
+//! * [`cache`]: the plan cache of seed 000 §11.1.1.
+
+pub mod cache;
+pub mod checks;
+pub mod engine;
+pub mod prompt;
+pub mod response;
+
+#[cfg(test)]
+mod engine_tests;

@@ -1,0 +1,211 @@
+//! Logical and data dependencies between the offline planner's subtasks (seed 003
+//! §5.3): an interface / definition comes before the implementations that share its
+//! subject, tests come after the code they test, documentation after both. A
+//! backticked identifier that a definition introduces is its `produces`, and every
+//! other subtask naming it `consumes` it. File overlap (resource edges) is left to
+//! the dependency graph, which sees the target paths.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::context::PlanningContext;
+use crate::draft::DraftSubtask;
+use crate::text::{backticked_identifiers, topic_tokens};
+
+use super::decomposition::{Item, ItemKind};
+
+/// Words that say what kind of work an item is, not what it is about.
+const KIND_WORDS: &[&str] = &[
+    "define",
+    "definition",
+    "interface",
+    "schema",
+    "model",
+    "type",
+    "enum",
+    "implement",
+    "test",
+    "spec",
+    "readme",
+    "doc",
+    "document",
+    "endpoint",
+    "function",
+    "method",
+    "class",
+    "file",
+    "code",
+    "定義",
+    "実装",
+    "テス",
+    "スト",
+    "追加",
+    "利用",
+    "対応",
+    "機能",
+];
+
+fn subject_tokens(item: &Item, s: &DraftSubtask) -> BTreeSet<String> {
+    let mut t: BTreeSet<String> = topic_tokens(&item.intent())
+        .into_iter()
+        .filter(|w| !KIND_WORDS.iter().any(|k| w == k))
+        .collect();
+    for p in &s.target_paths {
+        t.insert(format!("path:{p}"));
+    }
+    t
+}
+
+pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtask]) {
+    let n = subtasks.len();
+    let subjects: Vec<BTreeSet<String>> = (0..n)
+        .map(|i| subject_tokens(&items[i], &subtasks[i]))
+        .collect();
+    let kinds: Vec<ItemKind> = items.iter().map(|i| i.kind).collect();
+    let keys: Vec<String> = subtasks.iter().map(|s| s.key.clone()).collect();
+    let mut deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+
+    // produces / consumes from backticked identifiers.
+    let idents: Vec<Vec<String>> = items
+        .iter()
+        .map(|i| backticked_identifiers(&i.intent()))
+        .collect();
+    let mut producer: BTreeMap<String, usize> = BTreeMap::new();
+    // A definition produces the identifiers it introduces: named, and not already
+    // defined in the files it targets (`Task` in "add a field to `Task`" exists).
+    for i in 0..n {
+        if kinds[i] == ItemKind::Definition {
+            for id in &idents[i] {
+                let exists = subtasks[i]
+                    .target_paths
+                    .iter()
+                    .any(|p| super::targets::defines_any(ctx, p, std::slice::from_ref(id)));
+                if !exists {
+                    producer.entry(id.clone()).or_insert(i);
+                }
+            }
+        }
+    }
+    for i in 0..n {
+        for id in &idents[i] {
+            match producer.get(id) {
+                Some(&p) if p == i => subtasks[i].produces.push(id.clone()),
+                Some(&p) => {
+                    subtasks[i].consumes.push(id.clone());
+                    deps[i].insert(p);
+                }
+                None => {}
+            }
+        }
+    }
+
+    // Definitions before the implementations that share their subject; a definition
+    // sharing nothing with any implementation precedes them all.
+    let defs: Vec<usize> = (0..n)
+        .filter(|i| kinds[*i] == ItemKind::Definition)
+        .collect();
+    let impls: Vec<usize> = (0..n)
+        .filter(|i| kinds[*i] == ItemKind::Implementation)
+        .collect();
+    for &d in &defs {
+        let related: Vec<usize> = impls
+            .iter()
+            .copied()
+            .filter(|&i| subjects[d].intersection(&subjects[i]).next().is_some())
+            .collect();
+        let targets = if related.is_empty() {
+            impls.clone()
+        } else {
+            related
+        };
+        for i in targets {
+            deps[i].insert(d);
+        }
+    }
+
+    // Tests after the code they test: by the test→source map, else by subject,
+    // else after all code.
+    let code: Vec<usize> = (0..n)
+        .filter(|i| matches!(kinds[*i], ItemKind::Implementation | ItemKind::Definition))
+        .collect();
+    for t in (0..n).filter(|i| kinds[*i] == ItemKind::Test) {
+        let tested: BTreeSet<String> = subtasks[t]
+            .target_paths
+            .iter()
+            .flat_map(|p| crate::gathering::sources_of(&ctx.scan, p))
+            .cloned()
+            .collect();
+        let mut related: Vec<usize> = code
+            .iter()
+            .copied()
+            .filter(|&c| subtasks[c].target_paths.iter().any(|p| tested.contains(p)))
+            .collect();
+        if related.is_empty() {
+            related = code
+                .iter()
+                .copied()
+                .filter(|&c| subjects[t].intersection(&subjects[c]).next().is_some())
+                .collect();
+        }
+        if related.is_empty() {
+            related = code.clone();
+        }
+        for c in related {
+            deps[t].insert(c);
+        }
+    }
+
+    // Documentation describes what was built.
+    for d in (0..n).filter(|i| kinds[*i] == ItemKind::Docs) {
+        for &c in &code {
+            deps[d].insert(c);
+        }
+    }
+
+    for (i, s) in subtasks.iter_mut().enumerate() {
+        deps[i].remove(&i);
+        s.depends_on = deps[i].iter().map(|&d| keys[d].clone()).collect();
+        s.produces.dedup();
+        s.consumes.dedup();
+    }
+}
+
+/// The longest chain of `depends_on` (0 when nothing depends on anything). Cycles
+/// count each subtask once.
+pub fn depth(subtasks: &[DraftSubtask]) -> u64 {
+    let index: BTreeMap<&str, usize> = subtasks
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.key.as_str(), i))
+        .collect();
+    let mut memo: Vec<Option<u64>> = vec![None; subtasks.len()];
+    fn visit(
+        i: usize,
+        subtasks: &[DraftSubtask],
+        index: &BTreeMap<&str, usize>,
+        memo: &mut Vec<Option<u64>>,
+        stack: &mut Vec<usize>,
+    ) -> u64 {
+        if let Some(d) = memo[i] {
+            return d;
+        }
+        if stack.contains(&i) {
+            return 0;
+        }
+        stack.push(i);
+        let d = subtasks[i]
+            .depends_on
+            .iter()
+            .filter_map(|k| index.get(k.as_str()))
+            .map(|&j| 1 + visit(j, subtasks, index, memo, stack))
+            .max()
+            .unwrap_or(0);
+        stack.pop();
+        memo[i] = Some(d);
+        d
+    }
+    let mut stack = Vec::new();
+    (0..subtasks.len())
+        .map(|i| visit(i, subtasks, &index, &mut memo, &mut stack))
+        .max()
+        .unwrap_or(0)
+}

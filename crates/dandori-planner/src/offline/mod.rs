@@ -1,0 +1,432 @@
+//! The offline deterministic planner (strategy `simple`): the default when no model
+//! is configured. Same input, same plan.
+//!
+//! 1. **Goal understanding** from the request: title → main objective, criteria →
+//!    success criteria, constraints, summary and repository facts → context.
+//! 2. **Decomposition** ([`decomposition`]): enumerated requirements (bullets,
+//!    numbered lists, inline "A, B, C を実装" / "add A, B and C"), else the
+//!    acceptance criteria, else the mentioned paths; at most `max_subtasks` (the tail
+//!    is merged into the last subtask).
+//! 3. **Targets** ([`targets`]): per-subtask retrieval queries give `target_paths`
+//!    and `code_files_hint`; test subtasks target the tests mapped to the code.
+//! 4. **Dependencies** ([`dependencies`]): definitions before implementations, tests
+//!    after the code they test, docs last; produces/consumes from backticked
+//!    identifiers that a definition introduces.
+//! 5. **Size inputs** measured from the result (files, dependency depth).
+
+pub mod decomposition;
+pub mod dependencies;
+pub mod targets;
+
+use std::collections::BTreeSet;
+
+use dandori_plan::{Boundaries, GoalUnderstanding};
+
+use crate::context::PlanningContext;
+use crate::draft::{ChunkingSignals, Draft, DraftSubtask, SizeInputs};
+use crate::error::PlannerError;
+use crate::request::{Language, truncate_chars};
+use crate::{DraftPlanner, acceptance};
+use decomposition::{Item, ItemKind, Source};
+
+/// The offline planner.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimplePlanner;
+
+impl DraftPlanner for SimplePlanner {
+    fn name(&self) -> String {
+        "offline".to_string()
+    }
+
+    fn draft(&self, ctx: &PlanningContext) -> Result<Draft, PlannerError> {
+        Ok(draft(ctx))
+    }
+}
+
+fn draft(ctx: &PlanningContext) -> Draft {
+    let req = &ctx.request;
+    let lang = req.language;
+    let (items, source) = decomposition::items(req, ctx.max_subtasks());
+    let mut subtasks: Vec<DraftSubtask> = Vec::new();
+    let has_test_item = items.iter().any(|i| i.kind == ItemKind::Test);
+    let mut no_match: Vec<String> = Vec::new();
+
+    for (n, item) in items.iter().enumerate() {
+        let t = targets::for_item(ctx, item, has_test_item);
+        if !t.matched {
+            no_match.push(item.title.clone());
+        }
+        let complexity = complexity(item, t.target_paths.len());
+        let estimated_lines =
+            40 + 60 * t.target_paths.len() as u64 + 20 * item.details.len() as u64;
+        let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
+        let success_criteria = match lang {
+            Language::En => vec![
+                format!("{} is done", item.title),
+                format!("unit tests pass (`{unit}`)"),
+                "the diff stays within the step's target paths".to_string(),
+            ],
+            Language::Ja => vec![
+                format!("「{}」が完了している", item.title),
+                format!("ユニットテストが通る（`{unit}`）"),
+                "差分がステップの target_paths に収まっている".to_string(),
+            ],
+        };
+        subtasks.push(DraftSubtask {
+            key: format!("task_{}", n + 1),
+            title: short_title(&item.title),
+            intent: item.intent(),
+            target_paths: t.target_paths,
+            code_files_hint: t.code_files_hint,
+            context_files: t.context_files,
+            produces: Vec::new(),
+            consumes: Vec::new(),
+            boundaries: None,
+            depends_on: Vec::new(),
+            complexity,
+            estimated_lines,
+            links_to_ac: Vec::new(),
+            success_criteria,
+            required_tools: Vec::new(),
+        });
+    }
+
+    dependencies::assign(ctx, &items, &mut subtasks);
+    boundaries(req, &items, &mut subtasks);
+
+    // Acceptance criteria: the request's, each linked to the subtask it is closest to.
+    let acs = acceptance::from_request(req);
+    link_criteria(&acs, &items, &mut subtasks);
+
+    let depth = dependencies::depth(&subtasks);
+    let files: BTreeSet<String> = subtasks
+        .iter()
+        .flat_map(|s| s.target_paths.iter().cloned())
+        .collect();
+    let tokens: u64 = subtasks
+        .iter()
+        .map(|s| 1500 + 600 * s.target_paths.len() as u64 + (s.estimated_lines * 4))
+        .sum();
+    let complexity_score = subtasks.iter().map(|s| s.complexity).max().unwrap_or(1);
+    let confidence = match source {
+        Source::Enumeration if !req.acceptance_criteria.is_empty() => 0.7,
+        Source::Enumeration => 0.6,
+        Source::AcceptanceCriteria => 0.5,
+        Source::MentionedPaths => 0.4,
+        Source::Whole => 0.3,
+    };
+    let components: BTreeSet<String> = files
+        .iter()
+        .map(|p| match p.split_once('/') {
+            Some((top, _)) => format!("{top}/"),
+            None => p.clone(),
+        })
+        .collect();
+    let code_components: Vec<String> = components.iter().cloned().collect();
+    let dir_components = code_components.iter().filter(|c| c.ends_with('/')).count();
+    let raw = req.raw.to_lowercase();
+    let size_reasoning = format!(
+        "offline estimate: {} subtask(s) from {}, {} target file(s) across {} component(s), dependency depth {}",
+        subtasks.len(),
+        source.describe(),
+        files.len(),
+        components.len(),
+        depth
+    );
+    let reasoning = format!(
+        "Decomposed from {}: {}.",
+        source.describe(),
+        subtasks
+            .iter()
+            .map(|s| s.title.clone())
+            .collect::<Vec<_>>()
+            .join(" / ")
+    );
+
+    let mut assumptions = vec![format!(
+        "Planned offline (strategy simple): subtasks come from {}, target paths from lexical retrieval over {} files.",
+        source.describe(),
+        ctx.scan.files.len()
+    )];
+    if items.iter().any(|i| i.merged > 0) {
+        assumptions.push(format!(
+            "More requirements than max_subtasks ({}): the last step carries the remaining ones.",
+            ctx.max_subtasks()
+        ));
+    }
+    let mut risks = Vec::new();
+    if !no_match.is_empty() {
+        risks.push(format!(
+            "No existing file matched {}: the step may need new files; its target paths are a best guess.",
+            no_match.iter().map(|t| format!("\"{}\"", truncate_chars(t, 40))).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if ctx.unit_commands.is_empty() || ctx.scan.files.iter().all(|f| !f.is_test) {
+        risks.push(
+            "The repository has no tests detected: unit commands may not exercise the change."
+                .to_string(),
+        );
+    }
+
+    let repo_facts = format!(
+        "Repository: {} files ({} tests); environment {} ({}).",
+        ctx.scan.files.len(),
+        ctx.scan.files.iter().filter(|f| f.is_test).count(),
+        ctx.selected_environment.name,
+        ctx.selected_environment.reason
+    );
+    Draft {
+        strategy: "simple".to_string(),
+        goal_understanding: GoalUnderstanding {
+            main_objective: req.title.clone(),
+            success_criteria: acs.iter().map(|a| a.then.clone()).collect(),
+            constraints: req.constraints.clone(),
+            context: format!("{} {}", req.summary.replace('\n', " "), repo_facts),
+            extra: Default::default(),
+        },
+        summary: req.summary.clone(),
+        constraints: req.constraints.clone(),
+        subtasks,
+        acceptance_criteria: acs,
+        assumptions,
+        risks,
+        size: SizeInputs {
+            estimated_tokens: tokens,
+            estimated_file_count: files.len() as u64,
+            complexity_score,
+            dependency_depth: depth,
+            reasoning: size_reasoning,
+            confidence,
+        },
+        chunking_signals: ChunkingSignals {
+            explicit_enumeration: matches!(source, Source::Enumeration) && items.len() >= 2,
+            multiple_components: dir_components >= 2,
+            user_requested_chunk: contains_any(
+                &raw,
+                &[
+                    "split into",
+                    "split this",
+                    "split the work",
+                    "into steps",
+                    "in steps",
+                    "step by step",
+                    "ステップに分け",
+                    "one commit per",
+                    "separate commits",
+                    "分割して",
+                    "ステップごと",
+                    "段階的に",
+                ],
+            ),
+            user_requested_single: contains_any(
+                &raw,
+                &[
+                    "single commit",
+                    "in one step",
+                    "one commit",
+                    "in a single step",
+                    "一度に",
+                    "1コミット",
+                    "一つのコミット",
+                    "単一のステップ",
+                ],
+            ),
+            atomic_operation: contains_any(
+                &raw,
+                &[
+                    "atomic",
+                    "single transaction",
+                    "不可分",
+                    "アトミック",
+                    "一括で",
+                ],
+            ),
+            components: code_components,
+        },
+        reasoning,
+        not_decomposable: None,
+    }
+}
+
+/// The first clause of a requirement, at most 80 characters: the rest stays in the
+/// intent.
+fn short_title(text: &str) -> String {
+    let cut = ["; ", "；", "。", " — ", ": "]
+        .iter()
+        .filter_map(|sep| text.find(sep))
+        .min()
+        .unwrap_or(text.len());
+    let head = text[..cut].trim();
+    truncate_chars(
+        if head.chars().count() >= 8 {
+            head
+        } else {
+            text
+        },
+        80,
+    )
+}
+
+fn contains_any(text: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| text.contains(n))
+}
+
+/// 1–10 from the number of files, details and risky words.
+fn complexity(item: &Item, files: usize) -> u8 {
+    let mut c = 2 + files.min(3) + item.details.len().min(2);
+    let t = item.intent().to_lowercase();
+    if contains_any(
+        &t,
+        &[
+            "refactor",
+            "migrat",
+            "rewrite",
+            "redesign",
+            "リファクタ",
+            "移行",
+            "再設計",
+            "互換",
+        ],
+    ) {
+        c += 2;
+    }
+    if item.merged > 0 {
+        c += item.merged.min(3);
+    }
+    c.clamp(1, 10) as u8
+}
+
+/// Seed 001 §10.3 / §10.8: each subtask's scope, and the other subtasks' subjects as
+/// its out-of-scope, so two steps never do the same work.
+fn boundaries(req: &crate::request::Request, items: &[Item], subtasks: &mut [DraftSubtask]) {
+    let titles: Vec<String> = items.iter().map(|i| truncate_chars(&i.title, 60)).collect();
+    for (i, s) in subtasks.iter_mut().enumerate() {
+        let mut in_scope = vec![truncate_chars(&items[i].title, 60)];
+        in_scope.extend(s.target_paths.iter().cloned());
+        let mut out: Vec<String> = titles
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, t)| t.clone())
+            .collect();
+        out.extend(req.out_of_scope.iter().cloned());
+        s.boundaries = Some(Boundaries {
+            in_scope,
+            out_of_scope: out,
+        });
+    }
+}
+
+/// Each request criterion goes to the subtask it shares the most distinctive topic
+/// tokens with (a token shared by `k` subtasks weighs `1/k`); the first on ties, the
+/// last subtask when nothing is shared.
+fn link_criteria(
+    acs: &[dandori_plan::AcceptanceCriterion],
+    items: &[Item],
+    subtasks: &mut [DraftSubtask],
+) {
+    if subtasks.is_empty() {
+        return;
+    }
+    let item_tokens: Vec<BTreeSet<String>> = items
+        .iter()
+        .map(|i| crate::text::topic_tokens(&i.intent()))
+        .collect();
+    let mut df: std::collections::BTreeMap<&str, usize> = Default::default();
+    for toks in &item_tokens {
+        for t in toks {
+            *df.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    for ac in acs {
+        let ac_tokens = crate::text::topic_tokens(&format!("{} {} {}", ac.given, ac.when, ac.then));
+        let mut best = (0.0f64, subtasks.len() - 1);
+        for (i, toks) in item_tokens.iter().enumerate() {
+            let score: f64 = toks
+                .intersection(&ac_tokens)
+                .map(|t| 1.0 / df.get(t.as_str()).copied().unwrap_or(1) as f64)
+                .sum();
+            if score > best.0 + 1e-9 {
+                best = (score, i);
+            }
+        }
+        let s = &mut subtasks[best.1];
+        s.links_to_ac.push(ac.id.clone());
+        s.success_criteria.push(ac.then.clone());
+    }
+}
+
+/// Collapses any draft into one subtask (fail-closed, or chunking decided "no"):
+/// the union of targets and links, all titles in the intent.
+pub fn single_step_draft(ctx: &PlanningContext, d: &Draft) -> Draft {
+    let mut out = d.clone();
+    out.subtasks = vec![merge_all(ctx, &d.subtasks)];
+    out
+}
+
+pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubtask {
+    let uniq = |v: &mut Vec<String>, add: &[String]| {
+        for a in add {
+            if !v.contains(a) {
+                v.push(a.clone());
+            }
+        }
+    };
+    let mut m = DraftSubtask {
+        key: "task_1".to_string(),
+        title: truncate_chars(&ctx.request.title, 80),
+        intent: String::new(),
+        target_paths: Vec::new(),
+        code_files_hint: Vec::new(),
+        context_files: Vec::new(),
+        produces: Vec::new(),
+        consumes: Vec::new(),
+        boundaries: None,
+        depends_on: Vec::new(),
+        complexity: 1,
+        estimated_lines: 0,
+        links_to_ac: Vec::new(),
+        success_criteria: Vec::new(),
+        required_tools: Vec::new(),
+    };
+    let mut intents = Vec::new();
+    for s in subtasks {
+        intents.push(s.title.clone());
+        uniq(&mut m.target_paths, &s.target_paths);
+        uniq(&mut m.code_files_hint, &s.code_files_hint);
+        uniq(&mut m.context_files, &s.context_files);
+        uniq(&mut m.produces, &s.produces);
+        uniq(&mut m.links_to_ac, &s.links_to_ac);
+        uniq(&mut m.success_criteria, &s.success_criteria);
+        uniq(&mut m.required_tools, &s.required_tools);
+        m.complexity = m.complexity.max(s.complexity);
+        m.estimated_lines += s.estimated_lines;
+    }
+    // What the merged step produces itself is not an input any more.
+    m.consumes = subtasks
+        .iter()
+        .flat_map(|s| s.consumes.iter())
+        .filter(|c| !m.produces.contains(c))
+        .cloned()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if m.target_paths.is_empty() {
+        m.target_paths = ctx.hits.iter().take(5).map(|h| h.path.clone()).collect();
+    }
+    if m.target_paths.is_empty() {
+        m.target_paths.push(".".to_string());
+    }
+    m.intent = if intents.len() <= 1 {
+        ctx.request.summary.replace('\n', " ")
+    } else {
+        intents.join("; ")
+    };
+    let mut in_scope = vec![m.title.clone()];
+    in_scope.extend(m.target_paths.iter().cloned());
+    m.boundaries = Some(Boundaries {
+        in_scope,
+        out_of_scope: ctx.request.out_of_scope.clone(),
+    });
+    m
+}

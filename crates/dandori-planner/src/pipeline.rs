@@ -1,0 +1,292 @@
+//! [`plan`]: one planning run from request to run directory.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use chrono::Utc;
+use dandori_config::{Config, TaskPlanningConfig};
+use dandori_plan::{Planning, Stage};
+use dandori_trace::{Masker, TraceWriter, events};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::assemble::{self, Skip};
+use crate::context::PlanningContext;
+use crate::error::PlannerError;
+use crate::gathering::{self, Progress, ScanOptions};
+use crate::offline::SimplePlanner;
+use crate::request::Request;
+use crate::{DraftPlanner, run_dir};
+use dandori_plan::validation::{self, Finding, Severity};
+
+/// Where the request comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestSource {
+    /// `requests/<id>.md`.
+    File(PathBuf),
+    /// `--text "…"`.
+    Text(String),
+}
+
+pub struct PlanOptions<'a> {
+    pub repo: PathBuf,
+    pub request: RequestSource,
+    /// `--runs-root`; None → config `runs.root`.
+    pub runs_root: Option<PathBuf>,
+    pub config: Config,
+    pub task_planning: TaskPlanningConfig,
+    /// None → the offline planner (strategy `simple`).
+    pub planner: Option<&'a dyn DraftPlanner>,
+    pub progress: Option<&'a dyn Fn(&Progress)>,
+}
+
+impl<'a> PlanOptions<'a> {
+    /// Default config, offline planner, no progress.
+    pub fn new(repo: impl Into<PathBuf>, request: RequestSource) -> Self {
+        PlanOptions {
+            repo: repo.into(),
+            request,
+            runs_root: None,
+            config: Config::default(),
+            task_planning: TaskPlanningConfig::default(),
+            planner: None,
+            progress: None,
+        }
+    }
+}
+
+/// Validation of the written planning.json, for `--json` output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValidationSummary {
+    pub ok: bool,
+    pub fail: usize,
+    pub warn: usize,
+    pub findings: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanOutcome {
+    pub request_id: String,
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    pub planning_json: PathBuf,
+    pub stage_json: PathBuf,
+    pub trace_jsonl: PathBuf,
+    pub planning: Planning,
+    pub validation: ValidationSummary,
+    /// The fail-closed reason when planning fell back to a single step.
+    pub skipped: Option<String>,
+    /// The planner that drafted (`offline`, `llm:…`).
+    pub planner: String,
+}
+
+pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
+    let started = Instant::now();
+    let progress = |p: Progress| {
+        if let Some(f) = opts.progress {
+            f(&p);
+        }
+    };
+
+    // Intake.
+    if !opts.repo.is_dir() {
+        return Err(PlannerError::RepoNotFound {
+            path: opts.repo.clone(),
+        });
+    }
+    let repo = dandori_fs::canonicalize(&opts.repo)?;
+    let request = match &opts.request {
+        RequestSource::File(p) => Request::load(p)?,
+        RequestSource::Text(t) => Request::from_text(t)?,
+    };
+
+    // Pre-planning information gathering.
+    let now = Utc::now();
+    let runs_root = run_dir::runs_root(&repo, opts.runs_root.as_deref(), &opts.config.runs.root);
+    let analysis_cfg = &opts.config.planning.environment_setup.analysis;
+    let mut scan_options = ScanOptions {
+        env_max_search_depth: analysis_cfg.max_search_depth as usize,
+        env_max_file_size: analysis_cfg.max_file_size,
+        ..ScanOptions::default()
+    };
+    // A runs root inside the repository is never scanned (the default
+    // `.dandori/` is hidden and skipped anyway).
+    if let Ok(rel) = runs_root.strip_prefix(&repo)
+        && let Some(first) = rel.components().next()
+    {
+        scan_options
+            .skip_dirs
+            .push(first.as_os_str().to_string_lossy().into_owned());
+    }
+    progress(Progress::Scanning { root: repo.clone() });
+    let t = Instant::now();
+    let scan = dandori_repo::scan(&repo, &scan_options).map_err(|e| PlannerError::Scan {
+        root: repo.clone(),
+        message: e.to_string(),
+    })?;
+    progress(Progress::Scanned {
+        files: scan.files.len(),
+        millis: t.elapsed().as_millis() as u64,
+    });
+    let t = Instant::now();
+    let index = gathering::Index::build(&scan);
+    progress(Progress::Indexed {
+        files: index.len(),
+        millis: t.elapsed().as_millis() as u64,
+    });
+    let hits = index.search(&request.query_text(), 10);
+    let environment = gathering::analyze_environment(&scan, analysis_cfg);
+    let selected_environment = gathering::select_environment(&environment, None);
+    let unit_commands = gathering::unit_test_commands(&selected_environment, &scan);
+
+    // The run directory and its trace.
+    let rd = run_dir::create(&repo, &runs_root, &request.id, now)?;
+    let request_path = request_path(&repo, &request, &rd)?;
+    let masker = Masker::new(
+        opts.config.planning.logging.mask_sensitive_data,
+        opts.config.planning.logging.sensitive_patterns.clone(),
+    );
+    let trace = TraceWriter::open(
+        rd.path.join("trace.jsonl"),
+        rd.run_id.clone(),
+        request.id.clone(),
+        masker,
+    )?;
+
+    let offline = SimplePlanner;
+    let planner: &dyn DraftPlanner = opts.planner.unwrap_or(&offline);
+    let planner_name = planner.name();
+    trace.emit(
+        events::PLANNING_START,
+        json!({
+            "user_input_summary": crate::request::truncate_chars(&request.summary.replace('\n', " "), 200),
+            "request_id": request.id,
+            "run_id": rd.run_id,
+            "planner": planner_name,
+            "repository": {
+                "files": scan.files.len(),
+                "test_files": scan.files.iter().filter(|f| f.is_test).count(),
+                "readme": gathering::readme_path(&scan),
+                "environment": selected_environment.name,
+            },
+        }),
+    )?;
+
+    let ctx = PlanningContext {
+        request,
+        repo_root: repo.clone(),
+        request_path,
+        scan,
+        index,
+        hits,
+        environment,
+        selected_environment,
+        unit_commands,
+        config: opts.config.clone(),
+        task_planning: opts.task_planning.clone(),
+    };
+
+    progress(Progress::Drafting {
+        planner: planner_name.clone(),
+    });
+    let (draft, skip) = match planner.draft(&ctx) {
+        Ok(d) => match d.not_decomposable.clone() {
+            Some(reason) => (
+                crate::offline::single_step_draft(&ctx, &d),
+                Some(Skip {
+                    reason,
+                    error_details: None,
+                }),
+            ),
+            None => (d, None),
+        },
+        Err(e) => {
+            let base = crate::offline::SimplePlanner.draft(&ctx)?;
+            (
+                crate::offline::single_step_draft(&ctx, &base),
+                Some(Skip {
+                    reason: format!("planner {planner_name} failed: {}", e.code()),
+                    error_details: Some(e.to_string()),
+                }),
+            )
+        }
+    };
+
+    let ids = assemble::Ids {
+        request_id: ctx.request.id.clone(),
+        run_id: rd.run_id.clone(),
+        created_at: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        base_branch: run_dir::base_branch(&repo),
+        work_branch: run_dir::work_branch(&ctx.request.id, &rd.run_id),
+    };
+    let assembled = assemble::assemble(&ctx, draft, &ids, &rd, skip, &trace)?;
+
+    progress(Progress::Writing {
+        run_dir: rd.path.clone(),
+    });
+    let planning_json = rd.path.join("planning.json");
+    let stage_json = rd.path.join("stage.json");
+    dandori_fs::write_json_atomic(&planning_json, &assembled.planning)?;
+    let written = dandori_fs::read_to_string(&planning_json)?;
+    let report = validation::validate_str(&written);
+    let stage = Stage::for_planning(&assembled.planning, &dandori_trace::now_rfc3339());
+    dandori_fs::write_json_atomic(&stage_json, &stage)?;
+
+    let summary = ValidationSummary {
+        ok: !report.has_fail(),
+        fail: report
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Fail)
+            .count(),
+        warn: report
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Warn)
+            .count(),
+        findings: report.findings,
+    };
+    trace.emit(
+        events::PLANNING_END,
+        json!({
+            "status": if assembled.skipped.is_some() { "single_task" } else { "planned" },
+            "step_count": assembled.planning.steps.len(),
+            "acceptance_criteria": assembled.planning.context.acceptance_criteria.len(),
+            "planning_json": assembled.planning.outputs.planning_json,
+            "validation": { "ok": summary.ok, "fail": summary.fail, "warn": summary.warn },
+            "duration_ms": started.elapsed().as_millis() as u64,
+        }),
+    )?;
+
+    Ok(PlanOutcome {
+        request_id: ids.request_id,
+        run_id: ids.run_id,
+        run_dir: rd.path.clone(),
+        planning_json,
+        stage_json,
+        trace_jsonl: trace.path().to_path_buf(),
+        planning: assembled.planning,
+        validation: summary,
+        skipped: assembled.skipped,
+        planner: planner_name,
+    })
+}
+
+/// `inputs.request_path`: the request file relative to the repository when it lives
+/// there; otherwise (or for `--text`) a copy saved as `request.md` in the run
+/// directory.
+fn request_path(
+    repo: &Path,
+    request: &Request,
+    rd: &run_dir::RunDir,
+) -> Result<String, PlannerError> {
+    let copy = rd.path.join("request.md");
+    dandori_fs::write_atomic(&copy, &request.raw)?;
+    if let Some(src) = &request.source_path
+        && let Ok(abs) = dandori_fs::canonicalize(src)
+        && let Ok(rel) = abs.strip_prefix(repo)
+    {
+        return Ok(rel.to_string_lossy().replace('\\', "/"));
+    }
+    Ok(rd.rel("request.md"))
+}

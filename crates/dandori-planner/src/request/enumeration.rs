@@ -1,0 +1,291 @@
+//! Inline enumerations: "ログイン、ログアウト、セッション管理を実装する",
+//! "A・B・Cを追加", "AとBを実装", "Add filtering, sorting and paging". Each part
+//! becomes a self-contained requirement carrying the shared verb ("ログインを実装する",
+//! "Add filtering").
+//!
+//! Splitting is deliberately conservative (seed 001 §10.8, over-decomposition):
+//! separators inside brackets, quotes or backticks never split, and an English
+//! "and" only splits a list led by a work verb whose parts are short.
+
+/// Splits a paragraph into sentences (`。`, `！`, `？`, or `. ` / `! ` / `? `).
+pub fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        cur.push(c);
+        let end = match c {
+            '。' | '！' | '？' => true,
+            '.' | '!' | '?' => chars.get(i + 1).is_none_or(|n| n.is_whitespace()),
+            _ => false,
+        };
+        if end {
+            push_trimmed(&mut out, &cur);
+            cur.clear();
+        }
+    }
+    push_trimmed(&mut out, &cur);
+    out
+}
+
+fn push_trimmed(out: &mut Vec<String>, s: &str) {
+    let t = s.trim();
+    if !t.is_empty() {
+        out.push(t.to_string());
+    }
+}
+
+/// Japanese object markers followed by a work verb: the list is before the marker.
+const JA_PREDICATES: &[&str] = &[
+    "を実装",
+    "を追加",
+    "を作成",
+    "を修正",
+    "を対応",
+    "に対応",
+    "を改善",
+    "を削除",
+    "をサポート",
+    "を導入",
+    "を整備",
+    "を用意",
+    "を提供",
+    "を行",
+    "を更新",
+    "を変更",
+    "を書",
+    "を実現",
+    "の実装",
+    "の追加",
+    "の作成",
+    "の修正",
+    "の対応",
+    "の改善",
+];
+
+/// English verbs that lead a list of work items.
+const EN_VERBS: &[&str] = &[
+    "add",
+    "implement",
+    "create",
+    "support",
+    "introduce",
+    "build",
+    "write",
+    "provide",
+    "expose",
+    "fix",
+    "document",
+    "remove",
+    "update",
+    "refactor",
+];
+
+/// Splits one sentence into its enumerated parts. Returns fewer than two parts when
+/// the sentence is not an enumeration.
+pub fn split_inline(sentence: &str) -> Vec<String> {
+    let s = sentence
+        .trim()
+        .trim_end_matches(['。', '.', '！', '!'])
+        .trim();
+    if super::detect_language(s) == super::Language::Ja {
+        split_japanese(s)
+    } else {
+        split_english(s)
+    }
+}
+
+fn split_japanese(s: &str) -> Vec<String> {
+    // The list ends at the last object marker + verb; everything after is the shared
+    // predicate ("を実装する").
+    let Some((pos, _)) = JA_PREDICATES
+        .iter()
+        .filter_map(|p| s.rfind(p).map(|i| (i, *p)))
+        .max_by_key(|(i, _)| *i)
+    else {
+        return split_plain_ja(s);
+    };
+    let (head, predicate) = s.split_at(pos);
+    // A leading clause ("本リクエストでは、") is not part of the list: keep what
+    // follows the last "は、"/"で、".
+    let head = match head.rfind("では、").or_else(|| head.rfind("は、")) {
+        Some(i) => {
+            let cut = head[i..].find('、').map_or(i, |j| i + j + '、'.len_utf8());
+            &head[cut..]
+        }
+        None => head,
+    };
+    let parts = split_top_level(head, &['、', ',', '，', '・', '/', '／']);
+    let parts = split_last_conjunction(parts, &["および", "及び", "並びに", "と"]);
+    if parts.len() < 2 {
+        return Vec::new();
+    }
+    parts
+        .into_iter()
+        .map(|p| format!("{p}{predicate}"))
+        .collect()
+}
+
+/// "A・B・C" with no predicate.
+fn split_plain_ja(s: &str) -> Vec<String> {
+    let parts = split_top_level(s, &['・', '、']);
+    if parts.len() >= 3 { parts } else { Vec::new() }
+}
+
+fn split_english(s: &str) -> Vec<String> {
+    let lower = s.to_lowercase();
+    let first = lower.split_whitespace().next().unwrap_or("");
+    let led_by_verb = EN_VERBS.contains(&first);
+    let (verb, rest) = if led_by_verb {
+        let idx = s.find(char::is_whitespace).unwrap_or(s.len());
+        (s[..idx].to_string(), s[idx..].trim())
+    } else {
+        (String::new(), s)
+    };
+    let mut parts = split_top_level(rest, &[',', ';']);
+    // "A, B, and C" / "A, B and C"
+    let had_commas = parts.len() >= 2;
+    if let Some(last) = parts.pop() {
+        let last = last
+            .strip_prefix("and ")
+            .or_else(|| last.strip_prefix("or "))
+            .unwrap_or(&last)
+            .to_string();
+        let pieces: Vec<&str> = last.splitn(2, " and ").collect();
+        let short = |x: &str| x.split_whitespace().count() <= 5;
+        if pieces.len() == 2
+            && (had_commas || (led_by_verb && short(pieces[0]) && short(pieces[1])))
+        {
+            parts.push(pieces[0].trim().to_string());
+            parts.push(pieces[1].trim().to_string());
+        } else {
+            parts.push(last.trim().to_string());
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    // Without a leading verb, only an explicit comma list of short noun phrases counts.
+    if parts.len() < 2
+        || (!led_by_verb
+            && (parts.len() < 3 || parts.iter().any(|p| p.split_whitespace().count() > 6)))
+    {
+        return Vec::new();
+    }
+    if verb.is_empty() {
+        parts
+    } else {
+        parts.into_iter().map(|p| format!("{verb} {p}")).collect()
+    }
+}
+
+/// Splits on any of `seps` outside (), [], 「」, "", and backticks.
+fn split_top_level(s: &str, seps: &[char]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0i32;
+    let mut in_tick = false;
+    let mut in_quote = false;
+    for c in s.chars() {
+        match c {
+            '`' => in_tick = !in_tick,
+            '"' => in_quote = !in_quote,
+            '(' | '[' | '（' | '「' | '『' | '【' => depth += 1,
+            ')' | ']' | '）' | '」' | '』' | '】' => depth -= 1,
+            _ => {}
+        }
+        if depth <= 0 && !in_tick && !in_quote && seps.contains(&c) {
+            push_trimmed(&mut out, &cur);
+            cur.clear();
+        } else {
+            cur.push(c);
+        }
+    }
+    push_trimmed(&mut out, &cur);
+    out
+}
+
+/// Splits the last part once on a conjunction ("AとB"), when both sides are words.
+fn split_last_conjunction(mut parts: Vec<String>, conjunctions: &[&str]) -> Vec<String> {
+    let Some(last) = parts.pop() else {
+        return parts;
+    };
+    for conj in conjunctions {
+        if let Some(i) = last.find(conj) {
+            let (a, b) = (&last[..i], &last[i + conj.len()..]);
+            if a.chars().count() >= 2 && b.chars().count() >= 2 && !b.contains(conj) {
+                parts.push(a.trim().to_string());
+                parts.push(b.trim().to_string());
+                return parts;
+            }
+        }
+    }
+    parts.push(last);
+    parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn japanese_list_shares_the_predicate() {
+        assert_eq!(
+            split_inline("ログイン、ログアウト、セッション管理を実装する。"),
+            vec![
+                "ログインを実装する",
+                "ログアウトを実装する",
+                "セッション管理を実装する"
+            ]
+        );
+        assert_eq!(
+            split_inline("タグ・期限・優先度を追加"),
+            vec!["タグを追加", "期限を追加", "優先度を追加"]
+        );
+        assert_eq!(
+            split_inline("検索とフィルタを実装したい"),
+            vec!["検索を実装したい", "フィルタを実装したい"]
+        );
+        assert_eq!(
+            split_inline("このリクエストでは、A、B、Cを実装する"),
+            vec!["Aを実装する", "Bを実装する", "Cを実装する"]
+        );
+    }
+
+    #[test]
+    fn japanese_without_list_is_not_split() {
+        assert!(split_inline("ログイン機能を実装する").is_empty());
+        assert!(split_inline("「A、B」を実装する").is_empty());
+    }
+
+    #[test]
+    fn english_lists() {
+        assert_eq!(
+            split_inline("Add filtering, sorting, and paging."),
+            vec!["Add filtering", "Add sorting", "Add paging"]
+        );
+        assert_eq!(
+            split_inline("Implement login and logout"),
+            vec!["Implement login", "Implement logout"]
+        );
+        assert_eq!(
+            split_inline("tags, due dates and priorities"),
+            vec!["tags", "due dates", "priorities"]
+        );
+    }
+
+    #[test]
+    fn english_prose_is_not_split() {
+        assert!(split_inline("Sort tasks by due date and priority").is_empty());
+        assert!(split_inline("Make the cache faster").is_empty());
+        assert!(split_inline("Add `a, b` handling").is_empty());
+    }
+
+    #[test]
+    fn sentences_split_on_both_scripts() {
+        assert_eq!(
+            sentences("一文目。二文目。Third one. Fourth"),
+            vec!["一文目。", "二文目。", "Third one.", "Fourth"]
+        );
+        assert_eq!(sentences("see v1.2 now"), vec!["see v1.2 now"]);
+    }
+}

@@ -1,0 +1,1 @@
+//! File-level localisation on SWE-bench-format instances.

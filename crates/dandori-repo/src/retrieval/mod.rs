@@ -1,0 +1,685 @@
+//! Ranking files against a request: BM25F over three fields (path tokens,
+//! defined names, contents) plus evidence the request text gives directly —
+//! mentioned paths, dotted module paths, stack-trace frames and names that a
+//! file defines. [`Bm25Baseline`] is plain BM25 over whole-file contents, kept
+//! for comparison.
+
+pub mod definitions;
+pub mod query;
+pub mod tokenize;
+
+mod baseline;
+mod snippets;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+pub use baseline::Bm25Baseline;
+pub use query::{QueryAnalysis, analyze};
+pub use tokenize::{TokenOptions, tokenize, tokens};
+
+use crate::scan::{FileEntry, RepoScan, language};
+
+/// A ranked file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hit {
+    /// Relative, `/`-separated.
+    pub path: String,
+    pub score: f32,
+    pub is_test: bool,
+    /// Best-matching regions, best first.
+    pub snippets: Vec<Snippet>,
+    /// Why the file ranks: `path mentioned`, `defines QuerySet`, `stack frame`, ….
+    pub reasons: Vec<String>,
+}
+
+/// Lines `start_line..=end_line` (1-based) of a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snippet {
+    pub start_line: usize,
+    pub end_line: usize,
+    pub text: String,
+}
+
+/// Index limits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IndexOptions {
+    /// Bytes of a file read for indexing; the rest is not indexed.
+    pub max_bytes_per_file: usize,
+    /// Snippets per hit.
+    pub snippets_per_hit: usize,
+    /// Lines per snippet.
+    pub snippet_lines: usize,
+    /// Threads (0 = available parallelism).
+    pub threads: usize,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            max_bytes_per_file: 512 * 1024,
+            snippets_per_hit: 2,
+            snippet_lines: 8,
+            threads: 0,
+        }
+    }
+}
+
+/// Fields of a document.
+const PATH: usize = 0;
+const DEFS: usize = 1;
+const BODY: usize = 2;
+const FIELDS: usize = 3;
+
+/// BM25F field weights and length normalisation.
+const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 2.0, 1.0];
+const FIELD_B: [f32; FIELDS] = [0.3, 0.5, 0.75];
+const K1: f32 = 1.2;
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    tf: [u16; FIELDS],
+}
+
+#[derive(Debug, Clone)]
+struct Doc {
+    path: String,
+    is_test: bool,
+    is_code: bool,
+    len: [u32; FIELDS],
+}
+
+/// The retrieval index over a scanned repository.
+#[derive(Debug)]
+pub struct Index {
+    root: PathBuf,
+    options: IndexOptions,
+    docs: Vec<Doc>,
+    terms: FxHashMap<Box<str>, u32>,
+    postings: Vec<Vec<Posting>>,
+    avg_len: [f32; FIELDS],
+    /// Lowercased defined name → (doc, 0-based line).
+    defs: FxHashMap<Box<str>, Vec<(u32, u32)>>,
+    /// Dotted module key suffixes (`models.query`, `db.models.query`, …) → docs.
+    modules: FxHashMap<Box<str>, Vec<u32>>,
+    /// Lowercased file name → docs.
+    names: FxHashMap<Box<str>, Vec<u32>>,
+}
+
+/// A document's id, field lengths and (lowercased name, line) definitions.
+type PartialDoc = (u32, [u32; FIELDS], Vec<(String, u32)>);
+
+/// Per-thread results of indexing a share of the files.
+struct Partial {
+    terms: FxHashMap<Box<str>, u32>,
+    postings: Vec<Vec<Posting>>,
+    docs: Vec<PartialDoc>,
+}
+
+/// Tunable weights of the final score (normalised BM25F = 1.0 at the top file).
+#[derive(Debug, Clone, Copy)]
+struct Boosts {
+    path_exact: f32,
+    path_suffix: f32,
+    file_name: f32,
+    module: f32,
+    frame: f32,
+    frame_innermost: f32,
+    definition: f32,
+    test_penalty: f32,
+    non_code_penalty: f32,
+}
+
+const BOOSTS: Boosts = Boosts {
+    path_exact: 1.5,
+    path_suffix: 1.2,
+    file_name: 0.6,
+    module: 1.0,
+    frame: 0.5,
+    frame_innermost: 0.4,
+    definition: 0.8,
+    test_penalty: 0.4,
+    non_code_penalty: 0.6,
+};
+
+impl Index {
+    /// Builds the index, reading the scanned text files (bounded per file).
+    pub fn build(scan: &RepoScan) -> Index {
+        Index::build_with(scan, &IndexOptions::default())
+    }
+
+    /// [`Index::build`] with explicit limits.
+    pub fn build_with(scan: &RepoScan, options: &IndexOptions) -> Index {
+        let files: Vec<&FileEntry> = scan.files.iter().filter(|f| !f.is_binary).collect();
+        let threads = if options.threads == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            options.threads
+        }
+        .clamp(1, 16);
+        let next = AtomicUsize::new(0);
+        let partials: Vec<Partial> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| index_share(&scan.root, &files, &next, options.max_bytes_per_file))
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+
+        let mut docs: Vec<Doc> = files
+            .iter()
+            .map(|f| Doc {
+                path: f.path.clone(),
+                is_test: f.is_test,
+                is_code: f
+                    .language
+                    .as_deref()
+                    .is_some_and(language::is_code_language),
+                len: [0; FIELDS],
+            })
+            .collect();
+        let mut terms: FxHashMap<Box<str>, u32> = FxHashMap::default();
+        let mut postings: Vec<Vec<Posting>> = Vec::new();
+        let mut defs: FxHashMap<Box<str>, Vec<(u32, u32)>> = FxHashMap::default();
+        for partial in partials {
+            let mut remap = vec![0u32; partial.postings.len()];
+            for (term, local) in partial.terms {
+                let next_id = u32::try_from(postings.len()).unwrap_or(u32::MAX);
+                let id = *terms.entry(term).or_insert_with(|| {
+                    postings.push(Vec::new());
+                    next_id
+                });
+                remap[local as usize] = id;
+            }
+            for (local, list) in partial.postings.into_iter().enumerate() {
+                if let Some(p) = postings.get_mut(remap[local] as usize) {
+                    p.extend(list);
+                }
+            }
+            for (doc, len, doc_defs) in partial.docs {
+                if let Some(d) = docs.get_mut(doc as usize) {
+                    d.len = len;
+                }
+                for (name, line) in doc_defs {
+                    defs.entry(name.into_boxed_str())
+                        .or_default()
+                        .push((doc, line));
+                }
+            }
+        }
+        let n = docs.len().max(1) as f32;
+        let mut avg_len = [0f32; FIELDS];
+        for d in &docs {
+            for (f, avg) in avg_len.iter_mut().enumerate() {
+                *avg += d.len[f] as f32;
+            }
+        }
+        for a in &mut avg_len {
+            *a = (*a / n).max(1.0);
+        }
+
+        let mut modules: FxHashMap<Box<str>, Vec<u32>> = FxHashMap::default();
+        let mut names: FxHashMap<Box<str>, Vec<u32>> = FxHashMap::default();
+        for (i, d) in docs.iter().enumerate() {
+            let i = i as u32;
+            let name = d.path.rsplit('/').next().unwrap_or(&d.path);
+            names
+                .entry(name.to_lowercase().into_boxed_str())
+                .or_default()
+                .push(i);
+            for key in module_keys(&d.path) {
+                modules.entry(key.into_boxed_str()).or_default().push(i);
+            }
+        }
+        Index {
+            root: scan.root.clone(),
+            options: options.clone(),
+            docs,
+            terms,
+            postings,
+            avg_len,
+            defs,
+            modules,
+            names,
+        }
+    }
+
+    /// Number of indexed files.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// True when no file was indexed.
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Approximate heap bytes held by the index.
+    pub fn heap_bytes(&self) -> usize {
+        let postings: usize = self
+            .postings
+            .iter()
+            .map(|p| p.capacity() * std::mem::size_of::<Posting>() + 24)
+            .sum();
+        let terms: usize = self.terms.keys().map(|k| k.len() + 16 + 8).sum();
+        let docs: usize = self
+            .docs
+            .iter()
+            .map(|d| d.path.capacity() + std::mem::size_of::<Doc>())
+            .sum();
+        let defs: usize = self
+            .defs
+            .iter()
+            .map(|(k, v)| k.len() + 16 + 24 + v.capacity() * 8)
+            .sum();
+        let paths: usize = self
+            .modules
+            .iter()
+            .chain(self.names.iter())
+            .map(|(k, v)| k.len() + 16 + 24 + v.capacity() * 4)
+            .sum();
+        postings + terms + docs + defs + paths
+    }
+
+    /// The `k` files most relevant to `query` (a request or an issue text).
+    pub fn search(&self, query: &str, k: usize) -> Vec<Hit> {
+        let analysis = analyze(query);
+        self.search_analyzed(&analysis, k)
+    }
+
+    /// [`Index::search`] over an already analysed query.
+    pub fn search_analyzed(&self, q: &QueryAnalysis, k: usize) -> Vec<Hit> {
+        if self.docs.is_empty() || k == 0 {
+            return Vec::new();
+        }
+        let mut scores = self.bm25f(&q.terms);
+        let max = scores.iter().copied().fold(0f32, f32::max);
+        if max > 0.0 {
+            for s in &mut scores {
+                *s /= max;
+            }
+        }
+        let mut reasons: FxHashMap<u32, Vec<String>> = FxHashMap::default();
+        let mut bonus = |doc: u32, amount: f32, why: String, scores: &mut [f32]| {
+            if let Some(s) = scores.get_mut(doc as usize) {
+                *s += amount;
+                let r = reasons.entry(doc).or_default();
+                if !r.contains(&why) {
+                    r.push(why);
+                }
+            }
+        };
+
+        // Mentioned paths.
+        for p in &q.paths {
+            for (doc, exact) in self.resolve_path(p) {
+                let amount = if exact {
+                    BOOSTS.path_exact
+                } else if p.contains('/') {
+                    BOOSTS.path_suffix
+                } else {
+                    BOOSTS.file_name
+                };
+                bonus(doc, amount, format!("mentions {p}"), &mut scores);
+            }
+        }
+        // Dotted module paths: the longest prefix that names a file.
+        for m in &q.modules {
+            if let Some((doc_ids, key)) = self.resolve_module(m) {
+                let share = 1.0 / doc_ids.len() as f32;
+                for doc in doc_ids {
+                    bonus(
+                        doc,
+                        BOOSTS.module * share,
+                        format!("module {key}"),
+                        &mut scores,
+                    );
+                }
+            }
+        }
+        // Stack frames inside the repository, the innermost weighing more.
+        let in_repo: Vec<(u32, Option<&String>)> = q
+            .frames
+            .iter()
+            .filter_map(|(p, func)| self.resolve_frame(p).map(|d| (d, func.as_ref())))
+            .collect();
+        let last = in_repo.len().saturating_sub(1);
+        for (i, (doc, func)) in in_repo.iter().enumerate() {
+            let mut amount = BOOSTS.frame;
+            if i == last {
+                amount += BOOSTS.frame_innermost;
+            }
+            let why = match func {
+                Some(f) => format!("stack frame in {f}"),
+                None => "stack frame".to_string(),
+            };
+            bonus(*doc, amount, why, &mut scores);
+        }
+        // Definitions of mentioned names; a rarely defined name is stronger evidence.
+        let mut def_bonus: FxHashMap<u32, f32> = FxHashMap::default();
+        for ident in &q.identifiers {
+            let key = ident.to_lowercase();
+            let Some(sites) = self.defs.get(key.as_str()) else {
+                continue;
+            };
+            let mut docs_defining: Vec<u32> = sites.iter().map(|s| s.0).collect();
+            docs_defining.dedup();
+            let spread = docs_defining.len() as f32;
+            let strength = 1.0 / (1.0 + spread.ln());
+            let class_like = ident.chars().next().is_some_and(char::is_uppercase);
+            let strength = if class_like { strength * 1.2 } else { strength };
+            for doc in docs_defining {
+                *def_bonus.entry(doc).or_default() += strength;
+                let r = reasons.entry(doc).or_default();
+                let why = format!("defines {ident}");
+                if r.len() < 6 && !r.contains(&why) {
+                    r.push(why);
+                }
+            }
+        }
+        for (doc, b) in def_bonus {
+            if let Some(s) = scores.get_mut(doc as usize) {
+                // Diminishing returns for files that define many mentioned names.
+                *s += BOOSTS.definition * (1.0 + b).ln() / std::f32::consts::LN_2;
+            }
+        }
+        // Tests and docs rarely are what an issue about behaviour needs changed.
+        for (i, d) in self.docs.iter().enumerate() {
+            if d.is_test && !q.about_tests {
+                scores[i] *= BOOSTS.test_penalty;
+            }
+            if !d.is_code {
+                scores[i] *= BOOSTS.non_code_penalty;
+            }
+        }
+
+        let mut order: Vec<u32> = (0..self.docs.len() as u32)
+            .filter(|&i| scores[i as usize] > 0.0)
+            .collect();
+        order.sort_by(|&a, &b| {
+            scores[b as usize]
+                .total_cmp(&scores[a as usize])
+                .then_with(|| self.docs[a as usize].path.cmp(&self.docs[b as usize].path))
+        });
+        order.truncate(k);
+        order
+            .into_iter()
+            .map(|doc| {
+                let d = &self.docs[doc as usize];
+                let doc_defs: Vec<u32> = q
+                    .identifiers
+                    .iter()
+                    .filter_map(|ident| self.defs.get(ident.to_lowercase().as_str()))
+                    .flatten()
+                    .filter(|(dd, _)| *dd == doc)
+                    .map(|(_, line)| *line)
+                    .collect();
+                Hit {
+                    path: d.path.clone(),
+                    score: scores[doc as usize],
+                    is_test: d.is_test,
+                    snippets: snippets::best_snippets(self, &d.path, q, &doc_defs),
+                    reasons: reasons.remove(&doc).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    fn bm25f(&self, terms: &[(String, f32)]) -> Vec<f32> {
+        let n = self.docs.len() as f32;
+        let mut scores = vec![0f32; self.docs.len()];
+        for (term, qw) in terms {
+            let Some(&id) = self.terms.get(term.as_str()) else {
+                continue;
+            };
+            let list = &self.postings[id as usize];
+            let df = list.len() as f32;
+            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            for p in list {
+                let d = &self.docs[p.doc as usize];
+                let mut tf = 0f32;
+                for f in 0..FIELDS {
+                    if p.tf[f] > 0 {
+                        let norm =
+                            1.0 - FIELD_B[f] + FIELD_B[f] * d.len[f] as f32 / self.avg_len[f];
+                        tf += FIELD_WEIGHT[f] * p.tf[f] as f32 / norm;
+                    }
+                }
+                scores[p.doc as usize] += qw * idf * tf / (K1 + tf);
+            }
+        }
+        scores
+    }
+
+    /// Inverse document frequency of a token, if indexed.
+    pub(crate) fn idf(&self, term: &str) -> Option<f32> {
+        let id = *self.terms.get(term)?;
+        let df = self.postings[id as usize].len() as f32;
+        let n = self.docs.len() as f32;
+        Some((1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+    }
+
+    /// Docs a mentioned path names: exact, as a path suffix, or by file name
+    /// (only when the name is nearly unique). The flag is true for exact matches.
+    fn resolve_path(&self, mention: &str) -> Vec<(u32, bool)> {
+        let mention = mention.trim_start_matches('/');
+        if let Ok(i) = self.docs.binary_search_by(|d| d.path.as_str().cmp(mention)) {
+            return vec![(i as u32, true)];
+        }
+        let name = mention.rsplit('/').next().unwrap_or(mention).to_lowercase();
+        let Some(cands) = self.names.get(name.as_str()) else {
+            // A directory mention: nothing to boost file by file.
+            return Vec::new();
+        };
+        if mention.contains('/') {
+            let suffix = format!("/{mention}");
+            let by_suffix: Vec<(u32, bool)> = cands
+                .iter()
+                .filter(|&&c| self.docs[c as usize].path.ends_with(&suffix))
+                .map(|&c| (c, false))
+                .collect();
+            if !by_suffix.is_empty() {
+                return by_suffix;
+            }
+        }
+        if cands.len() <= 3 {
+            cands.iter().map(|&c| (c, false)).collect()
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// A stack-frame path (often absolute, from another machine) inside the repo:
+    /// the longest suffix of it that is a repository path.
+    fn resolve_frame(&self, path: &str) -> Option<u32> {
+        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+        for start in 0..parts.len() {
+            let candidate = parts[start..].join("/");
+            if let Ok(i) = self
+                .docs
+                .binary_search_by(|d| d.path.as_str().cmp(candidate.as_str()))
+            {
+                return Some(i as u32);
+            }
+        }
+        None
+    }
+
+    fn resolve_module(&self, dotted: &str) -> Option<(Vec<u32>, String)> {
+        let parts: Vec<&str> = dotted.split('.').collect();
+        for end in (2..=parts.len()).rev() {
+            let key = parts[..end].join(".").to_lowercase();
+            if let Some(docs) = self.modules.get(key.as_str())
+                && docs.len() <= 3
+            {
+                return Some((docs.clone(), key));
+            }
+        }
+        None
+    }
+
+    pub(crate) fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
+    pub(crate) fn options(&self) -> &IndexOptions {
+        &self.options
+    }
+}
+
+/// Dotted keys under which a file can be named as a module: `a/b/c.py` →
+/// `a.b.c`, `b.c`; `a/b/__init__.py` → `a.b`; `src/` prefixes dropped. Only keys
+/// of two or more components.
+fn module_keys(path: &str) -> Vec<String> {
+    let Some((stem_path, _ext)) = path.rsplit_once('.') else {
+        return Vec::new();
+    };
+    if stem_path.contains('.') {
+        return Vec::new();
+    }
+    let stem_path = stem_path
+        .strip_suffix("/__init__")
+        .or_else(|| stem_path.strip_suffix("/index"))
+        .or_else(|| stem_path.strip_suffix("/mod"))
+        .unwrap_or(stem_path);
+    let parts: Vec<&str> = stem_path.split('/').collect();
+    let mut keys = Vec::new();
+    for start in 0..parts.len().saturating_sub(1) {
+        keys.push(parts[start..].join(".").to_lowercase());
+    }
+    keys
+}
+
+fn index_share(
+    root: &std::path::Path,
+    files: &[&FileEntry],
+    next: &AtomicUsize,
+    max_bytes: usize,
+) -> Partial {
+    let mut partial = Partial {
+        terms: FxHashMap::default(),
+        postings: Vec::new(),
+        docs: Vec::new(),
+    };
+    let mut counts: FxHashMap<u32, [u16; FIELDS]> = FxHashMap::default();
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(f) = files.get(i) else {
+            break;
+        };
+        counts.clear();
+        let mut len = [0u32; FIELDS];
+        let mut intern = |tok: &str, field: usize, partial: &mut Partial| {
+            let id = match partial.terms.get(tok) {
+                Some(&id) => id,
+                None => {
+                    let id = partial.postings.len() as u32;
+                    partial.terms.insert(tok.into(), id);
+                    partial.postings.push(Vec::new());
+                    id
+                }
+            };
+            let c = counts.entry(id).or_insert([0; FIELDS]);
+            c[field] = c[field].saturating_add(1);
+            len[field] += 1;
+        };
+        tokenize(&f.path, TokenOptions::PATH, &mut |t| {
+            intern(t, PATH, &mut partial)
+        });
+
+        buf.clear();
+        let read_ok = read_bounded(&root.join(&f.path), max_bytes, &mut buf);
+        let mut doc_defs = Vec::new();
+        if read_ok && memchr::memchr(0, &buf).is_none() {
+            let text = String::from_utf8_lossy(&buf);
+            for d in definitions::extract(&text, f.language.as_deref()) {
+                tokenize(&d.name, TokenOptions::TEXT, &mut |t| {
+                    intern(t, DEFS, &mut partial);
+                });
+                let lower = d.name.to_lowercase();
+                let key = lower.trim_matches('_');
+                if !key.is_empty() {
+                    doc_defs.push((key.to_string(), d.line));
+                }
+                if key.len() != lower.len() {
+                    doc_defs.push((lower, d.line));
+                }
+            }
+            tokenize(&text, TokenOptions::TEXT, &mut |t| {
+                intern(t, BODY, &mut partial)
+            });
+        }
+        for (&id, &tf) in &counts {
+            partial.postings[id as usize].push(Posting { doc: i as u32, tf });
+        }
+        partial.docs.push((i as u32, len, doc_defs));
+    }
+    partial
+}
+
+/// Reads at most `max` bytes of a file into `buf`; false when unreadable.
+pub(crate) fn read_bounded(path: &std::path::Path, max: usize, buf: &mut Vec<u8>) -> bool {
+    use std::io::Read;
+    match std::fs::File::open(path) {
+        Ok(f) => f.take(max as u64).read_to_end(buf).is_ok(),
+        Err(_) => false,
+    }
+}
+
+/// The files the planner puts into a step's `target_paths`: the top hits whose
+/// score is at least [`TARGET_MIN_RELATIVE_SCORE`] of the best, at most
+/// [`TARGET_PATHS_MAX`], never fewer than one when there is a hit.
+pub fn target_paths_for(hits: &[Hit]) -> Vec<String> {
+    let Some(top) = hits.first() else {
+        return Vec::new();
+    };
+    let floor = top.score * TARGET_MIN_RELATIVE_SCORE;
+    hits.iter()
+        .take(TARGET_PATHS_MAX)
+        .enumerate()
+        .filter(|(i, h)| *i == 0 || h.score >= floor)
+        .map(|(_, h)| h.path.clone())
+        .collect()
+}
+
+/// See [`target_paths_for`].
+pub const TARGET_PATHS_MAX: usize = 5;
+/// See [`target_paths_for`].
+pub const TARGET_MIN_RELATIVE_SCORE: f32 = 0.5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn module_keys_of_paths() {
+        assert_eq!(
+            module_keys("django/db/models/query.py"),
+            vec!["django.db.models.query", "db.models.query", "models.query"]
+        );
+        assert_eq!(module_keys("pkg/sub/__init__.py"), vec!["pkg.sub"]);
+        assert_eq!(module_keys("setup.py"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn target_paths_take_the_strong_head() {
+        let hit = |p: &str, s: f32| Hit {
+            path: p.into(),
+            score: s,
+            is_test: false,
+            snippets: vec![],
+            reasons: vec![],
+        };
+        let hits = vec![hit("a", 2.0), hit("b", 1.5), hit("c", 0.5), hit("d", 1.2)];
+        assert_eq!(target_paths_for(&hits), vec!["a", "b", "d"]);
+        assert_eq!(target_paths_for(&[]), Vec::<String>::new());
+    }
+}

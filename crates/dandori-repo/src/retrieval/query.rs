@@ -1,0 +1,253 @@
+//! The query side: what in a request or an issue points at files. Mentioned file
+//! paths, dotted module paths, stack-trace frames, code in backticks and
+//! identifier-shaped words are pulled out so the ranking can weigh them above
+//! ordinary words.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use rustc_hash::FxHashMap;
+
+use super::tokenize::{TokenOptions, tokenize};
+
+/// What a query text mentions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryAnalysis {
+    /// Token → weight.
+    pub terms: Vec<(String, f32)>,
+    /// Identifier-shaped names (class, function, attribute), as written.
+    pub identifiers: Vec<String>,
+    /// Path-shaped mentions (`src/a/b.py`, `b.py`).
+    pub paths: Vec<String>,
+    /// Dotted module paths (`django.db.models.query`).
+    pub modules: Vec<String>,
+    /// Files of stack-trace frames, innermost last, with the frame's function.
+    pub frames: Vec<(String, Option<String>)>,
+    /// The request is about tests themselves.
+    pub about_tests: bool,
+}
+
+fn re(pattern: &str) -> Option<Regex> {
+    Regex::new(pattern).ok()
+}
+
+static FRAME_PY: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r#"File "([^"]+)", line \d+(?:, in ([A-Za-z_][A-Za-z0-9_]*))?"#));
+/// `at foo (src/a.js:10:5)`, `src/a.go:12`, `a/b.rs:3:1`.
+static FRAME_COLON: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"([A-Za-z0-9_.\-/\\]+\.(?:py|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|cs|c|cc|cpp|h|hpp|swift|scala)):\d+",
+    )
+});
+static PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?:[A-Za-z0-9_.\-]+/)*[A-Za-z0-9_\-]+(?:\.[A-Za-z0-9_\-]+)*\.(?:py|pyi|pyx|js|mjs|cjs|ts|tsx|jsx|go|rs|java|kt|rb|php|cs|c|cc|cpp|h|hpp|swift|scala|vue|svelte|html|css|scss|json|ya?ml|toml|md|rst|txt|cfg|ini|sh|sql|xml|proto)\b",
+    )
+});
+static SLASH_PATH: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"\b[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+){1,}/?"));
+static DOTTED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"));
+static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
+static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
+static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"([A-Za-z_][A-Za-z0-9_]*)\("));
+
+fn is_identifier_shaped(w: &str) -> bool {
+    if w.len() < 3 {
+        return false;
+    }
+    let inner_upper = w.chars().skip(1).any(char::is_uppercase);
+    let has_lower = w.chars().any(char::is_lowercase);
+    let underscore = w.trim_matches('_').contains('_');
+    (inner_upper && has_lower) || underscore
+}
+
+/// Analyses a request or issue text.
+pub fn analyze(text: &str) -> QueryAnalysis {
+    let mut weights: FxHashMap<String, f32> = FxHashMap::default();
+    let add = |tok: &str, w: f32, weights: &mut FxHashMap<String, f32>| {
+        *weights.entry(tok.to_string()).or_default() += w;
+    };
+    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+    tokenize(text, TokenOptions::TEXT, &mut |t| {
+        *counts.entry(t.to_string()).or_default() += 1;
+    });
+    for (t, c) in &counts {
+        add(t, 1.0 + (*c as f32).ln(), &mut weights);
+    }
+
+    let mut identifiers: Vec<String> = Vec::new();
+    let push_ident = |s: &str, out: &mut Vec<String>| {
+        if s.len() >= 3 && !out.iter().any(|x| x == s) {
+            out.push(s.to_string());
+        }
+    };
+
+    // Stack frames.
+    let mut frames = Vec::new();
+    if let Some(r) = FRAME_PY.as_ref() {
+        for c in r.captures_iter(text) {
+            let path = c.get(1).map_or("", |m| m.as_str()).replace('\\', "/");
+            let func = c.get(2).map(|m| m.as_str().to_string());
+            if let Some(f) = &func
+                && f != "<module>"
+            {
+                push_ident(f, &mut identifiers);
+            }
+            frames.push((path, func));
+        }
+    }
+    if let Some(r) = FRAME_COLON.as_ref() {
+        for c in r.captures_iter(text) {
+            let path = c.get(1).map_or("", |m| m.as_str()).replace('\\', "/");
+            if !frames.iter().any(|(p, _)| *p == path) {
+                frames.push((path, None));
+            }
+        }
+    }
+
+    // Code spans: every identifier inside is a strong hint.
+    let mut code_text = String::new();
+    if let Some(r) = BACKTICK.as_ref() {
+        for m in r.find_iter(text) {
+            let span = m.as_str().trim_matches('`');
+            code_text.push_str(span);
+            code_text.push('\n');
+            if let Some(ir) = IDENT.as_ref() {
+                for w in ir.find_iter(span) {
+                    let w = w.as_str();
+                    if w.len() >= 3 && !super::tokenize::is_stopword(&w.to_ascii_lowercase()) {
+                        push_ident(w, &mut identifiers);
+                    }
+                }
+            }
+        }
+    }
+    // Identifier-shaped words and calls in prose.
+    if let Some(ir) = IDENT.as_ref() {
+        for w in ir.find_iter(text) {
+            if is_identifier_shaped(w.as_str()) {
+                push_ident(w.as_str(), &mut identifiers);
+            }
+        }
+    }
+    if let Some(cr) = CALL.as_ref() {
+        for c in cr.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                let w = m.as_str();
+                if !super::tokenize::is_stopword(&w.to_ascii_lowercase()) {
+                    push_ident(w, &mut identifiers);
+                }
+            }
+        }
+    }
+
+    // Paths and dotted modules.
+    let mut paths: Vec<String> = Vec::new();
+    if let Some(r) = PATH.as_ref() {
+        for m in r.find_iter(text) {
+            let p = m.as_str().trim_start_matches("./").to_string();
+            if !paths.contains(&p) {
+                paths.push(p);
+            }
+        }
+    }
+    if let Some(r) = SLASH_PATH.as_ref() {
+        for m in r.find_iter(text) {
+            let p = m.as_str().trim_end_matches('/').to_string();
+            if !paths.iter().any(|x| x.starts_with(&p)) {
+                paths.push(p);
+            }
+        }
+    }
+    let mut modules: Vec<String> = Vec::new();
+    if let Some(r) = DOTTED.as_ref() {
+        for m in r.find_iter(text) {
+            let s = m.as_str();
+            if PATH
+                .as_ref()
+                .is_some_and(|p| p.is_match(s) && p.find(s).is_some_and(|x| x.len() == s.len()))
+            {
+                continue;
+            }
+            if !modules.iter().any(|x| x == s) {
+                modules.push(s.to_string());
+            }
+            // The components of `a.b.Name` are identifiers too.
+            for part in s.split('.').skip(1) {
+                if is_identifier_shaped(part) || part.chars().next().is_some_and(char::is_uppercase)
+                {
+                    push_ident(part, &mut identifiers);
+                }
+            }
+        }
+    }
+
+    // Identifiers weigh more than prose words.
+    for ident in &identifiers {
+        let lower = ident.to_lowercase();
+        let lower = lower.trim_matches('_');
+        if !lower.is_empty() {
+            add(lower, 1.5, &mut weights);
+        }
+    }
+    let lower = text.to_lowercase();
+    let title = lower.lines().next().unwrap_or("");
+    let about_tests = title.contains("test")
+        || title.contains("テスト")
+        || paths.iter().any(|p| crate::scan::is_test_path(p));
+
+    let mut terms: Vec<(String, f32)> = weights.into_iter().collect();
+    terms.sort_by(|a, b| a.0.cmp(&b.0));
+    QueryAnalysis {
+        terms,
+        identifiers,
+        paths,
+        modules,
+        frames,
+        about_tests,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pulls_out_paths_modules_frames_and_identifiers() {
+        let q = analyze(
+            "QuerySet.defer() crashes in django/db/models/query.py\n\
+             Using `Model.objects.select_related('x').defer('y')` fails.\n\
+             See django.db.models.sql.query for details.\n\
+             Traceback:\n  File \"/usr/lib/python3/site-packages/django/db/models/sql/query.py\", line 745, in deferred_to_data\n",
+        );
+        assert!(
+            q.paths.contains(&"django/db/models/query.py".to_string()),
+            "{:?}",
+            q.paths
+        );
+        assert!(
+            q.modules
+                .contains(&"django.db.models.sql.query".to_string()),
+            "{:?}",
+            q.modules
+        );
+        assert_eq!(q.frames.len(), 1);
+        assert_eq!(q.frames[0].1.as_deref(), Some("deferred_to_data"));
+        for id in ["QuerySet", "select_related", "deferred_to_data", "defer"] {
+            assert!(
+                q.identifiers.iter().any(|x| x == id),
+                "{id} in {:?}",
+                q.identifiers
+            );
+        }
+        assert!(!q.about_tests);
+    }
+
+    #[test]
+    fn japanese_request_terms() {
+        let q = analyze("ログイン機能のテストを追加する");
+        assert!(q.terms.iter().any(|(t, _)| t == "機能"));
+        assert!(q.about_tests);
+    }
+}

@@ -1,0 +1,373 @@
+//! The completion phase: the seed 000 completion JSON (with the
+//! `requires_human_intervention` form of §10.4), every step's status, and the
+//! process exit code.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dandori_plan::{Planning, Stage, StepStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::coverage::CoverageResult;
+use crate::executor::TokenUsage;
+use crate::reason;
+use crate::step::{StepReport, StepResult};
+
+/// Exit codes of `dandori run` / `dandori resume` (documented in docs/runner.md).
+pub mod exit {
+    pub const COMPLETED: u8 = 0;
+    pub const FAILED: u8 = 1;
+    /// Usage, input (planning.json, stage.json) or IO error.
+    pub const ERROR: u8 = 2;
+    pub const NEEDS_INPUT: u8 = 3;
+    pub const GATE_REFUSED: u8 = 4;
+    /// `limits.max_steps_per_run` reached with steps left; `dandori resume` goes on.
+    pub const PAUSED: u8 = 5;
+    pub const REQUIRES_HUMAN_INTERVENTION: u8 = 6;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletionStatus {
+    Completed,
+    Failed,
+    NeedsInput,
+    Paused,
+    RequiresHumanIntervention,
+}
+
+impl CompletionStatus {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            CompletionStatus::Completed => exit::COMPLETED,
+            CompletionStatus::Failed => exit::FAILED,
+            CompletionStatus::NeedsInput => exit::NEEDS_INPUT,
+            CompletionStatus::Paused => exit::PAUSED,
+            CompletionStatus::RequiresHumanIntervention => exit::REQUIRES_HUMAN_INTERVENTION,
+        }
+    }
+}
+
+/// Wall-clock span of a step, for report.md's Gantt chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepTiming {
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    /// Milliseconds since the run was created.
+    pub started_ms: u64,
+    pub finished_ms: Option<u64>,
+}
+
+/// A follow-up step created for an acceptance criterion no step covered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FollowUp {
+    pub step_id: String,
+    pub ac: String,
+    pub status: StepStatus,
+    #[serde(default)]
+    pub commit: Option<String>,
+    #[serde(default)]
+    pub reason_code: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub goal_achieved: bool,
+    pub tasks_completed: usize,
+    pub tasks_failed: usize,
+    pub key_outcomes: Vec<String>,
+    pub lessons_learned: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision_attempts: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_state: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recommendations: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepSummary {
+    pub step_id: String,
+    pub title: String,
+    pub status: StepStatus,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason_code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub links_to_ac: Vec<String>,
+}
+
+/// The completion record: seed 000's `{"phase": "completion", …}` plus the run's
+/// steps. `dandori run --json` prints it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Completion {
+    pub phase: &'static str,
+    pub status: CompletionStatus,
+    pub summary: Summary,
+    pub done: bool,
+    pub comment: String,
+    pub request_id: String,
+    pub run_id: String,
+    pub run_dir: PathBuf,
+    pub executor: String,
+    pub steps: Vec<StepSummary>,
+    pub follow_ups: Vec<FollowUp>,
+    pub coverage: CoverageResult,
+    pub tokens: TokenUsage,
+    pub environment: Value,
+    pub exit_code: u8,
+}
+
+pub struct CompletionInput<'a> {
+    pub planning: &'a Planning,
+    pub stage: &'a Stage,
+    pub reports: &'a BTreeMap<String, StepReport>,
+    pub coverage: &'a CoverageResult,
+    pub follow_ups: &'a [FollowUp],
+    pub stop_reason: Option<(&'static str, String)>,
+    pub revisions: u64,
+    pub max_revisions: u64,
+    pub tokens: TokenUsage,
+    pub executor: &'a str,
+    pub lessons: &'a [String],
+    pub environment: &'a Value,
+    pub run_dir: &'a Path,
+}
+
+pub fn build(i: &CompletionInput<'_>) -> Completion {
+    let steps: Vec<StepSummary> = i
+        .planning
+        .steps
+        .iter()
+        .zip(&i.stage.steps)
+        .map(|(p, s)| StepSummary {
+            step_id: s.step_id.clone(),
+            title: p.title.clone(),
+            status: s.status,
+            attempts: s.attempts,
+            commit: s.commit.clone(),
+            reason_code: s.reason_code.clone(),
+            message: s.message.clone(),
+            links_to_ac: p.links_to_ac.clone(),
+        })
+        .collect();
+    let count = |st: StepStatus| steps.iter().filter(|s| s.status == st).count();
+    let done = count(StepStatus::Done);
+    let failed = count(StepStatus::Failed);
+    let needs_input = count(StepStatus::NeedsInput);
+    let pending = count(StepStatus::Pending);
+    let loop_detected = steps.iter().any(|s| {
+        matches!(
+            s.reason_code.as_deref(),
+            Some(
+                reason::LOOP_DETECTED
+                    | reason::MAX_REVISIONS_EXCEEDED
+                    | reason::EARLY_TERMINATION
+                    | reason::REQUIRES_HUMAN_INTERVENTION
+                    | reason::MAX_ITERATIONS
+            )
+        )
+    });
+    let revisions_exhausted = i.max_revisions > 0
+        && i.revisions >= i.max_revisions
+        && steps
+            .iter()
+            .any(|s| s.reason_code.as_deref() == Some(reason::STEP_TOO_LARGE));
+    let human = i.stop_reason.is_some() || loop_detected || revisions_exhausted;
+    let gaps = !i.coverage.critical_gaps.is_empty();
+    let status = if human {
+        CompletionStatus::RequiresHumanIntervention
+    } else if failed > 0 {
+        CompletionStatus::Failed
+    } else if needs_input > 0 {
+        CompletionStatus::NeedsInput
+    } else if pending > 0 {
+        CompletionStatus::Paused
+    } else if gaps {
+        CompletionStatus::Failed
+    } else {
+        CompletionStatus::Completed
+    };
+
+    let mut key_outcomes = Vec::new();
+    for s in &steps {
+        if s.status == StepStatus::Done {
+            let short = s
+                .commit
+                .as_deref()
+                .map(|c| &c[..c.len().min(10)])
+                .unwrap_or("");
+            key_outcomes.push(format!("{} {} ({short})", s.step_id, s.title));
+        }
+    }
+    for f in i.follow_ups.iter().filter(|f| f.status == StepStatus::Done) {
+        key_outcomes.push(format!("{} covered {}", f.step_id, f.ac));
+    }
+    let mut lessons: Vec<String> = i.lessons.to_vec();
+    let mut recommendations = Vec::new();
+    for (s, r) in steps
+        .iter()
+        .filter_map(|s| i.reports.get(&s.step_id).map(|r| (s, r)))
+    {
+        if r.splits > 0 {
+            lessons.push(format!("{} was split after STEP_TOO_LARGE", s.step_id));
+        }
+        if r.autofix_cycles > 0 {
+            lessons.push(format!(
+                "{} needed {} fix cycle(s) before its unit commands passed",
+                s.step_id, r.autofix_cycles
+            ));
+        }
+        if matches!(
+            r.result,
+            StepResult::Failed { .. } | StepResult::NeedsInput { .. }
+        ) {
+            recommendations.extend(r.notes.iter().cloned());
+        }
+    }
+    for s in &steps {
+        match (s.status, s.reason_code.as_deref()) {
+            (StepStatus::NeedsInput, Some(reason::MODEL_NOT_CONFIGURED)) => {}
+            (StepStatus::Failed | StepStatus::NeedsInput, Some(code)) => {
+                recommendations.push(next_action(&s.step_id, code));
+            }
+            _ => {}
+        }
+    }
+    if needs_input > 0
+        && steps
+            .iter()
+            .any(|s| s.reason_code.as_deref() == Some(reason::MODEL_NOT_CONFIGURED))
+    {
+        recommendations.push(
+            "configure a model (llm.default_provider) or an agent (--executor command --agent-cmd 'claude -p {prompt}'), then `dandori resume`"
+                .to_string(),
+        );
+    }
+    for g in &i.coverage.critical_gaps {
+        recommendations.push(format!("{g} is not covered by a completed step"));
+    }
+    recommendations.dedup();
+
+    let (reason, comment) = match status {
+        CompletionStatus::Completed => (None, "All steps are done.".to_string()),
+        CompletionStatus::Paused => (
+            Some(format!("{} step(s) left after limits.max_steps_per_run", pending)),
+            "Paused; `dandori resume` continues.".to_string(),
+        ),
+        CompletionStatus::NeedsInput => (
+            Some(format!("{needs_input} step(s) wait for input")),
+            "Some steps wait for input.".to_string(),
+        ),
+        CompletionStatus::Failed => (
+            Some(if failed > 0 {
+                format!("{failed} step(s) failed")
+            } else {
+                format!("{} acceptance criteria not covered ({})", i.coverage.critical_gaps.len(), reason::AC_NOT_COVERED)
+            }),
+            "The run stopped with failures; see report.md and errors.json.".to_string(),
+        ),
+        CompletionStatus::RequiresHumanIntervention => (
+            Some(match &i.stop_reason {
+                Some((code, msg)) => format!("{code}: {msg}"),
+                None if loop_detected => {
+                    let s = steps.iter().find(|s| {
+                        matches!(
+                            s.reason_code.as_deref(),
+                            Some(
+                                reason::LOOP_DETECTED
+                                    | reason::MAX_REVISIONS_EXCEEDED
+                                    | reason::EARLY_TERMINATION
+                                    | reason::REQUIRES_HUMAN_INTERVENTION
+                                    | reason::MAX_ITERATIONS
+                            )
+                        )
+                    });
+                    match s {
+                        Some(s) => format!(
+                            "{}: {} {}",
+                            s.reason_code.as_deref().unwrap_or(""),
+                            s.step_id,
+                            s.message.as_deref().unwrap_or("")
+                        ),
+                        None => reason::LOOP_DETECTED.to_string(),
+                    }
+                }
+                None => format!(
+                    "{}: the plan-revision limit ({}) was reached",
+                    reason::MAX_REVISIONS_EXCEEDED,
+                    i.max_revisions
+                ),
+            }),
+            "Automatic processing cannot continue; human intervention is needed (see recommendations)."
+                .to_string(),
+        ),
+    };
+    let current_state = (status != CompletionStatus::Completed).then(|| {
+        format!(
+            "{done} done, {failed} failed, {needs_input} waiting, {} skipped, {pending} pending of {}",
+            count(StepStatus::Skipped),
+            steps.len()
+        )
+    });
+    Completion {
+        phase: "completion",
+        status,
+        summary: Summary {
+            goal_achieved: status == CompletionStatus::Completed,
+            tasks_completed: done,
+            tasks_failed: failed,
+            key_outcomes,
+            lessons_learned: lessons,
+            revision_attempts: (i.revisions > 0 || human).then_some(i.revisions),
+            reason,
+            current_state,
+            recommendations,
+        },
+        done: status == CompletionStatus::Completed,
+        comment,
+        request_id: i.planning.request_id.clone(),
+        run_id: i.planning.run_id.clone(),
+        run_dir: i.run_dir.to_path_buf(),
+        executor: i.executor.to_string(),
+        steps,
+        follow_ups: i.follow_ups.to_vec(),
+        coverage: i.coverage.clone(),
+        tokens: i.tokens,
+        environment: i.environment.clone(),
+        exit_code: status.exit_code(),
+    }
+}
+
+/// The next action a human should take for a step stopped with `code`.
+pub fn next_action(step_id: &str, code: &str) -> String {
+    match code {
+        reason::STEP_TOO_LARGE => format!(
+            "{step_id}: split the step into smaller steps (scope.max_diff_lines) and plan again"
+        ),
+        reason::UNIT_TEST_FAILED | reason::UNIT_TEST_TIMEOUT => format!(
+            "{step_id}: read logs/step.{step_id}.unit.log, fix the failing tests in the kept worktree or by hand, then `dandori resume`"
+        ),
+        reason::DEPENDENCY_FAILED => {
+            format!("{step_id}: runs once the step it depends on is done (`dandori resume`)")
+        }
+        reason::AGENT_FAILED | reason::AGENT_TIMEOUT => format!(
+            "{step_id}: read logs/step.{step_id}.agent.log; check the agent command and its login"
+        ),
+        reason::MERGE_CONFLICT => format!(
+            "{step_id}: its change conflicts with an earlier step; add a dependency between them and plan again"
+        ),
+        reason::LOOP_DETECTED => {
+            format!(
+                "{step_id}: the step repeated the same action; rephrase the step or do it by hand"
+            )
+        }
+        other => format!("{step_id}: stopped with {other}; see trace.jsonl"),
+    }
+}

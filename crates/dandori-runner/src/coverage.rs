@@ -1,0 +1,149 @@
+//! Coverage of the acceptance criteria after the steps ran (seed 001 §10.5), with
+//! its four deterministic guardrails. An assessment (from a model, or the
+//! deterministic count when there is none) goes in; the rules always have the last
+//! word, and the max-iteration rule is applied last of all so nothing can override
+//! it.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageInput {
+    pub acceptance_criteria: Vec<String>,
+    /// ACs linked by a step that is done.
+    pub covered: Vec<String>,
+    /// ACs linked by no step at all (a gap in the plan, fixable by a follow-up).
+    pub unplanned: Vec<String>,
+    /// Size of what exists (committed diff lines): seed 001's "synthesis length".
+    pub synthesis_size: u64,
+    pub iteration: u32,
+    pub max_iterations: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CoverageResult {
+    pub overall_coverage: f64,
+    pub critical_gaps: Vec<String>,
+    pub optional_gaps: Vec<String>,
+    pub should_continue: bool,
+    /// "continue" | "complete"
+    pub recommended_action: String,
+    /// "high" | "low"
+    pub confidence_level: String,
+    /// Which guardrails changed the assessment, in the order applied.
+    pub rules_applied: Vec<String>,
+}
+
+/// Below this many committed lines a high coverage claim is not trusted (rule 4).
+const MIN_SYNTHESIS_LINES: u64 = 5;
+
+/// The deterministic assessment: coverage is the share of ACs with a done step.
+pub fn assess(input: &CoverageInput) -> CoverageResult {
+    let total = input.acceptance_criteria.len().max(1) as f64;
+    let covered = input
+        .acceptance_criteria
+        .iter()
+        .filter(|a| input.covered.contains(a))
+        .count() as f64;
+    let critical_gaps: Vec<String> = input
+        .acceptance_criteria
+        .iter()
+        .filter(|a| !input.covered.contains(a))
+        .cloned()
+        .collect();
+    let overall = covered / total;
+    CoverageResult {
+        should_continue: overall < 0.85 || !critical_gaps.is_empty(),
+        recommended_action: if critical_gaps.is_empty() {
+            "complete"
+        } else {
+            "continue"
+        }
+        .to_string(),
+        overall_coverage: overall,
+        critical_gaps,
+        optional_gaps: Vec::new(),
+        confidence_level: "high".to_string(),
+        rules_applied: Vec::new(),
+    }
+}
+
+/// Seed 001 §10.5's guardrails over `result` (from a model or [`assess`]).
+pub fn apply_guardrails(input: &CoverageInput, mut result: CoverageResult) -> CoverageResult {
+    // Rule 1: first iteration with low coverage → continue.
+    if input.iteration == 1 && result.overall_coverage < 0.5 {
+        result.should_continue = true;
+        result.recommended_action = "continue".to_string();
+        result
+            .rules_applied
+            .push("rule1_first_iteration_low_coverage".to_string());
+    }
+    // Rule 2: critical gaps and iterations left → continue.
+    if !result.critical_gaps.is_empty() && input.iteration < input.max_iterations {
+        result.should_continue = true;
+        result.recommended_action = "continue".to_string();
+        result.rules_applied.push("rule2_critical_gaps".to_string());
+    }
+    // Rule 4: a high claim over almost nothing is not trusted.
+    if input.synthesis_size < MIN_SYNTHESIS_LINES && result.overall_coverage > 0.7 {
+        result.confidence_level = "low".to_string();
+        result
+            .rules_applied
+            .push("rule4_low_confidence".to_string());
+    }
+    // Rule 3, always last: the iteration limit stops the loop.
+    if input.iteration >= input.max_iterations {
+        result.should_continue = false;
+        result.recommended_action = "complete".to_string();
+        result
+            .rules_applied
+            .push("rule3_max_iterations".to_string());
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(covered: &[&str], iteration: u32) -> CoverageInput {
+        CoverageInput {
+            acceptance_criteria: ["AC-01", "AC-02", "AC-03"].map(String::from).to_vec(),
+            covered: covered.iter().map(|s| s.to_string()).collect(),
+            unplanned: Vec::new(),
+            synthesis_size: 100,
+            iteration,
+            max_iterations: 2,
+        }
+    }
+
+    #[test]
+    fn max_iteration_rule_wins_over_critical_gaps() {
+        let i = input(&["AC-01"], 2);
+        let r = apply_guardrails(&i, assess(&i));
+        assert!(!r.should_continue);
+        assert_eq!(
+            r.rules_applied.last().map(String::as_str),
+            Some("rule3_max_iterations")
+        );
+    }
+
+    #[test]
+    fn model_claiming_done_with_gaps_is_overridden() {
+        let i = input(&["AC-01", "AC-02"], 1);
+        let mut claimed = assess(&i);
+        claimed.should_continue = false;
+        claimed.recommended_action = "complete".to_string();
+        let r = apply_guardrails(&i, claimed);
+        assert!(r.should_continue);
+        assert_eq!(r.critical_gaps, vec!["AC-03".to_string()]);
+    }
+
+    #[test]
+    fn tiny_synthesis_lowers_confidence() {
+        let mut i = input(&["AC-01", "AC-02", "AC-03"], 1);
+        i.synthesis_size = 0;
+        let r = apply_guardrails(&i, assess(&i));
+        assert_eq!(r.confidence_level, "low");
+        assert!(!r.should_continue);
+    }
+}

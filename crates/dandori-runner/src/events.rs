@@ -1,0 +1,19 @@
+//! Trace event names of the execution phase, in the style of seed 003 §7.
+
+pub const EXECUTION_START: &str = "EXECUTION_START";
+pub const EXECUTION_RESUME: &str = "EXECUTION_RESUME";
+pub const PLAN_VALIDATION: &str = "PLAN_VALIDATION";
+pub const GATE_CHECK: &str = "GATE_CHECK";
+pub const ENVIRONMENT_SETUP: &str = "ENVIRONMENT_SETUP";
+pub const STEP_START: &str = "STEP_START";
+pub const TOOLING: &str = "TOOLING";
+pub const STEP_ACTION: &str = "STEP_ACTION";
+pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
+pub const UNIT_TEST: &str = "UNIT_TEST";
+pub const AUTOFIX: &str = "AUTOFIX";
+pub const STEP_END: &str = "STEP_END";
+pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
+pub const REFLECTION: &str = "REFLECTION";
+pub const COVERAGE_EVALUATION: &str = "COVERAGE_EVALUATION";
+pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";
+pub const EXECUTION_END: &str = "EXECUTION_END";

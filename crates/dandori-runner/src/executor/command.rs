@@ -1,0 +1,109 @@
+//! The external agent executor: a command template such as `claude -p {prompt}`,
+//! `codex exec {prompt}` or `aider --message {prompt}`.
+//!
+//! The template is split into words first (shell rules) and the placeholders are
+//! then replaced inside each word, so a prompt full of quotes, `$` and newlines
+//! reaches the agent as one intact argument and is never interpreted by a shell.
+//! Placeholders: `{prompt}`, `{prompt_file}`, `{step_id}`, `{workdir}`.
+
+use super::{ExecOutcome, ExecRequest, Executor, StepExecution, TokenUsage};
+use crate::error::RunnerError;
+use crate::{process, reason};
+
+#[derive(Debug, Clone)]
+pub struct CommandExecutor {
+    template: Vec<String>,
+}
+
+impl CommandExecutor {
+    pub fn new(template: &str) -> Result<Self, RunnerError> {
+        let words = shell_words::split(template).map_err(|e| {
+            RunnerError::Executor(format!("agent command template {template:?}: {e}"))
+        })?;
+        if words.is_empty() {
+            return Err(RunnerError::Executor(
+                "agent command template is empty".to_string(),
+            ));
+        }
+        Ok(CommandExecutor { template: words })
+    }
+
+    /// The argv for one request.
+    pub fn argv(&self, req: &ExecRequest<'_>) -> Vec<String> {
+        let prompt_file = req.prompt_file.to_string_lossy();
+        let workdir = req.workdir.to_string_lossy();
+        self.template
+            .iter()
+            .map(|w| {
+                w.replace("{prompt_file}", &prompt_file)
+                    .replace("{step_id}", req.step_id)
+                    .replace("{workdir}", &workdir)
+                    .replace("{prompt}", req.prompt)
+            })
+            .collect()
+    }
+}
+
+impl Executor for CommandExecutor {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+
+    fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
+        dandori_fs::write_atomic(req.prompt_file, req.prompt)?;
+        let argv = self.argv(req);
+        let out = process::run(&process::ProcSpec {
+            argv: &argv,
+            cwd: req.workdir,
+            env: req.env,
+            timeout: req.timeout,
+            log: req.log,
+        })?;
+        let outcome = if out.timed_out {
+            ExecOutcome::Failed {
+                reason_code: reason::AGENT_TIMEOUT,
+                message: format!(
+                    "agent `{}` killed after {} s (limits.timeout_sec)",
+                    self.template[0],
+                    req.timeout.as_secs()
+                ),
+            }
+        } else if out.exit_code == Some(0) {
+            ExecOutcome::Completed
+        } else {
+            ExecOutcome::Failed {
+                reason_code: reason::AGENT_FAILED,
+                message: format!(
+                    "agent `{}` exited with {}: {}",
+                    self.template[0],
+                    out.exit_code
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "a signal".to_string()),
+                    last_line(&out.tail)
+                ),
+            }
+        };
+        Ok(StepExecution {
+            outcome,
+            tokens: TokenUsage::default(),
+            actions: 1,
+            reflections: Vec::new(),
+            summary: format!(
+                "agent `{}` ran {} ms",
+                self.template[0],
+                out.duration.as_millis()
+            ),
+            tooling: None,
+        })
+    }
+}
+
+fn last_line(s: &str) -> String {
+    s.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect()
+}

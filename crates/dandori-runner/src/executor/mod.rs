@@ -1,0 +1,88 @@
+//! Executors: what does the work of one step inside its worktree. The runner owns
+//! everything around them (diff size, unit commands, commits, stage); an executor
+//! only changes files.
+
+pub mod command;
+pub mod llm;
+pub mod none;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::RunnerError;
+
+/// One invocation of an executor for one step (or one part / fix attempt of it).
+#[derive(Debug, Clone)]
+pub struct ExecRequest<'a> {
+    pub step_id: &'a str,
+    pub prompt: &'a str,
+    /// The step's own git worktree; the only place the executor may write.
+    pub workdir: &'a Path,
+    /// Where the prompt is also written (the `{prompt_file}` placeholder).
+    pub prompt_file: &'a Path,
+    /// The log this invocation appends to (`logs/step.Sxx.agent.log`).
+    pub log: &'a Path,
+    /// Environment of child processes (explicit, never the runner's own mutated).
+    pub env: &'a BTreeMap<String, String>,
+    pub timeout: Duration,
+}
+
+/// Tokens spent by a model-backed executor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TokenUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+    pub fn add(&mut self, other: TokenUsage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecOutcome {
+    /// The executor believes the step's work is in the worktree.
+    Completed,
+    /// It could not do the work.
+    Failed {
+        reason_code: &'static str,
+        message: String,
+    },
+    /// Something outside dandori is needed (a model, an approval).
+    NeedsInput {
+        reason_code: &'static str,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepExecution {
+    pub outcome: ExecOutcome,
+    pub tokens: TokenUsage,
+    /// Tool calls or process runs made (feeds periodic reflection).
+    pub actions: u32,
+    /// Reflection records produced inside the executor (LLM tool loop).
+    pub reflections: Vec<serde_json::Value>,
+    /// One-line description for the trace and report.
+    pub summary: String,
+    /// How tools were confined (tool list, sandbox kind and fallback), for the trace.
+    pub tooling: Option<serde_json::Value>,
+}
+
+pub trait Executor: Send + Sync {
+    /// `command`, `llm` or `none`, as in `--executor`.
+    fn name(&self) -> &'static str;
+    /// False when no model or agent is configured: steps then wait (needs_input).
+    fn can_execute(&self) -> bool {
+        true
+    }
+    fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError>;
+}

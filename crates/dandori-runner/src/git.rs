@@ -1,0 +1,255 @@
+//! The git operations of the runner. Every call names its arguments and directory
+//! in its error.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::RunnerError;
+
+/// Commit trailers that make a commit the proof of a step.
+pub const TRAILER_RUN: &str = "Dandori-Run";
+pub const TRAILER_STEP: &str = "Dandori-Step";
+pub const TRAILER_PART: &str = "Dandori-Part";
+pub const TRAILER_AC: &str = "Dandori-AC";
+
+#[derive(Debug, Clone)]
+pub struct Git {
+    dir: PathBuf,
+}
+
+/// A commit on the work branch carrying dandori trailers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepCommit {
+    pub hash: String,
+    pub run_id: String,
+    pub step_id: String,
+    /// `(i, k)` for part i of k of a split step.
+    pub part: Option<(u32, u32)>,
+}
+
+impl StepCommit {
+    /// Whether this commit completes its step (an unsplit step or its last part).
+    pub fn completes_step(&self) -> bool {
+        match self.part {
+            None => true,
+            Some((i, k)) => i == k,
+        }
+    }
+}
+
+impl Git {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Git { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Runs git and returns stdout; a non-zero exit is an error carrying stderr.
+    pub fn run(&self, args: &[&str]) -> Result<String, RunnerError> {
+        let out = self.output(args)?;
+        if out.0 {
+            Ok(out.1)
+        } else {
+            Err(self.err(args, out.2))
+        }
+    }
+
+    /// Runs git and returns (success, stdout, stderr).
+    pub fn output(&self, args: &[&str]) -> Result<(bool, String, String), RunnerError> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.dir)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| self.err(args, format!("could not start git: {e}")))?;
+        Ok((
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ))
+    }
+
+    fn err(&self, args: &[&str], message: String) -> RunnerError {
+        RunnerError::Git {
+            args: args.join(" "),
+            cwd: self.dir.clone(),
+            message,
+        }
+    }
+
+    pub fn rev_parse(&self, rev: &str) -> Result<String, RunnerError> {
+        Ok(self
+            .run(&[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("{rev}^{{commit}}"),
+            ])?
+            .trim()
+            .to_string())
+    }
+
+    pub fn branch_exists(&self, branch: &str) -> Result<bool, RunnerError> {
+        let (ok, _, _) = self.output(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("refs/heads/{branch}"),
+        ])?;
+        Ok(ok)
+    }
+
+    pub fn current_branch(&self) -> Result<Option<String>, RunnerError> {
+        let (ok, out, _) = self.output(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+        Ok(ok.then(|| out.trim().to_string()))
+    }
+
+    pub fn is_ancestor(&self, ancestor: &str, of: &str) -> Result<bool, RunnerError> {
+        let (ok, _, _) = self.output(&["merge-base", "--is-ancestor", ancestor, of])?;
+        Ok(ok)
+    }
+
+    /// `git status --porcelain` lines, ignoring `exclude` (a repository-relative path).
+    pub fn dirty_paths(&self, exclude: Option<&str>) -> Result<Vec<String>, RunnerError> {
+        let mut args = vec!["status", "--porcelain", "--untracked-files=all", "--", "."];
+        let spec;
+        if let Some(ex) = exclude {
+            spec = format!(":(exclude){ex}");
+            args.push(&spec);
+        }
+        Ok(self
+            .run(&args)?
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.to_string())
+            .collect())
+    }
+
+    /// Whether a cherry-pick is in progress in this worktree.
+    pub fn cherry_pick_in_progress(&self) -> Result<bool, RunnerError> {
+        let (ok, _, _) = self.output(&["rev-parse", "--verify", "--quiet", "CHERRY_PICK_HEAD"])?;
+        Ok(ok)
+    }
+
+    /// Stages everything (respecting .gitignore) and returns `(lines, files)` changed
+    /// against HEAD, with the changed paths. Binary files count one line.
+    pub fn staged_numstat(&self) -> Result<(u64, Vec<String>), RunnerError> {
+        self.run(&["add", "-A", "--", "."])?;
+        let out = self.run(&["diff", "--cached", "--numstat", "--no-renames", "HEAD"])?;
+        let mut lines = 0u64;
+        let mut files = Vec::new();
+        for l in out.lines() {
+            let mut it = l.splitn(3, '\t');
+            let (a, d, p) = (it.next(), it.next(), it.next());
+            let n = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok());
+            lines += match (n(a), n(d)) {
+                (Some(a), Some(d)) => a + d,
+                _ => 1,
+            };
+            if let Some(p) = p {
+                files.push(p.to_string());
+            }
+        }
+        Ok((lines, files))
+    }
+
+    /// Commits the staged tree (possibly empty) with `message`; returns the hash.
+    pub fn commit(&self, message: &str) -> Result<String, RunnerError> {
+        self.run(&["add", "-A", "--", "."])?;
+        self.run(&[
+            "-c",
+            "commit.gpgsign=false",
+            "commit",
+            "--quiet",
+            "--allow-empty",
+            "--no-verify",
+            "-m",
+            message,
+        ])?;
+        self.rev_parse("HEAD")
+    }
+
+    /// Discards every change since HEAD, untracked files included.
+    pub fn reset_hard(&self, rev: &str) -> Result<(), RunnerError> {
+        self.run(&["reset", "--quiet", "--hard", rev])?;
+        self.run(&["clean", "-fdq"])?;
+        Ok(())
+    }
+
+    /// The commits of `range` (newest first) that carry dandori trailers.
+    pub fn step_commits(&self, range: &str) -> Result<Vec<StepCommit>, RunnerError> {
+        let out = self.run(&["log", "--format=%H%x1f%B%x1e", range])?;
+        let mut commits = Vec::new();
+        for rec in out.split('\x1e') {
+            let rec = rec.trim_start_matches('\n');
+            let Some((hash, body)) = rec.split_once('\x1f') else {
+                continue;
+            };
+            let mut run_id = None;
+            let mut step_id = None;
+            let mut part = None;
+            for line in body.lines() {
+                if let Some((k, v)) = line.split_once(": ") {
+                    let v = v.trim().to_string();
+                    match k {
+                        TRAILER_RUN => run_id = Some(v),
+                        TRAILER_STEP => step_id = Some(v),
+                        TRAILER_PART => {
+                            part = v.split_once('/').and_then(|(i, k)| {
+                                Some((i.trim().parse().ok()?, k.trim().parse().ok()?))
+                            })
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if let (Some(run_id), Some(step_id)) = (run_id, step_id) {
+                commits.push(StepCommit {
+                    hash: hash.trim().to_string(),
+                    run_id,
+                    step_id,
+                    part,
+                });
+            }
+        }
+        Ok(commits)
+    }
+
+    pub fn add_worktree(&self, path: &Path, rev: &str) -> Result<(), RunnerError> {
+        let p = path.to_string_lossy();
+        self.run(&["worktree", "add", "--quiet", "--detach", &p, rev])?;
+        Ok(())
+    }
+
+    pub fn remove_worktree(&self, path: &Path) -> Result<(), RunnerError> {
+        let p = path.to_string_lossy();
+        let (ok, _, _) = self.output(&["worktree", "remove", "--force", &p])?;
+        if !ok && path.exists() {
+            std::fs::remove_dir_all(path)
+                .map_err(|e| dandori_fs::FsError::new("removing worktree", path, e))?;
+        }
+        self.run(&["worktree", "prune"])?;
+        Ok(())
+    }
+
+    /// Cherry-picks `commit` onto HEAD, keeping its message. On conflict the
+    /// cherry-pick is aborted and false returned.
+    pub fn cherry_pick(&self, commit: &str) -> Result<bool, RunnerError> {
+        let (ok, _, _) = self.output(&[
+            "-c",
+            "commit.gpgsign=false",
+            "cherry-pick",
+            "--allow-empty",
+            "--keep-redundant-commits",
+            commit,
+        ])?;
+        if !ok {
+            let _ = self.output(&["cherry-pick", "--abort"]);
+        }
+        Ok(ok)
+    }
+}

@@ -1,0 +1,182 @@
+//! Loading the plan a run executes, and the dependency order between its steps.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use dandori_plan::{EdgeType, Planning, Step};
+
+use crate::error::RunnerError;
+use crate::reason;
+
+/// Where a run lives: the run directory holding planning.json and stage.json.
+#[derive(Debug, Clone)]
+pub struct RunPaths {
+    pub run_dir: PathBuf,
+    pub planning: PathBuf,
+    pub stage: PathBuf,
+    pub trace: PathBuf,
+    pub report: PathBuf,
+    pub errors: PathBuf,
+    pub patches: PathBuf,
+    pub logs: PathBuf,
+    pub worktrees: PathBuf,
+}
+
+impl RunPaths {
+    /// `target` is a planning.json or a run directory containing one.
+    pub fn locate(target: &Path) -> Result<Self, RunnerError> {
+        let (run_dir, planning) = if target.is_dir() {
+            (target.to_path_buf(), target.join("planning.json"))
+        } else {
+            let dir = match target.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            (dir, target.to_path_buf())
+        };
+        if !planning.is_file() {
+            return Err(RunnerError::InvalidInput {
+                reason_code: reason::RUN_DIR_INVALID,
+                path: planning,
+                message: "no planning.json here (pass a planning.json or a run directory)"
+                    .to_string(),
+            });
+        }
+        let run_dir = dandori_fs::canonicalize(&run_dir)?;
+        let planning = run_dir.join(
+            planning
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("planning.json")),
+        );
+        Ok(RunPaths {
+            stage: run_dir.join("stage.json"),
+            trace: run_dir.join("trace.jsonl"),
+            report: run_dir.join("report.md"),
+            errors: run_dir.join("errors.json"),
+            patches: run_dir.join("patches"),
+            logs: run_dir.join("logs"),
+            worktrees: run_dir.join("worktrees"),
+            planning,
+            run_dir,
+        })
+    }
+
+    pub fn patch(&self, step_id: &str) -> PathBuf {
+        self.patches.join(format!("{step_id}.patch"))
+    }
+
+    /// `logs/step.Sxx.<what>.log`
+    pub fn step_log(&self, step_id: &str, what: &str) -> PathBuf {
+        self.logs.join(format!("step.{step_id}.{what}.log"))
+    }
+}
+
+/// Reads a planning.json and validates it with the core validator (seed 004 §4):
+/// any FAIL finding stops here with its reason code and JSON path, so a bad plan
+/// never starts a run. Returns the plan and its warnings.
+pub fn load_planning(
+    path: &Path,
+) -> Result<(Planning, Vec<dandori_plan::validation::Finding>), RunnerError> {
+    let text = dandori_fs::read_to_string(path)?;
+    match dandori_plan::validation::parse(&text) {
+        Ok(v) => Ok((v.planning, v.report.warnings().cloned().collect())),
+        Err(report) => {
+            let errors: Vec<_> = report.errors().collect();
+            let reason_code = errors
+                .first()
+                .map(|f| reason::plan_code(&f.code))
+                .unwrap_or(reason::PLAN_INVALID);
+            Err(RunnerError::InvalidInput {
+                reason_code,
+                path: path.to_path_buf(),
+                message: errors
+                    .iter()
+                    .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            })
+        }
+    }
+}
+
+/// For each step (by index), the indices of the steps it must wait for.
+///
+/// The edges are `dependency_graph.edges` when the plan carries them, plus every
+/// `depends_on`; data edges (`produces` → `consumes`) and resource edges (two steps
+/// naming the same target path) are derived when the plan carries no graph. A plan
+/// with no dependency information at all runs strictly in order (seed 004 §5: "S01
+/// から順に"), the safe reading. Every edge must point forward in step order, so
+/// merging in step order never waits on a later step.
+pub fn predecessors(planning: &Planning) -> Result<Vec<BTreeSet<usize>>, RunnerError> {
+    let steps = &planning.steps;
+    let index: BTreeMap<&str, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.step_id.as_str(), i))
+        .collect();
+    let mut edges: Vec<(String, String, EdgeType)> = Vec::new();
+    let has_info = planning.dependency_graph.is_some()
+        || steps
+            .iter()
+            .any(|s| s.depends_on.is_some() || s.produces.is_some() || s.consumes.is_some());
+    if !has_info {
+        for w in steps.windows(2) {
+            edges.push((
+                w[0].step_id.clone(),
+                w[1].step_id.clone(),
+                EdgeType::Logical,
+            ));
+        }
+    }
+    for s in steps {
+        for d in s.depends_on.iter().flatten() {
+            edges.push((d.clone(), s.step_id.clone(), EdgeType::Logical));
+        }
+    }
+    match &planning.dependency_graph {
+        Some(g) => {
+            for e in &g.edges {
+                edges.push((e.from.clone(), e.to.clone(), e.kind));
+            }
+        }
+        None if has_info => edges.extend(derived_edges(steps)?),
+        None => {}
+    }
+    let mut preds = vec![BTreeSet::new(); steps.len()];
+    for (from, to, kind) in edges {
+        let (Some(&f), Some(&t)) = (index.get(from.as_str()), index.get(to.as_str())) else {
+            return Err(RunnerError::InvalidInput {
+                reason_code: reason::PLAN_INVALID,
+                path: PathBuf::from("planning.json"),
+                message: format!("dependency {from} -> {to}: unknown step id"),
+            });
+        };
+        if f >= t {
+            return Err(RunnerError::InvalidInput {
+                reason_code: reason::PLAN_ORDER_INVALID,
+                path: PathBuf::from("planning.json"),
+                message: format!(
+                    "{kind:?} dependency {from} -> {to} points backwards: steps must be listed in dependency order"
+                ),
+            });
+        }
+        preds[t].insert(f);
+    }
+    Ok(preds)
+}
+
+/// Data and resource edges from the core graph analysis, for plans that carry
+/// no `dependency_graph`.
+fn derived_edges(steps: &[Step]) -> Result<Vec<(String, String, EdgeType)>, RunnerError> {
+    let analysis = dandori_plan::graph::analyze(steps).map_err(|e| RunnerError::InvalidInput {
+        reason_code: reason::PLAN_INVALID,
+        path: PathBuf::from("planning.json"),
+        message: e.to_string(),
+    })?;
+    Ok(analysis
+        .edges
+        .into_iter()
+        .map(|e| (e.from, e.to, e.kind))
+        .collect())
+}

@@ -1,0 +1,134 @@
+//! Child processes of the runner (agent commands, unit commands): null stdin,
+//! explicit environment, own process group, stdout and stderr appended to one log
+//! file, the whole group killed on timeout.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::error::RunnerError;
+
+/// How much of the end of a log is kept for feedback and reports.
+const TAIL_BYTES: u64 = 4000;
+
+#[derive(Debug, Clone)]
+pub struct ProcSpec<'a> {
+    /// argv[0] and its arguments (no shell unless argv is `sh -c …`).
+    pub argv: &'a [String],
+    pub cwd: &'a Path,
+    pub env: &'a BTreeMap<String, String>,
+    pub timeout: Duration,
+    pub log: &'a Path,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcOutcome {
+    /// None when killed by a signal (including our timeout kill).
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub duration: Duration,
+    /// The last few kB of the combined stdout + stderr.
+    pub tail: String,
+    pub log: PathBuf,
+}
+
+impl ProcOutcome {
+    pub fn success(&self) -> bool {
+        !self.timed_out && self.exit_code == Some(0)
+    }
+}
+
+pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
+    let display = shell_words::join(spec.argv);
+    let Some((program, args)) = spec.argv.split_first() else {
+        return Err(RunnerError::Process {
+            command: display,
+            message: "empty command".to_string(),
+        });
+    };
+    if let Some(dir) = spec.log.parent() {
+        dandori_fs::create_dir_all(dir)?;
+    }
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(spec.log)
+        .map_err(|e| dandori_fs::FsError::new("opening log", spec.log, e))?;
+    let start_len = log.metadata().map(|m| m.len()).unwrap_or(0);
+    let log_err = log
+        .try_clone()
+        .map_err(|e| dandori_fs::FsError::new("opening log", spec.log, e))?;
+    let started = Instant::now();
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(spec.cwd)
+        .env_clear()
+        .envs(spec.env)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0)
+        .spawn()
+        .map_err(|e| RunnerError::Process {
+            command: display.clone(),
+            message: format!("could not start in {}: {e}", spec.cwd.display()),
+        })?;
+    let pid = child.id();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(e) => {
+                return Err(RunnerError::Process {
+                    command: display,
+                    message: format!("waiting: {e}"),
+                });
+            }
+        }
+        if started.elapsed() >= spec.timeout {
+            timed_out = true;
+            kill_group(pid);
+            let _ = child.kill();
+            break child.wait().ok();
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Children left behind in the group (a backgrounded helper) go with the leader.
+    kill_group(pid);
+    Ok(ProcOutcome {
+        exit_code: status.and_then(|s| s.code()),
+        timed_out,
+        duration: started.elapsed(),
+        tail: read_tail(spec.log, start_len),
+        log: spec.log.to_path_buf(),
+    })
+}
+
+/// SIGKILL to the process group `pgid`. Uses kill(1) so no unsafe code is needed.
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn read_tail(path: &Path, from: u64) -> String {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = from.max(len.saturating_sub(TAIL_BYTES));
+    if f.seek(SeekFrom::Start(start)).is_err() {
+        return String::new();
+    }
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    String::from_utf8_lossy(&buf).into_owned()
+}

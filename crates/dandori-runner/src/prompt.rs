@@ -1,0 +1,119 @@
+//! The step prompt given to an executor: intent, scope, inputs, success criteria
+//! and the linked acceptance criteria, plus feedback from a failed attempt.
+
+use std::fmt::Write;
+
+use dandori_plan::{Planning, Step};
+
+/// Why the step is being run again.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Feedback {
+    /// Unit commands failed; the output tail is given back (seed 004 §5 autofix).
+    UnitFailure { cycle: u64, output: String },
+    /// The step was split after STEP_TOO_LARGE: do only part `part` of `parts`.
+    SplitPart {
+        part: u32,
+        parts: u32,
+        previous_lines: u64,
+        limit: u64,
+    },
+}
+
+pub fn build(planning: &Planning, step: &Step, feedback: Option<&Feedback>) -> String {
+    let mut p = String::new();
+    let _ = writeln!(
+        p,
+        "You are working on step {} of a plan: {}",
+        step.step_id, step.title
+    );
+    let _ = writeln!(p, "\n## Request\n{}", planning.context.summary);
+    let _ = writeln!(p, "\n## Intent\n{}", step.intent);
+    let _ = writeln!(p, "\n## Scope");
+    let _ = writeln!(p, "- change only: {}", step.scope.target_paths.join(", "));
+    if let Some(f) = step
+        .scope
+        .forbidden_paths
+        .as_ref()
+        .filter(|f| !f.is_empty())
+    {
+        let _ = writeln!(p, "- never touch: {}", f.join(", "));
+    }
+    let _ = writeln!(
+        p,
+        "- at most {} changed lines{}",
+        step.scope.max_diff_lines,
+        step.scope
+            .max_files_changed
+            .map(|n| format!(" in at most {n} files"))
+            .unwrap_or_default()
+    );
+    if let Some(b) = &step.boundaries {
+        if !b.in_scope.is_empty() {
+            let _ = writeln!(p, "- in scope: {}", b.in_scope.join("; "));
+        }
+        if !b.out_of_scope.is_empty() {
+            let _ = writeln!(p, "- out of scope: {}", b.out_of_scope.join("; "));
+        }
+    }
+    let _ = writeln!(p, "\n## Inputs\n- request: {}", step.inputs.request_path);
+    for f in step.inputs.context_files.iter().flatten() {
+        let _ = writeln!(p, "- context: {f}");
+    }
+    for f in step.inputs.code_files_hint.iter().flatten() {
+        let _ = writeln!(p, "- code: {f}");
+    }
+    let _ = writeln!(p, "\n## Success criteria");
+    for c in &step.success_criteria {
+        let _ = writeln!(p, "- {c}");
+    }
+    let acs: Vec<_> = planning
+        .context
+        .acceptance_criteria
+        .iter()
+        .filter(|ac| step.links_to_ac.contains(&ac.id))
+        .collect();
+    if !acs.is_empty() {
+        let _ = writeln!(p, "\n## Acceptance criteria");
+        for ac in acs {
+            let _ = writeln!(
+                p,
+                "- {}: Given {}, when {}, then {}",
+                ac.id, ac.given, ac.when, ac.then
+            );
+        }
+    }
+    if !planning.context.constraints.is_empty() {
+        let _ = writeln!(p, "\n## Constraints");
+        for c in &planning.context.constraints {
+            let _ = writeln!(p, "- {c}");
+        }
+    }
+    if let Some(unit) = step.commands.unit.as_ref().filter(|u| !u.is_empty()) {
+        let _ = writeln!(p, "\n## Tests run after you finish\n{}", unit.join("\n"));
+    }
+    match feedback {
+        None => {}
+        Some(Feedback::UnitFailure { cycle, output }) => {
+            let _ = writeln!(
+                p,
+                "\n## Fix attempt {cycle}\nThe unit commands failed after your change. Fix the code so they pass. Output:\n```\n{output}\n```"
+            );
+        }
+        Some(Feedback::SplitPart {
+            part,
+            parts,
+            previous_lines,
+            limit,
+        }) => {
+            let _ = writeln!(
+                p,
+                "\n## Split step: part {part} of {parts}\nThe whole step changed {previous_lines} lines, over the limit of {limit}. It is split into {parts} parts, committed one by one. Do only part {part} of {parts} now (at most {limit} lines); earlier parts are already in the working tree."
+            );
+        }
+    }
+    let _ = writeln!(
+        p,
+        "\nDo not commit; dandori commits the step. Do not use `gh`."
+    );
+    p
+}

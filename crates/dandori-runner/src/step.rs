@@ -1,0 +1,601 @@
+//! One step, start to commit, inside its own worktree (seed 004 §5): execute, check
+//! the diff size (STEP_TOO_LARGE → split), run the unit commands, feed failures back
+//! up to `max_autofix_cycles` times, commit. The coordinator later cherry-picks the
+//! commits onto the work branch in step order.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use dandori_plan::{Planning, Step};
+use dandori_trace::TraceWriter;
+use serde_json::{Value, json};
+
+use crate::error::RunnerError;
+use crate::executor::{ExecOutcome, ExecRequest, Executor, TokenUsage};
+use crate::git::{Git, TRAILER_AC, TRAILER_PART, TRAILER_RUN, TRAILER_STEP};
+use crate::plan::RunPaths;
+use crate::prompt::{self, Feedback};
+use crate::reflection::{self, ReflectionStatus, Trigger};
+use crate::{events, process, reason};
+
+/// Shared by every worker of a run.
+pub struct StepContext<'a> {
+    pub planning: &'a Planning,
+    pub paths: &'a RunPaths,
+    pub executor: &'a dyn Executor,
+    pub trace: &'a TraceWriter,
+    pub env: &'a BTreeMap<String, String>,
+    pub run_id: &'a str,
+    pub trigger_interval: u32,
+    pub reflection_enabled: bool,
+    /// Run-wide action counter (periodic reflection).
+    pub actions: &'a AtomicU32,
+    /// Run-wide plan revisions used (a split is a revision).
+    pub revisions: &'a AtomicU32,
+    pub max_revisions: u32,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepResult {
+    /// Commits (oldest first) in the step's worktree, ready to cherry-pick.
+    Committed { commits: Vec<String> },
+    Failed {
+        reason_code: &'static str,
+        message: String,
+    },
+    NeedsInput {
+        reason_code: &'static str,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepReport {
+    pub index: usize,
+    pub step_id: String,
+    pub result: StepResult,
+    pub tokens: TokenUsage,
+    pub diff_lines: u64,
+    pub files_changed: Vec<String>,
+    pub autofix_cycles: u64,
+    pub splits: u32,
+    pub unit_passed: Option<bool>,
+    pub duration: Duration,
+    /// Why the report says what it says (for report.md next actions).
+    pub notes: Vec<String>,
+}
+
+/// Where the step's worktree lives. The attempt number is part of the path, so an
+/// orphaned agent of a killed run can never write into the rerun's worktree.
+pub fn worktree_path(paths: &RunPaths, step_id: &str, attempt: u32) -> PathBuf {
+    paths.worktrees.join(format!("{step_id}.{attempt}"))
+}
+
+struct Worker<'c, 'a> {
+    cx: &'c StepContext<'a>,
+    step: &'a Step,
+    git: Git,
+    wt: &'c Path,
+    report: StepReport,
+}
+
+/// Runs `step` (index `index` in the plan; follow-up steps have none) in `worktree`.
+pub fn run_step<'a>(
+    cx: &StepContext<'a>,
+    index: usize,
+    step: &'a Step,
+    worktree: &Path,
+) -> StepReport {
+    let started = Instant::now();
+    let mut w = Worker {
+        cx,
+        step,
+        git: Git::new(worktree),
+        wt: worktree,
+        report: StepReport {
+            index,
+            step_id: step.step_id.clone(),
+            result: StepResult::Committed {
+                commits: Vec::new(),
+            },
+            tokens: TokenUsage::default(),
+            diff_lines: 0,
+            files_changed: Vec::new(),
+            autofix_cycles: 0,
+            splits: 0,
+            unit_passed: None,
+            duration: Duration::ZERO,
+            notes: Vec::new(),
+        },
+    };
+    let result = match w.run() {
+        Ok(r) => r,
+        Err(e) => StepResult::Failed {
+            reason_code: e.reason_code(),
+            message: e.to_string(),
+        },
+    };
+    if let StepResult::Failed {
+        reason_code,
+        message,
+    } = &result
+    {
+        w.reflect(
+            Trigger::Error,
+            ReflectionStatus::Failure,
+            message,
+            vec![format!("{reason_code}: {message}")],
+            true,
+        );
+    }
+    w.report.result = result;
+    w.report.duration = started.elapsed();
+    w.report
+}
+
+impl Worker<'_, '_> {
+    fn step_id(&self) -> &str {
+        &self.step.step_id
+    }
+
+    fn emit(&self, event: &str, data: Value) {
+        // The trace is an audit record; a failing append must not kill the step.
+        let _ = self.cx.trace.emit(event, data);
+    }
+
+    fn reflect(
+        &self,
+        trigger: Trigger,
+        status: ReflectionStatus,
+        evaluation: &str,
+        issues: Vec<String>,
+        revision: bool,
+    ) {
+        if !self.cx.reflection_enabled {
+            return;
+        }
+        let rec = reflection::record(
+            self.step_id(),
+            trigger,
+            status,
+            evaluation,
+            &issues,
+            revision,
+        );
+        self.emit(events::REFLECTION, rec);
+    }
+
+    /// Counts one action run-wide and reflects when the interval is due.
+    fn action_done(&self, what: &str, ok: bool) {
+        let n = self.cx.actions.fetch_add(1, Ordering::SeqCst) + 1;
+        if reflection::interval_due(n, self.cx.trigger_interval) {
+            self.reflect(
+                Trigger::Interval,
+                if ok {
+                    ReflectionStatus::Success
+                } else {
+                    ReflectionStatus::Failure
+                },
+                &format!("periodic check after action {n}: {what}"),
+                Vec::new(),
+                false,
+            );
+        }
+    }
+
+    fn limit(&self) -> u64 {
+        self.step.scope.max_diff_lines
+    }
+
+    fn run(&mut self) -> Result<StepResult, RunnerError> {
+        let base = self.git.rev_parse("HEAD")?;
+        let max_retries = self.cx.planning.gates.max_step_too_large_retries;
+        let mut round: u64 = 0;
+        let mut parts: u32 = 1;
+        let mut commits: Vec<String>;
+        'rounds: loop {
+            commits = Vec::new();
+            let this_round = parts;
+            for part in 1..=this_round {
+                let feedback = (parts > 1).then(|| Feedback::SplitPart {
+                    part,
+                    parts,
+                    previous_lines: self.report.diff_lines,
+                    limit: self.limit(),
+                });
+                if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
+                    return Ok(r);
+                }
+                let (lines, files) = self.git.staged_numstat()?;
+                if let Some(r) = self.check_forbidden(&files) {
+                    return Ok(r);
+                }
+                if lines > self.limit() {
+                    self.git.reset_hard(&base)?;
+                    self.report.diff_lines = lines;
+                    let revisions_left =
+                        self.cx.revisions.load(Ordering::SeqCst) < self.cx.max_revisions;
+                    let can_split = round < max_retries && revisions_left && parts == 1;
+                    self.emit(
+                        events::STEP_TOO_LARGE,
+                        json!({"step_id": self.step_id(), "diff_lines": lines,
+                               "max_diff_lines": self.limit(), "part": part, "parts": parts,
+                               "split": can_split, "files": files}),
+                    );
+                    let msg = format!(
+                        "diff of {lines} lines exceeds scope.max_diff_lines {}{}",
+                        self.limit(),
+                        if parts > 1 {
+                            format!(" (part {part} of {parts})")
+                        } else {
+                            String::new()
+                        }
+                    );
+                    self.reflect(
+                        Trigger::Unexpected,
+                        ReflectionStatus::Failure,
+                        &msg,
+                        vec![format!("{}: {msg}", reason::STEP_TOO_LARGE)],
+                        can_split,
+                    );
+                    if can_split {
+                        round += 1;
+                        self.cx.revisions.fetch_add(1, Ordering::SeqCst);
+                        parts = split_parts(lines, self.limit());
+                        self.report.splits += 1;
+                        self.report.notes.push(format!(
+                            "split into {parts} parts after a {lines}-line diff (limit {})",
+                            self.limit()
+                        ));
+                        continue 'rounds;
+                    }
+                    let why = if !revisions_left {
+                        "planning.revision.max_revisions reached"
+                    } else if parts > 1 {
+                        "a part of the split step is still too large"
+                    } else {
+                        "gates.max_step_too_large_retries exhausted"
+                    };
+                    self.report.notes.push(format!(
+                        "split {} into smaller steps and plan again",
+                        self.step_id()
+                    ));
+                    return Ok(StepResult::Failed {
+                        reason_code: reason::STEP_TOO_LARGE,
+                        message: format!("{msg}; {why}"),
+                    });
+                }
+                self.report.diff_lines = lines;
+                self.report.files_changed = files;
+                if part < parts {
+                    commits.push(self.git.commit(&self.message(Some((part, parts))))?);
+                }
+            }
+            break;
+        }
+        if let Some(r) = self.unit_and_autofix(parts)? {
+            return Ok(r);
+        }
+        let part = (parts > 1).then_some((parts, parts));
+        commits.push(self.git.commit(&self.message(part))?);
+        let patch = self.git.run(&["diff", "--binary", &base, "HEAD"])?;
+        dandori_fs::write_atomic(self.cx.paths.patch(self.step_id()), patch)?;
+        Ok(StepResult::Committed { commits })
+    }
+
+    /// Runs the executor once; `Some` when the step ends here.
+    fn execute(
+        &mut self,
+        feedback: Option<&Feedback>,
+        log: &str,
+    ) -> Result<Option<StepResult>, RunnerError> {
+        let prompt = prompt::build(self.cx.planning, self.step, feedback);
+        let prompt_file = self
+            .cx
+            .paths
+            .logs
+            .join(format!("step.{}.prompt.md", self.step_id()));
+        let log = self.cx.paths.step_log(self.step_id(), log);
+        let mut env = self.cx.env.clone();
+        env.insert("DANDORI_STEP_ID".to_string(), self.step_id().to_string());
+        let exec = self.cx.executor.execute(&ExecRequest {
+            step_id: self.step_id(),
+            prompt: &prompt,
+            workdir: self.wt,
+            prompt_file: &prompt_file,
+            log: &log,
+            env: &env,
+            timeout: Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1)),
+        })?;
+        self.report.tokens.add(exec.tokens);
+        if let Some(t) = &exec.tooling {
+            self.emit(
+                events::TOOLING,
+                json!({"step_id": self.step_id(), "tooling": t}),
+            );
+        }
+        for r in exec.reflections {
+            self.emit(events::REFLECTION, r);
+        }
+        let ok = exec.outcome == ExecOutcome::Completed;
+        self.emit(
+            events::STEP_ACTION,
+            json!({"step_id": self.step_id(), "executor": self.cx.executor.name(),
+                   "feedback": feedback.map(feedback_kind), "ok": ok, "summary": exec.summary,
+                   "tokens": exec.tokens}),
+        );
+        self.action_done(&exec.summary, ok);
+        Ok(match exec.outcome {
+            ExecOutcome::Completed => None,
+            ExecOutcome::Failed {
+                reason_code,
+                message,
+            } => Some(StepResult::Failed {
+                reason_code,
+                message,
+            }),
+            ExecOutcome::NeedsInput {
+                reason_code,
+                message,
+            } => Some(StepResult::NeedsInput {
+                reason_code,
+                message,
+            }),
+        })
+    }
+
+    fn check_forbidden(&self, files: &[String]) -> Option<StepResult> {
+        let forbidden = self.step.scope.forbidden_paths.as_deref().unwrap_or(&[]);
+        let hit: Vec<&String> = files
+            .iter()
+            .filter(|f| {
+                forbidden.iter().any(|p| {
+                    let p = p.trim_end_matches('/');
+                    f.as_str() == p || f.starts_with(&format!("{p}/"))
+                })
+            })
+            .collect();
+        (!hit.is_empty()).then(|| StepResult::Failed {
+            reason_code: reason::FORBIDDEN_PATH_CHANGED,
+            message: format!(
+                "changed paths in scope.forbidden_paths: {}",
+                hit.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+    }
+
+    /// Unit commands, then up to `max_autofix_cycles` fix attempts.
+    fn unit_and_autofix(&mut self, parts: u32) -> Result<Option<StepResult>, RunnerError> {
+        let commands: Vec<String> = self.step.commands.unit.clone().unwrap_or_default();
+        let commands: Vec<String> = commands
+            .into_iter()
+            .filter(|c| !c.trim().is_empty())
+            .collect();
+        if commands.is_empty() {
+            return Ok(None);
+        }
+        if let Some(bad) = commands.iter().find(|c| invokes_gh(c)) {
+            return Ok(Some(StepResult::Failed {
+                reason_code: reason::GH_FORBIDDEN,
+                message: format!("unit command {bad:?} calls gh; gates.forbid_gh forbids it"),
+            }));
+        }
+        let max_cycles = self.cx.planning.limits.max_autofix_cycles;
+        let mut last_failure: Option<(String, String)> = None;
+        loop {
+            let failure = self.run_units(&commands)?;
+            let Some((output, timed_out)) = failure else {
+                self.report.unit_passed = Some(true);
+                return Ok(None);
+            };
+            self.report.unit_passed = Some(false);
+            let msg = format!(
+                "unit commands failed{}",
+                if timed_out { " (timeout)" } else { "" }
+            );
+            self.reflect(
+                Trigger::Error,
+                ReflectionStatus::Failure,
+                &msg,
+                vec![tail(&output, 400)],
+                false,
+            );
+            let tree = self.git.run(&["write-tree"])?.trim().to_string();
+            if last_failure.as_ref() == Some(&(tree.clone(), output.clone())) {
+                // The same change and the same failure again: a fix loop going nowhere.
+                self.report
+                    .notes
+                    .push("the fix attempt changed nothing and the failure repeated".to_string());
+                return Ok(Some(StepResult::Failed {
+                    reason_code: reason::LOOP_DETECTED,
+                    message: format!(
+                        "{msg}; the same failure repeated after a fix attempt that changed nothing"
+                    ),
+                }));
+            }
+            last_failure = Some((tree, output.clone()));
+            if self.report.autofix_cycles >= max_cycles {
+                if !self.cx.planning.gates.require_unit_pass {
+                    self.report
+                        .notes
+                        .push("unit commands fail; gates.require_unit_pass is false".to_string());
+                    return Ok(None);
+                }
+                self.report.notes.push(format!(
+                    "fix the failing unit commands of {} by hand ({}), then `dandori resume`",
+                    self.step_id(),
+                    commands.join("; ")
+                ));
+                return Ok(Some(StepResult::Failed {
+                    reason_code: if timed_out {
+                        reason::UNIT_TEST_TIMEOUT
+                    } else {
+                        reason::UNIT_TEST_FAILED
+                    },
+                    message: format!(
+                        "{msg} after {} fix attempt(s): {}",
+                        self.report.autofix_cycles,
+                        tail(&output, 300).lines().last().unwrap_or("")
+                    ),
+                }));
+            }
+            self.report.autofix_cycles += 1;
+            let cycle = self.report.autofix_cycles;
+            self.emit(
+                events::AUTOFIX,
+                json!({"step_id": self.step_id(), "cycle": cycle, "max": max_cycles}),
+            );
+            if let Some(r) = self.execute(
+                Some(&Feedback::UnitFailure {
+                    cycle,
+                    output: tail(&output, 3000),
+                }),
+                "agent",
+            )? {
+                return Ok(Some(r));
+            }
+            let (lines, files) = self.git.staged_numstat()?;
+            if let Some(r) = self.check_forbidden(&files) {
+                return Ok(Some(r));
+            }
+            if lines > self.limit() {
+                self.emit(
+                    events::STEP_TOO_LARGE,
+                    json!({"step_id": self.step_id(), "diff_lines": lines,
+                           "max_diff_lines": self.limit(), "during": "autofix", "parts": parts}),
+                );
+                return Ok(Some(StepResult::Failed {
+                    reason_code: reason::STEP_TOO_LARGE,
+                    message: format!(
+                        "fix attempt {cycle} grew the diff to {lines} lines (limit {})",
+                        self.limit()
+                    ),
+                }));
+            }
+            self.report.diff_lines = lines;
+            self.report.files_changed = files;
+        }
+    }
+
+    /// Runs every unit command; `Some((output, timed_out))` on the first failure.
+    fn run_units(&self, commands: &[String]) -> Result<Option<(String, bool)>, RunnerError> {
+        let log = self.cx.paths.step_log(self.step_id(), "unit");
+        let timeout = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
+        for cmd in commands {
+            let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
+            let out = process::run(&process::ProcSpec {
+                argv: &argv,
+                cwd: self.wt,
+                env: self.cx.env,
+                timeout,
+                log: &log,
+            })?;
+            self.emit(
+                events::UNIT_TEST,
+                json!({"step_id": self.step_id(), "command": cmd, "exit_code": out.exit_code,
+                       "timed_out": out.timed_out, "duration_ms": out.duration.as_millis() as u64,
+                       "log": out.log}),
+            );
+            self.action_done(cmd, out.success());
+            if !out.success() {
+                return Ok(Some((format!("$ {cmd}\n{}", out.tail), out.timed_out)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The step's commit message: the step, its ACs, and the trailers that make the
+    /// commit the proof of completion on resume.
+    fn message(&self, part: Option<(u32, u32)>) -> String {
+        let acs = self.step.links_to_ac.join(", ");
+        let mut m = format!("{}: {}", self.step_id(), self.step.title);
+        if let Some((i, k)) = part {
+            m.push_str(&format!(" (part {i}/{k})"));
+        }
+        m.push_str(&format!("\n\n{}\n", self.step.intent));
+        if !acs.is_empty() {
+            m.push_str(&format!("\nAcceptance criteria: {acs}\n"));
+        }
+        m.push_str(&format!(
+            "\n{TRAILER_RUN}: {}\n{TRAILER_STEP}: {}\n",
+            self.cx.run_id,
+            self.step_id()
+        ));
+        if let Some((i, k)) = part {
+            m.push_str(&format!("{TRAILER_PART}: {i}/{k}\n"));
+        }
+        if !acs.is_empty() {
+            m.push_str(&format!("{TRAILER_AC}: {acs}\n"));
+        }
+        m
+    }
+}
+
+/// How many parts a too-large step is split into: enough for each to fit, at
+/// least two, at most five.
+fn split_parts(lines: u64, limit: u64) -> u32 {
+    let limit = limit.max(1);
+    let n = lines.div_ceil(limit);
+    n.clamp(2, 5) as u32
+}
+
+fn feedback_kind(f: &Feedback) -> Value {
+    match f {
+        Feedback::UnitFailure { cycle, .. } => json!({"autofix_cycle": cycle}),
+        Feedback::SplitPart { part, parts, .. } => json!({"split_part": part, "parts": parts}),
+    }
+}
+
+/// Whether a shell command line runs `gh` (any simple command of it).
+pub fn invokes_gh(cmd: &str) -> bool {
+    let words = shell_words::split(cmd)
+        .unwrap_or_else(|_| cmd.split_whitespace().map(|s| s.to_string()).collect());
+    let mut at_start = true;
+    for w in words {
+        let w = w.as_str();
+        if at_start && (w == "gh" || w.ends_with("/gh")) {
+            return true;
+        }
+        at_start = matches!(
+            w,
+            "&&" | "||" | ";" | "|" | "sudo" | "env" | "exec" | "xargs"
+        ) || w.ends_with(';');
+        if !at_start && w.contains('=') && !w.starts_with('-') {
+            // `FOO=bar gh …`
+            at_start = true;
+        }
+    }
+    false
+}
+
+fn tail(s: &str, n: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    chars[chars.len().saturating_sub(n)..].iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gh_detection() {
+        assert!(invokes_gh("gh pr create"));
+        assert!(invokes_gh("make && gh issue list"));
+        assert!(invokes_gh("GH_TOKEN=x gh api"));
+        assert!(invokes_gh("/usr/bin/gh auth"));
+        assert!(!invokes_gh("cargo test -p ghost"));
+        assert!(!invokes_gh("echo gh"));
+    }
+
+    #[test]
+    fn split_counts() {
+        assert_eq!(split_parts(130, 100), 2);
+        assert_eq!(split_parts(350, 100), 4);
+        assert_eq!(split_parts(10_000, 100), 5);
+    }
+}

@@ -1,0 +1,132 @@
+//! The command sandbox: with bubblewrap working, commands cannot write outside the
+//! worktree and /tmp, nor into .git; without it, the fallback is stated.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use dandori_tools::{ReasonCode, Sandbox, SandboxKind, SandboxMode, ToolRegistry, ToolStatus};
+
+use super::{Repo, call, env, tool_on_path};
+
+#[test]
+fn sandboxed_commands_cannot_write_outside_the_worktree() {
+    tool_on_path("bwrap");
+    let repo = Repo::in_target();
+    // Not under /tmp: the sandbox's /tmp is private anyway.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let reg = ToolRegistry::builder(repo.path())
+        .env(env())
+        .build()
+        .unwrap();
+    let status = reg.sandbox_status().clone();
+    if status.kind == SandboxKind::None {
+        // bwrap is installed but cannot create namespaces here: the fallback must say so.
+        let reason = status.fallback_reason.unwrap_or_default();
+        assert!(
+            reason.contains("bwrap cannot create a sandbox here"),
+            "{reason}"
+        );
+        return;
+    }
+    assert_eq!(status.fallback_reason, None);
+
+    let target = outside.path().join("escaped.txt");
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": format!("echo x > {}", target.display())}),
+    );
+    assert_eq!(r.code(), Some(ReasonCode::CommandFailed), "{}", r.content);
+    assert!(r.content.contains("Read-only file system"), "{}", r.content);
+    assert!(!target.exists());
+
+    // A path the command policy cannot see as outside: a relative escape.
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": "cd .. && touch escaped-sibling"}),
+    );
+    assert_eq!(r.code(), Some(ReasonCode::CommandFailed), "{}", r.content);
+    assert!(r.content.contains("Read-only file system"), "{}", r.content);
+    assert!(
+        !repo
+            .path()
+            .parent()
+            .unwrap()
+            .join("escaped-sibling")
+            .exists()
+    );
+
+    // .git stays read-only: no hook can be planted for the runner's commits.
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": "echo 'touch /tmp/pwned' > .git/hooks/pre-commit"}),
+    );
+    assert_eq!(r.code(), Some(ReasonCode::CommandFailed), "{}", r.content);
+    assert!(!repo.path().join(".git/hooks/pre-commit").exists());
+
+    // The worktree and a private /tmp are writable; the host's /tmp is untouched.
+    let probe = format!("dandori-sandbox-probe-{}", std::process::id());
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": format!("mkdir -p build && echo ok > build/out.txt && echo t > /tmp/{probe} && cat /tmp/{probe} && echo $TMPDIR")}),
+    );
+    assert_eq!(r.status, ToolStatus::Ok, "{}", r.content);
+    assert_eq!(repo.read("build/out.txt"), "ok\n");
+    assert!(r.content.contains("\nt\n/tmp\n"), "{}", r.content);
+    assert!(!std::path::Path::new("/tmp").join(&probe).exists());
+}
+
+#[test]
+fn extra_writable_directories_are_writable() {
+    tool_on_path("bwrap");
+    let repo = Repo::new();
+    let cache = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let reg = ToolRegistry::builder(repo.path())
+        .env(env())
+        .extra_writable(vec![cache.path().to_path_buf()])
+        .build()
+        .unwrap();
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": format!("echo c > {}/entry", cache.path().display())}),
+    );
+    assert_eq!(r.status, ToolStatus::Ok, "{}", r.content);
+    assert_eq!(
+        std::fs::read_to_string(cache.path().join("entry")).unwrap(),
+        "c\n"
+    );
+}
+
+#[test]
+fn without_a_sandbox_the_fallback_reason_is_stated() {
+    let off = Sandbox::detect(SandboxMode::Off, None);
+    assert_eq!(off.status().kind, SandboxKind::None);
+    assert_eq!(
+        off.status().fallback_reason.as_deref(),
+        Some(
+            "sandbox disabled by the caller; commands run unsandboxed (file tools stay confined to the worktree; Landlock is not used)"
+        )
+    );
+    let empty_path = tempfile::tempdir().unwrap();
+    let missing = Sandbox::detect(
+        SandboxMode::Auto,
+        Some(&empty_path.path().display().to_string()),
+    );
+    assert_eq!(missing.status().kind, SandboxKind::None);
+    assert!(
+        missing
+            .status()
+            .fallback_reason
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("bwrap (bubblewrap) not found on PATH"),
+        "{:?}",
+        missing.status()
+    );
+    let json = serde_json::to_value(missing.status()).unwrap();
+    assert_eq!(json["kind"], "none");
+}
