@@ -221,12 +221,17 @@ fn parse_error(e: &serde_json::Error) -> ValidationReport {
         code: rc::JSON_PARSE_ERROR.to_string(),
         severity: Severity::Fail,
         path: "$".to_string(),
-        message: format!(
-            "not valid JSON at line {}, column {}: {}",
-            e.line(),
-            e.column(),
-            e
-        ),
+        message: {
+            // serde_json appends " at line L column C"; say it once, our way.
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let reason = full.strip_suffix(&suffix).unwrap_or(&full);
+            format!(
+                "not valid JSON at line {}, column {}: {reason}",
+                e.line(),
+                e.column()
+            )
+        },
         line: Some(e.line()),
         column: Some(e.column()),
     });
