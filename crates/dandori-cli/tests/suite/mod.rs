@@ -1,6 +1,12 @@
 mod env;
 // --
+mod graph;
+// --
 mod plan;
 // --
 mod run;
+// --
+mod schema;
+// --
+mod validate;
 // --
