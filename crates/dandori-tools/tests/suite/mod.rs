@@ -7,7 +7,9 @@ mod escape;
 mod files;
 mod git;
 mod mcp;
+mod properties;
 mod sandbox;
+mod snapshots;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
