@@ -1,1 +1,6 @@
+mod env;
+// --
 mod plan;
+// --
+mod run;
+// --

@@ -9,5 +9,9 @@
 
 pub mod cache;
 pub mod checks;
+pub mod engine;
 pub mod prompt;
 pub mod response;
+
+#[cfg(test)]
+mod engine_tests;
