@@ -162,9 +162,18 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
     let failed = count(StepStatus::Failed);
     let needs_input = count(StepStatus::NeedsInput);
     let pending = count(StepStatus::Pending);
-    let loop_detected = steps
-        .iter()
-        .any(|s| s.reason_code.as_deref() == Some(reason::LOOP_DETECTED));
+    let loop_detected = steps.iter().any(|s| {
+        matches!(
+            s.reason_code.as_deref(),
+            Some(
+                reason::LOOP_DETECTED
+                    | reason::MAX_REVISIONS_EXCEEDED
+                    | reason::EARLY_TERMINATION
+                    | reason::REQUIRES_HUMAN_INTERVENTION
+                    | reason::MAX_ITERATIONS
+            )
+        )
+    });
     let revisions_exhausted = i.max_revisions > 0
         && i.revisions >= i.max_revisions
         && steps
@@ -267,7 +276,29 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
         CompletionStatus::RequiresHumanIntervention => (
             Some(match &i.stop_reason {
                 Some((code, msg)) => format!("{code}: {msg}"),
-                None if loop_detected => format!("{}: a step repeated itself", reason::LOOP_DETECTED),
+                None if loop_detected => {
+                    let s = steps.iter().find(|s| {
+                        matches!(
+                            s.reason_code.as_deref(),
+                            Some(
+                                reason::LOOP_DETECTED
+                                    | reason::MAX_REVISIONS_EXCEEDED
+                                    | reason::EARLY_TERMINATION
+                                    | reason::REQUIRES_HUMAN_INTERVENTION
+                                    | reason::MAX_ITERATIONS
+                            )
+                        )
+                    });
+                    match s {
+                        Some(s) => format!(
+                            "{}: {} {}",
+                            s.reason_code.as_deref().unwrap_or(""),
+                            s.step_id,
+                            s.message.as_deref().unwrap_or("")
+                        ),
+                        None => reason::LOOP_DETECTED.to_string(),
+                    }
+                }
                 None => format!(
                     "{}: the plan-revision limit ({}) was reached",
                     reason::MAX_REVISIONS_EXCEEDED,

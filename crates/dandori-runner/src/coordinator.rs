@@ -22,6 +22,7 @@ use crate::coverage::{self, CoverageInput, CoverageResult};
 use crate::environment::{EnvironmentPhase, EnvironmentStatus};
 use crate::error::RunnerError;
 use crate::executor::command::CommandExecutor;
+use crate::executor::llm::LlmExecutor;
 use crate::executor::none::NoneExecutor;
 use crate::executor::{Executor, TokenUsage};
 use crate::git::Git;
@@ -46,11 +47,6 @@ pub enum ExecutorKind {
     None,
 }
 
-/// Builds the LLM tool-loop executor; supplied by the caller (the CLI wires the
-/// model client and the tool registry).
-pub type LlmExecutorFactory =
-    Arc<dyn Fn(&Config, &Path) -> Result<Arc<dyn Executor>, RunnerError> + Send + Sync>;
-
 pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
 
 pub struct RunOptions {
@@ -63,7 +59,9 @@ pub struct RunOptions {
     pub executor: Option<ExecutorChoice>,
     /// A ready executor (tests, benchmarks, embedders); wins over `executor`.
     pub executor_override: Option<Arc<dyn Executor>>,
-    pub llm_factory: Option<LlmExecutorFactory>,
+    /// Approve tools that require approval (`--approve`); otherwise they are asked
+    /// on a terminal and denied when there is none.
+    pub approve: bool,
     /// `resume` requires an existing stage.json.
     pub resume: bool,
     /// Environment of child processes (the CLI passes its own).
@@ -109,7 +107,7 @@ struct Coordinator<'o> {
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
-    let planning = plan::load_planning(&paths.planning)?;
+    let (planning, warnings) = plan::load_planning(&paths.planning)?;
     let preds = plan::predecessors(&planning)?;
     let masker = Masker::new(
         opts.config.planning.logging.mask_sensitive_data,
@@ -160,6 +158,12 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         environment: Value::Null,
     };
     c.load_timings();
+    if !warnings.is_empty() {
+        c.emit(
+            events::PLAN_VALIDATION,
+            json!({"status": "ok", "warnings": warnings}),
+        );
+    }
     c.emit(
         if stage_exists {
             events::EXECUTION_RESUME
@@ -290,14 +294,11 @@ impl Coordinator<'_> {
                     })?;
                 Arc::new(CommandExecutor::new(&t)?)
             }
-            ExecutorKind::Llm => match &self.opts.llm_factory {
-                Some(f) => f(cfg, &self.paths.run_dir)?,
-                None => {
-                    return Err(RunnerError::Executor(
-                        "the llm executor is not available in this build".to_string(),
-                    ));
-                }
-            },
+            ExecutorKind::Llm => Arc::new(LlmExecutor::from_config(
+                cfg,
+                &self.opts.base_env,
+                self.opts.approve,
+            )?),
         };
         self.stage.extra.insert(
             "executor".to_string(),
@@ -807,6 +808,9 @@ impl Coordinator<'_> {
                             self.consecutive_failures
                         ),
                     );
+                }
+                if code == reason::TOKEN_BUDGET_EXCEEDED && self.stop_reason.is_none() {
+                    self.stop(code, msg.clone());
                 }
                 if matches!(code, reason::LOOP_DETECTED) {
                     self.lessons.push(format!(

@@ -2,9 +2,11 @@
 
 pub const EXECUTION_START: &str = "EXECUTION_START";
 pub const EXECUTION_RESUME: &str = "EXECUTION_RESUME";
+pub const PLAN_VALIDATION: &str = "PLAN_VALIDATION";
 pub const GATE_CHECK: &str = "GATE_CHECK";
 pub const ENVIRONMENT_SETUP: &str = "ENVIRONMENT_SETUP";
 pub const STEP_START: &str = "STEP_START";
+pub const TOOLING: &str = "TOOLING";
 pub const STEP_ACTION: &str = "STEP_ACTION";
 pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
 pub const UNIT_TEST: &str = "UNIT_TEST";

@@ -24,9 +24,7 @@ pub mod report;
 pub mod step;
 
 pub use completion::{Completion, CompletionStatus, exit};
-pub use coordinator::{
-    ExecutorChoice, ExecutorKind, LlmExecutorFactory, Progress, RunOptions, RunOutcome, run,
-};
+pub use coordinator::{ExecutorChoice, ExecutorKind, Progress, RunOptions, RunOutcome, run};
 pub use error::RunnerError;
 
 /// The exit code for an error that stopped a run before completion.

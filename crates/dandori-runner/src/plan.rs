@@ -72,70 +72,32 @@ impl RunPaths {
     }
 }
 
-/// Reads and checks a planning.json. The FAIL rules of seed 004 §4.1 stop here with
-/// their reason codes, so a bad plan never starts a run.
-pub fn load_planning(path: &Path) -> Result<Planning, RunnerError> {
+/// Reads a planning.json and validates it with the core validator (seed 004 §4):
+/// any FAIL finding stops here with its reason code and JSON path, so a bad plan
+/// never starts a run. Returns the plan and its warnings.
+pub fn load_planning(
+    path: &Path,
+) -> Result<(Planning, Vec<dandori_plan::validation::Finding>), RunnerError> {
     let text = dandori_fs::read_to_string(path)?;
-    let invalid = |reason_code: &'static str, message: String| RunnerError::InvalidInput {
-        reason_code,
-        path: path.to_path_buf(),
-        message,
-    };
-    let planning: Planning = serde_json::from_str(&text).map_err(|e| {
-        invalid(
-            reason::JSON_PARSE_ERROR,
-            format!("line {} column {}: {e}", e.line(), e.column()),
-        )
-    })?;
-    let mut problems = Vec::new();
-    let mut seen = BTreeSet::new();
-    for (i, s) in planning.steps.iter().enumerate() {
-        if !is_step_id(&s.step_id) {
-            problems.push(format!(
-                "$.steps[{i}].step_id: {:?} is not S\\d\\d",
-                s.step_id
-            ));
-        }
-        if !seen.insert(s.step_id.as_str()) {
-            problems.push(format!("$.steps[{i}].step_id: {} is repeated", s.step_id));
-        }
-        if s.expected_diff.lines_max > planning.limits.max_diff_lines {
-            problems.push(format!(
-                "$.steps[{i}].expected_diff.lines_max: {} > limits.max_diff_lines {}",
-                s.expected_diff.lines_max, planning.limits.max_diff_lines
-            ));
-        }
-        if s.scope.max_diff_lines > planning.limits.max_diff_lines {
-            problems.push(format!(
-                "$.steps[{i}].scope.max_diff_lines: {} > limits.max_diff_lines {}",
-                s.scope.max_diff_lines, planning.limits.max_diff_lines
-            ));
+    match dandori_plan::validation::parse(&text) {
+        Ok(v) => Ok((v.planning, v.report.warnings().cloned().collect())),
+        Err(report) => {
+            let errors: Vec<_> = report.errors().collect();
+            let reason_code = errors
+                .first()
+                .map(|f| reason::plan_code(&f.code))
+                .unwrap_or(reason::PLAN_INVALID);
+            Err(RunnerError::InvalidInput {
+                reason_code,
+                path: path.to_path_buf(),
+                message: errors
+                    .iter()
+                    .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            })
         }
     }
-    if planning.steps.is_empty() {
-        problems.push("$.steps: no steps".to_string());
-    }
-    if !planning.gates.forbid_gh {
-        problems.push("$.gates.forbid_gh: must be true in v1".to_string());
-    }
-    if !problems.is_empty() {
-        return Err(invalid(reason::PLAN_INVALID, problems.join("; ")));
-    }
-    if planning.context.acceptance_criteria.len() < 3 {
-        return Err(invalid(
-            reason::AC_TOO_FEW,
-            format!(
-                "$.context.acceptance_criteria: {} criteria, at least 3 required",
-                planning.context.acceptance_criteria.len()
-            ),
-        ));
-    }
-    Ok(planning)
-}
-
-fn is_step_id(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 3 && b[0] == b'S' && b[1].is_ascii_digit() && b[2].is_ascii_digit()
 }
 
 /// For each step (by index), the indices of the steps it must wait for.
@@ -178,7 +140,7 @@ pub fn predecessors(planning: &Planning) -> Result<Vec<BTreeSet<usize>>, RunnerE
                 edges.push((e.from.clone(), e.to.clone(), e.kind));
             }
         }
-        None if has_info => edges.extend(derived_edges(steps)),
+        None if has_info => edges.extend(derived_edges(steps)?),
         None => {}
     }
     let mut preds = vec![BTreeSet::new(); steps.len()];
@@ -204,29 +166,17 @@ pub fn predecessors(planning: &Planning) -> Result<Vec<BTreeSet<usize>>, RunnerE
     Ok(preds)
 }
 
-/// Data and resource edges, for plans without a `dependency_graph`.
-fn derived_edges(steps: &[Step]) -> Vec<(String, String, EdgeType)> {
-    let mut out = Vec::new();
-    for (j, b) in steps.iter().enumerate() {
-        for a in &steps[..j] {
-            let produces: BTreeSet<&String> = a.produces.iter().flatten().collect();
-            if b.consumes.iter().flatten().any(|c| produces.contains(c)) {
-                out.push((a.step_id.clone(), b.step_id.clone(), EdgeType::Data));
-            }
-            if a.scope
-                .target_paths
-                .iter()
-                .any(|p| b.scope.target_paths.iter().any(|q| paths_overlap(p, q)))
-            {
-                out.push((a.step_id.clone(), b.step_id.clone(), EdgeType::Resource));
-            }
-        }
-    }
-    out
-}
-
-fn paths_overlap(a: &str, b: &str) -> bool {
-    let a = a.trim_end_matches('/');
-    let b = b.trim_end_matches('/');
-    a == b || b.starts_with(&format!("{a}/")) || a.starts_with(&format!("{b}/"))
+/// Data and resource edges from the core graph analysis, for plans that carry
+/// no `dependency_graph`.
+fn derived_edges(steps: &[Step]) -> Result<Vec<(String, String, EdgeType)>, RunnerError> {
+    let analysis = dandori_plan::graph::analyze(steps).map_err(|e| RunnerError::InvalidInput {
+        reason_code: reason::PLAN_INVALID,
+        path: PathBuf::from("planning.json"),
+        message: e.to_string(),
+    })?;
+    Ok(analysis
+        .edges
+        .into_iter()
+        .map(|e| (e.from, e.to, e.kind))
+        .collect())
 }

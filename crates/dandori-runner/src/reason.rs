@@ -34,6 +34,7 @@ pub const MAX_ITERATIONS: &str = "MAX_ITERATIONS";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "TOKEN_BUDGET_EXCEEDED";
 pub const APPROVAL_REQUIRED: &str = "APPROVAL_REQUIRED";
 pub const MODEL_ERROR: &str = "MODEL_ERROR";
+pub const REQUIRES_HUMAN_INTERVENTION: &str = "REQUIRES_HUMAN_INTERVENTION";
 
 // run-level guardrails (seed 000 §10.4, §11.2.2)
 pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";
@@ -47,3 +48,16 @@ pub const IO_ERROR: &str = "IO_ERROR";
 pub const GIT_ERROR: &str = "GIT_ERROR";
 pub const PROCESS_ERROR: &str = "PROCESS_ERROR";
 pub const EXECUTOR_ERROR: &str = "EXECUTOR_ERROR";
+
+/// The runner's reason code for a validation finding code of `dandori-plan`.
+pub fn plan_code(code: &str) -> &'static str {
+    match code {
+        "JSON_PARSE_ERROR" => JSON_PARSE_ERROR,
+        "AC_TOO_FEW" => AC_TOO_FEW,
+        _ => dandori_plan::reason_codes::ALL
+            .iter()
+            .find(|c| **c == code)
+            .copied()
+            .unwrap_or(PLAN_INVALID),
+    }
+}

@@ -310,6 +310,12 @@ impl Worker<'_, '_> {
             timeout: Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1)),
         })?;
         self.report.tokens.add(exec.tokens);
+        if let Some(t) = &exec.tooling {
+            self.emit(
+                events::TOOLING,
+                json!({"step_id": self.step_id(), "tooling": t}),
+            );
+        }
         for r in exec.reflections {
             self.emit(events::REFLECTION, r);
         }

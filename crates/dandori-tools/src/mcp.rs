@@ -42,9 +42,10 @@ pub struct McpStartOptions {
     pub startup_timeout: Duration,
     /// Time allowed for one tool call.
     pub call_timeout: Duration,
-    /// Run every server inside this sandbox (worktree writable, the rest read-only),
-    /// as `run_command` does. `None`: servers run unsandboxed and rely on their own
-    /// confinement (e.g. the filesystem server's allowed directories).
+    /// Run the servers (those with `sandbox: true`, the default) inside this sandbox
+    /// (worktree writable, the rest read-only), as `run_command` does. `None`: servers
+    /// run unsandboxed and rely on their own confinement (e.g. the filesystem server's
+    /// allowed directories).
     pub sandbox: Option<Sandbox>,
 }
 
@@ -295,8 +296,10 @@ async fn start_server(
         .chain(config.args.iter().map(|a| expand(a)))
         .collect();
     let argv = match &options.sandbox {
-        Some(sandbox) => sandbox.wrap(argv, &options.worktree, &options.worktree, &[]),
-        None => argv,
+        Some(sandbox) if config.sandbox => {
+            sandbox.wrap(argv, &options.worktree, &options.worktree, &[])
+        }
+        Some(_) | None => argv,
     };
     let Some((program, args)) = argv.split_first() else {
         return Err(fail("empty command".to_string()));

@@ -28,11 +28,14 @@ pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Res
     execute(
         config,
         sets,
-        &args.target,
-        &args.repo,
-        executor,
-        false,
-        args.json,
+        Invocation {
+            target: &args.target,
+            repo: &args.repo,
+            executor,
+            resume: false,
+            approve: args.approve,
+            json: args.json,
+        },
     )
 }
 
@@ -55,11 +58,14 @@ pub fn resume(
     execute(
         config,
         sets,
-        &args.run_dir,
-        &args.repo,
-        executor,
-        true,
-        args.json,
+        Invocation {
+            target: &args.run_dir,
+            repo: &args.repo,
+            executor,
+            resume: true,
+            approve: args.approve,
+            json: args.json,
+        },
     )
 }
 
@@ -71,15 +77,29 @@ fn kind(k: CliExecutor) -> ExecutorKind {
     }
 }
 
+/// What `run` and `resume` share.
+struct Invocation<'a> {
+    target: &'a Path,
+    repo: &'a Path,
+    executor: Option<ExecutorChoice>,
+    resume: bool,
+    approve: bool,
+    json: bool,
+}
+
 fn execute(
     config: Option<&Path>,
     sets: &[String],
-    target: &Path,
-    repo: &Path,
-    executor: Option<ExecutorChoice>,
-    resume: bool,
-    json: bool,
+    inv: Invocation<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let Invocation {
+        target,
+        repo,
+        executor,
+        resume,
+        approve,
+        json,
+    } = inv;
     let config = load_config(config, sets)?;
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
     let progress: Option<dandori_runner::Progress> = if json {
@@ -87,16 +107,21 @@ fn execute(
     } else {
         Some(Arc::new(|line: &str| output::progress(line)))
     };
+    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
+        Arc::new(super::env::EnvPhase {
+            config: config.planning.environment_setup.clone(),
+            base_env: base_env.clone(),
+        });
     let opts = RunOptions {
         target: target.to_path_buf(),
         repo: repo.to_path_buf(),
         config,
         executor,
         executor_override: None,
-        llm_factory: None,
+        approve,
         resume,
         base_env,
-        environment: None,
+        environment: Some(environment),
         progress,
     };
     match dandori_runner::run(&opts) {

@@ -93,6 +93,7 @@ impl Executor for CommandExecutor {
                 self.template[0],
                 out.duration.as_millis()
             ),
+            tooling: None,
         })
     }
 }

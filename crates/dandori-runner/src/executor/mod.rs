@@ -3,6 +3,7 @@
 //! only changes files.
 
 pub mod command;
+pub mod llm;
 pub mod none;
 
 use std::collections::BTreeMap;
@@ -72,6 +73,8 @@ pub struct StepExecution {
     pub reflections: Vec<serde_json::Value>,
     /// One-line description for the trace and report.
     pub summary: String,
+    /// How tools were confined (tool list, sandbox kind and fallback), for the trace.
+    pub tooling: Option<serde_json::Value>,
 }
 
 pub trait Executor: Send + Sync {

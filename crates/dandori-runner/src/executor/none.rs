@@ -30,6 +30,7 @@ impl Executor for NoneExecutor {
             actions: 0,
             reflections: Vec::new(),
             summary: "no executor configured".to_string(),
+            tooling: None,
         })
     }
 }

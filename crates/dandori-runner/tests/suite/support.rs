@@ -210,7 +210,7 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
             },
         }),
         executor_override: None,
-        llm_factory: None,
+        approve: false,
         resume: false,
         base_env: env(),
         environment: None,

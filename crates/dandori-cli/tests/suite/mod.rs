@@ -1,0 +1,6 @@
+mod env;
+// --
+mod plan;
+// --
+mod run;
+// --

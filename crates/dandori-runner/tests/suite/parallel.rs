@@ -1,0 +1,222 @@
+//! Parallel groups: independent steps run at the same time in their own worktrees
+//! and are merged in step order; resource-dependent steps never run together.
+
+use std::collections::BTreeMap;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::*;
+use dandori_runner::CompletionStatus;
+
+/// `step → (start_ns, end_ns)` recorded by the agent.
+fn spans(ctl: &std::path::Path) -> BTreeMap<String, (u128, u128)> {
+    let mut out = BTreeMap::new();
+    for l in std::fs::read_to_string(ctl.join("spans")).unwrap().lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        out.insert(
+            f[0].to_string(),
+            (f[1].parse().unwrap(), f[2].parse().unwrap()),
+        );
+    }
+    out
+}
+
+fn timed_agent(repo: &Repo) -> String {
+    let ctl = repo.ctl();
+    let agent = repo.agent(&format!(
+        r#"start=$(date +%s%N)
+mkdir -p "src/$1"; echo "$1" > "src/$1/out.txt"
+ls src > "src/$1/seen.txt"
+sleep 0.6
+echo "$1 $start $(date +%s%N)" >> "{}/spans""#,
+        ctl.display()
+    ));
+    format!("sh {} {{step_id}}", agent.display())
+}
+
+#[test]
+fn independent_steps_overlap_and_merge_in_step_order() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![
+            S::new("S01").deps(&[]),
+            S::new("S02").deps(&[]),
+            S::new("S03").deps(&[]),
+            S::new("S04")
+                .deps(&["S01", "S02", "S03"])
+                .unit("test -f src/S01/out.txt && test -f src/S03/out.txt"),
+        ],
+        json!({}),
+    ));
+    let mut opts = options(&repo, &run_dir, Some(timed_agent(&repo)));
+    opts.config.runner.max_parallel_workers = 3;
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    let sp = spans(&repo.ctl());
+    let first_end = ["S01", "S02", "S03"]
+        .iter()
+        .map(|s| sp[*s].1)
+        .min()
+        .unwrap();
+    let last_start = ["S01", "S02", "S03"]
+        .iter()
+        .map(|s| sp[*s].0)
+        .max()
+        .unwrap();
+    let last_end = ["S01", "S02", "S03"]
+        .iter()
+        .map(|s| sp[*s].1)
+        .max()
+        .unwrap();
+    assert!(
+        last_start < first_end,
+        "S01–S03 did not run together: {sp:?}"
+    );
+    assert!(
+        sp["S04"].0 >= last_end,
+        "S04 started before its inputs existed: {sp:?}"
+    );
+    let subjects: Vec<String> = repo
+        .commits("dandori/RQ-1/run-1")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(
+        subjects,
+        vec!["S01: Do S01", "S02: Do S02", "S03: Do S03", "S04: Do S04"]
+    );
+    // S04 saw the work of all three; each of S01–S03 ran on its own worktree.
+    let seen = repo.git(&["show", "dandori/RQ-1/run-1:src/S04/seen.txt"]);
+    assert_eq!(seen, "S01\nS02\nS03\nS04\n");
+    let starts = trace_events(&run_dir, "STEP_START");
+    let worktrees: Vec<String> = starts
+        .iter()
+        .map(|e| {
+            e["data"]["worktree"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(worktrees, vec!["S01.1", "S02.1", "S03.1", "S04.1"]);
+}
+
+#[test]
+fn workers_limit_concurrency() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![
+            S::new("S01").deps(&[]),
+            S::new("S02").deps(&[]),
+            S::new("S03").deps(&[]),
+        ],
+        json!({}),
+    ));
+    let mut opts = options(&repo, &run_dir, Some(timed_agent(&repo)));
+    opts.config.runner.max_parallel_workers = 1;
+    run(&opts).unwrap();
+    let sp = spans(&repo.ctl());
+    assert!(
+        sp["S02"].0 >= sp["S01"].1 && sp["S03"].0 >= sp["S02"].1,
+        "{sp:?}"
+    );
+}
+
+#[test]
+fn steps_sharing_a_target_path_never_run_together() {
+    let repo = Repo::new();
+    let mut a = S::new("S01").deps(&[]);
+    a.targets = vec!["src/shared".to_string()];
+    let mut b = S::new("S02").deps(&[]);
+    b.targets = vec!["src/shared/b.rs".to_string()];
+    let run_dir = repo.write_plan(&planning(vec![a, b, S::new("S03").deps(&[])], json!({})));
+    let mut opts = options(&repo, &run_dir, Some(timed_agent(&repo)));
+    opts.config.runner.max_parallel_workers = 3;
+    run(&opts).unwrap();
+    let sp = spans(&repo.ctl());
+    assert!(sp["S02"].0 >= sp["S01"].1, "resource edge ignored: {sp:?}");
+    assert!(
+        sp["S03"].0 < sp["S01"].1,
+        "S03 should run beside S01: {sp:?}"
+    );
+}
+
+#[test]
+fn dependency_graph_edges_of_the_plan_are_followed() {
+    let repo = Repo::new();
+    let mut plan = planning(vec![S::new("S01"), S::new("S02"), S::new("S03")], json!({}));
+    plan["dependency_graph"] = json!({
+        "edges": [{"from": "S01", "to": "S03", "type": "data"}],
+        "execution_groups": [],
+        "critical_path": ["S01", "S03"]
+    });
+    let run_dir = repo.write_plan(&plan);
+    let mut opts = options(&repo, &run_dir, Some(timed_agent(&repo)));
+    opts.config.runner.max_parallel_workers = 3;
+    run(&opts).unwrap();
+    let sp = spans(&repo.ctl());
+    assert!(
+        sp["S02"].0 < sp["S01"].1,
+        "S01 and S02 are independent: {sp:?}"
+    );
+    assert!(sp["S03"].0 >= sp["S01"].1, "{sp:?}");
+}
+
+#[test]
+fn a_failed_step_skips_only_its_dependents() {
+    let repo = Repo::new();
+    let ctl = repo.ctl();
+    let agent = repo.agent(&format!(
+        r#"echo "$1" >> "{}/calls"
+[ "$1" = S01 ] && exit 1
+mkdir -p "src/$1"; echo 1 > "src/$1/x""#,
+        ctl.display()
+    ));
+    let run_dir = repo.write_plan(&planning(
+        vec![
+            S::new("S01").deps(&[]),
+            S::new("S02").deps(&[]),
+            S::new("S03").deps(&["S01"]),
+            S::new("S04").deps(&["S03"]),
+            S::new("S05").deps(&["S02"]),
+        ],
+        json!({}),
+    ));
+    let mut opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    opts.config.runner.max_parallel_workers = 2;
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+    let st: Vec<(String, String)> = statuses(&run_dir);
+    assert_eq!(
+        st,
+        [
+            ("S01", "failed"),
+            ("S02", "done"),
+            ("S03", "skipped"),
+            ("S04", "skipped"),
+            ("S05", "done")
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect::<Vec<_>>()
+    );
+    let mut calls: Vec<String> = std::fs::read_to_string(ctl.join("calls"))
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    calls.sort();
+    assert_eq!(
+        calls,
+        vec!["S01", "S02", "S05"],
+        "skipped steps must never run"
+    );
+}
