@@ -1,6 +1,7 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
 mod plan;
+mod plan_llm;
 
 use std::process::ExitCode;
 

@@ -174,7 +174,7 @@ impl LlmPlanner {
             environment.push_str(&format!("\nunit tests: {}", ctx.unit_commands.join("; ")));
         }
         RepoContextInput {
-            tree_summary: ctx.scan.tree_summary.clone(),
+            tree_summary: ctx.scan.tree.clone(),
             environment,
             files: ctx
                 .hits
@@ -552,7 +552,7 @@ fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
         },
         target_paths: s.target_paths.clone(),
         code_files_hint: hints,
-        context_files: ctx.scan.readme.clone().into_iter().collect(),
+        context_files: ctx.scan.readme.iter().map(|r| r.path.clone()).collect(),
         produces: s.produces.clone(),
         consumes: s.consumes.clone(),
         boundaries: s.boundaries.as_ref().map(|b| Boundaries {
