@@ -2,5 +2,7 @@ mod env;
 // --
 mod plan;
 // --
+mod plan_llm;
+// --
 mod run;
 // --
