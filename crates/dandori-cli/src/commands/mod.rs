@@ -2,6 +2,7 @@
 
 mod eval;
 mod plan;
+mod plan_llm;
 
 use std::process::ExitCode;
 
