@@ -18,10 +18,23 @@ if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/server-filesystem >/dev/null
 fi
 
-# The command sandbox (bubblewrap) is a system package: the sandbox tests fail
-# without it. CI installs it with `apt-get install -y bubblewrap`.
+# The command sandbox (bubblewrap) is a system package: install it when we can
+# (root with apt), otherwise the sandbox tests fail and say so.
 if ! command -v bwrap >/dev/null 2>&1; then
-  echo "warning: bwrap (bubblewrap) not found; install it (apt-get install -y bubblewrap) or the sandbox tests fail" >&2
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap >/dev/null
+  else
+    echo "warning: bwrap (bubblewrap) not found; install it (apt-get install -y bubblewrap) or the sandbox tests fail" >&2
+  fi
+fi
+
+# Environment sub-phase tests (dandori-env, `dandori env`): uv (above) for the real
+# Python install, npm for the real Node install, mvn for the "Maven without its
+# registry" case (the fixture points Maven at an unresolvable mirror, so no
+# network is used either way).
+if ! command -v mvn >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q maven >/dev/null 2>&1 \
+    || echo "warning: could not install maven; dandori-env's blocked-Maven test will fail" >&2
 fi
 
 export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$PATH"

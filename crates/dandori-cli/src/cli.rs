@@ -112,34 +112,58 @@ pub enum EvalCommand {
 
 #[derive(Debug, Args)]
 pub struct LocalizeArgs {
+    /// SWE-bench-format instances: a JSON array or JSON lines with `instance_id`,
+    /// `repo`, `base_commit`, `problem_statement` and `patch`, `golden_patch` or
+    /// `patch_files`.
     pub dataset: PathBuf,
-    #[arg(long)]
+    /// Checkouts: `DIR/<instance_id>/`, or clones `DIR/<owner>__<name>/` or
+    /// `DIR/<owner>/<name>/` (read only; each base commit is checked out into a
+    /// temporary directory).
+    #[arg(long, value_name = "DIR")]
     pub repos: PathBuf,
     #[arg(long)]
     pub json: bool,
     /// Also report a baseline beside dandori's retrieval.
-    #[arg(long)]
-    pub baseline: Option<String>,
+    #[arg(long, value_enum)]
+    pub baseline: Option<LocalizeBaseline>,
     /// Evaluate at most N instances.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LocalizeBaseline {
+    /// Plain BM25 over whole-file contents.
+    Bm25,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum EnvCommand {
+    /// Analyse the environment files and show the selected environment and its commands.
     Detect(EnvArgs),
+    /// Set up and verify the environment (exit 0 success or partial, 1 failed, 3 blocked).
     Setup(EnvSetupArgs),
+    /// Verify the prepared environment again (exit 0 success or partial, 1 failed).
     Verify(EnvArgs),
-    /// Run a command inside the prepared environment.
+    /// Run a command inside the prepared environment (venv, node_modules/.bin on PATH).
     Exec(EnvExecArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct EnvArgs {
+    /// The repository.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
     #[arg(long)]
     pub json: bool,
+    /// The task's target language (python, node/typescript, java, go, rust): rule 1
+    /// of the primary-environment choice.
+    #[arg(long)]
+    pub language: Option<String>,
+    /// Where setup.json, verification.json and the logs go (default
+    /// <repo>/.dandori/environment).
+    #[arg(long, value_name = "DIR")]
+    pub record_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +179,7 @@ pub struct EnvSetupArgs {
 pub struct EnvExecArgs {
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
+    /// The command and its arguments, after `--`.
     #[arg(trailing_var_arg = true, required = true)]
     pub cmd: Vec<String>,
 }

@@ -1,1 +1,31 @@
-//! Environment sub-phase (seed 002): EnvironmentAnalyzer, setup, verification.
+//! The environment sub-phase of seed 002: analyse the repository's environment
+//! files (`analyzer`), choose the environment and its commands (`selection`), run
+//! the setup under the command policy with error classification, retries and
+//! regeneration (`setup`, `classify`), verify it (`verify`), record everything
+//! (`records`), reuse an unchanged environment (`reuse`), and run commands inside
+//! it afterwards (`activation`).
+
+pub mod activation;
+pub mod analyzer;
+pub mod classify;
+pub mod records;
+pub mod reuse;
+pub mod selection;
+pub mod setup;
+pub mod verify;
+
+pub use analyzer::{EnvironmentAnalysis, analyze, analyze_paths};
+pub use selection::{Toolchain, select_environment, select_environment_with};
+
+/// The errors of this crate.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error(transparent)]
+    Fs(#[from] dandori_fs::FsError),
+    #[error(transparent)]
+    Exec(#[from] dandori_exec::ExecError),
+    #[error("{path}: {message}")]
+    Record { path: String, message: String },
+    #[error("command regeneration: {message}")]
+    Regeneration { message: String },
+}

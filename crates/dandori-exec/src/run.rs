@@ -167,7 +167,8 @@ pub struct CommandSpec {
     pub limits: ResourceLimits,
     /// Masks secrets in logs and tails.
     pub masker: Option<Masker>,
-    /// Let the child write to our stdout/stderr instead of capturing (`env exec`).
+    /// Interactive mode (`env exec`): the child inherits stdin, stdout and stderr
+    /// and stays in our process group (so the terminal's Ctrl-C reaches it).
     pub inherit_output: bool,
 }
 
@@ -462,15 +463,18 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
             .args(&args);
         c
     };
-    cmd.current_dir(&spec.cwd)
-        .env_clear()
-        .envs(&spec.env)
-        .stdin(Stdio::null())
-        .process_group(0);
+    cmd.current_dir(&spec.cwd).env_clear().envs(&spec.env);
     if spec.inherit_output {
-        cmd.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        // Interactive use (`dandori env exec`): the child shares the terminal,
+        // stays in the foreground process group and reads our stdin.
+        cmd.stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit());
     } else {
-        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
     }
     let out_log = open_log(&spec.stdout_log)?;
     let err_log = open_log(&spec.stderr_log)?;
@@ -521,6 +525,8 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
         {
             timed_out = true;
             let _ = killpg(guard.0, Signal::SIGKILL);
+            // Interactive children are not group leaders.
+            let _ = child.kill();
             match child.wait() {
                 Ok(s) => break s,
                 Err(source) => {

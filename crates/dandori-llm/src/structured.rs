@@ -399,7 +399,7 @@ pub struct Structured {
 pub async fn chat_structured(
     client: &Client,
     request: &ChatRequest,
-    extra: &dyn Fn(&Value) -> Vec<String>,
+    extra: &(dyn Fn(&Value) -> Vec<String> + Sync),
 ) -> Result<Structured, LlmError> {
     let schema = request
         .response_schema

@@ -1,9 +1,10 @@
 //! Acceptance criteria of a plan: the request's own, converted to `AC-01`… form,
 //! and — when there are fewer than three (seed 004 §4.1 `AC_TOO_FEW`) — criteria
 //! derived honestly from what the request does say: one per enumerated requirement
-//! that no criterion covers, then a regression criterion (the existing tests still
-//! pass), then the diff-limit criterion every step is held to. Each derived
-//! criterion is named in `assumptions`.
+//! that no criterion covers, then the diff-limit criterion every step is held to.
+//! A regression criterion (the existing tests still pass) is added whenever there
+//! are fewer than three or some step is linked to no criterion, and is linked to
+//! every step. Each derived criterion is named in `assumptions`.
 
 use dandori_plan::{AcKind, AcceptanceCriterion};
 
@@ -35,7 +36,12 @@ pub fn from_request(request: &Request) -> Vec<AcceptanceCriterion> {
 /// subtasks it checks. `unit_command` is the environment's test command.
 pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max_diff_lines: u64) {
     let given_count = draft.acceptance_criteria.len();
-    if given_count >= 3 {
+    let unlinked = draft.subtasks.iter().any(|s| s.links_to_ac.is_empty());
+    let has_regression = draft
+        .acceptance_criteria
+        .iter()
+        .any(|a| a.kind == Some(AcKind::Regression));
+    if given_count >= 3 && (has_regression || !unlinked) {
         return;
     }
     let mut notes: Vec<String> = Vec::new();
@@ -46,10 +52,18 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         .subtasks
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.links_to_ac.is_empty())
+        // Test and docs subtasks verify or describe others; they get no AC of their own.
+        .filter(|(_, s)| {
+            s.links_to_ac.is_empty()
+                && matches!(
+                    crate::offline::decomposition::classify(&s.title),
+                    crate::offline::decomposition::ItemKind::Implementation
+                        | crate::offline::decomposition::ItemKind::Definition
+                )
+        })
         .map(|(i, _)| i)
         .collect();
-    for i in uncovered {
+    for i in uncovered.into_iter().filter(|_| given_count < 3) {
         let title = draft.subtasks[i].title.clone();
         let id = next_id(draft);
         let (given, when, then) = match lang {
@@ -143,8 +157,10 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         ));
     }
 
-    draft.assumptions.push(format!(
-        "The request gave {given_count} acceptance criteria; {}.",
-        notes.join("; ")
-    ));
+    if !notes.is_empty() {
+        draft.assumptions.push(format!(
+            "The request gave {given_count} acceptance criteria; {}.",
+            notes.join("; ")
+        ));
+    }
 }

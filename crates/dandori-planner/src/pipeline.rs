@@ -14,10 +14,10 @@ use crate::assemble::{self, Skip};
 use crate::context::PlanningContext;
 use crate::error::PlannerError;
 use crate::gathering::{self, Progress, ScanOptions};
-use crate::interim::validation::{self, Finding, Severity};
 use crate::offline::SimplePlanner;
 use crate::request::Request;
 use crate::{DraftPlanner, run_dir};
+use dandori_plan::validation::{self, Finding, Severity};
 
 /// Where the request comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,26 +104,35 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     let now = Utc::now();
     let runs_root = run_dir::runs_root(&repo, opts.runs_root.as_deref(), &opts.config.runs.root);
     let analysis_cfg = &opts.config.planning.environment_setup.analysis;
-    let mut exclude = vec![".dandori".to_string()];
-    if let Ok(rel) = runs_root.strip_prefix(&repo) {
-        exclude.push(rel.to_string_lossy().replace('\\', "/"));
+    let mut scan_options = ScanOptions {
+        env_max_search_depth: analysis_cfg.max_search_depth as usize,
+        env_max_file_size: analysis_cfg.max_file_size,
+        ..ScanOptions::default()
+    };
+    // A runs root inside the repository is never scanned (the default
+    // `.dandori/` is hidden and skipped anyway).
+    if let Ok(rel) = runs_root.strip_prefix(&repo)
+        && let Some(first) = rel.components().next()
+    {
+        scan_options
+            .skip_dirs
+            .push(first.as_os_str().to_string_lossy().into_owned());
     }
-    let scan_progress = |n: usize| progress(Progress::Scanning { files: n });
-    let scan = gathering::scan(
-        &repo,
-        &ScanOptions {
-            max_file_size: analysis_cfg.max_file_size,
-            exclude,
-            progress: Some(&scan_progress),
-        },
-    )?;
-    let index = gathering::Index::build(&scan, analysis_cfg.max_file_size);
+    progress(Progress::Scanning { root: repo.clone() });
+    let t = Instant::now();
+    let scan = dandori_repo::scan(&repo, &scan_options).map_err(|e| PlannerError::Scan {
+        root: repo.clone(),
+        message: e.to_string(),
+    })?;
     progress(Progress::Scanned {
         files: scan.files.len(),
-        indexed: scan.files.len() - scan.skipped_large,
+        millis: t.elapsed().as_millis() as u64,
     });
+    let t = Instant::now();
+    let index = gathering::Index::build(&scan);
     progress(Progress::Indexed {
-        terms: index.terms(),
+        files: index.len(),
+        millis: t.elapsed().as_millis() as u64,
     });
     let hits = index.search(&request.query_text(), 10);
     let environment = gathering::analyze_environment(&scan, analysis_cfg);
@@ -157,7 +166,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
             "repository": {
                 "files": scan.files.len(),
                 "test_files": scan.files.iter().filter(|f| f.is_test).count(),
-                "readme": scan.readme,
+                "readme": gathering::readme_path(&scan),
                 "environment": selected_environment.name,
             },
         }),
@@ -180,7 +189,11 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     progress(Progress::Drafting {
         planner: planner_name.clone(),
     });
-    let (draft, skip) = match planner.draft(&ctx) {
+    let drafted = planner.draft(&ctx);
+    for (event, data) in planner.trace_events() {
+        trace.emit(&event, data)?;
+    }
+    let (draft, skip) = match drafted {
         Ok(d) => match d.not_decomposable.clone() {
             Some(reason) => (
                 crate::offline::single_step_draft(&ctx, &d),
@@ -191,6 +204,8 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
             ),
             None => (d, None),
         },
+        // Seed 000 §10.1.1: an unclear goal ends planning with the questions.
+        Err(e @ PlannerError::UnclearGoal { .. }) => return Err(e),
         Err(e) => {
             let base = crate::offline::SimplePlanner.draft(&ctx)?;
             (

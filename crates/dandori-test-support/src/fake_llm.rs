@@ -430,6 +430,10 @@ struct Shared {
     requests: Vec<RecordedRequest>,
     violations: Vec<String>,
     expected_key: Option<String>,
+    /// Served when the script is empty (benchmarks).
+    repeat: Option<Reply>,
+    /// Keep recording requests (off for benchmarks, to keep memory flat).
+    record: bool,
 }
 
 #[derive(Clone)]
@@ -456,10 +460,25 @@ pub struct FakeLlmServer {
 impl FakeLlmServer {
     /// Start on `127.0.0.1:0` with this script.
     pub fn start(script: Vec<Reply>) -> FakeLlmServer {
-        let state = AppState(Arc::new(Mutex::new(Shared {
+        FakeLlmServer::spawn(Shared {
             script: script.into(),
+            record: true,
             ..Shared::default()
-        })));
+        })
+    }
+
+    /// Serve `reply` to every request, without recording them (for benchmarks).
+    /// Invariant violations are still collected.
+    pub fn start_repeating(reply: Reply) -> FakeLlmServer {
+        FakeLlmServer::spawn(Shared {
+            repeat: Some(reply),
+            record: false,
+            ..Shared::default()
+        })
+    }
+
+    fn spawn(shared: Shared) -> FakeLlmServer {
+        let state = AppState(Arc::new(Mutex::new(shared)));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
         let app_state = state.clone();
@@ -479,6 +498,11 @@ impl FakeLlmServer {
                 };
                 let _ = addr_tx.send(listener.local_addr());
                 let app = Router::new().fallback(handle).with_state(app_state);
+                // SSE frames go out one by one: don't let Nagle hold them back.
+                use axum::serve::ListenerExt;
+                let listener = listener.tap_io(|tcp| {
+                    let _ = tcp.set_nodelay(true);
+                });
                 let _ = axum::serve(listener, app)
                     .with_graceful_shutdown(async {
                         let _ = shutdown_rx.await;
@@ -591,8 +615,10 @@ async fn handle(
                 .violations
                 .push(format!("request {number} {}: {problem}", recorded.path));
         }
-        shared.requests.push(recorded);
-        match shared.script.pop_front() {
+        if shared.record {
+            shared.requests.push(recorded);
+        }
+        match shared.script.pop_front().or_else(|| shared.repeat.clone()) {
             Some(reply) => reply,
             None => {
                 shared

@@ -27,6 +27,9 @@ use crate::spec::{ReasonCode, ToolError, ToolSpec};
 /// Separates the server name from the tool name.
 pub const NAMESPACE_SEPARATOR: &str = "__";
 
+/// Most bytes of an MCP tool result given back to the model.
+pub const MCP_MAX_RESULT_BYTES: usize = 256 * 1024;
+
 /// How servers are started.
 #[derive(Debug, Clone)]
 pub struct McpStartOptions {
@@ -42,9 +45,10 @@ pub struct McpStartOptions {
     pub startup_timeout: Duration,
     /// Time allowed for one tool call.
     pub call_timeout: Duration,
-    /// Run every server inside this sandbox (worktree writable, the rest read-only),
-    /// as `run_command` does. `None`: servers run unsandboxed and rely on their own
-    /// confinement (e.g. the filesystem server's allowed directories).
+    /// Run the servers (those with `sandbox: true`, the default) inside this sandbox
+    /// (worktree writable, the rest read-only), as `run_command` does. `None`: servers
+    /// run unsandboxed and rely on their own confinement (e.g. the filesystem server's
+    /// allowed directories).
     pub sandbox: Option<Sandbox>,
 }
 
@@ -207,7 +211,18 @@ impl McpHub {
         {
             parts.push(structured.to_string());
         }
-        let text = parts.join("\n");
+        let mut text = parts.join("\n");
+        if text.len() > MCP_MAX_RESULT_BYTES {
+            let cut = (0..=MCP_MAX_RESULT_BYTES)
+                .rev()
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(0);
+            text.truncate(cut);
+            text.push_str(&format!(
+                "\n[result cut at {} KiB]",
+                MCP_MAX_RESULT_BYTES / 1024
+            ));
+        }
         if result.is_error == Some(true) {
             return Err(ToolError::new(
                 ReasonCode::McpToolError,
@@ -295,8 +310,10 @@ async fn start_server(
         .chain(config.args.iter().map(|a| expand(a)))
         .collect();
     let argv = match &options.sandbox {
-        Some(sandbox) => sandbox.wrap(argv, &options.worktree, &options.worktree, &[]),
-        None => argv,
+        Some(sandbox) if config.sandbox => {
+            sandbox.wrap(argv, &options.worktree, &options.worktree, &[])
+        }
+        Some(_) | None => argv,
     };
     let Some((program, args)) = argv.split_first() else {
         return Err(fail("empty command".to_string()));

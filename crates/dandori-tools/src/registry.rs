@@ -4,8 +4,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
+use dandori_config::CommandPolicyConfig;
+use dandori_exec::ResourceLimits;
+use dandori_trace::Masker;
+
+use crate::builtin::command::tool_command_policy;
 use crate::builtin::{self, CommandCheck, Context};
 use crate::error::ToolsError;
 use crate::mcp::McpHub;
@@ -48,13 +54,16 @@ pub struct ToolRegistryBuilder {
     sandbox_mode: SandboxMode,
     command_policy: Option<Arc<dyn CommandCheck>>,
     command_timeout: Duration,
+    command_limits: ResourceLimits,
+    command_logs: Option<(PathBuf, String)>,
+    masker: Option<Masker>,
     mcp: Option<Arc<McpHub>>,
 }
 
 impl ToolRegistry {
     /// Starts a registry confined to `worktree`. Defaults: no allow list, `forbid_gh`
     /// on, approvals denied, the process environment, sandbox auto-detected, 60 s
-    /// command timeout, no command policy, no MCP servers.
+    /// command timeout, the built-in command policy, no MCP servers.
     pub fn builder(worktree: impl Into<PathBuf>) -> ToolRegistryBuilder {
         ToolRegistryBuilder {
             root: worktree.into(),
@@ -67,6 +76,9 @@ impl ToolRegistry {
             sandbox_mode: SandboxMode::Auto,
             command_policy: None,
             command_timeout: Duration::from_secs(60),
+            command_limits: ResourceLimits::default(),
+            command_logs: None,
+            masker: None,
             mcp: None,
         }
     }
@@ -99,6 +111,30 @@ impl ToolRegistry {
         match self.dispatch(call) {
             Ok(content) => ToolResult::ok(call, content),
             Err(error) => ToolResult::err(call, error),
+        }
+    }
+
+    /// Like [`ToolRegistry::call`] for arguments as the model wrote them (JSON text,
+    /// possibly malformed, as in `dandori_llm::ToolCall`): malformed JSON is an
+    /// `INVALID_ARGUMENTS` result the model can correct; empty text means no arguments.
+    pub fn call_raw(&self, id: Option<&str>, name: &str, arguments: &str) -> ToolResult {
+        let mut call = ToolCall::new(name, serde_json::Value::Null);
+        call.id = id.map(str::to_string);
+        if arguments.trim().is_empty() {
+            return self.call(&call);
+        }
+        match serde_json::from_str(arguments) {
+            Ok(value) => {
+                call.arguments = value;
+                self.call(&call)
+            }
+            Err(e) => ToolResult::err(
+                &call,
+                ToolError::new(
+                    ReasonCode::InvalidArguments,
+                    format!("the arguments of `{name}` are not valid JSON: {e}"),
+                ),
+            ),
         }
     }
 
@@ -185,9 +221,30 @@ impl ToolRegistryBuilder {
         self
     }
 
-    /// The command policy `run_command` checks (dandori-exec's `CommandPolicy`).
+    /// The command policy `run_command` checks. Default:
+    /// `tool_command_policy(&CommandPolicyConfig::default())` (dandori-exec's built-in
+    /// policy plus `sh` / `bash`); pass `tool_command_policy(&config)` to extend it.
     pub fn command_policy(mut self, policy: Arc<dyn CommandCheck>) -> Self {
         self.command_policy = Some(policy);
+        self
+    }
+
+    /// `setrlimit` limits of each command (default: none).
+    pub fn command_limits(mut self, limits: ResourceLimits) -> Self {
+        self.command_limits = limits;
+        self
+    }
+
+    /// Stream each command's whole output to
+    /// `<dir>/<prefix>.cmdNNN.stdout.log` / `.stderr.log` (e.g. `logs/`, `step.S01`).
+    pub fn command_logs(mut self, dir: impl Into<PathBuf>, prefix: impl Into<String>) -> Self {
+        self.command_logs = Some((dir.into(), prefix.into()));
+        self
+    }
+
+    /// Masks secrets in command output (tails given to the model, and logs).
+    pub fn masker(mut self, masker: Masker) -> Self {
+        self.masker = Some(masker);
         self
     }
 
@@ -218,14 +275,25 @@ impl ToolRegistryBuilder {
             .map(dandori_fs::canonicalize)
             .collect::<Result<Vec<_>, _>>()?;
         let forbid_gh = self.policy.forbid_gh();
+        let command_policy: Arc<dyn CommandCheck> = match self.command_policy {
+            Some(policy) => policy,
+            None => Arc::new(
+                tool_command_policy(&CommandPolicyConfig::default())
+                    .map_err(ToolsError::CommandPolicy)?,
+            ),
+        };
         Ok(ToolRegistry {
             ctx: Context {
                 worktree,
                 env,
                 sandbox,
                 extra_writable,
-                command_policy: self.command_policy,
+                command_policy,
                 command_timeout: self.command_timeout,
+                command_limits: self.command_limits,
+                command_logs: self.command_logs,
+                command_counter: AtomicUsize::new(0),
+                masker: self.masker,
                 forbid_gh,
             },
             builtins: builtin::all(self.command_timeout),

@@ -107,6 +107,11 @@ fn execute(
     } else {
         Some(Arc::new(|line: &str| output::progress(line)))
     };
+    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
+        Arc::new(super::env::EnvPhase {
+            config: config.planning.environment_setup.clone(),
+            base_env: base_env.clone(),
+        });
     let opts = RunOptions {
         target: target.to_path_buf(),
         repo: repo.to_path_buf(),
@@ -116,7 +121,7 @@ fn execute(
         approve,
         resume,
         base_env,
-        environment: None,
+        environment: Some(environment),
         progress,
     };
     match dandori_runner::run(&opts) {

@@ -9,6 +9,8 @@
 
 pub mod order;
 
+use dandori_plan::graph::{self, GraphAnalysis};
+use dandori_plan::validation;
 use dandori_plan::{
     ChunkingDecision, Commands, Complexity, Context, ExecutionMode, ExecutionPlan, ExpectedDiff,
     Gates, Inputs, Limits, PLANNING_VERSION, Planning, RiskLevel, RunOutputs, Scope, SizeCategory,
@@ -21,9 +23,7 @@ use serde_json::{Value, json};
 use crate::context::PlanningContext;
 use crate::draft::{Draft, DraftSubtask};
 use crate::error::PlannerError;
-use crate::interim::graph::{self, GraphAnalysis};
 use crate::interim::sizing::{self, ChunkingInputs};
-use crate::interim::validation;
 use crate::run_dir::RunDir;
 use crate::{acceptance, offline};
 
@@ -54,6 +54,36 @@ pub struct Assembled {
     pub planning: Planning,
     /// The fail-closed reason, when there was one.
     pub skipped: Option<String>,
+}
+
+/// The validation FAIL findings (`CODE at path: message`) this draft would produce,
+/// without writing anything; the LLM planner sends them back to the model once.
+pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> {
+    let mut draft = draft.clone();
+    let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
+    acceptance::ensure_minimum(&mut draft, ctx.request.language, &unit, MAX_DIFF_LINES);
+    let ids = Ids {
+        request_id: ctx.request.id.clone(),
+        run_id: "preview".to_string(),
+        created_at: dandori_trace::now_rfc3339(),
+        base_branch: "main".to_string(),
+        work_branch: "dandori/preview".to_string(),
+    };
+    let rd = RunDir {
+        request_id: ctx.request.id.clone(),
+        run_id: "preview".to_string(),
+        path: ctx.repo_root.join(".dandori/preview"),
+        display: ".dandori/preview".to_string(),
+    };
+    match build(ctx, &draft, &ids, &rd, false) {
+        Ok(built) => validation::validate(&built.planning)
+            .findings
+            .iter()
+            .filter(|f| f.severity == validation::Severity::Fail)
+            .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+            .collect(),
+        Err(e) => vec![e.to_string()],
+    }
 }
 
 /// What one build produced, before events are written.
@@ -91,8 +121,8 @@ pub fn assemble(
     {
         skip = Some(Skip {
             reason: format!(
-                "task sized {:?} should be chunked but could not be decomposed: the request has no enumerated requirements, acceptance criteria or paths to split on",
-                built.size.size_category
+                "the task should be chunked ({}) but could not be decomposed: the request has no enumerated requirements, acceptance criteria or paths to split on",
+                met_criteria(&built.chunking).join(", ")
             ),
             error_details: Some(built.chunking.llm_reasoning.clone()),
         });
@@ -200,6 +230,14 @@ fn groups_with_indices(plan: &ExecutionPlan, steps: &[Step]) -> Vec<Value> {
                 "depends_on_groups": g.depends_on_groups,
             })
         })
+        .collect()
+}
+
+fn met_criteria(c: &ChunkingDecision) -> Vec<String> {
+    c.decision_criteria
+        .iter()
+        .filter(|d| d.met)
+        .map(|d| d.name.clone())
         .collect()
 }
 
@@ -407,10 +445,20 @@ fn build(
         "test_files".into(),
         json!(ctx.scan.files.iter().filter(|f| f.is_test).count()),
     );
-    project_facts.insert("readme".into(), json!(ctx.scan.readme));
+    project_facts.insert(
+        "readme".into(),
+        json!(crate::gathering::readme_path(&ctx.scan)),
+    );
     project_facts.insert(
         "tree".into(),
-        json!(ctx.scan.tree_summary.lines().collect::<Vec<_>>()),
+        json!(
+            ctx.scan
+                .summary
+                .top_directories
+                .iter()
+                .map(|d| format!("{}/ ({} files)", d.path, d.files))
+                .collect::<Vec<_>>()
+        ),
     );
     project_facts.insert("planner_strategy".into(), json!(draft.strategy));
 
@@ -493,7 +541,7 @@ fn build(
         goal_understanding: Some(goal),
         size_estimation: Some(size.clone()),
         chunking_decision: Some(chunking.clone()),
-        dependency_graph: Some(graph.dependency_graph.clone()),
+        dependency_graph: Some(graph.dependency_graph()),
         execution_plan: Some(plan.clone()),
         selected_environment: Some(ctx.selected_environment.clone()),
         extra,
@@ -584,8 +632,8 @@ fn make_step(
         },
         inputs: Inputs {
             request_path: ctx.request_path.clone(),
-            context_files: Some(s.context_files.clone()),
-            code_files_hint: Some(s.code_files_hint.clone()),
+            context_files: opt(&s.context_files),
+            code_files_hint: opt(&s.code_files_hint),
             extra: Default::default(),
         },
         commands: Commands {

@@ -222,9 +222,9 @@ pub fn unit_test_commands(env: &SelectedEnvironment, scan: &RepoScan) -> Vec<Str
     let cmd = match env.name.as_str() {
         "node" => "npm test",
         "java" => {
-            if scan.contains("pom.xml") {
+            if scan.file("pom.xml").is_some() {
                 "mvn -q test"
-            } else if scan.contains("gradlew") {
+            } else if scan.file("gradlew").is_some() {
                 "./gradlew test"
             } else {
                 "gradle test"

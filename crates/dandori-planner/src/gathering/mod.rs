@@ -1,33 +1,62 @@
 //! Pre-planning information gathering (seed 002 §3, seed 000 §2.1): the repository
-//! scan, retrieval over it, and environment analysis.
+//! scan and retrieval (`dandori-repo`), and environment analysis.
 //!
-//! The planner depends on three functions here — [`scan`], [`Index::build`] /
-//! [`Index::search`] and [`analyze_environment`] / [`select_environment`] — whose
-//! signatures follow the team contracts of `dandori-repo` and `dandori-env`. Until
-//! those crates land, [`repo`] and [`environment`] hold small real implementations
-//! (a `.gitignore`-aware walk with BM25 over path and content tokens; the seed 002
-//! §4.2 detection table with default commands). Swapping them for the crates is a
-//! change of this module only.
+//! [`environment`] holds a small real implementation of the `dandori-env` contract
+//! (`select_environment`) over the scan's file list — the seed 002 §4.2 detection
+//! table with default commands — until that crate's analyser is available here;
+//! swapping it is a change of this module only.
 
 pub mod environment;
-pub mod repo;
 
+pub use dandori_repo::{FileEntry, Hit, Index, RepoScan, ScanOptions, Snippet};
 pub use environment::{
     EnvironmentAnalysis, analyze_environment, select_environment, unit_test_commands,
 };
-pub use repo::{Hit, Index, RepoFile, RepoScan, ScanOptions, Snippet, scan};
 
 /// Progress of long work, reported through [`crate::PlanOptions::progress`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Progress {
-    /// Files seen so far by the scan.
-    Scanning { files: usize },
+    /// The scan of the repository started.
+    Scanning { root: std::path::PathBuf },
     /// The scan is complete.
-    Scanned { files: usize, indexed: usize },
-    /// Retrieval index built.
-    Indexed { terms: usize },
+    Scanned { files: usize, millis: u64 },
+    /// Retrieval index built over this many files.
+    Indexed { files: usize, millis: u64 },
     /// The draft planner is running.
     Drafting { planner: String },
     /// Files are being written to the run directory.
     Writing { run_dir: std::path::PathBuf },
+}
+
+/// True when `path` is a listed file.
+pub fn has_file(scan: &RepoScan, path: &str) -> bool {
+    scan.file(path).is_some()
+}
+
+/// True when some listed file lives under `dir` (relative; "" is the root).
+pub fn has_dir(scan: &RepoScan, dir: &str) -> bool {
+    let d = dir.trim_end_matches('/');
+    if d.is_empty() {
+        return true;
+    }
+    let prefix = format!("{d}/");
+    let i = scan
+        .files
+        .partition_point(|f| f.path.as_str() < prefix.as_str());
+    scan.files
+        .get(i)
+        .is_some_and(|f| f.path.starts_with(&prefix))
+}
+
+/// The README path, if the scan found one.
+pub fn readme_path(scan: &RepoScan) -> Option<String> {
+    scan.readme.as_ref().map(|r| r.path.clone())
+}
+
+/// The source files a test file tests.
+pub fn sources_of<'a>(scan: &'a RepoScan, test: &str) -> impl Iterator<Item = &'a String> {
+    scan.test_map
+        .iter()
+        .filter(move |m| m.test == test)
+        .flat_map(|m| m.sources.iter())
 }

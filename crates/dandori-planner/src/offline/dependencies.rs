@@ -70,10 +70,18 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         .map(|i| backticked_identifiers(&i.intent()))
         .collect();
     let mut producer: BTreeMap<String, usize> = BTreeMap::new();
+    // A definition produces the identifiers it introduces: named, and not already
+    // defined in the files it targets (`Task` in "add a field to `Task`" exists).
     for i in 0..n {
         if kinds[i] == ItemKind::Definition {
             for id in &idents[i] {
-                producer.entry(id.clone()).or_insert(i);
+                let exists = subtasks[i]
+                    .target_paths
+                    .iter()
+                    .any(|p| super::targets::defines_any(ctx, p, std::slice::from_ref(id)));
+                if !exists {
+                    producer.entry(id.clone()).or_insert(i);
+                }
             }
         }
     }
@@ -123,8 +131,7 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         let tested: BTreeSet<String> = subtasks[t]
             .target_paths
             .iter()
-            .filter_map(|p| ctx.scan.test_map.get(p))
-            .flatten()
+            .flat_map(|p| crate::gathering::sources_of(&ctx.scan, p))
             .cloned()
             .collect();
         let mut related: Vec<usize> = code

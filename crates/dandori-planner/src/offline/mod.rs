@@ -74,7 +74,7 @@ fn draft(ctx: &PlanningContext) -> Draft {
         };
         subtasks.push(DraftSubtask {
             key: format!("task_{}", n + 1),
-            title: truncate_chars(&item.title, 80),
+            title: short_title(&item.title),
             intent: item.intent(),
             target_paths: t.target_paths,
             code_files_hint: t.code_files_hint,
@@ -205,7 +205,12 @@ fn draft(ctx: &PlanningContext) -> Draft {
                 &raw,
                 &[
                     "split into",
+                    "split this",
+                    "split the work",
+                    "into steps",
+                    "in steps",
                     "step by step",
+                    "ステップに分け",
                     "one commit per",
                     "separate commits",
                     "分割して",
@@ -241,6 +246,25 @@ fn draft(ctx: &PlanningContext) -> Draft {
         reasoning,
         not_decomposable: None,
     }
+}
+
+/// The first clause of a requirement, at most 80 characters: the rest stays in the
+/// intent.
+fn short_title(text: &str) -> String {
+    let cut = ["; ", "；", "。", " — ", ": "]
+        .iter()
+        .filter_map(|sep| text.find(sep))
+        .min()
+        .unwrap_or(text.len());
+    let head = text[..cut].trim();
+    truncate_chars(
+        if head.chars().count() >= 8 {
+            head
+        } else {
+            text
+        },
+        80,
+    )
 }
 
 fn contains_any(text: &str, needles: &[&str]) -> bool {
@@ -293,8 +317,9 @@ fn boundaries(req: &crate::request::Request, items: &[Item], subtasks: &mut [Dra
     }
 }
 
-/// Each request criterion goes to the subtask sharing the most topic tokens with it
-/// (the first on ties, the last subtask when nothing is shared).
+/// Each request criterion goes to the subtask it shares the most distinctive topic
+/// tokens with (a token shared by `k` subtasks weighs `1/k`); the first on ties, the
+/// last subtask when nothing is shared.
 fn link_criteria(
     acs: &[dandori_plan::AcceptanceCriterion],
     items: &[Item],
@@ -307,13 +332,22 @@ fn link_criteria(
         .iter()
         .map(|i| crate::text::topic_tokens(&i.intent()))
         .collect();
+    let mut df: std::collections::BTreeMap<&str, usize> = Default::default();
+    for toks in &item_tokens {
+        for t in toks {
+            *df.entry(t.as_str()).or_default() += 1;
+        }
+    }
     for ac in acs {
         let ac_tokens = crate::text::topic_tokens(&format!("{} {} {}", ac.given, ac.when, ac.then));
-        let mut best = (0usize, subtasks.len() - 1);
+        let mut best = (0.0f64, subtasks.len() - 1);
         for (i, toks) in item_tokens.iter().enumerate() {
-            let shared = toks.intersection(&ac_tokens).count();
-            if shared > best.0 {
-                best = (shared, i);
+            let score: f64 = toks
+                .intersection(&ac_tokens)
+                .map(|t| 1.0 / df.get(t.as_str()).copied().unwrap_or(1) as f64)
+                .sum();
+            if score > best.0 + 1e-9 {
+                best = (score, i);
             }
         }
         let s = &mut subtasks[best.1];

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use crate::context::PlanningContext;
-use crate::gathering::Hit;
+use crate::gathering::{Hit, has_dir, has_file, readme_path};
 
 use super::decomposition::{Item, ItemKind};
 
@@ -22,7 +22,7 @@ pub struct Targets {
 const MAX_RETRIEVED_TARGETS: usize = 3;
 const MAX_HINTS: usize = 5;
 /// Hits scoring below this share of the best hit are noise.
-const RELATIVE_CUTOFF: f64 = 0.4;
+const RELATIVE_CUTOFF: f32 = 0.4;
 
 pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targets {
     let text = item.intent();
@@ -36,37 +36,65 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
     // Paths the item names: existing files and dirs, or new files in existing dirs.
     for p in crate::text::path_like_tokens(&text) {
         let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
-        if ctx.scan.contains(&p) || ctx.scan.has_dir(&p) || ctx.scan.has_dir(dir) {
+        if has_file(&ctx.scan, &p) || has_dir(&ctx.scan, &p) || has_dir(&ctx.scan, dir) {
             push(&mut targets, p);
         }
     }
     let named = !targets.is_empty();
 
-    let hits: Vec<Hit> = ctx.search(&text, 12);
-    let top = hits.first().map_or(0.0, |h| h.score);
-    let good: Vec<&Hit> = hits
-        .iter()
-        .filter(|h| h.score >= top * RELATIVE_CUTOFF && h.score > 0.0)
+    let hits: Vec<Hit> = ctx
+        .search(&text, 16)
+        .into_iter()
+        .filter(|h| !is_request_file(ctx, &h.path))
         .collect();
     let is_doc = |p: &str| {
         let l = p.to_lowercase();
         l.ends_with(".md") || l.ends_with(".rst") || l.ends_with(".txt") || l.starts_with("docs/")
+    };
+    // Files that define an identifier the item names, or whose name the item says
+    // ("the store" → store.py), come first; then retrieval order.
+    let idents = crate::text::backticked_identifiers(&text);
+    let words = crate::text::topic_tokens(&text);
+    let rank = |h: &Hit| -> (bool, bool) {
+        let defines = !idents.is_empty() && defines_any(ctx, &h.path, &idents);
+        let stem = h.path.rsplit('/').next().unwrap_or(&h.path);
+        let stem = stem.split('.').next().unwrap_or(stem);
+        let named = crate::text::topic_tokens(stem)
+            .iter()
+            .any(|t| words.contains(t));
+        (!defines, !named)
+    };
+    // Hits of the kind this item changes; the cutoff is relative to the best of them.
+    let eligible = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+        let non_empty = |p: &str| ctx.scan.file(p).is_some_and(|f| f.size > 0);
+        let mut kept: Vec<&Hit> = hits
+            .iter()
+            .filter(|h| keep(&h.path) && non_empty(&h.path))
+            .collect();
+        let top = kept.first().map_or(0.0, |h| h.score);
+        kept.retain(|h| h.score > 0.0 && h.score >= top * RELATIVE_CUTOFF);
+        kept.sort_by_key(|h| rank(h));
+        kept.into_iter().map(|h| h.path.clone()).collect()
     };
 
     let retrieved: Vec<String> = match item.kind {
         ItemKind::Test => {
             // Tests of the code the request is about, then matching tests.
             let mut t: Vec<String> = Vec::new();
-            for h in &ctx.hits {
+            for h in ctx
+                .hits
+                .iter()
+                .filter(|h| {
+                    !is_test(ctx, &h.path) && !is_doc(&h.path) && !is_request_file(ctx, &h.path)
+                })
+                .take(3)
+            {
                 for test in ctx.scan.tests_for(&h.path) {
-                    push(&mut t, test);
+                    push(&mut t, test.to_string());
                 }
             }
-            for h in good
-                .iter()
-                .filter(|h| ctx.scan.files.iter().any(|f| f.path == h.path && f.is_test))
-            {
-                push(&mut t, h.path.clone());
+            for p in eligible(&|p| is_test(ctx, p)) {
+                push(&mut t, p);
             }
             if t.is_empty()
                 && let Some(dir) = test_dir(ctx)
@@ -76,35 +104,28 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
             t.into_iter().take(MAX_RETRIEVED_TARGETS).collect()
         }
         ItemKind::Docs => {
-            let mut t: Vec<String> = good
-                .iter()
-                .filter(|h| is_doc(&h.path))
-                .map(|h| h.path.clone())
-                .collect();
+            let mut t = eligible(&|p| is_doc(p));
             if t.is_empty()
-                && let Some(r) = &ctx.scan.readme
+                && let Some(r) = readme_path(&ctx.scan)
             {
-                t.push(r.clone());
+                t.push(r);
             }
             t.truncate(MAX_RETRIEVED_TARGETS);
             t
         }
-        ItemKind::Definition | ItemKind::Implementation => good
-            .iter()
-            .filter(|h| !is_test(ctx, &h.path) && !is_doc(&h.path))
-            .take(MAX_RETRIEVED_TARGETS)
-            .map(|h| h.path.clone())
-            .collect(),
+        ItemKind::Definition | ItemKind::Implementation => {
+            // A module the item names by its file name ("the store" → store.py) even
+            // when retrieval ranks it low.
+            let mut t: Vec<String> = named_modules(ctx, &words);
+            for p in eligible(&|p| !is_test(ctx, p) && !is_doc(p)) {
+                push(&mut t, p);
+            }
+            t.truncate(MAX_RETRIEVED_TARGETS);
+            t
+        }
     };
     if !named {
-        for r in retrieved
-            .iter()
-            .take(if item.kind == ItemKind::Implementation {
-                2
-            } else {
-                MAX_RETRIEVED_TARGETS
-            })
-        {
+        for r in retrieved.iter().take(MAX_RETRIEVED_TARGETS) {
             push(&mut targets, r.clone());
         }
     }
@@ -113,14 +134,19 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         let sources: Vec<String> = targets.clone();
         for s in sources {
             for t in ctx.scan.tests_for(&s).into_iter().take(1) {
-                push(&mut targets, t);
+                push(&mut targets, t.to_string());
             }
         }
     }
     let matched = !targets.is_empty();
     if targets.is_empty() {
         // Nothing matched: the files most relevant to the request as a whole.
-        for h in ctx.hits.iter().filter(|h| !is_test(ctx, &h.path)).take(2) {
+        for h in ctx
+            .hits
+            .iter()
+            .filter(|h| !is_test(ctx, &h.path) && !is_request_file(ctx, &h.path))
+            .take(2)
+        {
             push(&mut targets, h.path.clone());
         }
     }
@@ -136,10 +162,10 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         .take(MAX_HINTS)
         .collect();
     let mut context_files = Vec::new();
-    if let Some(r) = &ctx.scan.readme
-        && !targets.contains(r)
+    if let Some(r) = readme_path(&ctx.scan)
+        && !targets.contains(&r)
     {
-        context_files.push(r.clone());
+        context_files.push(r);
     }
     Targets {
         target_paths: targets,
@@ -149,8 +175,86 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
     }
 }
 
+/// True when the file at `path` defines one of `idents` (a class, function, type,
+/// struct, enum, interface or constant of that name, in the common languages).
+pub(crate) fn defines_any(ctx: &PlanningContext, path: &str, idents: &[String]) -> bool {
+    let Ok(content) = std::fs::read_to_string(ctx.scan.root.join(path)) else {
+        return false;
+    };
+    const KEYWORDS: &[&str] = &[
+        "class",
+        "def",
+        "fn",
+        "func",
+        "function",
+        "struct",
+        "enum",
+        "interface",
+        "type",
+        "trait",
+        "const",
+        "let",
+        "var",
+    ];
+    content.lines().any(|line| {
+        let mut words = line.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+        let mut prev = "";
+        for w in words.by_ref() {
+            if w.is_empty() {
+                continue;
+            }
+            if KEYWORDS.contains(&prev) && idents.iter().any(|i| i == w) {
+                return true;
+            }
+            prev = w;
+        }
+        false
+    })
+}
+
+/// Source files whose stem is one of `words` (at least 4 characters), when at most
+/// two files share it (a common stem such as `utils` says nothing).
+fn named_modules(ctx: &PlanningContext, words: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in words.iter().filter(|w| w.len() >= 4 && w.is_ascii()) {
+        let matches: Vec<&str> = ctx
+            .scan
+            .files
+            .iter()
+            .filter(|f| !f.is_test)
+            .filter(|f| {
+                let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+                let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+                stem.eq_ignore_ascii_case(w)
+                    && !matches!(ext, "md" | "rst" | "txt" | "json" | "lock")
+            })
+            .map(|f| f.path.as_str())
+            .collect();
+        if matches.len() <= 2 {
+            out.extend(matches.into_iter().map(str::to_string));
+        }
+    }
+    out
+}
+
 fn is_test(ctx: &PlanningContext, path: &str) -> bool {
-    ctx.scan.files.iter().any(|f| f.path == path && f.is_test)
+    ctx.scan.file(path).is_some_and(|f| f.is_test)
+}
+
+/// The request itself and its siblings (`requests/*.md`) describe work; they are
+/// not where the work happens.
+fn is_request_file(ctx: &PlanningContext, path: &str) -> bool {
+    if path == ctx.request_path {
+        return true;
+    }
+    match ctx.request_path.rsplit_once('/') {
+        Some((dir, _))
+            if !ctx.request_path.starts_with('/') && !ctx.request_path.starts_with(".dandori") =>
+        {
+            path.starts_with(&format!("{dir}/"))
+        }
+        _ => false,
+    }
 }
 
 /// The directory most tests live in (`tests/`).

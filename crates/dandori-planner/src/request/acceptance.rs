@@ -27,10 +27,7 @@ static JA_LABELS_ONE_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"前提\s*[:：]\s*(.+?)\s*[/／,、]\s*(?:操作|条件|実行)\s*[:：]\s*(.+?)\s*[/／,、]\s*(?:期待結果|期待|結果)\s*[:：]\s*(.+?)\s*$").ok()
 });
 static JA_TOKI: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"^(.+?)(?:のとき|の時|したとき|した時|とき|時|場合|すると|したら)[、,，]\s*(.+?)\s*$",
-    )
-    .ok()
+    Regex::new(r"^(.+?)(?:のとき|の時|とき|時|場合|すると|したら)[、,，]\s*(.+?)\s*$").ok()
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,15 +2,16 @@
 //! run in the worktree inside the sandbox with a timeout; the tails of its output go
 //! back to the model.
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use dandori_exec::{CommandPolicy, CommandSpec, run_command as run};
 
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Context, parse_args};
+use super::{CommandCheck, CommandRefusal, Context, parse_args};
 use crate::spec::{ReasonCode, ToolError, ToolSpec};
 use crate::worktree::Access;
 
@@ -55,17 +56,15 @@ pub(crate) fn run_command(ctx: &Context, args: &Value) -> Result<String, ToolErr
             format!("`{line}` invokes `gh`; the plan's gates forbid the GitHub CLI (forbid_gh)"),
         ));
     }
-    if let Some(policy) = &ctx.command_policy {
-        policy.check(line).map_err(|v| {
-            ToolError::new(
-                ReasonCode::CommandForbidden,
-                format!(
-                    "`{line}` refused by the command policy [{}]: {}",
-                    v.code, v.message
-                ),
-            )
-        })?;
-    }
+    ctx.command_policy.check(line).map_err(|v| {
+        ToolError::new(
+            ReasonCode::CommandForbidden,
+            format!(
+                "`{line}` refused by the command policy [{}]: {}",
+                v.code, v.message
+            ),
+        )
+    })?;
     let cwd = ctx.worktree.resolve(&args.cwd, Access::Read)?;
     let timeout = match args.timeout_secs {
         Some(s) => Duration::from_secs(s).min(ctx.command_timeout),
@@ -77,15 +76,20 @@ pub(crate) fn run_command(ctx: &Context, args: &Value) -> Result<String, ToolErr
         &cwd.absolute,
         &ctx.extra_writable,
     );
-    let outcome = run_child(&argv, &cwd.absolute, ctx, timeout)?;
+    let outcome = run(&exec_spec(ctx, argv, &cwd.absolute, timeout)).map_err(|e| {
+        ToolError::new(
+            ReasonCode::CommandFailed,
+            format!("`{line}` could not be run: {e}"),
+        )
+    })?;
     let body = format!(
         "exit code: {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
         outcome
-            .code
+            .exit_code
             .map(|c| c.to_string())
             .unwrap_or_else(|| "none (killed)".to_string()),
-        outcome.stdout,
-        outcome.stderr
+        outcome.stdout_tail,
+        outcome.stderr_tail
     );
     if outcome.timed_out {
         return Err(ToolError::new(
@@ -97,13 +101,13 @@ pub(crate) fn run_command(ctx: &Context, args: &Value) -> Result<String, ToolErr
         )
         .with_output(body));
     }
-    if outcome.code != Some(0) {
+    if outcome.exit_code != Some(0) {
         return Err(ToolError::new(
             ReasonCode::CommandFailed,
             format!(
                 "`{line}` exited with {}",
                 outcome
-                    .code
+                    .exit_code
                     .map(|c| c.to_string())
                     .unwrap_or_else(|| "a signal".to_string())
             ),
@@ -122,117 +126,57 @@ pub fn invokes_gh(line: &str) -> bool {
         .is_none_or(|re| re.is_match(line))
 }
 
-struct Outcome {
-    code: Option<i32>,
-    timed_out: bool,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_child(
-    argv: &[String],
-    cwd: &std::path::Path,
+fn exec_spec(
     ctx: &Context,
+    argv: Vec<String>,
+    cwd: &std::path::Path,
     timeout: Duration,
-) -> Result<Outcome, ToolError> {
-    let Some((program, rest)) = argv.split_first() else {
-        return Err(ToolError::new(ReasonCode::InternalError, "empty argv"));
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(rest)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env_clear()
-        .envs(&ctx.env);
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        cmd.process_group(0);
+) -> CommandSpec {
+    let mut argv = argv.into_iter();
+    let program = argv.next().unwrap_or_default();
+    let mut spec = CommandSpec::program(program, argv, cwd)
+        .env(ctx.env.clone())
+        .timeout(timeout)
+        .limits(ctx.command_limits.clone());
+    spec.tail_bytes = OUTPUT_TAIL_BYTES;
+    if let Some(masker) = &ctx.masker {
+        spec = spec.masker(masker.clone());
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        ToolError::new(
-            ReasonCode::CommandFailed,
-            format!("starting `{program}`: {e}"),
-        )
-    })?;
-    let stdout = child.stdout.take().map(tail_reader);
-    let stderr = child.stderr.take().map(tail_reader);
-    let started = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= timeout => {
-                timed_out = true;
-                kill_group(&mut child);
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                kill_group(&mut child);
-                return Err(ToolError::new(
-                    ReasonCode::CommandFailed,
-                    format!("waiting for `{program}`: {e}"),
-                ));
-            }
-        }
-    };
-    let join = |h: Option<std::thread::JoinHandle<String>>| {
-        h.and_then(|h| h.join().ok()).unwrap_or_default()
-    };
-    Ok(Outcome {
-        code: status.and_then(|s| s.code()),
-        timed_out,
-        stdout: join(stdout),
-        stderr: join(stderr),
-    })
+    if let Some((dir, prefix)) = &ctx.command_logs {
+        let n = ctx.command_counter.fetch_add(1, Ordering::Relaxed) + 1;
+        spec = spec.logs(dir, &format!("{prefix}.cmd{n:03}"));
+    }
+    spec
 }
 
-/// Kills the child's whole process group (it leads its own group).
-fn kill_group(child: &mut std::process::Child) {
-    #[cfg(unix)]
-    {
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
+/// Shells the tool loop may start on top of the configured allowlist, so the model can
+/// run scripts it wrote (`sh check.sh`). `sh -c LINE` is checked recursively by the
+/// policy, and a script file is no more powerful than `python x.py`, which the
+/// built-in allowlist already permits; the sandbox confines both.
+pub const TOOL_EXTRA_ALLOWED_COMMANDS: &[&str] = &["sh", "bash"];
+
+/// The command policy of `run_command`: dandori-exec's built-in policy extended by
+/// `config` (`planning.environment_setup.security`) and [`TOOL_EXTRA_ALLOWED_COMMANDS`].
+pub fn tool_command_policy(
+    config: &dandori_config::CommandPolicyConfig,
+) -> Result<CommandPolicy, dandori_exec::ExecError> {
+    let mut config = config.clone();
+    config
+        .allowed_commands
+        .extend(TOOL_EXTRA_ALLOWED_COMMANDS.iter().map(|s| s.to_string()));
+    CommandPolicy::new(&config)
 }
 
-/// Reads a stream to its end on a thread, keeping only the last bytes.
-fn tail_reader<R: Read + Send + 'static>(mut stream: R) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut kept: Vec<u8> = Vec::new();
-        let mut buf = [0u8; 8192];
-        let mut dropped = false;
-        loop {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    kept.extend_from_slice(&buf[..n]);
-                    if kept.len() > 2 * OUTPUT_TAIL_BYTES {
-                        kept.drain(..kept.len() - OUTPUT_TAIL_BYTES);
-                        dropped = true;
-                    }
-                }
-            }
-        }
-        if kept.len() > OUTPUT_TAIL_BYTES {
-            kept.drain(..kept.len() - OUTPUT_TAIL_BYTES);
-            dropped = true;
-        }
-        let text = String::from_utf8_lossy(&kept).into_owned();
-        if dropped {
-            format!("[… earlier output cut]\n{text}")
-        } else {
-            text
-        }
-    })
+/// The command policy of seed 002 §11 (dandori-exec) as the check of `run_command`.
+impl CommandCheck for CommandPolicy {
+    fn check(&self, line: &str) -> Result<(), CommandRefusal> {
+        CommandPolicy::check(self, line)
+            .map(|_| ())
+            .map_err(|v| CommandRefusal {
+                code: v.code.to_string(),
+                message: v.message,
+            })
+    }
 }
 
 #[cfg(test)]

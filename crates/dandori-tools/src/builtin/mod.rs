@@ -10,8 +10,11 @@ pub mod search;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
+use dandori_exec::ResourceLimits;
+use dandori_trace::Masker;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -37,8 +40,13 @@ pub(crate) struct Context {
     pub env: BTreeMap<String, String>,
     pub sandbox: Sandbox,
     pub extra_writable: Vec<PathBuf>,
-    pub command_policy: Option<Arc<dyn CommandCheck>>,
+    pub command_policy: Arc<dyn CommandCheck>,
     pub command_timeout: Duration,
+    pub command_limits: ResourceLimits,
+    /// `(dir, prefix)`: each command's output goes to `<dir>/<prefix>.cmdNNN.{stdout,stderr}.log`.
+    pub command_logs: Option<(PathBuf, String)>,
+    pub command_counter: AtomicUsize,
+    pub masker: Option<Masker>,
     pub forbid_gh: bool,
 }
 

@@ -39,6 +39,11 @@ fn read_file_whole_range_and_errors() {
     let r = call(&reg, "read_file", json!({"path": "blob.bin"}));
     assert_eq!(r.code(), Some(ReasonCode::BinaryFile));
 
+    let big = std::fs::File::create(repo.path().join("big.log")).unwrap();
+    big.set_len(17 * 1024 * 1024).unwrap();
+    let r = call(&reg, "read_file", json!({"path": "big.log"}));
+    assert_eq!(r.code(), Some(ReasonCode::FileTooLarge));
+
     let r = call(&reg, "read_file", json!({"file": "x"}));
     assert_eq!(r.code(), Some(ReasonCode::InvalidArguments));
 }
@@ -249,4 +254,30 @@ fn unknown_tool_lists_the_available_ones() {
         "{}",
         r.content
     );
+}
+
+#[test]
+fn raw_arguments_from_the_model_are_parsed_or_refused() {
+    let repo = Repo::new();
+    let reg = repo.registry();
+    let r = reg.call_raw(Some("c1"), "read_file", r#"{"path": "README.md"}"#);
+    assert_eq!(
+        (r.call_id.as_deref(), r.content.as_str()),
+        (Some("c1"), "# demo\n")
+    );
+    let r = reg.call_raw(Some("c2"), "git_status", "");
+    assert_eq!(r.status, ToolStatus::Ok, "{}", r.content);
+    let r = reg.call_raw(Some("c3"), "read_file", r#"{"path": "README.md""#);
+    assert_eq!(r.code(), Some(ReasonCode::InvalidArguments));
+    assert_eq!(r.call_id.as_deref(), Some("c3"));
+    assert!(
+        r.content.starts_with(
+            "error [INVALID_ARGUMENTS]: the arguments of `read_file` are not valid JSON: "
+        ),
+        "{}",
+        r.content
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["error"]["code"], "INVALID_ARGUMENTS");
+    assert_eq!(json["status"], "error");
 }

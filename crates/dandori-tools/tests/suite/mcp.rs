@@ -20,6 +20,7 @@ fn server(name: &str, command: &str, args: &[&str]) -> McpServerConfig {
         command: command.to_string(),
         args: args.iter().map(|s| s.to_string()).collect(),
         env: Default::default(),
+        sandbox: true,
     }
 }
 

@@ -7,7 +7,9 @@ mod escape;
 mod files;
 mod git;
 mod mcp;
+mod properties;
 mod sandbox;
+mod snapshots;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +25,16 @@ pub struct Repo {
 
 impl Repo {
     pub fn new() -> Repo {
-        let dir = tempfile::tempdir().unwrap();
+        Repo::init(tempfile::tempdir().unwrap())
+    }
+
+    /// A repository under `target/tmp` (not under /tmp, which sandboxed commands see
+    /// as a private tmpfs).
+    pub fn in_target() -> Repo {
+        Repo::init(tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap())
+    }
+
+    fn init(dir: tempfile::TempDir) -> Repo {
         let repo = Repo { dir };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.write("README.md", "# demo\n");
@@ -79,6 +90,15 @@ impl Repo {
 /// The environment handed to tools: the test process's own (read, never mutated).
 pub fn env() -> BTreeMap<String, String> {
     std::env::vars().collect()
+}
+
+/// The tool loop's command policy plus the utilities these tests use.
+pub fn test_policy() -> std::sync::Arc<dandori_exec::CommandPolicy> {
+    let config = dandori_config::CommandPolicyConfig {
+        allowed_commands: ["sleep", "seq", "exit"].map(String::from).to_vec(),
+        forbidden_patterns: vec![],
+    };
+    std::sync::Arc::new(dandori_tools::tool_command_policy(&config).unwrap())
 }
 
 pub fn call(registry: &ToolRegistry, name: &str, args: Value) -> ToolResult {

@@ -11,7 +11,7 @@ use super::{Repo, call, env, tool_on_path};
 #[test]
 fn sandboxed_commands_cannot_write_outside_the_worktree() {
     tool_on_path("bwrap");
-    let repo = Repo::new();
+    let repo = Repo::in_target();
     // Not under /tmp: the sandbox's /tmp is private anyway.
     let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let reg = ToolRegistry::builder(repo.path())
@@ -40,15 +40,32 @@ fn sandboxed_commands_cannot_write_outside_the_worktree() {
     assert!(r.content.contains("Read-only file system"), "{}", r.content);
     assert!(!target.exists());
 
-    let home_target =
-        std::path::Path::new(&std::env::var("HOME").unwrap()).join(".dandori-sandbox-probe");
+    // A path the command policy cannot see as outside: a relative escape.
     let r = call(
         &reg,
         "run_command",
-        json!({"command": format!("touch {}", home_target.display())}),
+        json!({"command": "cd .. && touch escaped-sibling"}),
     );
     assert_eq!(r.code(), Some(ReasonCode::CommandFailed), "{}", r.content);
-    assert!(!home_target.exists());
+    assert!(r.content.contains("Read-only file system"), "{}", r.content);
+    assert!(
+        !repo
+            .path()
+            .parent()
+            .unwrap()
+            .join("escaped-sibling")
+            .exists()
+    );
+
+    // A hard link to a file outside cannot be made (the worktree is its own mount).
+    std::fs::write(outside.path().join("secret.txt"), "TOP SECRET\n").unwrap();
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": format!("ln {}/secret.txt hardlink.txt", outside.path().display())}),
+    );
+    assert_eq!(r.code(), Some(ReasonCode::CommandFailed), "{}", r.content);
+    assert!(!repo.path().join("hardlink.txt").exists());
 
     // .git stays read-only: no hook can be planted for the runner's commits.
     let r = call(

@@ -1,0 +1,351 @@
+//! `dandori env detect | setup | verify | exec`: thin adapters over `dandori-env`,
+//! and the runner's environment phase backed by the same library.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use dandori_config::{Config, EnvironmentSetupConfig, OnFailure};
+use dandori_env::records::{OverallStatus, VerificationRecord};
+use dandori_env::setup::{OfflineRegenerator, SetupOptions};
+use dandori_env::verify::{self, VerifyOptions};
+use dandori_env::{activation, analyzer, reuse, selection, setup};
+use dandori_plan::SelectedEnvironment;
+use dandori_runner::environment::{EnvironmentPhase, EnvironmentReport, EnvironmentStatus};
+
+use crate::cli::{EnvArgs, EnvCommand, EnvExecArgs};
+use crate::output;
+
+/// Seed 002 §8.2 environment-variable overrides.
+pub const ENVIRONMENT_SETUP_ENABLED: &str = "ENVIRONMENT_SETUP_ENABLED";
+pub const ENVIRONMENT_SETUP_COMMAND_TIMEOUT: &str = "ENVIRONMENT_SETUP_COMMAND_TIMEOUT";
+pub const ENVIRONMENT_SETUP_VERIFICATION_ON_FAILURE: &str =
+    "ENVIRONMENT_SETUP_VERIFICATION_ON_FAILURE";
+pub const ENVIRONMENT_SETUP_REGENERATION_ENABLED: &str = "ENVIRONMENT_SETUP_REGENERATION_ENABLED";
+
+/// Exit code of `env setup` when the environment was detected but cannot be
+/// prepared on this machine.
+pub const EXIT_BLOCKED: u8 = 3;
+
+pub fn env(config: Option<&Path>, sets: &[String], cmd: EnvCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        EnvCommand::Detect(a) => detect(&load(config, sets, &a.repo)?, &a),
+        EnvCommand::Setup(a) => setup_cmd(&load(config, sets, &a.common.repo)?, &a.common, a.force),
+        EnvCommand::Verify(a) => verify_cmd(&load(config, sets, &a.repo)?, &a),
+        EnvCommand::Exec(a) => exec(&a),
+    }
+}
+
+/// Defaults < config file (`--config`, else `dandori.yaml` / `config.yaml` in the
+/// repository) < seed 002 §8.2 variables < `-c key=value`.
+fn load(
+    file: Option<&Path>,
+    sets: &[String],
+    repo: &Path,
+) -> anyhow::Result<EnvironmentSetupConfig> {
+    let file = file.map(Path::to_path_buf).or_else(|| {
+        ["dandori.yaml", "config.yaml"]
+            .iter()
+            .map(|n| repo.join(n))
+            .find(|p| p.is_file())
+    });
+    let mut value = match &file {
+        Some(f) => {
+            let text = dandori_fs::read_to_string(f)?;
+            let v: serde_json::Value = serde_yaml::from_str(&text)
+                .with_context(|| format!("parsing config {}", f.display()))?;
+            v
+        }
+        None => serde_json::to_value(Config::default())?,
+    };
+    let overrides: Vec<(&str, &str)> = vec![
+        (
+            ENVIRONMENT_SETUP_ENABLED,
+            "planning.environment_setup.enabled",
+        ),
+        (
+            ENVIRONMENT_SETUP_COMMAND_TIMEOUT,
+            "planning.environment_setup.execution.command_timeout_seconds",
+        ),
+        (
+            ENVIRONMENT_SETUP_VERIFICATION_ON_FAILURE,
+            "planning.environment_setup.verification.on_failure",
+        ),
+        (
+            ENVIRONMENT_SETUP_REGENERATION_ENABLED,
+            "planning.environment_setup.regeneration.enabled",
+        ),
+    ];
+    let mut pairs: Vec<(String, String)> = overrides
+        .into_iter()
+        .filter_map(|(var, key)| std::env::var(var).ok().map(|v| (key.to_string(), v)))
+        .collect();
+    for s in sets {
+        let (k, v) = s
+            .split_once('=')
+            .with_context(|| format!("-c {s}: expected KEY=VALUE"))?;
+        pairs.push((k.to_string(), v.to_string()));
+    }
+    for (key, raw) in pairs {
+        let parsed: serde_json::Value =
+            serde_yaml::from_str(&raw).unwrap_or_else(|_| serde_json::Value::String(raw.clone()));
+        let mut cur = &mut value;
+        let parts: Vec<&str> = key.split('.').collect();
+        for (i, p) in parts.iter().enumerate() {
+            let obj = cur
+                .as_object_mut()
+                .with_context(|| format!("{key}: `{p}` is not inside a section"))?;
+            if i + 1 == parts.len() {
+                obj.insert(p.to_string(), parsed.clone());
+                break;
+            }
+            cur = obj
+                .entry(p.to_string())
+                .or_insert_with(|| serde_json::json!({}));
+        }
+    }
+    let config: Config = serde_json::from_value(value).with_context(|| match &file {
+        Some(f) => format!("config {}: invalid value", f.display()),
+        None => "config: invalid value".to_string(),
+    })?;
+    Ok(config.planning.environment_setup)
+}
+
+fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
+    Ok(dandori_fs::canonicalize(repo)?)
+}
+
+fn record_dir(a: &EnvArgs, repo: &Path) -> PathBuf {
+    a.record_dir
+        .clone()
+        .unwrap_or_else(|| reuse::state_dir(repo))
+}
+
+fn detect(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let repo = repo_dir(&a.repo)?;
+    let analysis = analyzer::analyze(&repo, &cfg.analysis);
+    let selected = selection::select_environment(&analysis, a.language.as_deref());
+    if a.json {
+        output::json(&serde_json::json!({
+            "analysis": analysis,
+            "selected_environment": selected,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if analysis.ecosystems.is_empty() {
+        output::line("no environment files found");
+    }
+    for e in &analysis.ecosystems {
+        let prod = e
+            .dependencies
+            .iter()
+            .filter(|d| d.kind == analyzer::DependencyKind::Prod)
+            .count();
+        output::line(&format!(
+            "{:<10} {:<12} {}{}  {} dependencies ({} prod)",
+            e.name,
+            e.dir,
+            e.package_manager,
+            e.runtime_version
+                .as_ref()
+                .map(|v| format!("  {} {} ({})", e.name, v.value, v.source))
+                .unwrap_or_default(),
+            e.dependencies.len(),
+            prod
+        ));
+        output::line(&format!("           files: {}", e.files.join(", ")));
+    }
+    for w in &analysis.warnings {
+        output::progress(&format!("warning: {}: {}", w.path, w.message));
+    }
+    print_selected(&selected);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_selected(s: &SelectedEnvironment) {
+    output::line(&format!("selected: {} ({})", s.name, s.reason));
+    output::line("setup commands:");
+    for c in &s.setup_commands {
+        output::line(&format!("  $ {c}"));
+    }
+    output::line("verification commands:");
+    for c in &s.verification_commands {
+        match s.expected_results.get(c) {
+            Some(x) => output::line(&format!("  $ {c}    # expect /{x}/")),
+            None => output::line(&format!("  $ {c}")),
+        }
+    }
+}
+
+fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::Result<ExitCode> {
+    let repo = repo_dir(&a.repo)?;
+    let analysis = analyzer::analyze(&repo, &cfg.analysis);
+    let selected = selection::select_environment(&analysis, a.language.as_deref());
+    let regen = OfflineRegenerator;
+    let say = |s: &str| output::progress(s);
+    let mut opts = SetupOptions::new(&repo);
+    opts.record_dir = record_dir(a, &repo);
+    opts.config = cfg.clone();
+    opts.force = force;
+    opts.regenerator = Some(&regen);
+    if !a.json {
+        opts.progress = Some(&say);
+        output::progress(&format!(
+            "environment: {} ({})",
+            selected.name, selected.reason
+        ));
+    }
+    let out = setup::run(&selected, &opts)?;
+    if a.json {
+        output::json(&out);
+    } else {
+        for v in &out.verification_result.verification_results {
+            output::line(&format!(
+                "{:<7} {}{}",
+                v.status,
+                v.command,
+                if v.required { "" } else { "  (optional)" }
+            ));
+        }
+        for w in &out.warnings {
+            output::progress(&format!("warning: {w}"));
+        }
+        for e in &out.errors {
+            output::error(e);
+        }
+        output::line(&format!(
+            "{}: {}{} (records: {})",
+            out.overall_status.as_str(),
+            out.handover.setup_notes,
+            if out.setup_result.reused {
+                " [reused]"
+            } else {
+                ""
+            },
+            out.record_dir.display()
+        ));
+    }
+    Ok(match (out.overall_status, &out.setup_result.blocked) {
+        (OverallStatus::Failed, Some(_)) => ExitCode::from(EXIT_BLOCKED),
+        (OverallStatus::Failed, None) => ExitCode::from(1),
+        (OverallStatus::Success | OverallStatus::PartialSuccess, _) => ExitCode::SUCCESS,
+    })
+}
+
+fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let repo = repo_dir(&a.repo)?;
+    let analysis = analyzer::analyze(&repo, &cfg.analysis);
+    let selected = selection::select_environment(&analysis, a.language.as_deref());
+    let dir = record_dir(a, &repo);
+    let timeout = Duration::from_secs(cfg.execution.command_timeout_seconds);
+    let opts = VerifyOptions {
+        repo: repo.clone(),
+        environment: selected.name.clone(),
+        env: activation::env_for(&repo),
+        timeout,
+        policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
+        log_dir: verify::log_dir(&dir),
+        masker: dandori_trace::Masker::default(),
+        limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
+        on_failure: cfg.verification.on_failure,
+    };
+    let record: VerificationRecord = verify::run(&verify::checks_from(&selected), &opts);
+    dandori_env::records::write_json(&dir, dandori_env::records::VERIFICATION_FILE, &record)?;
+    if a.json {
+        output::json(&record);
+    } else {
+        for v in &record.verification_results {
+            output::line(&format!(
+                "{:<7} {}  → {}{}",
+                v.status,
+                v.command,
+                v.actual,
+                v.reason
+                    .as_deref()
+                    .map(|r| format!("  ({r})"))
+                    .unwrap_or_default()
+            ));
+        }
+        for w in &record.warnings {
+            output::progress(&format!("warning: {w}"));
+        }
+        output::line(record.overall_status.as_str());
+    }
+    // `on_failure = ignore` never fails; fail and warn report a failed verification.
+    let failed = record.overall_status == OverallStatus::Failed
+        && cfg.verification.on_failure != OnFailure::Ignore;
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn exec(a: &EnvExecArgs) -> anyhow::Result<ExitCode> {
+    let repo = repo_dir(&a.repo)?;
+    let code = activation::exec(&repo, &a.cmd, &dandori_exec::run::base_env())?;
+    Ok(match code {
+        Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+        None => ExitCode::from(1),
+    })
+}
+
+/// The runner's environment phase: `dandori-env` with the run's config. The
+/// `selected_environment` of the run's planning.json is used when present,
+/// else the analyser chooses; records go to `<run>/environment/`, statistics
+/// across runs to the runs root.
+pub struct EnvPhase {
+    pub config: EnvironmentSetupConfig,
+    pub base_env: BTreeMap<String, String>,
+}
+
+impl EnvironmentPhase for EnvPhase {
+    fn prepare(&self, repo: &Path, run_dir: &Path) -> Result<EnvironmentReport, String> {
+        let planned: Option<SelectedEnvironment> =
+            dandori_fs::read_to_string(run_dir.join("planning.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("selected_environment").cloned())
+                .and_then(|v| serde_json::from_value(v).ok())
+                .filter(|s: &SelectedEnvironment| !s.setup_commands.is_empty());
+        let selected = match planned {
+            Some(s) => s,
+            None => {
+                let analysis = analyzer::analyze(repo, &self.config.analysis);
+                if analysis.ecosystems.is_empty() {
+                    // Nothing declares dependencies: an empty virtual environment
+                    // would only add files to the work tree.
+                    return Ok(EnvironmentReport {
+                        status: EnvironmentStatus::Success,
+                        activation_env: activation::env_for_with(repo, &self.base_env),
+                        message: "no environment files detected: nothing to set up".to_string(),
+                    });
+                }
+                selection::select_environment(&analysis, None)
+            }
+        };
+        let regen = OfflineRegenerator;
+        let mut opts = SetupOptions::new(repo);
+        opts.record_dir = run_dir.join("environment");
+        opts.stats_dir = run_dir
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| run_dir.to_path_buf());
+        opts.config = self.config.clone();
+        opts.base_env = self.base_env.clone();
+        opts.regenerator = Some(&regen);
+        let out = setup::run(&selected, &opts).map_err(|e| e.to_string())?;
+        Ok(EnvironmentReport {
+            status: match out.overall_status {
+                OverallStatus::Success => EnvironmentStatus::Success,
+                OverallStatus::PartialSuccess => EnvironmentStatus::PartialSuccess,
+                OverallStatus::Failed => EnvironmentStatus::Failed,
+            },
+            activation_env: activation::env_for_with(repo, &self.base_env),
+            message: out.handover.setup_notes,
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! `dandori env detect | setup | verify | exec` end to end.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+
+fn fixture_copy(name: &str) -> tempfile::TempDir {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../dandori-env/tests/fixtures")
+        .join(name);
+    let dir = tempfile::tempdir().unwrap();
+    let ok = Command::new("cp")
+        .arg("-R")
+        .arg(format!("{}/.", src.display()))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    dir
+}
+
+fn dandori(args: &[&str], path: Option<&str>) -> (i32, String, String) {
+    let mut c = Command::new(BIN);
+    c.args(args);
+    if let Some(p) = path {
+        c.env("PATH", p);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn repo_arg(p: &Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn detect_reports_every_ecosystem_and_the_selection() {
+    let repo = fixture_copy("mixed_python_node");
+    let r = repo_arg(repo.path());
+    let (code, out, err) = dandori(&["env", "detect", "--repo", &r, "--json"], None);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let names: Vec<&str> = v["analysis"]["ecosystems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["node", "python"]);
+    assert_eq!(v["selected_environment"]["name"], "node");
+    let (code, out, _) = dandori(
+        &["env", "detect", "--repo", &r, "--language", "python"],
+        None,
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("selected: python (the task targets python"),
+        "{out}"
+    );
+}
+
+#[test]
+fn blocked_environment_exits_3_with_a_report() {
+    let repo = fixture_copy("blocked_go");
+    let r = repo_arg(repo.path());
+    let (code, out, _) = dandori(
+        &["env", "setup", "--repo", &r, "--json"],
+        Some("/usr/bin:/bin"),
+    );
+    assert_eq!(code, 3);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["overall_status"], "failed");
+    assert_eq!(v["setup_result"]["blocked"]["code"], "ENV_TOOL_MISSING");
+    assert!(
+        repo.path()
+            .join(".dandori/environment/error_report.md")
+            .exists()
+    );
+}
+
+#[test]
+fn node_setup_reuse_verify_and_exec() {
+    let repo = fixture_copy("real_node");
+    let r = repo_arg(repo.path());
+    let (code, out, err) = dandori(&["env", "setup", "--repo", &r, "--json"], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["overall_status"], "success");
+    assert_eq!(v["setup_result"]["reused"], false);
+
+    let (code, out, _) = dandori(&["env", "setup", "--repo", &r, "--json"], None);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["setup_result"]["reused"], true);
+
+    let (code, out, _) = dandori(&["env", "setup", "--repo", &r, "--json", "--force"], None);
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["setup_result"]["reused"], false);
+
+    let (code, out, err) = dandori(&["env", "verify", "--repo", &r], None);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.lines().last().unwrap().contains("success"), "{out}");
+
+    let (code, out, _) = dandori(&["env", "exec", "--repo", &r, "--", "npm", "test"], None);
+    assert_eq!(code, 0);
+    assert!(out.contains("# pass 1"), "{out}");
+    let (code, _, _) = dandori(
+        &["env", "exec", "--repo", &r, "--", "sh", "-c", "exit 7"],
+        None,
+    );
+    assert_eq!(code, 7);
+    let stats: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            repo.path()
+                .join(".dandori/environment/environment_stats.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stats["environment_setup_stats"]["total_attempts"], 2);
+    assert_eq!(stats["environment_setup_stats"]["reused"], 1);
+}
+
+#[test]
+fn config_overrides_reach_the_setup() {
+    let repo = fixture_copy("real_node");
+    let r = repo_arg(repo.path());
+    let (code, out, _) = dandori(
+        &[
+            "env",
+            "setup",
+            "--repo",
+            &r,
+            "--json",
+            "-c",
+            "planning.environment_setup.enabled=false",
+        ],
+        None,
+    );
+    assert_eq!(code, 0);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["setup_result"]["commands_executed"],
+        serde_json::json!([])
+    );
+    assert!(!repo.path().join("node_modules").exists());
+}

@@ -1,0 +1,174 @@
+//! `dandori plan` end to end: the real binary on a real git repository.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dandori_test_support::TempGitRepo;
+use pretty_assertions::assert_eq;
+
+fn example_files(dir: &Path, rel: &str, out: &mut Vec<(String, String)>) {
+    for entry in std::fs::read_dir(dir.join(rel)).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name == ".dandori" || name == "__pycache__" || name == ".pytest_cache" {
+            continue;
+        }
+        let path = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        if entry.file_type().unwrap().is_dir() {
+            example_files(dir, &path, out);
+        } else {
+            out.push((path.clone(), std::fs::read_to_string(entry.path()).unwrap()));
+        }
+    }
+}
+
+fn todo_api() -> TempGitRepo {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/todo-api");
+    let mut files = Vec::new();
+    example_files(&root, "", &mut files);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    TempGitRepo::with_files(&refs)
+}
+
+fn dandori(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dandori"))
+        .args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn plan_json_points_at_a_valid_run_directory() {
+    let repo = todo_api();
+    let out = dandori(&["plan", "requests/RQ-001.md", "--json"], repo.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["run_dir", "planning_json", "stage_json"] {
+        let p = PathBuf::from(v[key].as_str().unwrap());
+        assert!(p.exists(), "{key}: {}", p.display());
+    }
+    assert_eq!(v["validation"]["ok"], true);
+    assert_eq!(v["validation"]["fail"], 0);
+    assert_eq!(v["request_id"], "RQ-001");
+    assert_eq!(v["planner"], "offline");
+    assert!(
+        v["run_dir"]
+            .as_str()
+            .unwrap()
+            .contains("/.dandori/runs/RQ-001/")
+    );
+    // The plan validates clean with the core validator, read back from disk.
+    let text = std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap();
+    let report = dandori_plan::validation::validate_str(&text);
+    assert!(!report.has_fail(), "{report:?}");
+    // Runs never dirty the worktree.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn human_summary() {
+    let repo = todo_api();
+    let out = dandori(&["plan", "requests/RQ-002.md", "--repo", "."], repo.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"\d{8}-\d{6}-[0-9a-f]{6}", "[RUN_ID]");
+    settings.add_filter(r"/[^\s]*/\.dandori/runs", "[REPO]/.dandori/runs");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("plan_human_rq002", text));
+}
+
+#[test]
+fn text_request_and_runs_root_flag() {
+    let repo = todo_api();
+    let runs = tempfile::tempdir().unwrap();
+    let out = dandori(
+        &[
+            "plan",
+            "--text",
+            "Add a `GET /tasks/count` endpoint and a `--port` option",
+            "--runs-root",
+            runs.path().to_str().unwrap(),
+            "--json",
+        ],
+        repo.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["run_dir"]
+            .as_str()
+            .unwrap()
+            .starts_with(runs.path().to_str().unwrap())
+    );
+    assert!(v["request_id"].as_str().unwrap().starts_with("text-"));
+    assert!(!repo.path().join(".dandori").exists());
+}
+
+#[test]
+fn works_on_a_directory_that_is_not_a_git_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("app.py"), "def main():\n    return 1\n").unwrap();
+    std::fs::create_dir(dir.path().join("requests")).unwrap();
+    std::fs::write(dir.path().join("requests/fix.md"), "# Make main return 2\n").unwrap();
+    let out = dandori(&["plan", "requests/fix.md", "--json"], dir.path());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let planning: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(planning["base_branch"], "main");
+    assert_eq!(planning["request_id"], "fix");
+}
+
+#[test]
+fn input_errors_exit_2_with_a_reason() {
+    let repo = todo_api();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "plan",
+                "requests/RQ-001.md",
+                "--repo",
+                "/nonexistent/dandori-repo",
+            ],
+            "REPO_NOT_FOUND",
+        ),
+        (vec!["plan", "requests/missing.md"], "REQUEST_UNREADABLE"),
+        (vec!["plan"], "REQUEST_INVALID"),
+        (
+            vec!["plan", "requests/RQ-001.md", "--text", "x"],
+            "REQUEST_INVALID",
+        ),
+    ];
+    for (args, code) in cases {
+        let out = dandori(&args, repo.path());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(code), "{args:?}: {}", stderr(&out));
+    }
+    repo.write("requests/empty.md", "\n   \n");
+    let out = dandori(&["plan", "requests/empty.md"], repo.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("REQUEST_EMPTY") && err.contains("empty.md"),
+        "{err}"
+    );
+    let out = dandori(&["plan", "requests/missing.md"], repo.path());
+    assert!(stderr(&out).contains("missing.md"), "{}", stderr(&out));
+}

@@ -1,0 +1,103 @@
+//! Running commands inside the prepared environment, like `uv run` or `poetry
+//! run`: the virtual environment's `bin`, the conda prefix's `bin` and
+//! `node_modules/.bin` go first on `PATH`, `VIRTUAL_ENV` / `CONDA_PREFIX` are set,
+//! and the variables recorded at setup time are added.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dandori_exec::{CommandSpec, run_command};
+
+use crate::EnvError;
+use crate::analyzer::join_rel;
+use crate::reuse;
+use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
+
+/// `bin` directories of the prepared environment rooted at `root` (relative to
+/// `repo`) that exist, most specific first.
+pub fn bin_dirs(repo: &Path, root: &str) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for r in [root, "."] {
+        for sub in [
+            format!("{VENV_DIR}/bin"),
+            format!("{CONDA_PREFIX_DIR}/bin"),
+            "node_modules/.bin".to_string(),
+        ] {
+            let d = repo.join(join_rel(r, &sub));
+            if d.is_dir() && !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    dirs
+}
+
+/// The environment of commands run in the environment rooted at `root`:
+/// `base`, then `variables`, `VIRTUAL_ENV` / `CONDA_PREFIX`, and the `bin`
+/// directories first on `PATH`.
+pub fn environment(
+    repo: &Path,
+    root: &str,
+    variables: &BTreeMap<String, String>,
+    base: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut env = base.clone();
+    env.extend(variables.clone());
+    let dirs = bin_dirs(repo, root);
+    for d in &dirs {
+        let parent = d.parent().map(Path::to_path_buf).unwrap_or_default();
+        if d.ends_with(format!("{VENV_DIR}/bin")) && !env.contains_key("VIRTUAL_ENV") {
+            env.insert("VIRTUAL_ENV".into(), parent.display().to_string());
+        } else if d.ends_with(format!("{CONDA_PREFIX_DIR}/bin"))
+            && !env.contains_key("CONDA_PREFIX")
+        {
+            env.insert("CONDA_PREFIX".into(), parent.display().to_string());
+        }
+    }
+    env.remove("PYTHONHOME");
+    let mut path: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    if let Some(p) = base.get("PATH") {
+        for s in p.split(':') {
+            if !s.is_empty() && !path.iter().any(|x| x == s) {
+                path.push(s.to_string());
+            }
+        }
+    }
+    env.insert("PATH".into(), path.join(":"));
+    env
+}
+
+/// The environment for commands in `repo`, on top of this process's base
+/// environment (`dandori_exec::run::base_env`).
+pub fn env_for(repo: &Path) -> BTreeMap<String, String> {
+    env_for_with(repo, &dandori_exec::run::base_env())
+}
+
+/// The environment for commands in `repo` (as recorded by the last setup), on
+/// top of `base`.
+pub fn env_for_with(repo: &Path, base: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let repo = dandori_fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
+    match reuse::load(&repo) {
+        Some(s) => environment(&repo, &s.root, &s.variables, base),
+        None => environment(&repo, ".", &BTreeMap::new(), base),
+    }
+}
+
+/// Runs `argv` in `repo` inside the prepared environment with the terminal's
+/// stdout/stderr; returns its exit code (`None` when killed by a signal).
+pub fn exec(
+    repo: &Path,
+    argv: &[String],
+    base: &BTreeMap<String, String>,
+) -> Result<Option<i32>, EnvError> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err(EnvError::Record {
+            path: repo.display().to_string(),
+            message: "no command given".into(),
+        });
+    };
+    let spec = CommandSpec::program(program.clone(), args.iter().cloned(), repo)
+        .env(env_for_with(repo, base))
+        .inherit_output();
+    Ok(run_command(&spec)?.exit_code)
+}

@@ -1,0 +1,155 @@
+//! Node: npm / yarn (classic, berry) / pnpm / bun.
+
+use super::{Dependency, DependencyKind, Ecosystem, Reader, RuntimeVersion, file_name};
+
+pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
+    let files = e.files.clone();
+    let mut pinned: Option<(String, Option<String>, String)> = None;
+    let mut lock_pm: Option<(&str, String)> = None;
+    let mut nvmrc: Option<RuntimeVersion> = None;
+    let mut engines: Option<RuntimeVersion> = None;
+    let mut flavor: Option<String> = None;
+    let root_manifest = e.rel("package.json");
+
+    for rel in &files {
+        match file_name(rel) {
+            "package.json" => {
+                let Some(text) = reader.read(rel) else {
+                    continue;
+                };
+                let doc: serde_json::Value = match serde_json::from_str(&text) {
+                    Ok(d) => d,
+                    Err(err) => {
+                        reader.warn(rel, format!("JSON parse error: {err}"));
+                        continue;
+                    }
+                };
+                let peer_optional = |name: &str| {
+                    doc.pointer(&format!("/peerDependenciesMeta/{name}/optional"))
+                        .and_then(|v| v.as_bool())
+                        .unwrap_or(false)
+                };
+                for (field, kind, optional) in [
+                    ("dependencies", DependencyKind::Prod, false),
+                    ("devDependencies", DependencyKind::Dev, false),
+                    ("optionalDependencies", DependencyKind::Prod, true),
+                    ("peerDependencies", DependencyKind::Peer, false),
+                ] {
+                    if let Some(map) = doc.get(field).and_then(|v| v.as_object()) {
+                        for (name, spec) in map {
+                            e.dependencies.push(Dependency {
+                                name: name.clone(),
+                                version_spec: spec.as_str().map(str::to_string),
+                                kind,
+                                optional: optional
+                                    || (field == "peerDependencies" && peer_optional(name)),
+                                group: None,
+                                source: rel.clone(),
+                            });
+                        }
+                    }
+                }
+                if *rel != root_manifest {
+                    continue;
+                }
+                if let Some(pmf) = doc.get("packageManager").and_then(|v| v.as_str()) {
+                    let (name, ver) = match pmf.split_once('@') {
+                        Some((n, v)) => (
+                            n.to_string(),
+                            Some(v.split('+').next().unwrap_or(v).to_string()),
+                        ),
+                        None => (pmf.to_string(), None),
+                    };
+                    pinned = Some((name, ver, format!("`packageManager: {pmf}` in {rel}")));
+                }
+                if let Some(v) = doc.pointer("/engines/node").and_then(|v| v.as_str()) {
+                    engines = Some(RuntimeVersion {
+                        value: v.to_string(),
+                        source: format!("{rel} engines.node"),
+                    });
+                } else if let Some(v) = doc.pointer("/volta/node").and_then(|v| v.as_str()) {
+                    engines = Some(RuntimeVersion {
+                        value: v.to_string(),
+                        source: format!("{rel} volta.node"),
+                    });
+                }
+                if let Some(n) = doc.get("name").and_then(|v| v.as_str()) {
+                    e.package_name = Some(n.to_string());
+                }
+                let scripts = doc.get("scripts").and_then(|v| v.as_object());
+                if scripts.is_some_and(|s| s.contains_key("build")) {
+                    e.has_build_file = true;
+                }
+                if let Some(t) = scripts.and_then(|s| s.get("test")).and_then(|v| v.as_str())
+                    && !t.contains("no test specified")
+                {
+                    e.test_command = Some("npm test".to_string());
+                }
+            }
+            "pnpm-lock.yaml" => lock_pm = Some(("pnpm", format!("{rel} present"))),
+            "yarn.lock" => {
+                let head = reader.head(rel, 2048).unwrap_or_default();
+                let berry = head.contains("__metadata:") || e.has_file(".yarnrc.yml");
+                flavor = Some(if berry { "berry" } else { "classic" }.to_string());
+                if lock_pm.as_ref().is_none_or(|(p, _)| *p == "npm") {
+                    lock_pm = Some((
+                        "yarn",
+                        format!(
+                            "{rel} present ({} format)",
+                            flavor.as_deref().unwrap_or("classic")
+                        ),
+                    ));
+                }
+            }
+            "bun.lockb" | "bun.lock" if lock_pm.as_ref().is_none_or(|(p, _)| *p == "npm") => {
+                lock_pm = Some(("bun", format!("{rel} present")));
+            }
+            "package-lock.json" | "npm-shrinkwrap.json" => {
+                lock_pm.get_or_insert(("npm", format!("{rel} present")));
+            }
+            ".nvmrc" | ".node-version" => {
+                if (nvmrc.is_none() || file_name(rel) == ".nvmrc")
+                    && let Some(t) = reader.read(rel)
+                {
+                    let v = t.trim();
+                    if !v.is_empty() {
+                        nvmrc = Some(RuntimeVersion {
+                            value: v.to_string(),
+                            source: rel.clone(),
+                        });
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    match (pinned, lock_pm) {
+        (Some((name, ver, why)), _) => {
+            if name == "yarn" && flavor.is_none() {
+                let major = ver
+                    .as_deref()
+                    .and_then(|v| v.split('.').next())
+                    .unwrap_or("1");
+                flavor = Some(if major == "1" { "classic" } else { "berry" }.to_string());
+            }
+            e.package_manager = name;
+            e.package_manager_version = ver;
+            e.package_manager_reason = why;
+        }
+        (None, Some((pm, why))) => {
+            e.package_manager = pm.to_string();
+            e.package_manager_reason = why;
+        }
+        (None, None) => {
+            e.package_manager = "npm".to_string();
+            e.package_manager_reason = "no lock file: npm".to_string();
+        }
+    }
+    if e.package_manager == "yarn" {
+        e.package_manager_flavor = flavor;
+    }
+    e.runtime_version = nvmrc.or(engines);
+    if e.test_command.is_some() && e.package_manager != "npm" {
+        e.test_command = Some(format!("{} test", e.package_manager));
+    }
+}

@@ -1,0 +1,622 @@
+//! Python (pip / uv / poetry / pdm / pipenv) and miniforge (conda / mamba).
+
+use std::collections::BTreeSet;
+
+use super::{
+    Dependency, DependencyKind, Ecosystem, Reader, RuntimeVersion, file_name, split_requirement,
+};
+
+fn dep(
+    name: String,
+    spec: Option<String>,
+    kind: DependencyKind,
+    optional: bool,
+    group: Option<String>,
+    source: &str,
+) -> Dependency {
+    Dependency {
+        name,
+        version_spec: spec,
+        kind,
+        optional,
+        group,
+        source: source.to_string(),
+    }
+}
+
+fn is_dev_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["dev", "test", "lint", "doc", "ci", "typing", "check"]
+        .iter()
+        .any(|k| n.contains(k))
+}
+
+fn parse_requirements(
+    text: &str,
+    rel: &str,
+    kind: DependencyKind,
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeSet<String>,
+    out: &mut Vec<Dependency>,
+) {
+    if !seen.insert(rel.to_string()) {
+        return;
+    }
+    for raw in text.lines() {
+        let line = match raw.find(" #") {
+            Some(i) => &raw[..i],
+            None => raw,
+        }
+        .trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(inc) = line
+            .strip_prefix("-r ")
+            .or_else(|| line.strip_prefix("--requirement "))
+        {
+            let inc_rel = super::join_rel(super::parent_dir(rel), inc.trim());
+            if let Some(t) = reader.read(&inc_rel) {
+                parse_requirements(&t, &inc_rel, kind, reader, seen, out);
+            }
+            continue;
+        }
+        if line.starts_with('-') {
+            // -e, -c, --index-url …: `-e git+…#egg=name` still names a package.
+            if let Some(egg) = line.split("#egg=").nth(1) {
+                out.push(dep(egg.trim().to_string(), None, kind, false, None, rel));
+            }
+            continue;
+        }
+        if let Some((name, spec, marker)) = split_requirement(line) {
+            let optional = marker.as_deref().is_some_and(|m| m.contains("extra"));
+            out.push(dep(name, spec, kind, optional, None, rel));
+        }
+    }
+}
+
+fn toml_str_deps(
+    v: Option<&toml::Value>,
+    kind: DependencyKind,
+    optional: bool,
+    group: Option<&str>,
+    source: &str,
+    out: &mut Vec<Dependency>,
+) {
+    if let Some(arr) = v.and_then(|v| v.as_array()) {
+        for s in arr.iter().filter_map(|x| x.as_str()) {
+            if let Some((name, spec, _)) = split_requirement(s) {
+                out.push(dep(
+                    name,
+                    spec,
+                    kind,
+                    optional,
+                    group.map(str::to_string),
+                    source,
+                ));
+            }
+        }
+    }
+}
+
+/// Poetry / Pipfile style tables: `name = "^1.0"` or `name = { version = "…", optional = true }`.
+fn toml_table_deps(
+    v: Option<&toml::Value>,
+    kind: DependencyKind,
+    group: Option<&str>,
+    source: &str,
+    out: &mut Vec<Dependency>,
+) {
+    let Some(t) = v.and_then(|v| v.as_table()) else {
+        return;
+    };
+    for (name, val) in t {
+        if name == "python" {
+            continue;
+        }
+        let (spec, optional) = match val {
+            toml::Value::String(s) => (Some(s.clone()), false),
+            toml::Value::Table(t) => (
+                t.get("version")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string)
+                    .or_else(|| {
+                        t.get("git")
+                            .and_then(|v| v.as_str())
+                            .map(|g| format!("git {g}"))
+                    })
+                    .or_else(|| {
+                        t.get("path")
+                            .and_then(|v| v.as_str())
+                            .map(|p| format!("path {p}"))
+                    }),
+                t.get("optional").and_then(|v| v.as_bool()).unwrap_or(false),
+            ),
+            _ => (None, false),
+        };
+        let spec = spec.filter(|s| s != "*");
+        out.push(dep(
+            name.clone(),
+            spec,
+            kind,
+            optional,
+            group.map(str::to_string),
+            source,
+        ));
+    }
+}
+
+pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet<&str>) {
+    let mut deps = Vec::new();
+    let mut seen = BTreeSet::new();
+    let mut pm: Option<(&str, String)> = None;
+    let mut version: Option<RuntimeVersion> = None;
+    let mut requires_python: Option<RuntimeVersion> = None;
+    let mut name: Option<String> = None;
+
+    let files = e.files.clone();
+    for rel in &files {
+        let fname = file_name(rel);
+        match fname {
+            "pyproject.toml" => {
+                e.has_build_file = true;
+                let Some(text) = reader.read(rel) else {
+                    continue;
+                };
+                let doc: toml::Table = match text.parse() {
+                    Ok(d) => d,
+                    Err(err) => {
+                        reader.warn(rel, format!("TOML parse error: {err}"));
+                        continue;
+                    }
+                };
+                let project = doc.get("project");
+                toml_str_deps(
+                    project.and_then(|p| p.get("dependencies")),
+                    DependencyKind::Prod,
+                    false,
+                    None,
+                    rel,
+                    &mut deps,
+                );
+                if let Some(opt) = project
+                    .and_then(|p| p.get("optional-dependencies"))
+                    .and_then(|v| v.as_table())
+                {
+                    for (group, list) in opt {
+                        let kind = if is_dev_name(group) {
+                            DependencyKind::Dev
+                        } else {
+                            DependencyKind::Prod
+                        };
+                        toml_str_deps(Some(list), kind, true, Some(group), rel, &mut deps);
+                    }
+                }
+                if let Some(groups) = doc.get("dependency-groups").and_then(|v| v.as_table()) {
+                    for (group, list) in groups {
+                        toml_str_deps(
+                            Some(list),
+                            DependencyKind::Dev,
+                            false,
+                            Some(group),
+                            rel,
+                            &mut deps,
+                        );
+                    }
+                }
+                if let Some(rp) = project
+                    .and_then(|p| p.get("requires-python"))
+                    .and_then(|v| v.as_str())
+                {
+                    requires_python = Some(RuntimeVersion {
+                        value: rp.to_string(),
+                        source: rel.clone(),
+                    });
+                }
+                if let Some(n) = project.and_then(|p| p.get("name")).and_then(|v| v.as_str()) {
+                    name = Some(n.to_string());
+                }
+                let tool = doc.get("tool");
+                if let Some(poetry) = tool.and_then(|t| t.get("poetry")) {
+                    pm.get_or_insert(("poetry", format!("[tool.poetry] in {rel}")));
+                    toml_table_deps(
+                        poetry.get("dependencies"),
+                        DependencyKind::Prod,
+                        None,
+                        rel,
+                        &mut deps,
+                    );
+                    toml_table_deps(
+                        poetry.get("dev-dependencies"),
+                        DependencyKind::Dev,
+                        None,
+                        rel,
+                        &mut deps,
+                    );
+                    if let Some(groups) = poetry.get("group").and_then(|g| g.as_table()) {
+                        for (g, body) in groups {
+                            toml_table_deps(
+                                body.get("dependencies"),
+                                DependencyKind::Dev,
+                                Some(g),
+                                rel,
+                                &mut deps,
+                            );
+                        }
+                    }
+                    if let Some(py) = poetry
+                        .get("dependencies")
+                        .and_then(|d| d.get("python"))
+                        .and_then(|v| v.as_str())
+                    {
+                        requires_python.get_or_insert(RuntimeVersion {
+                            value: py.to_string(),
+                            source: rel.clone(),
+                        });
+                    }
+                    if name.is_none() {
+                        name = poetry
+                            .get("name")
+                            .and_then(|v| v.as_str())
+                            .map(str::to_string);
+                    }
+                }
+                if let Some(pdm) = tool.and_then(|t| t.get("pdm")) {
+                    pm.get_or_insert(("pdm", format!("[tool.pdm] in {rel}")));
+                    if let Some(groups) = pdm.get("dev-dependencies").and_then(|v| v.as_table()) {
+                        for (g, list) in groups {
+                            toml_str_deps(
+                                Some(list),
+                                DependencyKind::Dev,
+                                false,
+                                Some(g),
+                                rel,
+                                &mut deps,
+                            );
+                        }
+                    }
+                }
+                if let Some(uv) = tool.and_then(|t| t.get("uv")) {
+                    pm.get_or_insert(("uv", format!("[tool.uv] in {rel}")));
+                    toml_str_deps(
+                        uv.get("dev-dependencies"),
+                        DependencyKind::Dev,
+                        false,
+                        None,
+                        rel,
+                        &mut deps,
+                    );
+                }
+                if tool.and_then(|t| t.get("pytest")).is_some() {
+                    e.test_command = Some("python -m pytest".to_string());
+                }
+            }
+            "setup.py" => {
+                e.has_build_file = true;
+                let Some(text) = reader.read(rel) else {
+                    continue;
+                };
+                parse_setup_py(&text, rel, &mut deps, &mut name);
+            }
+            "setup.cfg" => {
+                e.has_build_file = true;
+                let Some(text) = reader.read(rel) else {
+                    continue;
+                };
+                parse_setup_cfg(&text, rel, &mut deps, &mut name);
+            }
+            "Pipfile" => {
+                pm.get_or_insert(("pipenv", format!("{rel} present")));
+                let Some(text) = reader.read(rel) else {
+                    continue;
+                };
+                match text.parse::<toml::Table>() {
+                    Ok(doc) => {
+                        toml_table_deps(
+                            doc.get("packages"),
+                            DependencyKind::Prod,
+                            None,
+                            rel,
+                            &mut deps,
+                        );
+                        toml_table_deps(
+                            doc.get("dev-packages"),
+                            DependencyKind::Dev,
+                            None,
+                            rel,
+                            &mut deps,
+                        );
+                        if let Some(v) = doc
+                            .get("requires")
+                            .and_then(|r| {
+                                r.get("python_version")
+                                    .or_else(|| r.get("python_full_version"))
+                            })
+                            .and_then(|v| v.as_str())
+                        {
+                            requires_python.get_or_insert(RuntimeVersion {
+                                value: v.to_string(),
+                                source: rel.clone(),
+                            });
+                        }
+                    }
+                    Err(err) => reader.warn(rel, format!("TOML parse error: {err}")),
+                }
+            }
+            "uv.lock" => {
+                pm = Some(("uv", format!("{rel} present")));
+            }
+            "poetry.lock" if pm.as_ref().is_none_or(|(p, _)| *p != "uv") => {
+                pm = Some(("poetry", format!("{rel} present")));
+            }
+            "pdm.lock" => {
+                pm.get_or_insert(("pdm", format!("{rel} present")));
+            }
+            "Pipfile.lock" => {
+                pm.get_or_insert(("pipenv", format!("{rel} present")));
+            }
+            ".python-version" => {
+                if let Some(t) = reader.read(rel)
+                    && let Some(v) = t
+                        .lines()
+                        .map(str::trim)
+                        .find(|l| !l.is_empty() && !l.starts_with('#'))
+                {
+                    version = Some(RuntimeVersion {
+                        value: v.to_string(),
+                        source: rel.clone(),
+                    });
+                }
+            }
+            "runtime.txt" => {
+                if let Some(t) = reader.read(rel) {
+                    let v = t.trim();
+                    if let Some(v) = v.strip_prefix("python-") {
+                        version.get_or_insert(RuntimeVersion {
+                            value: v.to_string(),
+                            source: rel.clone(),
+                        });
+                    }
+                }
+            }
+            n if n.ends_with(".txt") => {
+                let Some(text) = reader.read(rel) else {
+                    continue;
+                };
+                let kind = if is_dev_name(n) {
+                    DependencyKind::Dev
+                } else {
+                    DependencyKind::Prod
+                };
+                parse_requirements(&text, rel, kind, reader, &mut seen, &mut deps);
+            }
+            _ => {}
+        }
+    }
+    let (pm, reason) = pm.unwrap_or(("pip", "no lock file or tool table: pip".to_string()));
+    e.package_manager = pm.to_string();
+    e.package_manager_reason = reason;
+    e.runtime_version = version.or(requires_python);
+    if e.test_command.is_none()
+        && (deps.iter().any(|d| d.name.eq_ignore_ascii_case("pytest"))
+            || all.iter().any(|p| {
+                let n = file_name(p);
+                n.starts_with("test_") && n.ends_with(".py") || n == "conftest.py"
+            }))
+    {
+        e.test_command = Some("python -m pytest".to_string());
+    }
+    e.dependencies = deps;
+    e.package_name = import_package(e, name.as_deref(), all);
+}
+
+/// The importable top-level package of the project, checked against the files.
+fn import_package(e: &Ecosystem, declared: Option<&str>, all: &BTreeSet<&str>) -> Option<String> {
+    let exists = |pkg: &str| {
+        ["", "src/"].iter().any(|pre| {
+            all.contains(e.rel(&format!("{pre}{pkg}/__init__.py")).as_str())
+                || all.contains(e.rel(&format!("{pre}{pkg}.py")).as_str())
+        })
+    };
+    if let Some(d) = declared {
+        let n = d.to_ascii_lowercase().replace(['-', '.'], "_");
+        if exists(&n) {
+            return Some(n);
+        }
+    }
+    // Otherwise a top-level package directory (not tests).
+    let prefixes = [e.rel(""), e.rel("src/")];
+    let mut found: Vec<String> = all
+        .iter()
+        .filter_map(|p| {
+            prefixes.iter().find_map(|pre| {
+                let rest = p.strip_prefix(pre.as_str())?;
+                let pkg = rest.strip_suffix("/__init__.py")?;
+                (!pkg.contains('/') && !pkg.starts_with("test") && pkg != "docs")
+                    .then(|| pkg.to_string())
+            })
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+fn parse_setup_py(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut Option<String>) {
+    let str_re = regex::Regex::new(r#"["']([^"']+)["']"#).ok();
+    let list_after = |key: &str| -> Option<String> {
+        let i = text.find(key)?;
+        let rest = &text[i..];
+        let open = rest.find('[')?;
+        let close = rest[open..].find(']')?;
+        Some(rest[open + 1..open + close].to_string())
+    };
+    if let (Some(body), Some(re)) = (list_after("install_requires"), &str_re) {
+        for c in re.captures_iter(&body) {
+            if let Some((n, s, _)) = split_requirement(&c[1]) {
+                deps.push(dep(n, s, DependencyKind::Prod, false, None, rel));
+            }
+        }
+    }
+    if let (Some(body), Some(re)) = (list_after("tests_require"), &str_re) {
+        for c in re.captures_iter(&body) {
+            if let Some((n, s, _)) = split_requirement(&c[1]) {
+                deps.push(dep(n, s, DependencyKind::Dev, false, None, rel));
+            }
+        }
+    }
+    if let Some(i) = text.find("extras_require") {
+        let rest = &text[i..];
+        if let (Some(open), Some(re)) = (rest.find('{'), &str_re)
+            && let Some(close) = rest[open..].find('}')
+        {
+            let body = &rest[open + 1..open + close];
+            // "group": ["a", "b"], …
+            for part in body.split(']') {
+                let Some((g, list)) = part.split_once('[') else {
+                    continue;
+                };
+                let group = re.captures(g).map(|c| c[1].to_string());
+                for c in re.captures_iter(list) {
+                    if let Some((n, s, _)) = split_requirement(&c[1]) {
+                        let kind = if group.as_deref().is_some_and(is_dev_name) {
+                            DependencyKind::Dev
+                        } else {
+                            DependencyKind::Prod
+                        };
+                        deps.push(dep(n, s, kind, true, group.clone(), rel));
+                    }
+                }
+            }
+        }
+    }
+    if name.is_none()
+        && let Some(c) = regex::Regex::new(r#"name\s*=\s*["']([^"']+)["']"#)
+            .ok()
+            .and_then(|re| re.captures(text).map(|c| c[1].to_string()))
+    {
+        *name = Some(c);
+    }
+}
+
+fn parse_setup_cfg(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut Option<String>) {
+    let mut section = String::new();
+    let mut key = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') && t.ends_with(']') {
+            section = t[1..t.len() - 1].to_string();
+            key.clear();
+            continue;
+        }
+        if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+            continue;
+        }
+        let continuation = line.starts_with(' ') || line.starts_with('\t');
+        let value = if !continuation {
+            match t.split_once('=') {
+                Some((k, v)) => {
+                    key = k.trim().to_string();
+                    v.trim()
+                }
+                None => continue,
+            }
+        } else {
+            t
+        };
+        if section == "metadata" && key == "name" && !value.is_empty() && name.is_none() {
+            *name = Some(value.to_string());
+        }
+        if value.is_empty() {
+            continue;
+        }
+        let (kind, optional, group) = match (section.as_str(), key.as_str()) {
+            ("options", "install_requires") => (DependencyKind::Prod, false, None),
+            ("options", "tests_require") => (DependencyKind::Dev, false, None),
+            ("options.extras_require", g) => (
+                if is_dev_name(g) {
+                    DependencyKind::Dev
+                } else {
+                    DependencyKind::Prod
+                },
+                true,
+                Some(g.to_string()),
+            ),
+            _ => continue,
+        };
+        if let Some((n, s, _)) = split_requirement(value) {
+            deps.push(dep(n, s, kind, optional, group, rel));
+        }
+    }
+}
+
+/// miniforge: `environment.yml` / `condaenv.yaml`.
+pub(super) fn analyze_conda(e: &mut Ecosystem, reader: &mut Reader<'_>) {
+    e.package_manager = "conda".to_string();
+    e.package_manager_reason = "conda environment file".to_string();
+    let files = e.files.clone();
+    for rel in &files {
+        let n = file_name(rel);
+        if !(n.starts_with("environment.") || n.starts_with("condaenv.")) {
+            continue;
+        }
+        e.has_build_file = true;
+        let Some(text) = reader.read(rel) else {
+            continue;
+        };
+        let doc: serde_yaml::Value = match serde_yaml::from_str(&text) {
+            Ok(d) => d,
+            Err(err) => {
+                reader.warn(rel, format!("YAML parse error: {err}"));
+                continue;
+            }
+        };
+        if let Some(name) = doc.get("name").and_then(|v| v.as_str()) {
+            e.package_name.get_or_insert(name.to_string());
+        }
+        let Some(list) = doc.get("dependencies").and_then(|v| v.as_sequence()) else {
+            continue;
+        };
+        for item in list {
+            if let Some(s) = item.as_str() {
+                let s = s.trim();
+                let s = s.split_once("::").map(|(_, r)| r).unwrap_or(s);
+                let end = s.find(|c: char| "=<>!~ ".contains(c)).unwrap_or(s.len());
+                let (name, spec) = (&s[..end], s[end..].trim());
+                let spec = (!spec.is_empty()).then(|| spec.to_string());
+                if name == "python" {
+                    if let Some(v) = &spec {
+                        e.runtime_version = Some(RuntimeVersion {
+                            value: v.trim_start_matches('=').to_string(),
+                            source: rel.clone(),
+                        });
+                    }
+                    continue;
+                }
+                e.dependencies.push(dep(
+                    name.to_string(),
+                    spec,
+                    DependencyKind::Prod,
+                    false,
+                    None,
+                    rel,
+                ));
+            } else if let Some(pip) = item.get("pip").and_then(|v| v.as_sequence()) {
+                for p in pip.iter().filter_map(|v| v.as_str()) {
+                    if let Some((n, s, _)) = split_requirement(p) {
+                        e.dependencies.push(dep(
+                            n,
+                            s,
+                            DependencyKind::Prod,
+                            false,
+                            Some("pip".into()),
+                            rel,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    if e.dependencies.iter().any(|d| d.name == "pytest") {
+        e.test_command = Some("python -m pytest".to_string());
+    }
+}

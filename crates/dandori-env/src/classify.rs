@@ -1,0 +1,273 @@
+//! Error classification of seed 002 §9.1: every failed setup command gets an
+//! [`ErrorKind`], and every kind one [`ErrorClass`] (retryable → exponential
+//! backoff, fixable → command regeneration, fatal → stop with the reason).
+
+use dandori_exec::CommandOutcome;
+use serde::{Deserialize, Serialize};
+
+/// What went wrong (names used in `common_errors` of the statistics, §10.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// DNS failure, connection refused/reset, network timeout.
+    NetworkError,
+    /// HTTP 5xx / 429 from a registry.
+    TemporaryServerError,
+    /// Another package-manager process holds a lock.
+    LockContention,
+    /// The registry stayed unreachable after the bounded retries.
+    RegistryUnreachable,
+    /// Dependency versions cannot be satisfied together.
+    VersionConflict,
+    /// A package or version does not exist.
+    PackageNotFound,
+    /// A manifest does not parse (YAML, JSON, TOML).
+    ConfigSyntaxError,
+    /// `npm ci` / `--frozen-lockfile`: the lock file disagrees with the manifest.
+    LockfileOutOfSync,
+    /// The pinned runtime version is not installed.
+    RuntimeUnavailable,
+    /// A non-zero exit that matched no known pattern.
+    CommandFailed,
+    /// The command policy refused the command.
+    PolicyViolation,
+    /// The command's program is not installed.
+    ToolMissing,
+    /// No space left (or `RLIMIT_FSIZE` hit).
+    DiskFull,
+    /// Out of memory (or killed, or `RLIMIT_DATA` / `RLIMIT_CPU` hit).
+    OutOfMemory,
+    /// Needs root or other permissions the run does not have.
+    PermissionDenied,
+    /// `command_timeout_seconds` elapsed.
+    CommandTimeout,
+    /// The command could not be started at all.
+    SpawnFailed,
+}
+
+/// Seed 002 §9.1.1 / §9.1.2 / §9.1.3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Retryable,
+    Fixable,
+    Fatal,
+}
+
+impl ErrorKind {
+    /// The retry decision: exhaustive, so a new kind forces a choice.
+    pub fn class(self) -> ErrorClass {
+        match self {
+            ErrorKind::NetworkError
+            | ErrorKind::TemporaryServerError
+            | ErrorKind::LockContention => ErrorClass::Retryable,
+            ErrorKind::VersionConflict
+            | ErrorKind::PackageNotFound
+            | ErrorKind::ConfigSyntaxError
+            | ErrorKind::LockfileOutOfSync
+            | ErrorKind::RuntimeUnavailable
+            | ErrorKind::CommandFailed
+            | ErrorKind::PolicyViolation => ErrorClass::Fixable,
+            ErrorKind::RegistryUnreachable
+            | ErrorKind::ToolMissing
+            | ErrorKind::DiskFull
+            | ErrorKind::OutOfMemory
+            | ErrorKind::PermissionDenied
+            | ErrorKind::CommandTimeout
+            | ErrorKind::SpawnFailed => ErrorClass::Fatal,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NetworkError => "NetworkError",
+            ErrorKind::TemporaryServerError => "TemporaryServerError",
+            ErrorKind::LockContention => "LockContention",
+            ErrorKind::RegistryUnreachable => "RegistryUnreachable",
+            ErrorKind::VersionConflict => "VersionConflict",
+            ErrorKind::PackageNotFound => "PackageNotFound",
+            ErrorKind::ConfigSyntaxError => "ConfigSyntaxError",
+            ErrorKind::LockfileOutOfSync => "LockfileOutOfSync",
+            ErrorKind::RuntimeUnavailable => "RuntimeUnavailable",
+            ErrorKind::CommandFailed => "CommandFailed",
+            ErrorKind::PolicyViolation => "PolicyViolation",
+            ErrorKind::ToolMissing => "ToolMissing",
+            ErrorKind::DiskFull => "DiskFull",
+            ErrorKind::OutOfMemory => "OutOfMemory",
+            ErrorKind::PermissionDenied => "PermissionDenied",
+            ErrorKind::CommandTimeout => "CommandTimeout",
+            ErrorKind::SpawnFailed => "SpawnFailed",
+        }
+    }
+}
+
+const DISK: &[&str] = &[
+    "no space left on device",
+    "enospc",
+    "disk quota exceeded",
+    "file too large",
+];
+const MEMORY: &[&str] = &[
+    "cannot allocate memory",
+    "memoryerror",
+    "out of memory",
+    "heap out of memory",
+    "java.lang.outofmemoryerror",
+    "enomem",
+];
+const NETWORK: &[&str] = &[
+    "could not resolve host",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "network is unreachable",
+    "connection refused",
+    "connection reset",
+    "connection timed out",
+    "timed out while",
+    "read timed out",
+    "etimedout",
+    "econnreset",
+    "econnrefused",
+    "enotfound",
+    "eai_again",
+    "getaddrinfo",
+    "failed to establish a new connection",
+    "unknownhostexception",
+    "unknown host",
+    "could not transfer artifact",
+    "dial tcp",
+    "no route to host",
+    "failed to fetch",
+    "network error",
+    "error sending request",
+    "failed to download",
+    "socket hang up",
+];
+const SERVER: &[&str] = &[
+    "503 service unavailable",
+    "502 bad gateway",
+    "504 gateway",
+    "500 internal server error",
+    "429 too many requests",
+    "status code 503",
+    "status code 502",
+    "http error 503",
+    "e503",
+    "e502",
+];
+const LOCK: &[&str] = &[
+    "could not get lock",
+    "waiting for cache lock",
+    "blocking waiting for file lock",
+    "ebusy",
+    "another process is using",
+    "lock file is held",
+    "unable to acquire lock",
+];
+const LOCKFILE: &[&str] = &[
+    "can only install packages when your package.json and package-lock.json",
+    "missing from lock file",
+    "lockfile needs to be updated",
+    "frozen-lockfile",
+    "the lockfile would have been modified",
+    "err_pnpm_outdated_lockfile",
+    "poetry.lock is not consistent",
+    "pyproject.toml changed significantly since poetry.lock",
+    "lock file is not up to date",
+];
+const NOT_FOUND: &[&str] = &[
+    "no matching distribution found",
+    "could not find a version that satisfies",
+    "e404",
+    "404 not found",
+    "packagenotfounderror",
+    "packagesnotfounderror",
+    "not in this registry",
+    "no matching version found",
+    "is not in the npm registry",
+    "was not found in the package registry",
+    "could not find artifact",
+    "unknown revision",
+];
+const CONFLICT: &[&str] = &[
+    "resolutionimpossible",
+    "conflicting dependencies",
+    "eresolve",
+    "version solving failed",
+    "no solution found when resolving",
+    "unsatisfiableerror",
+    "incompatible",
+    "dependency conflict",
+];
+const SYNTAX: &[&str] = &[
+    "yaml.scanner",
+    "yaml.parser",
+    "jsondecodeerror",
+    "ejsonparse",
+    "toml parse error",
+    "invalid requirement",
+    "failed to parse",
+    "could not parse",
+    "unexpected token",
+    "non-parseable pom",
+    "malformed",
+];
+const RUNTIME: &[&str] = &[
+    "no interpreter found",
+    "requested python version",
+    "unsupported engine",
+    "ebadengine",
+    "toolchain not available",
+];
+const PERMISSION: &[&str] = &[
+    "permission denied",
+    "eacces",
+    "operation not permitted",
+    "eperm",
+    "must be run as root",
+];
+
+fn any(hay: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| hay.contains(n))
+}
+
+/// Classifies a failed command from its exit, signal and output tails.
+pub fn classify(outcome: &CommandOutcome) -> ErrorKind {
+    if outcome.timed_out {
+        return ErrorKind::CommandTimeout;
+    }
+    let text = format!("{}\n{}", outcome.stdout_tail, outcome.stderr_tail).to_ascii_lowercase();
+    match outcome.signal {
+        // SIGXFSZ: RLIMIT_FSIZE.
+        Some(25) => return ErrorKind::DiskFull,
+        // SIGKILL without our timeout (OOM killer), SIGXCPU (RLIMIT_CPU).
+        Some(9) | Some(24) => return ErrorKind::OutOfMemory,
+        _ => {}
+    }
+    if any(&text, DISK) {
+        ErrorKind::DiskFull
+    } else if any(&text, MEMORY) {
+        ErrorKind::OutOfMemory
+    } else if any(&text, LOCKFILE) {
+        ErrorKind::LockfileOutOfSync
+    } else if any(&text, NETWORK) {
+        ErrorKind::NetworkError
+    } else if any(&text, SERVER) {
+        ErrorKind::TemporaryServerError
+    } else if any(&text, LOCK) {
+        ErrorKind::LockContention
+    } else if any(&text, NOT_FOUND) {
+        ErrorKind::PackageNotFound
+    } else if any(&text, CONFLICT) {
+        ErrorKind::VersionConflict
+    } else if any(&text, RUNTIME) {
+        ErrorKind::RuntimeUnavailable
+    } else if any(&text, SYNTAX) {
+        ErrorKind::ConfigSyntaxError
+    } else if outcome.exit_code == Some(127) || text.contains("command not found") {
+        ErrorKind::ToolMissing
+    } else if any(&text, PERMISSION) {
+        ErrorKind::PermissionDenied
+    } else {
+        ErrorKind::CommandFailed
+    }
+}

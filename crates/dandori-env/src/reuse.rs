@@ -1,0 +1,109 @@
+//! Reuse of a prepared environment: the environment files (manifests, lock files,
+//! version pins) and the setup commands are hashed; when the hash equals the one
+//! recorded after the last successful setup and the prepared artefacts still
+//! exist, the setup is not run again (`--force` overrides).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use dandori_plan::SelectedEnvironment;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::EnvError;
+use crate::analyzer::{MINIFORGE, NODE, PYTHON, join_rel};
+use crate::records::{OverallStatus, SetupRecord, VerificationRecord};
+use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
+
+/// `<repo>/.dandori/environment`: the prepared environment's state, and the
+/// records of `dandori env setup` run outside a run.
+pub const STATE_DIR: &str = ".dandori/environment";
+pub const STATE_FILE: &str = "state.json";
+
+/// Files that do not change what gets installed.
+const NOT_HASHED: &[&str] = &[
+    "README.md",
+    "Dockerfile",
+    "Makefile",
+    "docker-compose.yml",
+    "docker-compose.yaml",
+    "compose.yaml",
+    "compose.yml",
+];
+
+/// What `<repo>/.dandori/environment/state.json` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreparedState {
+    pub fingerprint: String,
+    pub environment: String,
+    /// Ecosystem directory relative to the repository.
+    pub root: String,
+    pub overall_status: OverallStatus,
+    pub prepared_at: String,
+    pub variables: BTreeMap<String, String>,
+    pub setup: SetupRecord,
+    pub verification: VerificationRecord,
+}
+
+pub fn state_dir(repo: &Path) -> PathBuf {
+    repo.join(STATE_DIR)
+}
+
+/// SHA-256 over the environment name, the setup commands and every environment
+/// file's path and contents.
+pub fn fingerprint(repo: &Path, selected: &SelectedEnvironment) -> Result<String, EnvError> {
+    let mut h = Sha256::new();
+    h.update(b"dandori-environment-v1\n");
+    h.update(selected.name.as_bytes());
+    h.update(b"\n");
+    for c in &selected.setup_commands {
+        h.update(c.as_bytes());
+        h.update(b"\n");
+    }
+    let mut files: Vec<&String> = selected
+        .detected_files
+        .iter()
+        .filter(|f| !NOT_HASHED.contains(&f.rsplit('/').next().unwrap_or(f)))
+        .collect();
+    files.sort();
+    files.dedup();
+    for f in files {
+        h.update(f.as_bytes());
+        h.update(b"\0");
+        match dandori_fs::read(repo.join(f)) {
+            Ok(bytes) => h.update(Sha256::digest(&bytes)),
+            Err(e) if e.is_not_found() => h.update(b"<missing>"),
+            Err(e) => return Err(e.into()),
+        }
+        h.update(b"\n");
+    }
+    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+pub fn load(repo: &Path) -> Option<PreparedState> {
+    let text = dandori_fs::read_to_string(state_dir(repo).join(STATE_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+pub fn save(repo: &Path, state: &PreparedState) -> Result<(), EnvError> {
+    let dir = state_dir(repo);
+    dandori_fs::create_dir_all(&dir)?;
+    // Keep dandori's state out of the project's commits.
+    let ignore = repo.join(".dandori/.gitignore");
+    if !ignore.exists() {
+        dandori_fs::write_atomic(&ignore, "*\n")?;
+    }
+    dandori_fs::write_json_atomic(dir.join(STATE_FILE), state)?;
+    Ok(())
+}
+
+/// The prepared artefacts of the environment still exist.
+pub fn artifacts_present(repo: &Path, environment: &str, root: &str) -> bool {
+    let at = |p: &str| repo.join(join_rel(root, p));
+    match environment {
+        PYTHON => at(&format!("{VENV_DIR}/bin/python")).exists(),
+        MINIFORGE => at(&format!("{CONDA_PREFIX_DIR}/bin/python")).exists(),
+        NODE => at("node_modules").is_dir(),
+        _ => true,
+    }
+}

@@ -1,0 +1,761 @@
+//! Environment selection (seed 002 §4.2) and the default setup and verification
+//! commands of each environment (§4.3, §5.3).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dandori_plan::SelectedEnvironment;
+use serde_json::json;
+
+use crate::analyzer::{
+    self, DependencyKind, Ecosystem, EnvironmentAnalysis, GO, JAVA, MINIFORGE, NODE, PYTHON, RUST,
+};
+
+/// Where the Python virtual environment goes, relative to the ecosystem directory.
+pub const VENV_DIR: &str = ".venv";
+/// Where the conda environment goes (a prefix, so no `conda activate` is needed).
+pub const CONDA_PREFIX_DIR: &str = ".conda-env";
+/// Key in `SelectedEnvironment.extra` listing verification commands whose failure
+/// only makes the result `partial_success` (§5.5.3).
+pub const OPTIONAL_VERIFICATION_KEY: &str = "optional_verification_commands";
+
+/// Preference order when nothing else decides (rule 3 of §4.2.2, then §4.2.3).
+const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST];
+
+/// Tools looked for on `PATH`.
+const TOOLS: &[&str] = &[
+    "uv",
+    "python3",
+    "python",
+    "conda",
+    "mamba",
+    "micromamba",
+    "poetry",
+    "pdm",
+    "pipenv",
+    "node",
+    "npm",
+    "npx",
+    "corepack",
+    "pnpm",
+    "yarn",
+    "bun",
+    "mvn",
+    "gradle",
+    "java",
+    "go",
+    "cargo",
+    "rustc",
+];
+
+/// Which tools are installed, so that generated commands use what exists (uv
+/// rather than pip when available, corepack for pinned package managers).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Toolchain {
+    available: BTreeSet<String>,
+}
+
+impl Toolchain {
+    /// Looks the known tools up on `path` (a `PATH` value).
+    pub fn discover(path: &str) -> Self {
+        let cwd = std::path::Path::new("/");
+        Toolchain {
+            available: TOOLS
+                .iter()
+                .filter(|t| dandori_exec::run::find_program(t, path, cwd).is_some())
+                .map(|t| t.to_string())
+                .collect(),
+        }
+    }
+
+    /// [`Toolchain::discover`] on this process's `PATH`.
+    pub fn from_process() -> Self {
+        Self::discover(&std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// Exactly these tools (tests, dry runs).
+    pub fn with(tools: &[&str]) -> Self {
+        Toolchain {
+            available: tools.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    pub fn has(&self, tool: &str) -> bool {
+        self.available.contains(tool)
+    }
+}
+
+fn language(eco: &str) -> &str {
+    if eco == MINIFORGE { PYTHON } else { eco }
+}
+
+/// Maps a task's target language to an environment language.
+pub fn normalize_language(lang: &str) -> Option<&'static str> {
+    Some(match lang.trim().to_ascii_lowercase().as_str() {
+        "python" | "py" | "python3" => PYTHON,
+        "miniforge" | "conda" => PYTHON,
+        "node" | "nodejs" | "node.js" | "javascript" | "js" | "typescript" | "ts" => NODE,
+        "java" | "kotlin" | "scala" | "groovy" => JAVA,
+        "go" | "golang" => GO,
+        "rust" | "rs" => RUST,
+        _ => return None,
+    })
+}
+
+/// The chosen ecosystem and why.
+#[derive(Debug, Clone)]
+pub struct Choice<'a> {
+    pub ecosystem: Option<&'a Ecosystem>,
+    pub name: String,
+    pub reason: String,
+}
+
+/// Picks the primary environment (§4.2.2 / §4.2.3).
+pub fn choose<'a>(analysis: &'a EnvironmentAnalysis, target_language: Option<&str>) -> Choice<'a> {
+    let langs: BTreeSet<&str> = analysis
+        .ecosystems
+        .iter()
+        .map(|e| language(&e.name))
+        .collect();
+    let pick = |lang: &str| -> Option<&'a Ecosystem> {
+        let mut cands: Vec<&Ecosystem> = analysis
+            .ecosystems
+            .iter()
+            .filter(|e| language(&e.name) == lang)
+            .collect();
+        // Shallowest first; a conda environment file wins over plain Python at
+        // the same depth (§4.2.1: environment.yml → miniforge).
+        cands.sort_by_key(|e| {
+            (
+                if e.dir == "." {
+                    0
+                } else {
+                    1 + e.dir.matches('/').count()
+                },
+                usize::from(e.name != MINIFORGE),
+                e.dir.clone(),
+            )
+        });
+        cands.first().copied()
+    };
+    let all: Vec<&str> = langs.iter().copied().collect();
+    let others = |chosen: &str| {
+        let o: Vec<&str> = all.iter().copied().filter(|l| *l != chosen).collect();
+        if o.is_empty() {
+            String::new()
+        } else {
+            format!("; also detected: {}", o.join(", "))
+        }
+    };
+    let describe = |e: &Ecosystem| {
+        let files: Vec<&str> = e
+            .files
+            .iter()
+            .filter(|f| !f.ends_with(".lock") || e.files.len() < 4)
+            .map(String::as_str)
+            .take(3)
+            .collect();
+        files.join(", ")
+    };
+
+    // 1. The task's target language.
+    if let Some(t) = target_language.and_then(normalize_language)
+        && let Some(e) = pick(t)
+    {
+        return Choice {
+            ecosystem: Some(e),
+            name: e.name.clone(),
+            reason: format!("the task targets {t}; {} found{}", describe(e), others(t)),
+        };
+    }
+    if langs.len() == 1
+        && let Some(e) = pick(all[0])
+    {
+        return Choice {
+            ecosystem: Some(e),
+            name: e.name.clone(),
+            reason: format!("{} found: a {} project", describe(e), e.name),
+        };
+    }
+    // 2. The language with the most dependencies.
+    if !langs.is_empty() {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for e in &analysis.ecosystems {
+            *counts.entry(language(&e.name)).or_default() += e.dependencies.len();
+        }
+        let max = counts.values().copied().max().unwrap_or(0);
+        let top: Vec<&str> = counts
+            .iter()
+            .filter(|(_, c)| **c == max)
+            .map(|(l, _)| *l)
+            .collect();
+        if max > 0
+            && top.len() == 1
+            && let Some(e) = pick(top[0])
+        {
+            let summary: Vec<String> = counts.iter().map(|(l, c)| format!("{l} {c}")).collect();
+            return Choice {
+                ecosystem: Some(e),
+                name: e.name.clone(),
+                reason: format!(
+                    "mixed repository; {} has the most dependencies ({}){}",
+                    top[0],
+                    summary.join(", "),
+                    others(top[0])
+                ),
+            };
+        }
+        // 3. Build configuration files, then the fixed order.
+        let with_build: Vec<&str> = ORDER
+            .iter()
+            .copied()
+            .filter(|l| {
+                analysis.ecosystems.iter().any(|e| {
+                    language(&e.name) == *l && e.has_build_file && (max == 0 || top.contains(l))
+                })
+            })
+            .collect();
+        let lang = with_build
+            .first()
+            .copied()
+            .or_else(|| ORDER.iter().copied().find(|l| langs.contains(l)));
+        if let Some(e) = lang.and_then(pick) {
+            return Choice {
+                ecosystem: Some(e),
+                name: e.name.clone(),
+                reason: format!(
+                    "mixed repository with no dependency majority; {} has a build configuration file ({}){}",
+                    e.name,
+                    describe(e),
+                    others(language(&e.name))
+                ),
+            };
+        }
+    }
+    // §4.2.3: nothing detected. Source files hint at the language.
+    let by_source = analysis
+        .source_files
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .and_then(|(ext, _)| match ext.as_str() {
+            "py" => Some(PYTHON),
+            "js" | "ts" => Some(NODE),
+            "java" | "kt" => Some(JAVA),
+            "go" => Some(GO),
+            "rs" => Some(RUST),
+            _ => None,
+        });
+    match by_source {
+        Some(l) if l != PYTHON => Choice {
+            ecosystem: None,
+            name: l.to_string(),
+            reason: format!("no environment files; most source files are {l}"),
+        },
+        _ => Choice {
+            ecosystem: None,
+            name: PYTHON.to_string(),
+            reason: "no environment files detected; python is the default (seed 002 §4.2.3)"
+                .to_string(),
+        },
+    }
+}
+
+/// `select_environment` with the tools found on this process's `PATH`.
+pub fn select_environment(
+    analysis: &EnvironmentAnalysis,
+    target_language: Option<&str>,
+) -> SelectedEnvironment {
+    select_environment_with(analysis, target_language, &Toolchain::from_process())
+}
+
+/// Picks the primary environment and generates its setup and verification
+/// commands with expected results, for the tools in `tools`.
+pub fn select_environment_with(
+    analysis: &EnvironmentAnalysis,
+    target_language: Option<&str>,
+    tools: &Toolchain,
+) -> SelectedEnvironment {
+    let choice = choose(analysis, target_language);
+    let fallback;
+    let eco = match choice.ecosystem {
+        Some(e) => e,
+        None => {
+            fallback = analyzer_default(&choice.name);
+            &fallback
+        }
+    };
+    let cmds = commands_for(eco, tools);
+    let mut detected: Vec<String> = eco.files.clone();
+    detected.extend(
+        analysis
+            .detected_files
+            .iter()
+            .filter(|f| f.ecosystem == analyzer::COMMON)
+            .map(|f| f.path.clone()),
+    );
+    let mut extra = serde_json::Map::new();
+    extra.insert("root".into(), json!(eco.dir));
+    extra.insert("package_manager".into(), json!(eco.package_manager));
+    if let Some(v) = &eco.runtime_version {
+        extra.insert("runtime_version".into(), json!(v.value));
+    }
+    if let Some(t) = &eco.test_command {
+        extra.insert("test_command".into(), json!(cd_prefix(&eco.dir, t)));
+    }
+    extra.insert(OPTIONAL_VERIFICATION_KEY.into(), json!(cmds.optional));
+    let others: Vec<serde_json::Value> = analysis
+        .ecosystems
+        .iter()
+        .filter(|e| !(e.name == eco.name && e.dir == eco.dir))
+        .map(|e| json!({"name": e.name, "root": e.dir, "package_manager": e.package_manager}))
+        .collect();
+    if !others.is_empty() {
+        extra.insert("other_environments".into(), json!(others));
+    }
+    SelectedEnvironment {
+        name: choice.name,
+        reason: choice.reason,
+        detected_files: detected,
+        setup_commands: cmds.setup,
+        verification_commands: cmds.verification,
+        expected_results: cmds.expected,
+        extra,
+    }
+}
+
+fn analyzer_default(name: &str) -> Ecosystem {
+    let mut e = Ecosystem::new(name, ".");
+    e.package_manager = match name {
+        PYTHON => "pip",
+        NODE => "npm",
+        JAVA => "maven",
+        GO => "go",
+        RUST => "cargo",
+        _ => "",
+    }
+    .to_string();
+    e
+}
+
+/// Generated commands of one environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Commands {
+    pub setup: Vec<String>,
+    pub verification: Vec<String>,
+    pub optional: Vec<String>,
+    pub expected: BTreeMap<String, String>,
+}
+
+impl Commands {
+    fn verify(&mut self, cmd: String, expected: Option<String>, required: bool) {
+        if let Some(x) = expected {
+            self.expected.insert(cmd.clone(), x);
+        }
+        if !required {
+            self.optional.push(cmd.clone());
+        }
+        self.verification.push(cmd);
+    }
+}
+
+fn q(s: &str) -> String {
+    shell_words::quote(s).into_owned()
+}
+
+/// Double quotes for inline code (reads like the seed's examples) when safe.
+fn dq(s: &str) -> String {
+    if s.contains(['"', '$', '`', '\\']) {
+        q(s)
+    } else {
+        format!("\"{s}\"")
+    }
+}
+
+fn cd_prefix(dir: &str, cmd: &str) -> String {
+    if dir == "." || dir.is_empty() {
+        cmd.to_string()
+    } else {
+        format!("cd {} && {cmd}", q(dir))
+    }
+}
+
+/// `3.11`, `3.11.5`, `v20.1.0`, `20` → a regex for the version line, when exact.
+fn version_pattern(prefix: &str, v: &str, parts: usize) -> Option<String> {
+    let v = v.trim().trim_start_matches(['v', '=']);
+    if v.is_empty() || !v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let nums: Vec<&str> = v.split('.').filter(|s| !s.is_empty()).take(parts).collect();
+    Some(format!("{prefix}{}", nums.join(r"\.")))
+}
+
+/// Default commands for one ecosystem.
+pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
+    let mut c = Commands::default();
+    let at = |cmd: String| cd_prefix(&e.dir, &cmd);
+    match e.name.as_str() {
+        PYTHON => python_commands(e, tools, &mut c, &at),
+        MINIFORGE => conda_commands(e, tools, &mut c, &at),
+        NODE => node_commands(e, tools, &mut c, &at),
+        JAVA => java_commands(e, &mut c, &at),
+        GO => {
+            c.setup.push(at("go mod download".into()));
+            let pat = e
+                .runtime_version
+                .as_ref()
+                .and_then(|v| version_pattern("go", &v.value, 2))
+                .unwrap_or_else(|| r"go1\.".to_string());
+            c.verify("go version".into(), Some(pat), true);
+            c.verify(at("go build -n ./...".into()), None, true);
+            c.verify(at("go list -m all".into()), None, false);
+        }
+        RUST => {
+            c.setup.push(at("cargo fetch".into()));
+            c.setup.push(at("cargo build".into()));
+            c.verify("cargo --version".into(), Some(r"^cargo 1\.".into()), true);
+            let pat = e
+                .runtime_version
+                .as_ref()
+                .and_then(|v| version_pattern("rustc ", &v.value, 2))
+                .unwrap_or_else(|| "rustc ".to_string());
+            c.verify("rustc --version".into(), Some(pat), true);
+            c.verify(at("cargo test --no-run".into()), None, false);
+        }
+        _ => {}
+    }
+    c
+}
+
+fn rel_in(e: &Ecosystem, f: &str) -> String {
+    if e.dir == "." {
+        f.to_string()
+    } else {
+        f.strip_prefix(&format!("{}/", e.dir))
+            .unwrap_or(f)
+            .to_string()
+    }
+}
+
+fn python_commands(
+    e: &Ecosystem,
+    tools: &Toolchain,
+    c: &mut Commands,
+    at: &dyn Fn(String) -> String,
+) {
+    let uv = tools.has("uv");
+    let py_bin = format!("{VENV_DIR}/bin/python");
+    let has = |n: &str| e.has_file(n);
+    let project = has("pyproject.toml") || has("setup.py") || has("setup.cfg");
+    let mut handled = false;
+    match e.package_manager.as_str() {
+        "uv" if uv && has("uv.lock") => {
+            c.setup.push(at("uv sync".into()));
+            handled = true;
+        }
+        "poetry" if tools.has("poetry") => {
+            c.setup.push(at(
+                "POETRY_VIRTUALENVS_IN_PROJECT=true poetry install".into()
+            ));
+            handled = true;
+        }
+        "pdm" if tools.has("pdm") => {
+            c.setup.push(at("pdm install".into()));
+            handled = true;
+        }
+        "pipenv" if tools.has("pipenv") => {
+            c.setup
+                .push(at("PIPENV_VENV_IN_PROJECT=1 pipenv install --dev".into()));
+            handled = true;
+        }
+        _ => {}
+    }
+    if !handled {
+        let pin = e
+            .runtime_version
+            .as_ref()
+            .filter(|v| v.value.chars().all(|ch| ch.is_ascii_digit() || ch == '.'))
+            .map(|v| format!(" --python {}", v.value))
+            .unwrap_or_default();
+        if uv {
+            c.setup
+                .push(at(format!("uv venv {VENV_DIR} --allow-existing{pin}")));
+        } else {
+            let py = if tools.has("python3") {
+                "python3"
+            } else {
+                "python"
+            };
+            c.setup.push(at(format!("{py} -m venv {VENV_DIR}")));
+        }
+        let mut args: Vec<String> = Vec::new();
+        let mut req_files: Vec<String> = e
+            .files
+            .iter()
+            .filter(|f| f.ends_with(".txt") && !f.ends_with("runtime.txt"))
+            .filter(|f| analyzer_dir_of(f, e))
+            .map(|f| rel_in(e, f))
+            .collect();
+        req_files.sort_by_key(|f| (f != "requirements.txt", f.clone()));
+        for f in &req_files {
+            args.push("-r".into());
+            args.push(q(f));
+        }
+        if project {
+            let extras: BTreeSet<&str> = e
+                .dependencies
+                .iter()
+                .filter(|d| d.optional && d.kind == DependencyKind::Dev)
+                .filter_map(|d| d.group.as_deref())
+                .filter(|g| matches!(*g, "dev" | "test" | "tests" | "testing"))
+                .collect();
+            args.push("-e".into());
+            if extras.is_empty() {
+                args.push(".".into());
+            } else {
+                args.push(q(&format!(
+                    ".[{}]",
+                    extras.into_iter().collect::<Vec<_>>().join(",")
+                )));
+            }
+        } else if has("Pipfile") {
+            // No pipenv here: install what the Pipfile declares.
+            for d in &e.dependencies {
+                let spec = d
+                    .version_spec
+                    .as_deref()
+                    .filter(|s| !s.starts_with("git") && !s.starts_with("path"));
+                args.push(q(&format!("{}{}", d.name, spec.unwrap_or(""))));
+            }
+        }
+        if !args.is_empty() {
+            let line = if uv {
+                format!("uv pip install --python {py_bin} {}", args.join(" "))
+            } else {
+                format!("{py_bin} -m pip install {}", args.join(" "))
+            };
+            c.setup.push(at(line));
+        }
+    }
+    let pat = e
+        .runtime_version
+        .as_ref()
+        .and_then(|v| version_pattern(r"Python ", &v.value, 2))
+        .unwrap_or_else(|| r"Python 3\.".to_string());
+    c.verify(at(format!("{py_bin} --version")), Some(pat), true);
+    if let Some(pkg) = &e.package_name {
+        c.verify(
+            at(format!(
+                "{py_bin} -c {}",
+                dq(&format!("import {pkg}; print('OK')"))
+            )),
+            Some("OK".into()),
+            true,
+        );
+    }
+    for d in e.prod_dependencies().take(3) {
+        let m = analyzer::import_name(&d.name);
+        c.verify(
+            at(format!(
+                "{py_bin} -c {}",
+                dq(&format!("import {m}; print('OK')"))
+            )),
+            Some("OK".into()),
+            false,
+        );
+    }
+    if e.dependencies
+        .iter()
+        .any(|d| d.name.eq_ignore_ascii_case("pytest"))
+    {
+        c.verify(
+            at(format!("{py_bin} -m pytest --version")),
+            Some("pytest".into()),
+            true,
+        );
+    }
+    if uv {
+        c.verify(
+            at(format!("uv pip list --python {py_bin}")),
+            Some("(?i)package".into()),
+            false,
+        );
+    } else {
+        c.verify(
+            at(format!("{py_bin} -m pip list")),
+            Some("(?i)package".into()),
+            false,
+        );
+    }
+}
+
+fn analyzer_dir_of(f: &str, e: &Ecosystem) -> bool {
+    // Only requirement files of this directory (or its `requirements/`), not members.
+    let rest = rel_in(e, f);
+    !rest.contains('/') || rest.starts_with("requirements/")
+}
+
+fn conda_commands(
+    e: &Ecosystem,
+    tools: &Toolchain,
+    c: &mut Commands,
+    at: &dyn Fn(String) -> String,
+) {
+    let file = e
+        .files
+        .iter()
+        .map(|f| rel_in(e, f))
+        .find(|f| f.starts_with("environment.") || f.starts_with("condaenv."))
+        .unwrap_or_else(|| "environment.yml".to_string());
+    let tool = ["mamba", "conda", "micromamba"]
+        .into_iter()
+        .find(|t| tools.has(t))
+        .unwrap_or("conda");
+    if tool == "micromamba" {
+        c.setup.push(at(format!(
+            "micromamba create -y -f {} -p {CONDA_PREFIX_DIR}",
+            q(&file)
+        )));
+    } else {
+        c.setup.push(at(format!(
+            "{tool} env create -f {} -p {CONDA_PREFIX_DIR}",
+            q(&file)
+        )));
+    }
+    let py = format!("{CONDA_PREFIX_DIR}/bin/python");
+    let pat = e
+        .runtime_version
+        .as_ref()
+        .and_then(|v| version_pattern("Python ", &v.value, 2))
+        .unwrap_or_else(|| r"Python 3\.".to_string());
+    c.verify(at(format!("{py} --version")), Some(pat), true);
+    c.verify(
+        at(format!("{tool} list -p {CONDA_PREFIX_DIR}")),
+        None,
+        false,
+    );
+    for d in e.prod_dependencies().filter(|d| d.group.is_none()).take(3) {
+        let m = analyzer::import_name(&d.name);
+        c.verify(
+            at(format!(
+                "{py} -c {}",
+                dq(&format!("import {m}; print('OK')"))
+            )),
+            Some("OK".into()),
+            false,
+        );
+    }
+}
+
+fn node_commands(
+    e: &Ecosystem,
+    tools: &Toolchain,
+    c: &mut Commands,
+    at: &dyn Fn(String) -> String,
+) {
+    let lock = |names: &[&str]| names.iter().any(|n| e.has_file(n));
+    let pinned = e.package_manager_version.as_deref();
+    let corepack = tools.has("corepack");
+    // A pinned (or berry) package manager runs through corepack, which fetches
+    // exactly that version from the npm registry.
+    let runner = |pm: &str| -> String {
+        if (pinned.is_some()
+            || (pm == "yarn" && e.package_manager_flavor.as_deref() == Some("berry")))
+            && corepack
+        {
+            format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}")
+        } else if tools.has(pm) {
+            pm.to_string()
+        } else if corepack {
+            format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}")
+        } else {
+            format!("npx --yes {pm}@{}", pinned.unwrap_or("latest"))
+        }
+    };
+    let (install, list) = match e.package_manager.as_str() {
+        "pnpm" => {
+            let r = runner("pnpm");
+            let frozen = if lock(&["pnpm-lock.yaml"]) {
+                " --frozen-lockfile"
+            } else {
+                ""
+            };
+            (
+                format!("{r} install{frozen}"),
+                format!("{r} list --depth 0"),
+            )
+        }
+        "yarn" => {
+            let r = runner("yarn");
+            let berry = e.package_manager_flavor.as_deref() == Some("berry");
+            let frozen = match (lock(&["yarn.lock"]), berry) {
+                (false, _) => "",
+                (true, true) => " --immutable",
+                (true, false) => " --frozen-lockfile",
+            };
+            (format!("{r} install{frozen}"), format!("{r} --version"))
+        }
+        "bun" => {
+            let frozen = if lock(&["bun.lockb", "bun.lock"]) {
+                " --frozen-lockfile"
+            } else {
+                ""
+            };
+            (format!("bun install{frozen}"), "bun --version".to_string())
+        }
+        _ => {
+            let install = if lock(&["package-lock.json", "npm-shrinkwrap.json"]) {
+                "npm ci --no-audit --no-fund"
+            } else {
+                "npm install --no-audit --no-fund"
+            };
+            (install.to_string(), "npm ls --depth=0".to_string())
+        }
+    };
+    c.setup.push(at(install));
+    let pat = e
+        .runtime_version
+        .as_ref()
+        .and_then(|v| version_pattern("^v", &v.value, 1))
+        .unwrap_or_else(|| r"^v\d+\.".to_string());
+    c.verify("node --version".into(), Some(pat), true);
+    c.verify(at(list), None, true);
+    if let Some(pkg) = e.prod_dependencies().next() {
+        let check = format!(
+            "require('fs').accessSync('node_modules/{}/package.json'); console.log('OK')",
+            pkg.name
+        );
+        c.verify(
+            at(format!("node -e {}", dq(&check))),
+            Some("OK".into()),
+            false,
+        );
+    }
+}
+
+fn java_commands(e: &Ecosystem, c: &mut Commands, at: &dyn Fn(String) -> String) {
+    let wrapper = e.package_manager_flavor.as_deref() == Some("wrapper");
+    if e.package_manager == "maven" {
+        let mvn = if wrapper { "./mvnw" } else { "mvn" };
+        c.setup.push(at(format!("{mvn} -B -q -DskipTests install")));
+        c.verify(
+            at(format!("{mvn} --version")),
+            Some("Apache Maven".into()),
+            true,
+        );
+        c.verify(at(format!("{mvn} -B -q dependency:tree")), None, false);
+    } else {
+        let gradle = if wrapper { "./gradlew" } else { "gradle" };
+        c.setup
+            .push(at(format!("{gradle} build -x test --console=plain")));
+        c.verify(
+            at(format!("{gradle} --version")),
+            Some("Gradle".into()),
+            true,
+        );
+    }
+    let pat = e
+        .runtime_version
+        .as_ref()
+        .and_then(|v| version_pattern(r#"version "(1\.)?"#, &v.value, 1))
+        .unwrap_or_else(|| "version".to_string());
+    c.verify("java -version".into(), Some(pat), true);
+}

@@ -1,0 +1,877 @@
+//! EnvironmentSetupManager (seed 002 §5.6): runs the setup commands of the
+//! selected environment under the command policy, classifies failures (§9.1),
+//! retries retryable ones with exponential backoff (§9.2.1), asks a
+//! [`CommandRegenerator`] for corrected commands on fixable ones (§9.2.2), stops at
+//! once on fatal ones, verifies (§5.5), and writes the records.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use dandori_config::{EnvironmentSetupConfig, OnFailure};
+use dandori_exec::{CommandPolicy, CommandSpec, ExecError, ResourceLimits, run_command};
+use dandori_plan::SelectedEnvironment;
+use dandori_trace::Masker;
+use serde::{Deserialize, Serialize};
+
+use crate::EnvError;
+use crate::activation;
+use crate::analyzer::join_rel;
+use crate::classify::{ErrorClass, ErrorKind, classify};
+use crate::records::{
+    self, AttemptLine, Blocked, CommandRecord, ENV_REGISTRY_UNREACHABLE, ENV_TOOL_MISSING,
+    Handover, OverallStatus, RegenerationRecord, SetupRecord, VerificationRecord,
+};
+use crate::reuse::{self, PreparedState};
+use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
+use crate::verify::{self, VerifyOptions};
+
+/// §9.2.1 default base wait.
+pub const DEFAULT_BACKOFF_BASE: Duration = Duration::from_secs(5);
+
+/// What a regenerator is told (§9.2.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RegenerationRequest {
+    pub environment: String,
+    pub error_kind: ErrorKind,
+    pub failed_command: String,
+    pub exit_code: Option<i32>,
+    /// The end of the command's output, secrets masked.
+    pub error: String,
+    /// The setup commands as planned.
+    pub setup_commands: Vec<String>,
+    pub verification_commands: Vec<String>,
+    pub expected_results: BTreeMap<String, String>,
+}
+
+impl RegenerationRequest {
+    /// The prompt of seed 002 §9.2.2, for a model.
+    pub fn prompt(&self) -> String {
+        format!(
+            "The following error occurred while setting up the {env} environment:\n\
+             Command: {cmd}\nExit code: {code}\nError kind: {kind}\n{err}\n\n\
+             Original setup commands:\n{setup}\n\n\
+             Generate corrected setup commands that fix the error. Use only package managers \
+             and build tools (no sudo, no system paths, no piping downloads into a shell).\n\
+             Return JSON of this form:\n\
+             {{\n  \"setup_commands\": [\"corrected command 1\", \"corrected command 2\"],\n  \
+             \"verification_commands\": [\"verification command 1\"],\n  \
+             \"expected_results\": {{\"verification command 1\": \"expected output pattern\"}}\n}}\n",
+            env = self.environment,
+            cmd = self.failed_command,
+            code = self
+                .exit_code
+                .map_or_else(|| "none".to_string(), |c| c.to_string()),
+            kind = self.error_kind.as_str(),
+            err = self.error,
+            setup = self
+                .setup_commands
+                .iter()
+                .map(|c| format!("- {c}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    }
+}
+
+/// Corrected commands (§9.2.2 response).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegeneratedCommands {
+    pub setup_commands: Vec<String>,
+    #[serde(default)]
+    pub verification_commands: Vec<String>,
+    #[serde(default)]
+    pub expected_results: BTreeMap<String, String>,
+}
+
+impl RegeneratedCommands {
+    /// Parses a model's answer: the JSON object in it (bare or in a code fence).
+    pub fn parse(text: &str) -> Result<Self, EnvError> {
+        let bad = |message: String| EnvError::Regeneration { message };
+        let start = text
+            .find('{')
+            .ok_or_else(|| bad("no JSON object in the response".into()))?;
+        let end = text
+            .rfind('}')
+            .filter(|e| *e > start)
+            .ok_or_else(|| bad("unterminated JSON object in the response".into()))?;
+        let parsed: RegeneratedCommands =
+            serde_json::from_str(&text[start..=end]).map_err(|e| {
+                bad(format!(
+                    "response JSON at line {} column {}: {e}",
+                    e.line(),
+                    e.column()
+                ))
+            })?;
+        if parsed.setup_commands.is_empty() {
+            return Err(bad("`setup_commands` is empty".into()));
+        }
+        Ok(parsed)
+    }
+}
+
+/// Produces corrected setup commands for a fixable error. The LLM layer
+/// implements it; [`OfflineRegenerator`] is the deterministic built-in one.
+pub trait CommandRegenerator {
+    fn regenerate(&self, request: &RegenerationRequest) -> Result<RegeneratedCommands, EnvError>;
+}
+
+/// Rule-based regeneration for well-known fixable errors, used when no model
+/// is configured: a lock file out of sync falls back from `npm ci` /
+/// frozen installs to a plain install.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OfflineRegenerator;
+
+impl CommandRegenerator for OfflineRegenerator {
+    fn regenerate(&self, r: &RegenerationRequest) -> Result<RegeneratedCommands, EnvError> {
+        let fixed = match r.error_kind {
+            ErrorKind::LockfileOutOfSync => {
+                let c = r.failed_command.replace("npm ci", "npm install");
+                let c = c
+                    .replace(" --frozen-lockfile", "")
+                    .replace(" --immutable", "")
+                    .replace(" --locked", "")
+                    .replace(" --frozen", "");
+                (c != r.failed_command).then_some(c)
+            }
+            ErrorKind::NetworkError
+            | ErrorKind::TemporaryServerError
+            | ErrorKind::LockContention
+            | ErrorKind::RegistryUnreachable
+            | ErrorKind::VersionConflict
+            | ErrorKind::PackageNotFound
+            | ErrorKind::ConfigSyntaxError
+            | ErrorKind::RuntimeUnavailable
+            | ErrorKind::CommandFailed
+            | ErrorKind::PolicyViolation
+            | ErrorKind::ToolMissing
+            | ErrorKind::DiskFull
+            | ErrorKind::OutOfMemory
+            | ErrorKind::PermissionDenied
+            | ErrorKind::CommandTimeout
+            | ErrorKind::SpawnFailed => None,
+        };
+        let Some(fixed) = fixed else {
+            return Err(EnvError::Regeneration {
+                message: format!(
+                    "no offline rule fixes {} in `{}`; configure an LLM provider for regeneration",
+                    r.error_kind.as_str(),
+                    r.failed_command
+                ),
+            });
+        };
+        let pos = r
+            .setup_commands
+            .iter()
+            .position(|c| *c == r.failed_command)
+            .unwrap_or(0);
+        let mut setup = vec![fixed];
+        setup.extend(r.setup_commands.iter().skip(pos + 1).cloned());
+        Ok(RegeneratedCommands {
+            setup_commands: setup,
+            verification_commands: Vec::new(),
+            expected_results: BTreeMap::new(),
+        })
+    }
+}
+
+/// How to run the sub-phase.
+pub struct SetupOptions<'a> {
+    pub repo: PathBuf,
+    /// Where setup.json, verification.json, handover.json, error_report.md and the
+    /// logs go: `<run>/environment` in a run, `<repo>/.dandori/environment` otherwise.
+    pub record_dir: PathBuf,
+    /// Where `environment_attempts.jsonl` and `environment_stats.json` go
+    /// (across runs: the runs root, or `<repo>/.dandori/environment`).
+    pub stats_dir: PathBuf,
+    pub config: EnvironmentSetupConfig,
+    /// Prepare again even when nothing changed.
+    pub force: bool,
+    pub regenerator: Option<&'a dyn CommandRegenerator>,
+    pub backoff_base: Duration,
+    /// The environment commands start from (`PATH`, `HOME`, proxies).
+    pub base_env: BTreeMap<String, String>,
+    pub masker: Masker,
+    /// Seed 002 §11.2 limits; `None` for the defaults for the configured timeout.
+    pub limits: Option<ResourceLimits>,
+    /// Progress lines (the CLI prints them).
+    pub progress: Option<&'a dyn Fn(&str)>,
+}
+
+impl<'a> SetupOptions<'a> {
+    /// Defaults: records and statistics in `<repo>/.dandori/environment`, default
+    /// config, 5 s backoff base, this process's base environment.
+    pub fn new(repo: impl Into<PathBuf>) -> Self {
+        let repo = repo.into();
+        let dir = reuse::state_dir(&repo);
+        SetupOptions {
+            record_dir: dir.clone(),
+            stats_dir: dir,
+            repo,
+            config: EnvironmentSetupConfig::default(),
+            force: false,
+            regenerator: None,
+            backoff_base: DEFAULT_BACKOFF_BASE,
+            base_env: dandori_exec::run::base_env(),
+            masker: Masker::default(),
+            limits: None,
+            progress: None,
+        }
+    }
+
+    fn say(&self, s: &str) {
+        if let Some(p) = self.progress {
+            p(s);
+        }
+    }
+
+    fn limits(&self) -> ResourceLimits {
+        self.limits.clone().unwrap_or_else(|| {
+            ResourceLimits::seed_defaults(Duration::from_secs(
+                self.config.execution.command_timeout_seconds,
+            ))
+        })
+    }
+}
+
+/// The sub-phase's result (§5.6.2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SetupOutcome {
+    pub overall_status: OverallStatus,
+    pub setup_result: SetupRecord,
+    pub verification_result: VerificationRecord,
+    pub handover: Handover,
+    pub warnings: Vec<String>,
+    pub errors: Vec<String>,
+    /// The execution phase may start (§6.2: failed stops, partial continues with warnings).
+    pub proceed: bool,
+    pub record_dir: PathBuf,
+}
+
+fn root_of(selected: &SelectedEnvironment) -> String {
+    selected
+        .extra
+        .get("root")
+        .and_then(|v| v.as_str())
+        .unwrap_or(".")
+        .to_string()
+}
+
+const BUILTINS: &[&str] = &[
+    "cd", "export", "test", "[", "echo", "true", "false", "pwd", "type", "printf",
+];
+
+/// Programs of `line` that are not installed (commands with a `/` are skipped:
+/// they are created by earlier commands or resolved against a directory).
+fn missing_tools(policy: &CommandPolicy, line: &str, path: &str, repo: &Path) -> Vec<String> {
+    let Ok(parsed) = policy.check(line) else {
+        return Vec::new();
+    };
+    parsed
+        .commands
+        .iter()
+        .map(|c| c.program.as_str())
+        .filter(|p| !p.is_empty() && !p.contains('/') && !BUILTINS.contains(p))
+        .filter(|p| dandori_exec::run::find_program(p, path, repo).is_none())
+        .map(str::to_string)
+        .collect()
+}
+
+fn now() -> String {
+    dandori_trace::now_rfc3339()
+}
+
+fn masked_tail(m: &Masker, s: &str) -> String {
+    m.mask_str(s)
+}
+
+/// Runs the environment sub-phase for `selected` in `opts.repo`.
+pub fn run(
+    selected: &SelectedEnvironment,
+    opts: &SetupOptions<'_>,
+) -> Result<SetupOutcome, EnvError> {
+    let started = Instant::now();
+    let started_at = now();
+    let repo = dandori_fs::canonicalize(&opts.repo)?;
+    let root = root_of(selected);
+    let fingerprint = reuse::fingerprint(&repo, selected)?;
+    dandori_fs::create_dir_all(&opts.record_dir)?;
+
+    // 7. Reuse.
+    if !opts.force
+        && let Some(state) = reuse::load(&repo)
+        && state.fingerprint == fingerprint
+        && state.overall_status != OverallStatus::Failed
+        && reuse::artifacts_present(&repo, &state.environment, &state.root)
+    {
+        opts.say(&format!(
+            "environment {} unchanged since {}: reusing it (--force to prepare again)",
+            state.environment, state.prepared_at
+        ));
+        let mut setup = state.setup.clone();
+        setup.reused = true;
+        setup.commands_executed.clear();
+        setup.started_at = started_at;
+        setup.finished_at = now();
+        setup.duration_ms = started.elapsed().as_millis() as u64;
+        setup.warnings.push(format!(
+            "reused the environment prepared at {} (manifests and lock files unchanged)",
+            state.prepared_at
+        ));
+        return finish(
+            opts,
+            &repo,
+            selected,
+            setup,
+            state.verification.clone(),
+            true,
+        );
+    }
+
+    let policy = CommandPolicy::new(&opts.config.security)?;
+    let timeout = Duration::from_secs(opts.config.execution.command_timeout_seconds);
+    let limits = opts.limits();
+    let log_dir = opts.record_dir.join("logs");
+    let mut setup = SetupRecord {
+        setup_phase: "environment_setup".to_string(),
+        environment: selected.name.clone(),
+        repo: repo.display().to_string(),
+        root: root.clone(),
+        started_at,
+        finished_at: String::new(),
+        duration_ms: 0,
+        fingerprint,
+        reused: false,
+        setup_commands: selected.setup_commands.clone(),
+        commands_executed: Vec::new(),
+        verification_results: Vec::new(),
+        overall_status: OverallStatus::Failed,
+        blocked: None,
+        regenerations: Vec::new(),
+        variables: BTreeMap::new(),
+        limits_applied: Vec::new(),
+        warnings: Vec::new(),
+        errors: Vec::new(),
+    };
+    let mut verification_cmds = selected.clone();
+
+    if !opts.config.enabled {
+        setup.overall_status = OverallStatus::Success;
+        setup
+            .warnings
+            .push("planning.environment_setup.enabled is false: nothing was run".into());
+        let v = skipped_verification(selected, opts, "environment setup is disabled");
+        return finish(opts, &repo, selected, setup, v, false);
+    }
+
+    let mut commands = selected.setup_commands.clone();
+    let mut i = 0;
+    let mut setup_ok = true;
+    let mut step = 0usize;
+    let verification = 'phase: loop {
+        'commands: while i < commands.len() {
+            let line = commands[i].clone();
+            let env = activation::environment(&repo, &root, &setup.variables, &opts.base_env);
+            let path = env.get("PATH").cloned().unwrap_or_default();
+            let mut attempt: u32 = 0;
+            loop {
+                attempt += 1;
+                step += 1;
+                let mut record = CommandRecord {
+                    command: line.clone(),
+                    exit_code: None,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    duration_ms: 0,
+                    attempt,
+                    error_kind: None,
+                    error_class: None,
+                    timed_out: false,
+                    stdout_log: None,
+                    stderr_log: None,
+                };
+                // The policy, then the tools (§12.3 early failure), then the run.
+                let kind = match policy.check(&line) {
+                    Err(v) => {
+                        record.stderr = v.to_string();
+                        Some(ErrorKind::PolicyViolation)
+                    }
+                    Ok(parsed) => {
+                        let missing = missing_tools(&policy, &line, &path, &repo);
+                        if !missing.is_empty() {
+                            let reason = format!(
+                                "`{}` is not installed on this machine (not found on PATH): the {} environment was detected but cannot be prepared here",
+                                missing.join("`, `"),
+                                selected.name
+                            );
+                            record.stderr = reason.clone();
+                            setup.blocked = Some(Blocked {
+                                code: ENV_TOOL_MISSING.to_string(),
+                                reason,
+                            });
+                            Some(ErrorKind::ToolMissing)
+                        } else {
+                            for c in &parsed.commands {
+                                for (k, v) in &c.assignments {
+                                    setup.variables.insert(k.clone(), v.clone());
+                                }
+                            }
+                            opts.say(&format!(
+                                "$ {line}{}",
+                                if attempt > 1 {
+                                    format!("  (attempt {attempt})")
+                                } else {
+                                    String::new()
+                                }
+                            ));
+                            let spec = CommandSpec::shell(parsed, &repo)
+                                .env(env.clone())
+                                .timeout(timeout)
+                                .logs(&log_dir, &format!("setup.{step:02}"))
+                                .masker(opts.masker.clone())
+                                .limits(limits.clone());
+                            match run_command(&spec) {
+                                Ok(o) => {
+                                    record.exit_code = o.exit_code;
+                                    record.stdout = masked_tail(&opts.masker, &o.stdout_tail);
+                                    record.stderr = masked_tail(&opts.masker, &o.stderr_tail);
+                                    record.duration_ms = o.duration_ms;
+                                    record.timed_out = o.timed_out;
+                                    record.stdout_log =
+                                        o.stdout_log.as_ref().map(|p| p.display().to_string());
+                                    record.stderr_log =
+                                        o.stderr_log.as_ref().map(|p| p.display().to_string());
+                                    setup.limits_applied = o.limits_applied.clone();
+                                    if o.success() {
+                                        None
+                                    } else {
+                                        Some(classify(&o))
+                                    }
+                                }
+                                Err(ExecError::ProgramNotFound { program, .. }) => {
+                                    record.stderr = format!("`{program}` not found");
+                                    Some(ErrorKind::ToolMissing)
+                                }
+                                Err(e) => {
+                                    record.stderr = e.to_string();
+                                    Some(ErrorKind::SpawnFailed)
+                                }
+                            }
+                        }
+                    }
+                };
+                let Some(mut kind) = kind else {
+                    setup.commands_executed.push(record);
+                    i += 1;
+                    continue 'commands;
+                };
+                let mut class = kind.class();
+                let retries_left = attempt <= opts.config.execution.max_retries;
+                if class == ErrorClass::Retryable && !retries_left {
+                    if matches!(
+                        kind,
+                        ErrorKind::NetworkError | ErrorKind::TemporaryServerError
+                    ) {
+                        kind = ErrorKind::RegistryUnreachable;
+                        class = kind.class();
+                        setup.blocked = Some(Blocked {
+                            code: ENV_REGISTRY_UNREACHABLE.to_string(),
+                            reason: format!(
+                                "the package registry stayed unreachable for `{line}` after {attempt} attempts: the {} environment was detected but cannot be installed from this machine",
+                                selected.name
+                            ),
+                        });
+                    } else {
+                        class = ErrorClass::Fatal;
+                    }
+                }
+                record.error_kind = Some(kind);
+                record.error_class = Some(class);
+                let error_text = format!("{}\n{}", record.stdout, record.stderr)
+                    .trim()
+                    .to_string();
+                let exit_code = record.exit_code;
+                setup.commands_executed.push(record);
+                match class {
+                    ErrorClass::Retryable => {
+                        let wait = opts.backoff_base * 2u32.saturating_pow(attempt - 1);
+                        opts.say(&format!(
+                            "{} in `{line}`: retrying in {:.1} s",
+                            kind.as_str(),
+                            wait.as_secs_f64()
+                        ));
+                        std::thread::sleep(wait);
+                    }
+                    ErrorClass::Fixable => {
+                        let can = opts.config.regeneration.enabled
+                            && (setup.regenerations.len() as u32)
+                                < opts.config.regeneration.max_retries;
+                        let regenerator = opts.regenerator.filter(|_| can);
+                        let Some(regenerator) = regenerator else {
+                            setup.errors.push(format!(
+                                "`{line}` failed ({}): {}",
+                                kind.as_str(),
+                                if can {
+                                    "no command regenerator is configured"
+                                } else {
+                                    "regeneration disabled or regeneration.max_retries reached"
+                                }
+                            ));
+                            setup_ok = false;
+                            break 'commands;
+                        };
+                        let request = RegenerationRequest {
+                            environment: selected.name.clone(),
+                            error_kind: kind,
+                            failed_command: line.clone(),
+                            exit_code,
+                            error: error_text,
+                            setup_commands: commands.clone(),
+                            verification_commands: verification_cmds.verification_commands.clone(),
+                            expected_results: verification_cmds.expected_results.clone(),
+                        };
+                        opts.say(&format!(
+                            "{} in `{line}`: regenerating the setup commands",
+                            kind.as_str()
+                        ));
+                        match regenerator.regenerate(&request) {
+                            Ok(new) => {
+                                setup.regenerations.push(RegenerationRecord {
+                                    error_kind: kind,
+                                    failed_command: line.clone(),
+                                    setup_commands: new.setup_commands.clone(),
+                                });
+                                commands.truncate(i);
+                                commands.extend(new.setup_commands);
+                                if !new.verification_commands.is_empty() {
+                                    verification_cmds.verification_commands =
+                                        new.verification_commands;
+                                    verification_cmds.expected_results = new.expected_results;
+                                }
+                                continue 'commands;
+                            }
+                            Err(e) => {
+                                setup.errors.push(format!(
+                                    "`{line}` failed ({}); regeneration failed: {e}",
+                                    kind.as_str()
+                                ));
+                                setup_ok = false;
+                                break 'commands;
+                            }
+                        }
+                    }
+                    ErrorClass::Fatal => {
+                        setup.errors.push(match &setup.blocked {
+                            Some(b) => format!("{}: {}", b.code, b.reason),
+                            None => {
+                                format!("`{line}` failed with a fatal error ({})", kind.as_str())
+                            }
+                        });
+                        setup_ok = false;
+                        break 'commands;
+                    }
+                }
+            }
+        }
+        // 5. Verification.
+        let verification = if !setup_ok {
+            skipped_verification(selected, opts, "setup failed")
+        } else if !opts.config.verification.enabled {
+            skipped_verification(selected, opts, "verification is disabled")
+        } else {
+            opts.say("verifying the environment");
+            let vopts = VerifyOptions {
+                repo: repo.clone(),
+                environment: selected.name.clone(),
+                env: activation::environment(&repo, &root, &setup.variables, &opts.base_env),
+                timeout,
+                policy: policy.clone(),
+                log_dir: log_dir.clone(),
+                masker: opts.masker.clone(),
+                limits: limits.clone(),
+                on_failure: opts.config.verification.on_failure,
+            };
+            verify::run(&verify::checks_from(&verification_cmds), &vopts)
+        };
+        // §5.2: a failed verification that can be fixed goes back to regeneration.
+        let regenerate = setup_ok
+            && verification.performed
+            && verification.overall_status == OverallStatus::Failed
+            && opts.config.regeneration.enabled
+            && (setup.regenerations.len() as u32) < opts.config.regeneration.max_retries;
+        if let (true, Some(regenerator)) = (regenerate, opts.regenerator) {
+            let failed = verification
+                .verification_results
+                .iter()
+                .find(|r| r.required && r.status != "success");
+            if let Some(failed) = failed {
+                let request = RegenerationRequest {
+                    environment: selected.name.clone(),
+                    error_kind: ErrorKind::CommandFailed,
+                    failed_command: failed.command.clone(),
+                    exit_code: failed.exit_code,
+                    error: format!(
+                        "verification failed: expected `{}`, got `{}` ({})",
+                        failed.expected,
+                        failed.actual,
+                        failed.reason.as_deref().unwrap_or("")
+                    ),
+                    setup_commands: commands.clone(),
+                    verification_commands: verification_cmds.verification_commands.clone(),
+                    expected_results: verification_cmds.expected_results.clone(),
+                };
+                opts.say("verification failed: regenerating the setup commands");
+                match regenerator.regenerate(&request) {
+                    Ok(new) => {
+                        setup.regenerations.push(RegenerationRecord {
+                            error_kind: ErrorKind::CommandFailed,
+                            failed_command: failed.command.clone(),
+                            setup_commands: new.setup_commands.clone(),
+                        });
+                        commands = new.setup_commands;
+                        i = 0;
+                        if !new.verification_commands.is_empty() {
+                            verification_cmds.verification_commands = new.verification_commands;
+                            verification_cmds.expected_results = new.expected_results;
+                        }
+                        continue 'phase;
+                    }
+                    Err(e) => setup
+                        .warnings
+                        .push(format!("regeneration after the failed verification: {e}")),
+                }
+            }
+        }
+        break verification;
+    };
+    setup.setup_commands = commands;
+    setup.overall_status = if !setup_ok {
+        OverallStatus::Failed
+    } else if !verification.performed {
+        OverallStatus::Success
+    } else {
+        match (
+            verification.overall_status,
+            opts.config.verification.on_failure,
+        ) {
+            (OverallStatus::Success, _) => OverallStatus::Success,
+            (OverallStatus::PartialSuccess, _) => OverallStatus::PartialSuccess,
+            (OverallStatus::Failed, OnFailure::Fail) => OverallStatus::Failed,
+            (OverallStatus::Failed, OnFailure::Warn) => {
+                setup
+                    .warnings
+                    .push("verification failed; continuing with warnings (verification.on_failure = warn)".into());
+                OverallStatus::PartialSuccess
+            }
+            (OverallStatus::Failed, OnFailure::Ignore) => {
+                setup.warnings.push(
+                    "verification failures ignored (verification.on_failure = ignore)".into(),
+                );
+                OverallStatus::Success
+            }
+        }
+    };
+    if setup.overall_status == OverallStatus::Failed && setup_ok {
+        setup.errors.extend(verification.errors.iter().cloned());
+    }
+    setup.finished_at = now();
+    setup.duration_ms = started.elapsed().as_millis() as u64;
+    finish(opts, &repo, selected, setup, verification, false)
+}
+
+fn skipped_verification(
+    selected: &SelectedEnvironment,
+    opts: &SetupOptions<'_>,
+    why: &str,
+) -> VerificationRecord {
+    VerificationRecord {
+        environment: selected.name.clone(),
+        overall_status: if why == "setup failed" {
+            OverallStatus::Failed
+        } else {
+            OverallStatus::Success
+        },
+        verification_results: Vec::new(),
+        on_failure: verify::on_failure_str(opts.config.verification.on_failure).to_string(),
+        performed: false,
+        warnings: vec![format!("verification not performed: {why}")],
+        errors: Vec::new(),
+    }
+}
+
+/// Writes the records and the state, appends the statistics.
+fn finish(
+    opts: &SetupOptions<'_>,
+    repo: &Path,
+    selected: &SelectedEnvironment,
+    mut setup: SetupRecord,
+    verification: VerificationRecord,
+    reused: bool,
+) -> Result<SetupOutcome, EnvError> {
+    setup.verification_results = verification.verification_results.clone();
+    let status = setup.overall_status;
+    let mut warnings = setup.warnings.clone();
+    warnings.extend(verification.warnings.iter().cloned());
+    let errors = setup.errors.clone();
+    let proceed = status != OverallStatus::Failed;
+    let handover = handover(repo, &setup, &warnings, proceed);
+
+    records::write_json(&opts.record_dir, records::SETUP_FILE, &setup)?;
+    records::write_json(&opts.record_dir, records::VERIFICATION_FILE, &verification)?;
+    records::write_json(&opts.record_dir, records::HANDOVER_FILE, &handover)?;
+    let report = opts.record_dir.join(records::ERROR_REPORT_FILE);
+    if status == OverallStatus::Success {
+        if report.exists() {
+            dandori_fs::remove_file(&report)?;
+        }
+    } else {
+        dandori_fs::write_atomic(&report, records::error_report(&setup, &verification))?;
+    }
+    records::record_attempt(
+        &opts.stats_dir,
+        &AttemptLine {
+            timestamp: setup.finished_at.clone(),
+            environment: setup.environment.clone(),
+            overall_status: status,
+            duration_ms: setup.duration_ms,
+            reused,
+            errors: setup
+                .commands_executed
+                .iter()
+                .filter_map(|c| c.error_kind)
+                .collect(),
+        },
+    )?;
+    if !reused {
+        reuse::save(
+            repo,
+            &PreparedState {
+                fingerprint: setup.fingerprint.clone(),
+                environment: selected.name.clone(),
+                root: setup.root.clone(),
+                overall_status: status,
+                prepared_at: setup.finished_at.clone(),
+                variables: setup.variables.clone(),
+                setup: setup.clone(),
+                verification: verification.clone(),
+            },
+        )?;
+    }
+    Ok(SetupOutcome {
+        overall_status: status,
+        setup_result: setup,
+        verification_result: verification,
+        handover,
+        warnings,
+        errors,
+        proceed,
+        record_dir: opts.record_dir.clone(),
+    })
+}
+
+fn list_dir(p: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Installed packages of the prepared environment: `name==version` (python,
+/// from `*.dist-info`), `name@version` (node, from `node_modules`).
+pub fn installed_packages(repo: &Path, root: &str) -> Vec<String> {
+    let base = repo.join(join_rel(root, ""));
+    let mut out = Vec::new();
+    for env_dir in [VENV_DIR, CONDA_PREFIX_DIR] {
+        for lib in list_dir(&base.join(env_dir).join("lib")) {
+            for entry in list_dir(&lib.join("site-packages")) {
+                let name = entry
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                if let Some(stem) = name.strip_suffix(".dist-info")
+                    && let Some((n, v)) = stem.rsplit_once('-')
+                {
+                    out.push(format!("{n}=={v}"));
+                }
+            }
+        }
+    }
+    let nm = base.join("node_modules");
+    let mut pkg_dirs = Vec::new();
+    for e in list_dir(&nm) {
+        let name = e
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.starts_with('@') {
+            pkg_dirs.extend(list_dir(&e));
+        } else if !name.starts_with('.') {
+            pkg_dirs.push(e);
+        }
+    }
+    for d in pkg_dirs {
+        if let Ok(text) = std::fs::read_to_string(d.join("package.json"))
+            && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+            && let (Some(n), Some(ver)) = (
+                v.get("name").and_then(|x| x.as_str()),
+                v.get("version").and_then(|x| x.as_str()),
+            )
+        {
+            out.push(format!("{n}@{ver}"));
+        }
+    }
+    out.truncate(1000);
+    out
+}
+
+fn handover(repo: &Path, setup: &SetupRecord, warnings: &[String], ready: bool) -> Handover {
+    let mut commands: Vec<String> = Vec::new();
+    for d in [
+        format!("{VENV_DIR}/bin"),
+        format!("{CONDA_PREFIX_DIR}/bin"),
+        "node_modules/.bin".to_string(),
+    ] {
+        for e in list_dir(&repo.join(join_rel(&setup.root, &d))) {
+            if let Some(n) = e.file_name() {
+                let n = n.to_string_lossy().into_owned();
+                if !n.starts_with('.') && !n.starts_with("activate") && !commands.contains(&n) {
+                    commands.push(n);
+                }
+            }
+        }
+    }
+    commands.truncate(300);
+    let notes = match (ready, &setup.blocked) {
+        (_, Some(b)) => format!("{}: {}", b.code, b.reason),
+        (true, None) => format!(
+            "{} environment prepared in {}; run commands inside it with `dandori env exec --repo {} -- CMD`{}",
+            setup.environment,
+            if setup.root == "." {
+                "the repository root".to_string()
+            } else {
+                setup.root.clone()
+            },
+            repo.display(),
+            if warnings.is_empty() {
+                String::new()
+            } else {
+                format!("; {} warning(s)", warnings.len())
+            }
+        ),
+        (false, None) => format!(
+            "{} environment setup failed: {}",
+            setup.environment,
+            setup.errors.first().cloned().unwrap_or_default()
+        ),
+    };
+    Handover {
+        environment_ready: ready,
+        environment_name: setup.environment.clone(),
+        setup_status: setup.overall_status,
+        installed_packages: installed_packages(repo, &setup.root),
+        available_commands: commands,
+        warnings: warnings.to_vec(),
+        setup_notes: notes,
+    }
+}

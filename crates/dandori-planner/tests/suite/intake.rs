@@ -1,0 +1,141 @@
+//! Request intake: English and Japanese enumerations, sections and criteria.
+
+use dandori_planner::request::{Language, RequestCriterion, RequirementOrigin, parse};
+use pretty_assertions::assert_eq;
+
+fn req(text: &str) -> dandori_planner::Request {
+    parse(text, "fallback", "test.md", None).unwrap()
+}
+
+#[test]
+fn front_matter_id_and_title_win() {
+    let r = req("---\nid: RQ-9\ntitle: From front matter\n---\n# Heading\n\nBody text.\n");
+    assert_eq!(
+        (r.id.as_str(), r.title.as_str()),
+        ("RQ-9", "From front matter")
+    );
+    assert_eq!(r.summary, "Body text.");
+    let r = req("# Heading only\n\nBody.\n");
+    assert_eq!(
+        (r.id.as_str(), r.title.as_str()),
+        ("fallback", "Heading only")
+    );
+}
+
+#[test]
+fn english_bullets_numbered_and_nested() {
+    let r = req(
+        "# Title\n\n## Tasks\n1. First thing\n   - detail a\n2. Second thing\n- [ ] Third thing\n\n## Constraints\n- keep it small\n\n## Out of scope\n- the UI\n",
+    );
+    assert_eq!(
+        r.requirements,
+        vec!["First thing", "Second thing", "Third thing"]
+    );
+    assert_eq!(r.requirement_items[0].details, vec!["detail a"]);
+    assert_eq!(r.requirement_items[0].origin, RequirementOrigin::Numbered);
+    assert_eq!(r.requirement_items[2].origin, RequirementOrigin::Bullet);
+    assert_eq!(r.constraints, vec!["keep it small"]);
+    assert_eq!(r.out_of_scope, vec!["the UI"]);
+    assert_eq!(r.language, Language::En);
+}
+
+#[test]
+fn japanese_sections_nakaguro_and_numbering() {
+    let r = req(
+        "# 検索機能\n\n検索を改善する。\n\n## 要件\n・タイトル検索\n・タグ検索\n① 並び替え\n\n## 制約\n- 既存APIを壊さない\n\n## 受け入れ基準\n- 前提: タスクが3件ある / 操作: 「牛乳」で検索する / 期待: 1件返る\n- 空文字で検索したとき、全件を返す\n",
+    );
+    assert_eq!(r.language, Language::Ja);
+    assert_eq!(r.requirements, vec!["タイトル検索", "タグ検索", "並び替え"]);
+    assert_eq!(r.constraints, vec!["既存APIを壊さない"]);
+    assert_eq!(
+        r.acceptance_criteria,
+        vec![
+            RequestCriterion {
+                given: "タスクが3件ある".into(),
+                when: "「牛乳」で検索する".into(),
+                then: "1件返る".into(),
+                explicit: true
+            },
+            RequestCriterion {
+                given: "本リクエストの変更が適用されている".into(),
+                when: "空文字で検索した".into(),
+                then: "全件を返す".into(),
+                explicit: true
+            },
+        ]
+    );
+}
+
+#[test]
+fn inline_enumerations_in_both_languages() {
+    let r = req("# ログイン\n\nログイン、ログアウト、セッション管理を実装する。\n");
+    assert_eq!(
+        r.requirements,
+        vec![
+            "ログインを実装する",
+            "ログアウトを実装する",
+            "セッション管理を実装する"
+        ]
+    );
+    assert!(
+        r.requirement_items
+            .iter()
+            .all(|i| i.origin == RequirementOrigin::Inline)
+    );
+
+    let r = req("Add a `count` endpoint, a `clear` method and a `--port` option.");
+    assert_eq!(
+        r.requirements,
+        vec![
+            "Add a `count` endpoint",
+            "Add a `clear` method",
+            "Add a `--port` option"
+        ]
+    );
+
+    let r = req("# 属性\n\nタグ・期限・優先度を追加");
+    assert_eq!(
+        r.requirements,
+        vec!["タグを追加", "期限を追加", "優先度を追加"]
+    );
+
+    // Prose with "and" is one requirement, not two.
+    let r = req("Sort tasks by due date and priority.");
+    assert!(r.requirements.is_empty(), "{:?}", r.requirements);
+}
+
+#[test]
+fn given_when_then_outside_an_ac_section() {
+    let r = req("# T\n\nGiven a user, when they log in, then a session is created.\n");
+    assert_eq!(
+        r.acceptance_criteria,
+        vec![RequestCriterion {
+            given: "a user".into(),
+            when: "they log in".into(),
+            then: "a session is created".into(),
+            explicit: true
+        }]
+    );
+}
+
+#[test]
+fn mentioned_paths() {
+    let r = req("# T\n\nChange `todo/store.py` and tests/test_store.py; see docs/ too.\n");
+    assert_eq!(
+        r.mentioned_paths,
+        vec!["todo/store.py", "tests/test_store.py", "docs/"]
+    );
+}
+
+#[test]
+fn empty_and_bad_requests_are_errors() {
+    let e = parse("   \n\n", "x", "empty.md", None).unwrap_err();
+    assert_eq!(e.code(), "REQUEST_EMPTY");
+    assert!(e.to_string().contains("empty.md"), "{e}");
+    let e = parse("---\nid: ../evil\n---\n# T\n", "x", "bad.md", None).unwrap_err();
+    assert_eq!(e.code(), "REQUEST_INVALID");
+    let e = parse("---\nid: [unclosed\n---\n# T\n", "x", "yaml.md", None).unwrap_err();
+    assert!(e.to_string().contains("yaml.md: line"), "{e}");
+    let e = parse("---\nid: x\n# never closed\n", "x", "open.md", None).unwrap_err();
+    assert!(e.to_string().contains("never closed"), "{e}");
+}

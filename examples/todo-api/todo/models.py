@@ -1,0 +1,13 @@
+"""The task model."""
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Task:
+    id: int
+    title: str
+    done: bool = False
+
+    def to_dict(self) -> dict:
+        return asdict(self)
