@@ -12,6 +12,20 @@ pub const TRAILER_STEP: &str = "Dandori-Step";
 pub const TRAILER_PART: &str = "Dandori-Part";
 pub const TRAILER_AC: &str = "Dandori-AC";
 
+/// `git worktree add` reads every other worktree's admin directory and fails when
+/// one is being created or removed at the same moment, so worktree changes (and the
+/// merges that update the shared branch) take turns within the process.
+static WORKTREE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
+    // Poisoning only means another thread panicked while holding it; git's own state
+    // is what matters and every caller checks it.
+    match WORKTREE_LOCK.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
@@ -222,12 +236,14 @@ impl Git {
 
     pub fn add_worktree(&self, path: &Path, rev: &str) -> Result<(), RunnerError> {
         let p = path.to_string_lossy();
+        let _turn = worktree_lock();
         self.run(&["worktree", "add", "--quiet", "--detach", &p, rev])?;
         Ok(())
     }
 
     pub fn remove_worktree(&self, path: &Path) -> Result<(), RunnerError> {
         let p = path.to_string_lossy();
+        let _turn = worktree_lock();
         let (ok, _, _) = self.output(&["worktree", "remove", "--force", &p])?;
         if !ok {
             if path.exists() {
@@ -242,6 +258,7 @@ impl Git {
     /// Cherry-picks `commit` onto HEAD, keeping its message. On conflict the
     /// cherry-pick is aborted and false returned.
     pub fn cherry_pick(&self, commit: &str) -> Result<bool, RunnerError> {
+        let _turn = worktree_lock();
         let (ok, _, _) = self.output(&[
             "-c",
             "commit.gpgsign=false",
