@@ -68,6 +68,11 @@ fn bench(c: &mut Criterion) {
                 )
             })
         });
+        // Baseline: only parsing the text into a serde_json::Value, which
+        // validation must do first; the ratio to it is the cost of the rules.
+        group.bench_with_input(BenchmarkId::new("parse_value", n), &text, |b, text| {
+            b.iter(|| serde_json::from_str::<Value>(text).expect("json"))
+        });
         group.bench_with_input(BenchmarkId::new("validate_str", n), &text, |b, text| {
             b.iter(|| validation::validate_str(text))
         });
