@@ -1,10 +1,12 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
+mod eval;
 mod plan;
+mod plan_llm;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, EvalCommand};
 
 mod env;
 mod graph;
@@ -50,7 +52,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         // --
         Command::Schema(args) => schema::schema(&args),
         // --
-        Command::Eval(_) => anyhow::bail!("this command is not built yet"),
+        Command::Eval(EvalCommand::Localize(args)) => eval::localize(&args),
         // --
         Command::Env(cmd) => env::env(cli.config.as_deref(), &cli.set, cmd),
         // --

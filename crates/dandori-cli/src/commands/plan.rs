@@ -9,7 +9,11 @@ use serde_json::json;
 use crate::cli::PlanArgs;
 use crate::output;
 
+/// Exit status when the model asks for clarification instead of planning.
+pub const EXIT_UNCLEAR_GOAL: u8 = 3;
+
 pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Result<ExitCode> {
+    let provider_flags = super::plan_llm::flags(&args);
     let request = match (args.request, args.text) {
         (Some(path), None) => RequestSource::File(path),
         (None, Some(text)) => RequestSource::Text(text),
@@ -26,9 +30,18 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     };
     // Config loading (file < env < -c) is dandori-config's; until it is available
     // here the defaults apply, and saying so is better than ignoring flags silently.
-    if config.is_some() || !sets.is_empty() {
+    // The LLM planner (--provider / the `llm:` config section) plans with the loaded
+    // config; the offline planner keeps the defaults.
+    let llm = match super::plan_llm::select(&provider_flags, config, sets, &args.repo)? {
+        Ok(selected) => selected,
+        Err(e) => {
+            output::error(&format!("{}: {e}", e.code()));
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if llm.is_none() && (config.is_some() || !sets.is_empty()) {
         output::progress(
-            "warning: --config / -c are not applied by `plan` in this build; using default config",
+            "warning: --config / -c are not applied by the offline `plan` in this build; using default config",
         );
     }
     // Only long work is worth a line: small repositories plan in well under a second.
@@ -48,16 +61,36 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
     opts.progress = Some(&progress);
-    // --provider / --base-url / --model / --api-key-env select the LLM planner (not
-    // wired here yet); without them the offline planner runs.
+    if let Some((planner, config)) = &llm {
+        opts.planner = Some(planner);
+        opts.config = config.clone();
+    }
 
     let outcome = match dandori_planner::plan(&opts) {
         Ok(o) => o,
+        // Seed 000 §10.1.1: the model needs answers before it can plan (exit 3).
+        Err(dandori_planner::PlannerError::UnclearGoal {
+            planner,
+            message,
+            questions,
+        }) => {
+            if args.json {
+                output::json(&json!({"status": "unclear_goal", "planner": planner,
+                    "message": message, "clarification_needed": questions}));
+            } else {
+                output::error(&format!("PLANNING_UNCLEAR_GOAL: {message}"));
+                for q in &questions {
+                    output::line(&format!("  ? {q}"));
+                }
+            }
+            return Ok(ExitCode::from(EXIT_UNCLEAR_GOAL));
+        }
         Err(e) => {
             output::error(&format!("{}: {e}", e.code()));
             return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
         }
     };
+    let llm_usage = llm.as_ref().map(|(p, _)| p.client().usage());
     if args.json {
         output::json(&json!({
             "run_dir": outcome.run_dir,
@@ -70,9 +103,17 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             "steps": outcome.planning.steps.len(),
             "planning_skipped": outcome.skipped,
             "validation": outcome.validation,
+            "llm_usage": llm_usage,
         }));
     } else {
         human(&outcome);
+        if let Some(usage) = &llm_usage {
+            output::line(&format!(
+                "Model tokens: {} in {} call(s)",
+                usage.total(),
+                usage.phases.values().map(|p| p.calls).sum::<u64>()
+            ));
+        }
     }
     Ok(if outcome.validation.ok {
         ExitCode::SUCCESS

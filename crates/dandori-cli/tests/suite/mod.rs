@@ -4,6 +4,8 @@ mod graph;
 // --
 mod plan;
 // --
+mod plan_llm;
+// --
 mod run;
 // --
 mod schema;
