@@ -1,0 +1,1 @@
+mod eval_localize;
