@@ -743,6 +743,7 @@ fn finish(
         },
     )?;
     if !reused {
+        ignore_prepared_dirs(repo, &setup.root)?;
         reuse::save(
             repo,
             &PreparedState {
@@ -767,6 +768,19 @@ fn finish(
         proceed,
         record_dir: opts.record_dir.clone(),
     })
+}
+
+/// Prepared environments never end up in the project's commits: each gets a
+/// `.gitignore` of `*` (uv and Python ≥ 3.13 do this for `.venv` already).
+fn ignore_prepared_dirs(repo: &Path, root: &str) -> Result<(), EnvError> {
+    for d in [VENV_DIR, CONDA_PREFIX_DIR, "node_modules"] {
+        let dir = repo.join(join_rel(root, d));
+        let ignore = dir.join(".gitignore");
+        if dir.is_dir() && !ignore.exists() {
+            dandori_fs::write_atomic(&ignore, "*\n")?;
+        }
+    }
+    Ok(())
 }
 
 fn list_dir(p: &Path) -> Vec<PathBuf> {
