@@ -221,7 +221,7 @@ impl<'a> SetupOptions<'a> {
 
     fn say(&self, s: &str) {
         if let Some(p) = self.progress {
-            p(s);
+            p(&self.masker.mask_str(s));
         }
     }
 
@@ -704,10 +704,13 @@ fn finish(
     opts: &SetupOptions<'_>,
     repo: &Path,
     selected: &SelectedEnvironment,
-    mut setup: SetupRecord,
+    setup: SetupRecord,
     verification: VerificationRecord,
     reused: bool,
 ) -> Result<SetupOutcome, EnvError> {
+    // Secrets in command lines or messages never reach records, reports or output.
+    let mut setup = masked(&opts.masker, &setup);
+    let verification = masked(&opts.masker, &verification);
     setup.verification_results = verification.verification_results.clone();
     let status = setup.overall_status;
     let mut warnings = setup.warnings.clone();
@@ -768,6 +771,13 @@ fn finish(
         proceed,
         record_dir: opts.record_dir.clone(),
     })
+}
+
+fn masked<T: Serialize + serde::de::DeserializeOwned + Clone>(m: &Masker, v: &T) -> T {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|j| serde_json::from_value(m.mask_value(j)).ok())
+        .unwrap_or_else(|| v.clone())
 }
 
 /// Prepared environments never end up in the project's commits: each gets a
