@@ -250,8 +250,12 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
                 .to_string(),
         );
     }
-    for g in &i.coverage.critical_gaps {
-        recommendations.push(format!("{g} is not covered by a completed step"));
+    // Gaps matter once every step has had its chance; before that they only repeat
+    // the waiting or failed steps.
+    if failed + needs_input + pending == 0 {
+        for g in &i.coverage.critical_gaps {
+            recommendations.push(format!("{g} is not covered by a completed step"));
+        }
     }
     recommendations.dedup();
 
