@@ -219,10 +219,17 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
             lessons.push(format!("{} was split after STEP_TOO_LARGE", s.step_id));
         }
         if r.autofix_cycles > 0 {
-            lessons.push(format!(
-                "{} needed {} fix cycle(s) before its unit commands passed",
-                s.step_id, r.autofix_cycles
-            ));
+            lessons.push(if s.status == StepStatus::Done {
+                format!(
+                    "{} needed {} fix cycle(s) before its unit commands passed",
+                    s.step_id, r.autofix_cycles
+                )
+            } else {
+                format!(
+                    "{} used {} fix cycle(s) and its unit commands still fail",
+                    s.step_id, r.autofix_cycles
+                )
+            });
         }
         if matches!(
             r.result,

@@ -2,4 +2,5 @@ mod e2e_command;
 mod guardrails;
 mod llm_loop;
 mod parallel;
+mod snapshots_report;
 mod support;
