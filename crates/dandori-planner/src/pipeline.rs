@@ -38,6 +38,8 @@ pub struct PlanOptions<'a> {
     /// None → the offline planner (strategy `simple`).
     pub planner: Option<&'a dyn DraftPlanner>,
     pub progress: Option<&'a dyn Fn(&Progress)>,
+    /// The tools environment commands may use; None → those on this process's PATH.
+    pub toolchain: Option<gathering::Toolchain>,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -51,6 +53,7 @@ impl<'a> PlanOptions<'a> {
             task_planning: TaskPlanningConfig::default(),
             planner: None,
             progress: None,
+            toolchain: None,
         }
     }
 }
@@ -136,8 +139,12 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     });
     let hits = index.search(&request.query_text(), 10);
     let environment = gathering::analyze_environment(&scan, analysis_cfg);
-    let selected_environment = gathering::select_environment(&environment, None);
-    let unit_commands = gathering::unit_test_commands(&selected_environment, &scan);
+    let toolchain = match &opts.toolchain {
+        Some(t) => t.clone(),
+        None => gathering::Toolchain::from_process(),
+    };
+    let selected_environment = gathering::select_environment(&environment, None, &toolchain);
+    let unit_commands = gathering::unit_test_commands(&selected_environment);
 
     // The run directory and its trace.
     let rd = run_dir::create(&repo, &runs_root, &request.id, now)?;
