@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
 //! Planning a generated 20 000-file repository end to end (`plan()`: scan,
 //! retrieval index, offline draft, assembly, validation, writing the run
 //! directory). Target: under 1 s. Peak RSS is printed from /proc/self/status.
