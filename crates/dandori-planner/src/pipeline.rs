@@ -148,16 +148,17 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
 
     // The run directory and its trace.
     let rd = run_dir::create(&repo, &runs_root, &request.id, now)?;
-    let request_path = request_path(&repo, &request, &rd)?;
+    // Secrets in the request never reach the run directory (seed 000 §12.2).
     let masker = Masker::new(
         opts.config.planning.logging.mask_sensitive_data,
         opts.config.planning.logging.sensitive_patterns.clone(),
     );
+    let request_path = request_path(&repo, &request, &rd, &masker)?;
     let trace = TraceWriter::open(
         rd.path.join("trace.jsonl"),
         rd.run_id.clone(),
         request.id.clone(),
-        masker,
+        masker.clone(),
     )?;
 
     let offline = SimplePlanner;
@@ -226,7 +227,12 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         base_branch: run_dir::base_branch(&repo),
         work_branch: run_dir::work_branch(&ctx.request.id, &rd.run_id),
     };
-    let assembled = assemble::assemble(&ctx, draft, &ids, &rd, skip, &trace)?;
+    let mut assembled = assemble::assemble(&ctx, draft, &ids, &rd, skip, &trace)?;
+    let masked = serde_json::to_value(&assembled.planning)
+        .map(|v| masker.mask_value(v))
+        .and_then(serde_json::from_value)
+        .map_err(|e| PlannerError::Assemble(format!("masking planning.json: {e}")))?;
+    assembled.planning = masked;
 
     progress(Progress::Writing {
         run_dir: rd.path.clone(),
@@ -286,9 +292,10 @@ fn request_path(
     repo: &Path,
     request: &Request,
     rd: &run_dir::RunDir,
+    masker: &Masker,
 ) -> Result<String, PlannerError> {
     let copy = rd.path.join("request.md");
-    dandori_fs::write_atomic(&copy, &request.raw)?;
+    dandori_fs::write_atomic(&copy, masker.mask_str(&request.raw))?;
     if let Some(src) = &request.source_path
         && let Ok(abs) = dandori_fs::canonicalize(src)
         && let Ok(rel) = abs.strip_prefix(repo)

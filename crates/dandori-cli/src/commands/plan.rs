@@ -24,13 +24,8 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // Config loading (file < env < -c) is dandori-config's; until it is available
-    // here the defaults apply, and saying so is better than ignoring flags silently.
-    if config.is_some() || !sets.is_empty() {
-        output::progress(
-            "warning: --config / -c are not applied by `plan` in this build; using default config",
-        );
-    }
+    // Defaults < --config file < -c key=value (the loader `dandori run` uses).
+    let config = super::run::load_config(config, sets)?;
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -47,6 +42,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     };
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
+    opts.config = config;
     opts.progress = Some(&progress);
     // --provider / --base-url / --model / --api-key-env select the LLM planner (not
     // wired here yet); without them the offline planner runs.
