@@ -197,6 +197,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     progress(Progress::Drafting {
         planner: planner_name.clone(),
     });
+    let t = Instant::now();
     let (draft, skip) = match planner.draft(&ctx) {
         Ok(d) => match d.not_decomposable.clone() {
             Some(reason) => (
@@ -220,6 +221,9 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         }
     };
 
+    progress(Progress::Assembling {
+        draft_millis: t.elapsed().as_millis() as u64,
+    });
     let ids = assemble::Ids {
         request_id: ctx.request.id.clone(),
         run_id: rd.run_id.clone(),

@@ -38,6 +38,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         | Progress::Scanned { .. }
         | Progress::Indexed { .. }
         | Progress::Drafting { .. }
+        | Progress::Assembling { .. }
         | Progress::Writing { .. } => {}
     };
     let mut opts = PlanOptions::new(args.repo, request);

@@ -22,6 +22,8 @@ pub enum Progress {
     Indexed { files: usize, millis: u64 },
     /// The draft planner is running.
     Drafting { planner: String },
+    /// The draft is done; ordering, sizing, graph and validation follow.
+    Assembling { draft_millis: u64 },
     /// Files are being written to the run directory.
     Writing { run_dir: std::path::PathBuf },
 }
