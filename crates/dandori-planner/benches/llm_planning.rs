@@ -15,13 +15,19 @@ use dandori_test_support::{FakeLlmServer, Reply, TempGitRepo};
 
 fn todo_api() -> TempGitRepo {
     fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, String)>) {
-        let Ok(read) = std::fs::read_dir(dir.join(rel)) else { return };
+        let Ok(read) = std::fs::read_dir(dir.join(rel)) else {
+            return;
+        };
         for entry in read.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name == ".dandori" || name == "__pycache__" || name == ".pytest_cache" {
                 continue;
             }
-            let path = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let path = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
             if entry.path().is_dir() {
                 walk(dir, &path, out);
             } else if let Ok(text) = std::fs::read_to_string(entry.path()) {
@@ -32,7 +38,10 @@ fn todo_api() -> TempGitRepo {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/todo-api");
     let mut files = Vec::new();
     walk(&root, "", &mut files);
-    let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
     TempGitRepo::with_files(&refs)
 }
 
@@ -54,7 +63,11 @@ fn bench(c: &mut Criterion) {
     let repo = todo_api();
     println!("prompt tokens per planning call (estimated, chars/4):");
     println!("request | planning prompt | repo context | size-estimation prompt | sent in body");
-    for request in ["requests/RQ-001.md", "requests/RQ-002.md", "requests/RQ-003.md"] {
+    for request in [
+        "requests/RQ-001.md",
+        "requests/RQ-002.md",
+        "requests/RQ-003.md",
+    ] {
         let server = FakeLlmServer::start(vec![
             Reply::openai_stream(&size_answer().to_string(), 2),
             Reply::openai_stream(&plan_answer().to_string(), 4),
@@ -62,7 +75,8 @@ fn bench(c: &mut Criterion) {
         let planner = llm_planner(&server.base_url());
         let outcome = dandori_planner::plan(&options(repo.path(), request, Some(&planner)))
             .unwrap_or_else(|e| panic!("{e}"));
-        let trace = dandori_trace::read_trace(&outcome.trace_jsonl).unwrap_or_else(|e| panic!("{e}"));
+        let trace =
+            dandori_trace::read_trace(&outcome.trace_jsonl).unwrap_or_else(|e| panic!("{e}"));
         let usage = trace
             .iter()
             .find(|e| e.event == "LLM_USAGE")

@@ -376,3 +376,38 @@ fn second_identical_plan_is_a_cache_hit() {
     plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
     assert_eq!(server.request_count(), 4);
 }
+
+#[test]
+fn validation_failures_are_sent_back_once() {
+    let repo = example_repo("todo-api");
+    // task_1 consumes what task_2 produces while task_2 depends on task_1: a cycle
+    // only the plan validation sees (produces → consumes edges).
+    let mut cyclic = plan_answer();
+    cyclic["task_decomposition"]["subtasks"][0]["consumes"] = json!(["GET /tasks?priority"]);
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&cyclic.to_string(), 6),
+        Reply::openai_stream(&plan_answer().to_string(), 6),
+    ]);
+    let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
+    assert_llm_plan(&o);
+    let correction = &event(&o, "LLM_VALIDATION_CORRECTION")[0];
+    let findings = correction["findings"].as_array().unwrap();
+    assert_eq!(
+        findings,
+        &vec![
+            json!("assembling planning.json: dependency cycle: S01 -> S02 -> S01"),
+            json!("(steps are your subtasks: S01 = task_1, S02 = task_2, S03 = task_3)")
+        ]
+    );
+    let sent = server.requests()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let last = sent.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(last.starts_with("The plan you produced fails dandori's plan validation:\n- assembling planning.json: dependency cycle: S01 -> S02 -> S01\n"), "{last}");
+    server.assert_no_violations();
+}
