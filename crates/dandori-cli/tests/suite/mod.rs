@@ -1,8 +1,14 @@
 mod env;
 // --
+mod graph;
+// --
 mod plan;
 // --
 mod plan_llm;
 // --
 mod run;
+// --
+mod schema;
+// --
+mod validate;
 // --

@@ -137,3 +137,29 @@ fn refused_verification_commands_fail_with_the_reason() {
         .unwrap();
     assert!(r.contains("POLICY_PRIVILEGE_ESCALATION"), "{r}");
 }
+
+struct TouchMarker;
+
+impl dandori_env::setup::CommandRegenerator for TouchMarker {
+    fn regenerate(
+        &self,
+        r: &dandori_env::setup::RegenerationRequest,
+    ) -> Result<dandori_env::setup::RegeneratedCommands, dandori_env::EnvError> {
+        assert!(r.error.contains("verification failed"), "{}", r.error);
+        dandori_env::setup::RegeneratedCommands::parse(r#"{"setup_commands": ["touch marker"]}"#)
+    }
+}
+
+#[test]
+fn failed_verification_goes_back_to_regeneration() {
+    let dir = tempfile::tempdir().unwrap();
+    let sel = selected(&[("test -f marker", None, true)]);
+    let mut opts = SetupOptions::new(dir.path());
+    opts.config.verification.on_failure = OnFailure::Fail;
+    let regen = TouchMarker;
+    opts.regenerator = Some(&regen);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
+    assert_eq!(out.setup_result.regenerations.len(), 1);
+    assert_eq!(out.setup_result.setup_commands, vec!["touch marker"]);
+}

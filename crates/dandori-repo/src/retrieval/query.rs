@@ -25,7 +25,12 @@ pub struct QueryAnalysis {
     pub frames: Vec<(String, Option<String>)>,
     /// The request is about tests themselves.
     pub about_tests: bool,
+    /// The request is about documentation.
+    pub about_docs: bool,
 }
+
+/// Extra query weight of a title word.
+const TITLE_BOOST: f32 = 1.0;
 
 fn re(pattern: &str) -> Option<Regex> {
     Regex::new(pattern).ok()
@@ -50,6 +55,13 @@ static DOTTED: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"));
 static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
 static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
+/// `numpy: 1.17.2`, `python-bits: 64`, `requests==2.31.0`, `libhdf5: None`:
+/// environment reports whose words match version-printing code, not the bug.
+static VERSION_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?m)^[ \t>*-]*[A-Za-z][\w.\- ]{0,40}(?::\s*|==|\s+)(?:v?\d+(?:\.\d+)+\S*|None|\d+)\s*(?:\(.*)?$",
+    )
+});
 static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"([A-Za-z_][A-Za-z0-9_]*)\("));
 
 fn is_identifier_shaped(w: &str) -> bool {
@@ -64,6 +76,11 @@ fn is_identifier_shaped(w: &str) -> bool {
 
 /// Analyses a request or issue text.
 pub fn analyze(text: &str) -> QueryAnalysis {
+    let cleaned = VERSION_LINE
+        .as_ref()
+        .map(|r| r.replace_all(text, ""))
+        .unwrap_or(std::borrow::Cow::Borrowed(text));
+    let text: &str = &cleaned;
     let mut weights: FxHashMap<String, f32> = FxHashMap::default();
     let add = |tok: &str, w: f32, weights: &mut FxHashMap<String, f32>| {
         *weights.entry(tok.to_string()).or_default() += w;
@@ -74,6 +91,20 @@ pub fn analyze(text: &str) -> QueryAnalysis {
     });
     for (t, c) in &counts {
         add(t, 1.0 + (*c as f32).ln(), &mut weights);
+    }
+    // The title says what the request is about more densely than the body.
+    let mut title_terms: Vec<String> = Vec::new();
+    tokenize(
+        text.lines().next().unwrap_or(""),
+        TokenOptions::TEXT,
+        &mut |t| {
+            if !title_terms.iter().any(|x| x == t) {
+                title_terms.push(t.to_string());
+            }
+        },
+    );
+    for t in &title_terms {
+        add(t, TITLE_BOOST, &mut weights);
     }
 
     let mut identifiers: Vec<String> = Vec::new();
@@ -193,6 +224,15 @@ pub fn analyze(text: &str) -> QueryAnalysis {
     }
     let lower = text.to_lowercase();
     let title = lower.lines().next().unwrap_or("");
+    let about_docs = ["documentation", "docs", "readme", "typo", "ドキュメント"]
+        .iter()
+        .any(|w| {
+            title.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w)
+                || (!w.is_ascii() && title.contains(w))
+        })
+        || paths
+            .iter()
+            .any(|p| p.ends_with(".md") || p.ends_with(".rst"));
     let about_tests = title.contains("test")
         || title.contains("テスト")
         || paths.iter().any(|p| crate::scan::is_test_path(p));
@@ -206,6 +246,7 @@ pub fn analyze(text: &str) -> QueryAnalysis {
         modules,
         frames,
         about_tests,
+        about_docs,
     }
 }
 
@@ -242,6 +283,20 @@ mod tests {
             );
         }
         assert!(!q.about_tests);
+    }
+
+    #[test]
+    fn drops_version_report_lines() {
+        let q = analyze(
+            "Bug in merge\nINSTALLED VERSIONS\nnumpy: 1.17.2\nlibhdf5: None\nrequests==2.31.0\npandas 1.0.3\nValueError: bad merge",
+        );
+        let has = |t: &str| q.terms.iter().any(|(x, _)| x == t);
+        assert!(
+            !has("numpy") && !has("libhdf5") && !has("panda"),
+            "{:?}",
+            q.terms
+        );
+        assert!(has("merg") && has("valueerror"), "{:?}", q.terms);
     }
 
     #[test]
