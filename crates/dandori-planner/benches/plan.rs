@@ -14,13 +14,26 @@ const TESTS_PER_PACKAGE: usize = 20;
 
 /// 100 packages × (180 modules + 20 tests) = 20 000 Python files, plus manifests.
 fn generate(root: &Path) {
-    let domains = ["billing", "invoice", "customer", "order", "shipping", "payment", "catalog", "report", "auth", "session"];
+    let domains = [
+        "billing", "invoice", "customer", "order", "shipping", "payment", "catalog", "report",
+        "auth", "session",
+    ];
     for p in 0..PACKAGES {
         let pkg = format!("{}_{p:03}", domains[p % domains.len()]);
         let dir = root.join("src").join(&pkg);
         std::fs::create_dir_all(&dir).unwrap();
         for m in 0..MODULES {
-            let name = format!("{}_{m:03}", ["model", "service", "handler", "util", "schema", "repository"][m % 6]);
+            let name = format!(
+                "{}_{m:03}",
+                [
+                    "model",
+                    "service",
+                    "handler",
+                    "util",
+                    "schema",
+                    "repository"
+                ][m % 6]
+            );
             let body = format!(
                 "\"\"\"{pkg}.{name}\"\"\"\n\nclass {cls}{m}:\n    def __init__(self, store):\n        self.store = store\n\n    def load_{pkg}(self, key):\n        return self.store.get(key)\n\n    def save_{pkg}(self, key, value):\n        self.store[key] = value\n        return value\n",
                 cls = pkg.replace('_', "").to_uppercase()
@@ -30,12 +43,34 @@ fn generate(root: &Path) {
         let tdir = root.join("tests").join(&pkg);
         std::fs::create_dir_all(&tdir).unwrap();
         for t in 0..TESTS_PER_PACKAGE {
-            let name = format!("{}_{t:03}", ["model", "service", "handler", "util", "schema", "repository"][t % 6]);
-            std::fs::write(tdir.join(format!("test_{name}.py")), format!("def test_{name}():\n    assert True\n")).unwrap();
+            let name = format!(
+                "{}_{t:03}",
+                [
+                    "model",
+                    "service",
+                    "handler",
+                    "util",
+                    "schema",
+                    "repository"
+                ][t % 6]
+            );
+            std::fs::write(
+                tdir.join(format!("test_{name}.py")),
+                format!("def test_{name}():\n    assert True\n"),
+            )
+            .unwrap();
         }
     }
-    std::fs::write(root.join("README.md"), "# shop\n\nA generated shop backend.\n").unwrap();
-    std::fs::write(root.join("pyproject.toml"), "[project]\nname = \"shop\"\nversion = \"0.1.0\"\n").unwrap();
+    std::fs::write(
+        root.join("README.md"),
+        "# shop\n\nA generated shop backend.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("pyproject.toml"),
+        "[project]\nname = \"shop\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
     std::fs::create_dir_all(root.join("requests")).unwrap();
     std::fs::write(
         root.join("requests/RQ-BENCH.md"),
@@ -61,8 +96,14 @@ fn bench(c: &mut Criterion) {
     // One run with the stage timings reported by the library's progress callback.
     let timings = std::sync::Mutex::new(Vec::new());
     let cb = |p: &Progress| match p {
-        Progress::Scanned { files, millis } => timings.lock().unwrap().push(format!("scan {files} files: {millis} ms")),
-        Progress::Indexed { files, millis } => timings.lock().unwrap().push(format!("index {files} files: {millis} ms")),
+        Progress::Scanned { files, millis } => timings
+            .lock()
+            .unwrap()
+            .push(format!("scan {files} files: {millis} ms")),
+        Progress::Indexed { files, millis } => timings
+            .lock()
+            .unwrap()
+            .push(format!("index {files} files: {millis} ms")),
         Progress::Scanning { .. } | Progress::Drafting { .. } | Progress::Writing { .. } => {}
     };
     let mut opts = PlanOptions::new(repo.path(), RequestSource::File(request.clone()));
@@ -76,14 +117,23 @@ fn bench(c: &mut Criterion) {
         "one plan: {total:?} total ({}); {} steps, {} files scanned",
         timings.lock().unwrap().join(", "),
         outcome.planning.steps.len(),
-        outcome.planning.context.project_facts.as_ref().and_then(|f| f.get("files")).cloned().unwrap_or_default()
+        outcome
+            .planning
+            .context
+            .project_facts
+            .as_ref()
+            .and_then(|f| f.get("files"))
+            .cloned()
+            .unwrap_or_default()
     );
 
     let mut opts = PlanOptions::new(repo.path(), RequestSource::File(request));
     opts.runs_root = Some(runs.path().to_path_buf());
     let mut group = c.benchmark_group("plan");
     group.sample_size(10);
-    group.bench_function("plan_20k_files", |b| b.iter(|| dandori_planner::plan(&opts).unwrap()));
+    group.bench_function("plan_20k_files", |b| {
+        b.iter(|| dandori_planner::plan(&opts).unwrap())
+    });
     group.finish();
     if let Some(kib) = peak_rss_kib() {
         eprintln!("peak RSS (VmHWM): {:.1} MiB", kib as f64 / 1024.0);
