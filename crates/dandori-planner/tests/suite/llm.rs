@@ -411,3 +411,35 @@ fn validation_failures_are_sent_back_once() {
     assert!(last.starts_with("The plan you produced fails dandori's plan validation:\n- assembling planning.json: dependency cycle: S01 -> S02 -> S01\n"), "{last}");
     server.assert_no_violations();
 }
+
+#[test]
+fn hierarchical_strategy_keeps_goals() {
+    let repo = example_repo("todo-api");
+    let mut plan = plan_answer();
+    for (i, goal) in ["Priority in the data model", "Priority in the API", "Docs"]
+        .iter()
+        .enumerate()
+    {
+        plan["task_decomposition"]["subtasks"][i]["parent"] = json!(goal);
+    }
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&plan.to_string(), 6),
+    ]);
+    let planner = planner(ProviderKind::Openai, &server);
+    let mut opts = PlanOptions::new(
+        repo.path(),
+        RequestSource::File(repo.path().join("requests/RQ-001.md")),
+    );
+    opts.planner = Some(&planner);
+    opts.config.planning.strategy = dandori_config::Strategy::Hierarchical;
+    opts.config.planning.decomposition_level = dandori_config::DecompositionLevel::Detailed;
+    let o = dandori_planner::plan(&opts).unwrap();
+    assert_eq!(
+        o.planning.steps[1].intent,
+        "POST accepts priority, GET filters and sorts (goal: Priority in the API)"
+    );
+    let body = server.requests()[1].body.to_string();
+    assert!(body.contains("Decompose top-down"), "{body}");
+    assert!(body.contains("Decomposition level detailed"), "{body}");
+}
