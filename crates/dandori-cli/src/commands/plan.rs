@@ -57,9 +57,10 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.runs_root = args.runs_root;
     opts.config = config;
     opts.progress = Some(&progress);
-    if let Some((planner, config)) = &llm {
+    if let Some((planner, loaded)) = &llm {
         opts.planner = Some(planner);
-        opts.config = config.clone();
+        opts.config = loaded.config.clone();
+        opts.task_planning = loaded.task_planning.clone();
     }
 
     let outcome = match dandori_planner::plan(&opts) {
