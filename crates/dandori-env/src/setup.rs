@@ -221,7 +221,7 @@ impl<'a> SetupOptions<'a> {
 
     fn say(&self, s: &str) {
         if let Some(p) = self.progress {
-            p(s);
+            p(&self.masker.mask_str(s));
         }
     }
 
@@ -704,10 +704,13 @@ fn finish(
     opts: &SetupOptions<'_>,
     repo: &Path,
     selected: &SelectedEnvironment,
-    mut setup: SetupRecord,
+    setup: SetupRecord,
     verification: VerificationRecord,
     reused: bool,
 ) -> Result<SetupOutcome, EnvError> {
+    // Secrets in command lines or messages never reach records, reports or output.
+    let mut setup = masked(&opts.masker, &setup);
+    let verification = masked(&opts.masker, &verification);
     setup.verification_results = verification.verification_results.clone();
     let status = setup.overall_status;
     let mut warnings = setup.warnings.clone();
@@ -743,6 +746,7 @@ fn finish(
         },
     )?;
     if !reused {
+        ignore_prepared_dirs(repo, &setup.root)?;
         reuse::save(
             repo,
             &PreparedState {
@@ -767,6 +771,26 @@ fn finish(
         proceed,
         record_dir: opts.record_dir.clone(),
     })
+}
+
+fn masked<T: Serialize + serde::de::DeserializeOwned + Clone>(m: &Masker, v: &T) -> T {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|j| serde_json::from_value(m.mask_value(j)).ok())
+        .unwrap_or_else(|| v.clone())
+}
+
+/// Prepared environments never end up in the project's commits: each gets a
+/// `.gitignore` of `*` (uv and Python ≥ 3.13 do this for `.venv` already).
+fn ignore_prepared_dirs(repo: &Path, root: &str) -> Result<(), EnvError> {
+    for d in [VENV_DIR, CONDA_PREFIX_DIR, "node_modules"] {
+        let dir = repo.join(join_rel(root, d));
+        let ignore = dir.join(".gitignore");
+        if dir.is_dir() && !ignore.exists() {
+            dandori_fs::write_atomic(&ignore, "*\n")?;
+        }
+    }
+    Ok(())
 }
 
 fn list_dir(p: &Path) -> Vec<PathBuf> {

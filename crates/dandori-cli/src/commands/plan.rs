@@ -28,10 +28,8 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // Config loading (file < env < -c) is dandori-config's; until it is available
-    // here the defaults apply, and saying so is better than ignoring flags silently.
-    // The LLM planner (--provider / the `llm:` config section) plans with the loaded
-    // config; the offline planner keeps the defaults.
+    // The LLM planner (--provider / the `llm:` config section) plans with its own
+    // loaded config; the offline planner with defaults < --config < env < -c.
     let llm = match super::plan_llm::select(&provider_flags, config, sets, &args.repo)? {
         Ok(selected) => selected,
         Err(e) => {
@@ -39,11 +37,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    if llm.is_none() && (config.is_some() || !sets.is_empty()) {
-        output::progress(
-            "warning: --config / -c are not applied by the offline `plan` in this build; using default config",
-        );
-    }
+    let config = super::run::load_config(config, sets)?;
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -56,10 +50,12 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         | Progress::Scanned { .. }
         | Progress::Indexed { .. }
         | Progress::Drafting { .. }
+        | Progress::Assembling { .. }
         | Progress::Writing { .. } => {}
     };
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
+    opts.config = config;
     opts.progress = Some(&progress);
     if let Some((planner, loaded)) = &llm {
         opts.planner = Some(planner);

@@ -175,7 +175,7 @@ fn execute(
 }
 
 /// Defaults, then the config file, then `-c key=value` (dotted keys, YAML values).
-fn load_config(file: Option<&Path>, sets: &[String]) -> anyhow::Result<Config> {
+pub(crate) fn load_config(file: Option<&Path>, sets: &[String]) -> anyhow::Result<Config> {
     let mut value = match file {
         Some(f) => {
             let text = std::fs::read_to_string(f)

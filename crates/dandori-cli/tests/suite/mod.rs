@@ -1,5 +1,7 @@
 mod env;
 // --
+mod eval_localize;
+// --
 mod graph;
 // --
 mod plan;

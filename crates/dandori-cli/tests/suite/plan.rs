@@ -172,3 +172,40 @@ fn input_errors_exit_2_with_a_reason() {
     let out = dandori(&["plan", "requests/missing.md"], repo.path());
     assert!(stderr(&out).contains("missing.md"), "{}", stderr(&out));
 }
+
+#[test]
+fn config_overrides_apply() {
+    let repo = todo_api();
+    // -c runs.root moves the run directory; -c planning.max_subtasks caps the steps.
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-001.md",
+            "-c",
+            "runs.root=elsewhere",
+            "-c",
+            "planning.max_subtasks=2",
+            "--json",
+        ],
+        repo.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["run_dir"]
+            .as_str()
+            .unwrap()
+            .contains("/elsewhere/RQ-001/"),
+        "{v}"
+    );
+    assert_eq!(v["steps"], 2);
+    // A runs root inside the repository ignores itself.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("elsewhere/.gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}

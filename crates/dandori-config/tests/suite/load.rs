@@ -263,3 +263,34 @@ fn explicit_missing_file_is_an_error() {
     let err = load(&o).unwrap_err();
     assert!(err.to_string().contains("nope.yaml"), "{err}");
 }
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::{opts, write};
+    use dandori_config::{Config, load};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Any config file text loads: either its values or the defaults with a
+        /// warning, never a panic or an error.
+        #[test]
+        fn any_config_text_loads(text in "(planning|llm|runner|reflection|max_subtasks|enabled|[a-z_]{1,8}|:|\n|  |- |\\[|\\]|\\{|\\}|,|\"|[0-9]{1,3}|true|null|&a|\\*a){0,40}") {
+            let dir = tempfile::tempdir().unwrap();
+            write(dir.path(), "config.yaml", &text);
+            let loaded = load(&opts(dir.path())).unwrap();
+            if !loaded.warnings.is_empty() {
+                prop_assert_eq!(loaded.config, Config::default());
+            }
+        }
+
+        #[test]
+        fn any_override_never_panics(arg in "[a-z_.=\\[\\]{}:, 0-9\"-]{0,30}") {
+            let dir = tempfile::tempdir().unwrap();
+            let mut o = opts(dir.path());
+            o.overrides = vec![arg];
+            let _ = load(&o);
+        }
+    }
+}

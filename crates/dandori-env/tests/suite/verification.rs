@@ -163,3 +163,29 @@ fn failed_verification_goes_back_to_regeneration() {
     assert_eq!(out.setup_result.regenerations.len(), 1);
     assert_eq!(out.setup_result.setup_commands, vec!["touch marker"]);
 }
+
+#[test]
+fn secrets_never_reach_records_or_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sel = selected(&[("echo ok", Some("ok"), true)]);
+    sel.setup_commands =
+        vec!["echo token=ghp_abcdefghijklmnopqrstuvwxyz0123456789 && false".into()];
+    let out = setup::run(&sel, &SetupOptions::new(dir.path())).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Failed);
+    let rec = dir.path().join(".dandori/environment");
+    for f in ["setup.json", "error_report.md", "logs/setup.01.stdout.log"] {
+        let text = std::fs::read_to_string(rec.join(f)).unwrap();
+        assert!(
+            !text.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+            "{f}: {text}"
+        );
+    }
+}
+
+proptest::proptest! {
+    /// Model output of any shape is parsed or refused, never a panic.
+    #[test]
+    fn regeneration_answers_never_panic(text in "\\PC{0,300}") {
+        let _ = dandori_env::setup::RegeneratedCommands::parse(&text);
+    }
+}

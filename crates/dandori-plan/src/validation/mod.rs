@@ -617,39 +617,22 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
 }
 
 /// Unknown dependencies and cycles over depends_on and produces → consumes.
-fn check_graph(value: &Value, report: &mut ValidationReport) {
+fn check_graph<'v>(value: &'v Value, report: &mut ValidationReport) {
     let steps = steps_of(value);
-    let strs = |step: &'_ Value, key: &str| -> Vec<String> {
+    let strs = |step: &'v Value, key: &str| -> Vec<&'v str> {
+        // An entry that is not a string was reported by the structural pass.
         step.get(key)
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
     };
-    // Owned lists, borrowed by the node specs below; an entry that is not a string
-    // was reported by the structural pass.
-    let lists: Vec<[Vec<String>; 3]> = steps
+    let nodes: Vec<NodeSpec<'v>> = steps
         .iter()
-        .map(|s| {
-            [
-                strs(s, "depends_on"),
-                strs(s, "produces"),
-                strs(s, "consumes"),
-            ]
-        })
-        .collect();
-    let nodes: Vec<NodeSpec<'_>> = steps
-        .iter()
-        .zip(&lists)
-        .map(|(s, [deps, prods, cons])| NodeSpec {
+        .map(|s| NodeSpec {
             id: s.get("step_id").and_then(Value::as_str).unwrap_or(""),
-            depends_on: deps.iter().map(String::as_str).collect(),
-            produces: prods.iter().map(String::as_str).collect(),
-            consumes: cons.iter().map(String::as_str).collect(),
+            depends_on: strs(s, "depends_on"),
+            produces: strs(s, "produces"),
+            consumes: strs(s, "consumes"),
             target_paths: Vec::new(),
             weight: 1,
         })

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 pub use baseline::Bm25Baseline;
-pub use query::{QueryAnalysis, analyze};
+pub use query::{QueryAnalysis, QueryWeights, analyze, analyze_with};
 pub use tokenize::{TokenOptions, tokenize, tokens};
 
 use crate::scan::{FileEntry, RepoScan, language};
@@ -110,8 +110,8 @@ impl Default for RankingWeights {
     fn default() -> Self {
         RankingWeights {
             field_weight: [3.0, 2.0, 1.0],
-            field_b: [0.3, 0.5, 0.75],
-            k1: 1.2,
+            field_b: [0.3, 0.5, 0.9],
+            k1: 2.0,
             path_exact: 1.5,
             path_suffix: 1.2,
             file_name: 0.6,

@@ -29,9 +29,6 @@ pub struct QueryAnalysis {
     pub about_docs: bool,
 }
 
-/// Extra query weight of a title word.
-const TITLE_BOOST: f32 = 1.0;
-
 fn re(pattern: &str) -> Option<Regex> {
     Regex::new(pattern).ok()
 }
@@ -53,6 +50,7 @@ static SLASH_PATH: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\b[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+){1,}/?"));
 static DOTTED: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"));
+static FENCE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```"));
 static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
 static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
 /// `numpy: 1.17.2`, `python-bits: 64`, `requests==2.31.0`, `libhdf5: None`:
@@ -74,8 +72,36 @@ fn is_identifier_shaped(w: &str) -> bool {
     (inner_upper && has_lower) || underscore
 }
 
-/// Analyses a request or issue text.
+/// How much each part of a request counts.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct QueryWeights {
+    /// Extra weight of a word of the first line.
+    pub title_boost: f32,
+    /// Weight of words inside fenced code blocks (reproducers, logs) relative to
+    /// prose.
+    pub code_block_weight: f32,
+    /// Extra weight of an identifier-shaped name.
+    pub identifier_boost: f32,
+}
+
+impl Default for QueryWeights {
+    fn default() -> Self {
+        QueryWeights {
+            title_boost: 2.0,
+            code_block_weight: 0.5,
+            identifier_boost: 3.0,
+        }
+    }
+}
+
+/// Analyses a request or issue text with the default [`QueryWeights`].
 pub fn analyze(text: &str) -> QueryAnalysis {
+    analyze_with(text, &QueryWeights::default())
+}
+
+/// Analyses a request or issue text.
+pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     let cleaned = VERSION_LINE
         .as_ref()
         .map(|r| r.replace_all(text, ""))
@@ -85,12 +111,22 @@ pub fn analyze(text: &str) -> QueryAnalysis {
     let add = |tok: &str, w: f32, weights: &mut FxHashMap<String, f32>| {
         *weights.entry(tok.to_string()).or_default() += w;
     };
-    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
-    tokenize(text, TokenOptions::TEXT, &mut |t| {
-        *counts.entry(t.to_string()).or_default() += 1;
-    });
-    for (t, c) in &counts {
-        add(t, 1.0 + (*c as f32).ln(), &mut weights);
+    // Prose and fenced code blocks are counted apart.
+    let (prose, code) = match FENCE.as_ref() {
+        Some(r) => {
+            let code: Vec<&str> = r.find_iter(text).map(|m| m.as_str()).collect();
+            (r.replace_all(text, "\n").into_owned(), code.join("\n"))
+        }
+        None => (text.to_string(), String::new()),
+    };
+    for (part, weight) in [(&prose, 1.0), (&code, qw.code_block_weight)] {
+        let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+        tokenize(part, TokenOptions::TEXT, &mut |t| {
+            *counts.entry(t.to_string()).or_default() += 1;
+        });
+        for (t, c) in &counts {
+            add(t, weight * (1.0 + (*c as f32).ln()), &mut weights);
+        }
     }
     // The title says what the request is about more densely than the body.
     let mut title_terms: Vec<String> = Vec::new();
@@ -104,7 +140,7 @@ pub fn analyze(text: &str) -> QueryAnalysis {
         },
     );
     for t in &title_terms {
-        add(t, TITLE_BOOST, &mut weights);
+        add(t, qw.title_boost, &mut weights);
     }
 
     let mut identifiers: Vec<String> = Vec::new();
@@ -219,7 +255,7 @@ pub fn analyze(text: &str) -> QueryAnalysis {
         let lower = ident.to_lowercase();
         let lower = lower.trim_matches('_');
         if !lower.is_empty() {
-            add(lower, 1.5, &mut weights);
+            add(lower, qw.identifier_boost, &mut weights);
         }
     }
     let lower = text.to_lowercase();

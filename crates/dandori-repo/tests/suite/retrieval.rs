@@ -80,7 +80,21 @@ fn mentioned_path_module_and_frames_rank_first() {
         "shop/auth/login.py"
     );
     let trace = "Traceback (most recent call last):\n  File \"/srv/app/shop/views.py\", line 5, in list_items\n  File \"/srv/app/shop/payment/gateway.py\", line 3, in charge\nPaymentDeclined: 10";
-    assert_eq!(top(&index, trace)[0], "shop/payment/gateway.py");
+    let hits = index.search(trace, 5);
+    let first_two: Vec<&str> = hits.iter().take(2).map(|h| h.path.as_str()).collect();
+    assert!(
+        first_two.contains(&"shop/payment/gateway.py") && first_two.contains(&"shop/views.py"),
+        "{hits:#?}"
+    );
+    let gateway = hits
+        .iter()
+        .find(|h| h.path == "shop/payment/gateway.py")
+        .unwrap();
+    assert!(
+        gateway.reasons.iter().any(|r| r == "stack frame in charge"),
+        "{:?}",
+        gateway.reasons
+    );
 }
 
 #[test]
