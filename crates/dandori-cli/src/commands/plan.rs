@@ -1,5 +1,6 @@
 //! `dandori plan`: a thin adapter over `dandori_planner::plan`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -28,16 +29,18 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // The LLM planner (--provider / the `llm:` config section) plans with its own
-    // loaded config; the offline planner with defaults < --config < env < -c.
-    let llm = match super::plan_llm::select(&provider_flags, config, sets, &args.repo)? {
+    // Defaults < --config < environment < -c, for both planners. The binary reads the
+    // process environment; tests pass their own to the library.
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let loaded = super::load_config(config, sets, &args.repo, &env)?;
+    // The LLM planner: --provider / the `llm:` config section; else the offline one.
+    let llm = match super::plan_llm::select(&provider_flags, &loaded, &env) {
         Ok(selected) => selected,
         Err(e) => {
             output::error(&format!("{}: {e}", e.code()));
             return Ok(ExitCode::from(2));
         }
     };
-    let config = super::run::load_config(config, sets)?;
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -55,12 +58,11 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     };
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
-    opts.config = config;
+    opts.config = loaded.config;
+    opts.task_planning = loaded.task_planning;
     opts.progress = Some(&progress);
-    if let Some((planner, loaded)) = &llm {
+    if let Some(planner) = &llm {
         opts.planner = Some(planner);
-        opts.config = loaded.config.clone();
-        opts.task_planning = loaded.task_planning.clone();
     }
 
     let outcome = match dandori_planner::plan(&opts) {
@@ -87,7 +89,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
         }
     };
-    let llm_usage = llm.as_ref().map(|(p, _)| p.client().usage());
+    let llm_usage = llm.as_ref().map(|p| p.client().usage());
     if args.json {
         output::json(&json!({
             "run_dir": outcome.run_dir,
