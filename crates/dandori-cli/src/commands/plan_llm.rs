@@ -21,7 +21,7 @@ pub fn flags(args: &PlanArgs) -> ProviderFlags {
     }
 }
 
-/// The LLM planner and the configuration it plans with (defaults < config file <
+/// The LLM planner for the loaded configuration (defaults < config file <
 /// environment < `-c`), or None for the offline planner. Errors are
 /// `PlannerError::Provider` (unknown provider, missing flags, missing key
 /// variable): exit 2.
