@@ -21,10 +21,10 @@ pub fn flags(args: &PlanArgs) -> ProviderFlags {
     }
 }
 
-/// The LLM planner and the configuration it plans with (defaults < config file <
-/// environment < `-c`), or None for the offline planner. Config errors are `anyhow`
-/// (exit 2, naming the file); provider errors are `PlannerError::Provider` /
-/// `PlannerError::Draft` (missing key variable).
+/// The LLM planner for the loaded configuration (defaults < config file <
+/// environment < `-c`), or None for the offline planner. Errors are
+/// `PlannerError::Provider` (unknown provider, missing flags, missing key
+/// variable): exit 2.
 pub fn select(
     flags: &ProviderFlags,
     loaded: &Loaded,

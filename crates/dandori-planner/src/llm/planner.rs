@@ -80,8 +80,7 @@ impl LlmPlanner {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<LlmPlanner, PlannerError> {
         let client =
-            Client::from_config(provider, budgets, env).map_err(|e| PlannerError::Draft {
-                planner: format!("llm:{}", provider.name),
+            Client::from_config(provider, budgets, env).map_err(|e| PlannerError::Provider {
                 message: e.to_string(),
             })?;
         Ok(LlmPlanner {
