@@ -24,8 +24,19 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // Defaults < --config file < -c key=value (the loader `dandori run` uses).
-    let config = super::run::load_config(config, sets)?;
+    // Defaults < --config file < -c key=value (the loader `dandori run` uses). A
+    // broken config falls back to the defaults (seed 003 §9.1), said on stderr and
+    // recorded in the trace.
+    let mut config_warnings = Vec::new();
+    let config = match super::run::load_config(config, sets) {
+        Ok(c) => c,
+        Err(e) => {
+            let w = format!("config unusable ({e:#}); planning with the default config");
+            output::progress(&format!("warning: {w}"));
+            config_warnings.push(w);
+            dandori_config::Config::default()
+        }
+    };
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -44,6 +55,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
     opts.config = config;
+    opts.config_warnings = config_warnings;
     opts.progress = Some(&progress);
     // --provider / --base-url / --model / --api-key-env select the LLM planner (not
     // wired here yet); without them the offline planner runs.
