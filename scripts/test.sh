@@ -28,6 +28,15 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
+# Environment sub-phase tests (dandori-env, `dandori env`): uv (above) for the real
+# Python install, npm for the real Node install, mvn for the "Maven without its
+# registry" case (the fixture points Maven at an unresolvable mirror, so no
+# network is used either way).
+if ! command -v mvn >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  apt-get install -y -q maven >/dev/null 2>&1 \
+    || echo "warning: could not install maven; dandori-env's blocked-Maven test will fail" >&2
+fi
+
 export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 exec cargo test --workspace --locked "$@"

@@ -112,17 +112,29 @@ pub enum EvalCommand {
 
 #[derive(Debug, Args)]
 pub struct LocalizeArgs {
+    /// SWE-bench-format instances: a JSON array or JSON lines with `instance_id`,
+    /// `repo`, `base_commit`, `problem_statement` and `patch`, `golden_patch` or
+    /// `patch_files`.
     pub dataset: PathBuf,
-    #[arg(long)]
+    /// Checkouts: `DIR/<instance_id>/`, or clones `DIR/<owner>__<name>/` or
+    /// `DIR/<owner>/<name>/` (read only; each base commit is checked out into a
+    /// temporary directory).
+    #[arg(long, value_name = "DIR")]
     pub repos: PathBuf,
     #[arg(long)]
     pub json: bool,
     /// Also report a baseline beside dandori's retrieval.
-    #[arg(long)]
-    pub baseline: Option<String>,
+    #[arg(long, value_enum)]
+    pub baseline: Option<LocalizeBaseline>,
     /// Evaluate at most N instances.
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LocalizeBaseline {
+    /// Plain BM25 over whole-file contents.
+    Bm25,
 }
 
 #[derive(Debug, Subcommand)]

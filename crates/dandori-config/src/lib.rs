@@ -8,8 +8,10 @@
 //!
 //! Each section lives in its own module, named after the seed's vocabulary.
 
+pub mod env_vars;
 pub mod environment_setup;
 pub mod llm;
+pub mod load;
 pub mod mcp;
 pub mod planning;
 pub mod runner;
@@ -20,10 +22,41 @@ use serde::{Deserialize, Serialize};
 
 pub use environment_setup::*;
 pub use llm::*;
+pub use load::{ConfigWarning, LoadOptions, Loaded, load};
 pub use mcp::*;
 pub use planning::*;
 pub use runner::*;
 pub use task_planning::*;
+
+/// The one error type of configuration loading.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file named explicitly could not be read.
+    #[error(transparent)]
+    Fs(#[from] dandori_fs::FsError),
+    /// A `-c key=value` argument that cannot be applied.
+    #[error("-c {arg}: {reason}")]
+    InvalidOverride { arg: String, reason: String },
+    /// A `-c` key that names no configuration value.
+    #[error("-c {key}: unknown configuration key")]
+    UnknownKey { key: String },
+    /// The defaults could not be represented (a bug).
+    #[error("internal configuration error: {0}")]
+    Internal(String),
+}
+
+/// JSON Schemas of the configuration files. The committed copies are
+/// `schemas/config.schema.json` and `schemas/task-planning.schema.json`.
+pub mod schema {
+    /// The JSON Schema of `config.yaml`.
+    pub fn config() -> serde_json::Value {
+        schemars::schema_for!(crate::Config).to_value()
+    }
+    /// The JSON Schema of `task-planning.json`.
+    pub fn task_planning() -> serde_json::Value {
+        schemars::schema_for!(crate::TaskPlanningConfig).to_value()
+    }
+}
 
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -221,7 +221,7 @@ impl<'a> SetupOptions<'a> {
 
     fn say(&self, s: &str) {
         if let Some(p) = self.progress {
-            p(s);
+            p(&self.masker.mask_str(s));
         }
     }
 
@@ -368,229 +368,283 @@ pub fn run(
     let mut i = 0;
     let mut setup_ok = true;
     let mut step = 0usize;
-    'commands: while i < commands.len() {
-        let line = commands[i].clone();
-        let env = activation::environment(&repo, &root, &setup.variables, &opts.base_env);
-        let path = env.get("PATH").cloned().unwrap_or_default();
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            step += 1;
-            let mut record = CommandRecord {
-                command: line.clone(),
-                exit_code: None,
-                stdout: String::new(),
-                stderr: String::new(),
-                duration_ms: 0,
-                attempt,
-                error_kind: None,
-                error_class: None,
-                timed_out: false,
-                stdout_log: None,
-                stderr_log: None,
-            };
-            // The policy, then the tools (§12.3 early failure), then the run.
-            let kind = match policy.check(&line) {
-                Err(v) => {
-                    record.stderr = v.to_string();
-                    Some(ErrorKind::PolicyViolation)
-                }
-                Ok(parsed) => {
-                    let missing = missing_tools(&policy, &line, &path, &repo);
-                    if !missing.is_empty() {
-                        let reason = format!(
-                            "`{}` is not installed on this machine (not found on PATH): the {} environment was detected but cannot be prepared here",
-                            missing.join("`, `"),
-                            selected.name
-                        );
-                        record.stderr = reason.clone();
-                        setup.blocked = Some(Blocked {
-                            code: ENV_TOOL_MISSING.to_string(),
-                            reason,
-                        });
-                        Some(ErrorKind::ToolMissing)
-                    } else {
-                        for c in &parsed.commands {
-                            for (k, v) in &c.assignments {
-                                setup.variables.insert(k.clone(), v.clone());
-                            }
-                        }
-                        opts.say(&format!(
-                            "$ {line}{}",
-                            if attempt > 1 {
-                                format!("  (attempt {attempt})")
-                            } else {
-                                String::new()
-                            }
-                        ));
-                        let spec = CommandSpec::shell(parsed, &repo)
-                            .env(env.clone())
-                            .timeout(timeout)
-                            .logs(&log_dir, &format!("setup.{step:02}"))
-                            .masker(opts.masker.clone())
-                            .limits(limits.clone());
-                        match run_command(&spec) {
-                            Ok(o) => {
-                                record.exit_code = o.exit_code;
-                                record.stdout = masked_tail(&opts.masker, &o.stdout_tail);
-                                record.stderr = masked_tail(&opts.masker, &o.stderr_tail);
-                                record.duration_ms = o.duration_ms;
-                                record.timed_out = o.timed_out;
-                                record.stdout_log =
-                                    o.stdout_log.as_ref().map(|p| p.display().to_string());
-                                record.stderr_log =
-                                    o.stderr_log.as_ref().map(|p| p.display().to_string());
-                                setup.limits_applied = o.limits_applied.clone();
-                                if o.success() {
-                                    None
-                                } else {
-                                    Some(classify(&o))
+    let verification = 'phase: loop {
+        'commands: while i < commands.len() {
+            let line = commands[i].clone();
+            let env = activation::environment(&repo, &root, &setup.variables, &opts.base_env);
+            let path = env.get("PATH").cloned().unwrap_or_default();
+            let mut attempt: u32 = 0;
+            loop {
+                attempt += 1;
+                step += 1;
+                let mut record = CommandRecord {
+                    command: line.clone(),
+                    exit_code: None,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    duration_ms: 0,
+                    attempt,
+                    error_kind: None,
+                    error_class: None,
+                    timed_out: false,
+                    stdout_log: None,
+                    stderr_log: None,
+                };
+                // The policy, then the tools (§12.3 early failure), then the run.
+                let kind = match policy.check(&line) {
+                    Err(v) => {
+                        record.stderr = v.to_string();
+                        Some(ErrorKind::PolicyViolation)
+                    }
+                    Ok(parsed) => {
+                        let missing = missing_tools(&policy, &line, &path, &repo);
+                        if !missing.is_empty() {
+                            let reason = format!(
+                                "`{}` is not installed on this machine (not found on PATH): the {} environment was detected but cannot be prepared here",
+                                missing.join("`, `"),
+                                selected.name
+                            );
+                            record.stderr = reason.clone();
+                            setup.blocked = Some(Blocked {
+                                code: ENV_TOOL_MISSING.to_string(),
+                                reason,
+                            });
+                            Some(ErrorKind::ToolMissing)
+                        } else {
+                            for c in &parsed.commands {
+                                for (k, v) in &c.assignments {
+                                    setup.variables.insert(k.clone(), v.clone());
                                 }
                             }
-                            Err(ExecError::ProgramNotFound { program, .. }) => {
-                                record.stderr = format!("`{program}` not found");
-                                Some(ErrorKind::ToolMissing)
-                            }
-                            Err(e) => {
-                                record.stderr = e.to_string();
-                                Some(ErrorKind::SpawnFailed)
+                            opts.say(&format!(
+                                "$ {line}{}",
+                                if attempt > 1 {
+                                    format!("  (attempt {attempt})")
+                                } else {
+                                    String::new()
+                                }
+                            ));
+                            let spec = CommandSpec::shell(parsed, &repo)
+                                .env(env.clone())
+                                .timeout(timeout)
+                                .logs(&log_dir, &format!("setup.{step:02}"))
+                                .masker(opts.masker.clone())
+                                .limits(limits.clone());
+                            match run_command(&spec) {
+                                Ok(o) => {
+                                    record.exit_code = o.exit_code;
+                                    record.stdout = masked_tail(&opts.masker, &o.stdout_tail);
+                                    record.stderr = masked_tail(&opts.masker, &o.stderr_tail);
+                                    record.duration_ms = o.duration_ms;
+                                    record.timed_out = o.timed_out;
+                                    record.stdout_log =
+                                        o.stdout_log.as_ref().map(|p| p.display().to_string());
+                                    record.stderr_log =
+                                        o.stderr_log.as_ref().map(|p| p.display().to_string());
+                                    setup.limits_applied = o.limits_applied.clone();
+                                    if o.success() {
+                                        None
+                                    } else {
+                                        Some(classify(&o))
+                                    }
+                                }
+                                Err(ExecError::ProgramNotFound { program, .. }) => {
+                                    record.stderr = format!("`{program}` not found");
+                                    Some(ErrorKind::ToolMissing)
+                                }
+                                Err(e) => {
+                                    record.stderr = e.to_string();
+                                    Some(ErrorKind::SpawnFailed)
+                                }
                             }
                         }
                     }
+                };
+                let Some(mut kind) = kind else {
+                    setup.commands_executed.push(record);
+                    i += 1;
+                    continue 'commands;
+                };
+                let mut class = kind.class();
+                let retries_left = attempt <= opts.config.execution.max_retries;
+                if class == ErrorClass::Retryable && !retries_left {
+                    if matches!(
+                        kind,
+                        ErrorKind::NetworkError | ErrorKind::TemporaryServerError
+                    ) {
+                        kind = ErrorKind::RegistryUnreachable;
+                        class = kind.class();
+                        setup.blocked = Some(Blocked {
+                            code: ENV_REGISTRY_UNREACHABLE.to_string(),
+                            reason: format!(
+                                "the package registry stayed unreachable for `{line}` after {attempt} attempts: the {} environment was detected but cannot be installed from this machine",
+                                selected.name
+                            ),
+                        });
+                    } else {
+                        class = ErrorClass::Fatal;
+                    }
                 }
-            };
-            let Some(mut kind) = kind else {
+                record.error_kind = Some(kind);
+                record.error_class = Some(class);
+                let error_text = format!("{}\n{}", record.stdout, record.stderr)
+                    .trim()
+                    .to_string();
+                let exit_code = record.exit_code;
                 setup.commands_executed.push(record);
-                i += 1;
-                continue 'commands;
-            };
-            let mut class = kind.class();
-            let retries_left = attempt <= opts.config.execution.max_retries;
-            if class == ErrorClass::Retryable && !retries_left {
-                if matches!(
-                    kind,
-                    ErrorKind::NetworkError | ErrorKind::TemporaryServerError
-                ) {
-                    kind = ErrorKind::RegistryUnreachable;
-                    class = kind.class();
-                    setup.blocked = Some(Blocked {
-                        code: ENV_REGISTRY_UNREACHABLE.to_string(),
-                        reason: format!(
-                            "the package registry stayed unreachable for `{line}` after {attempt} attempts: the {} environment was detected but cannot be installed from this machine",
-                            selected.name
-                        ),
-                    });
-                } else {
-                    class = ErrorClass::Fatal;
-                }
-            }
-            record.error_kind = Some(kind);
-            record.error_class = Some(class);
-            let error_text = format!("{}\n{}", record.stdout, record.stderr)
-                .trim()
-                .to_string();
-            let exit_code = record.exit_code;
-            setup.commands_executed.push(record);
-            match class {
-                ErrorClass::Retryable => {
-                    let wait = opts.backoff_base * 2u32.saturating_pow(attempt - 1);
-                    opts.say(&format!(
-                        "{} in `{line}`: retrying in {:.1} s",
-                        kind.as_str(),
-                        wait.as_secs_f64()
-                    ));
-                    std::thread::sleep(wait);
-                }
-                ErrorClass::Fixable => {
-                    let can = opts.config.regeneration.enabled
-                        && (setup.regenerations.len() as u32)
-                            < opts.config.regeneration.max_retries;
-                    let regenerator = opts.regenerator.filter(|_| can);
-                    let Some(regenerator) = regenerator else {
-                        setup.errors.push(format!(
-                            "`{line}` failed ({}): {}",
+                match class {
+                    ErrorClass::Retryable => {
+                        let wait = opts.backoff_base * 2u32.saturating_pow(attempt - 1);
+                        opts.say(&format!(
+                            "{} in `{line}`: retrying in {:.1} s",
                             kind.as_str(),
-                            if can {
-                                "no command regenerator is configured"
-                            } else {
-                                "regeneration disabled or regeneration.max_retries reached"
-                            }
+                            wait.as_secs_f64()
                         ));
-                        setup_ok = false;
-                        break 'commands;
-                    };
-                    let request = RegenerationRequest {
-                        environment: selected.name.clone(),
-                        error_kind: kind,
-                        failed_command: line.clone(),
-                        exit_code,
-                        error: error_text,
-                        setup_commands: commands.clone(),
-                        verification_commands: verification_cmds.verification_commands.clone(),
-                        expected_results: verification_cmds.expected_results.clone(),
-                    };
-                    opts.say(&format!(
-                        "{} in `{line}`: regenerating the setup commands",
-                        kind.as_str()
-                    ));
-                    match regenerator.regenerate(&request) {
-                        Ok(new) => {
-                            setup.regenerations.push(RegenerationRecord {
-                                error_kind: kind,
-                                failed_command: line.clone(),
-                                setup_commands: new.setup_commands.clone(),
-                            });
-                            commands.truncate(i);
-                            commands.extend(new.setup_commands);
-                            if !new.verification_commands.is_empty() {
-                                verification_cmds.verification_commands = new.verification_commands;
-                                verification_cmds.expected_results = new.expected_results;
-                            }
-                            continue 'commands;
-                        }
-                        Err(e) => {
+                        std::thread::sleep(wait);
+                    }
+                    ErrorClass::Fixable => {
+                        let can = opts.config.regeneration.enabled
+                            && (setup.regenerations.len() as u32)
+                                < opts.config.regeneration.max_retries;
+                        let regenerator = opts.regenerator.filter(|_| can);
+                        let Some(regenerator) = regenerator else {
                             setup.errors.push(format!(
-                                "`{line}` failed ({}); regeneration failed: {e}",
-                                kind.as_str()
+                                "`{line}` failed ({}): {}",
+                                kind.as_str(),
+                                if can {
+                                    "no command regenerator is configured"
+                                } else {
+                                    "regeneration disabled or regeneration.max_retries reached"
+                                }
                             ));
                             setup_ok = false;
                             break 'commands;
+                        };
+                        let request = RegenerationRequest {
+                            environment: selected.name.clone(),
+                            error_kind: kind,
+                            failed_command: line.clone(),
+                            exit_code,
+                            error: error_text,
+                            setup_commands: commands.clone(),
+                            verification_commands: verification_cmds.verification_commands.clone(),
+                            expected_results: verification_cmds.expected_results.clone(),
+                        };
+                        opts.say(&format!(
+                            "{} in `{line}`: regenerating the setup commands",
+                            kind.as_str()
+                        ));
+                        match regenerator.regenerate(&request) {
+                            Ok(new) => {
+                                setup.regenerations.push(RegenerationRecord {
+                                    error_kind: kind,
+                                    failed_command: line.clone(),
+                                    setup_commands: new.setup_commands.clone(),
+                                });
+                                commands.truncate(i);
+                                commands.extend(new.setup_commands);
+                                if !new.verification_commands.is_empty() {
+                                    verification_cmds.verification_commands =
+                                        new.verification_commands;
+                                    verification_cmds.expected_results = new.expected_results;
+                                }
+                                continue 'commands;
+                            }
+                            Err(e) => {
+                                setup.errors.push(format!(
+                                    "`{line}` failed ({}); regeneration failed: {e}",
+                                    kind.as_str()
+                                ));
+                                setup_ok = false;
+                                break 'commands;
+                            }
                         }
                     }
-                }
-                ErrorClass::Fatal => {
-                    setup.errors.push(match &setup.blocked {
-                        Some(b) => format!("{}: {}", b.code, b.reason),
-                        None => format!("`{line}` failed with a fatal error ({})", kind.as_str()),
-                    });
-                    setup_ok = false;
-                    break 'commands;
+                    ErrorClass::Fatal => {
+                        setup.errors.push(match &setup.blocked {
+                            Some(b) => format!("{}: {}", b.code, b.reason),
+                            None => {
+                                format!("`{line}` failed with a fatal error ({})", kind.as_str())
+                            }
+                        });
+                        setup_ok = false;
+                        break 'commands;
+                    }
                 }
             }
         }
-    }
-    setup.setup_commands = commands;
-
-    // 5. Verification.
-    let verification = if !setup_ok {
-        skipped_verification(selected, opts, "setup failed")
-    } else if !opts.config.verification.enabled {
-        skipped_verification(selected, opts, "verification is disabled")
-    } else {
-        opts.say("verifying the environment");
-        let vopts = VerifyOptions {
-            repo: repo.clone(),
-            environment: selected.name.clone(),
-            env: activation::environment(&repo, &root, &setup.variables, &opts.base_env),
-            timeout,
-            policy: policy.clone(),
-            log_dir: log_dir.clone(),
-            masker: opts.masker.clone(),
-            limits: limits.clone(),
-            on_failure: opts.config.verification.on_failure,
+        // 5. Verification.
+        let verification = if !setup_ok {
+            skipped_verification(selected, opts, "setup failed")
+        } else if !opts.config.verification.enabled {
+            skipped_verification(selected, opts, "verification is disabled")
+        } else {
+            opts.say("verifying the environment");
+            let vopts = VerifyOptions {
+                repo: repo.clone(),
+                environment: selected.name.clone(),
+                env: activation::environment(&repo, &root, &setup.variables, &opts.base_env),
+                timeout,
+                policy: policy.clone(),
+                log_dir: log_dir.clone(),
+                masker: opts.masker.clone(),
+                limits: limits.clone(),
+                on_failure: opts.config.verification.on_failure,
+            };
+            verify::run(&verify::checks_from(&verification_cmds), &vopts)
         };
-        verify::run(&verify::checks_from(&verification_cmds), &vopts)
+        // §5.2: a failed verification that can be fixed goes back to regeneration.
+        let regenerate = setup_ok
+            && verification.performed
+            && verification.overall_status == OverallStatus::Failed
+            && opts.config.regeneration.enabled
+            && (setup.regenerations.len() as u32) < opts.config.regeneration.max_retries;
+        if let (true, Some(regenerator)) = (regenerate, opts.regenerator) {
+            let failed = verification
+                .verification_results
+                .iter()
+                .find(|r| r.required && r.status != "success");
+            if let Some(failed) = failed {
+                let request = RegenerationRequest {
+                    environment: selected.name.clone(),
+                    error_kind: ErrorKind::CommandFailed,
+                    failed_command: failed.command.clone(),
+                    exit_code: failed.exit_code,
+                    error: format!(
+                        "verification failed: expected `{}`, got `{}` ({})",
+                        failed.expected,
+                        failed.actual,
+                        failed.reason.as_deref().unwrap_or("")
+                    ),
+                    setup_commands: commands.clone(),
+                    verification_commands: verification_cmds.verification_commands.clone(),
+                    expected_results: verification_cmds.expected_results.clone(),
+                };
+                opts.say("verification failed: regenerating the setup commands");
+                match regenerator.regenerate(&request) {
+                    Ok(new) => {
+                        setup.regenerations.push(RegenerationRecord {
+                            error_kind: ErrorKind::CommandFailed,
+                            failed_command: failed.command.clone(),
+                            setup_commands: new.setup_commands.clone(),
+                        });
+                        commands = new.setup_commands;
+                        i = 0;
+                        if !new.verification_commands.is_empty() {
+                            verification_cmds.verification_commands = new.verification_commands;
+                            verification_cmds.expected_results = new.expected_results;
+                        }
+                        continue 'phase;
+                    }
+                    Err(e) => setup
+                        .warnings
+                        .push(format!("regeneration after the failed verification: {e}")),
+                }
+            }
+        }
+        break verification;
     };
+    setup.setup_commands = commands;
     setup.overall_status = if !setup_ok {
         OverallStatus::Failed
     } else if !verification.performed {
@@ -650,10 +704,13 @@ fn finish(
     opts: &SetupOptions<'_>,
     repo: &Path,
     selected: &SelectedEnvironment,
-    mut setup: SetupRecord,
+    setup: SetupRecord,
     verification: VerificationRecord,
     reused: bool,
 ) -> Result<SetupOutcome, EnvError> {
+    // Secrets in command lines or messages never reach records, reports or output.
+    let mut setup = masked(&opts.masker, &setup);
+    let verification = masked(&opts.masker, &verification);
     setup.verification_results = verification.verification_results.clone();
     let status = setup.overall_status;
     let mut warnings = setup.warnings.clone();
@@ -689,6 +746,7 @@ fn finish(
         },
     )?;
     if !reused {
+        ignore_prepared_dirs(repo, &setup.root)?;
         reuse::save(
             repo,
             &PreparedState {
@@ -713,6 +771,26 @@ fn finish(
         proceed,
         record_dir: opts.record_dir.clone(),
     })
+}
+
+fn masked<T: Serialize + serde::de::DeserializeOwned + Clone>(m: &Masker, v: &T) -> T {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|j| serde_json::from_value(m.mask_value(j)).ok())
+        .unwrap_or_else(|| v.clone())
+}
+
+/// Prepared environments never end up in the project's commits: each gets a
+/// `.gitignore` of `*` (uv and Python ≥ 3.13 do this for `.venv` already).
+fn ignore_prepared_dirs(repo: &Path, root: &str) -> Result<(), EnvError> {
+    for d in [VENV_DIR, CONDA_PREFIX_DIR, "node_modules"] {
+        let dir = repo.join(join_rel(root, d));
+        let ignore = dir.join(".gitignore");
+        if dir.is_dir() && !ignore.exists() {
+            dandori_fs::write_atomic(&ignore, "*\n")?;
+        }
+    }
+    Ok(())
 }
 
 fn list_dir(p: &Path) -> Vec<PathBuf> {

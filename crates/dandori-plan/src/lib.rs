@@ -10,6 +10,8 @@
 pub mod graph;
 pub mod model;
 pub mod reason_codes;
+pub mod schema;
+pub mod sizing;
 pub mod validation;
 
 pub use model::extensions::*;

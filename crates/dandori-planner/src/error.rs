@@ -38,6 +38,20 @@ pub enum PlannerError {
     #[error("planner {planner}: {message}")]
     Draft { planner: String, message: String },
 
+    /// The model found the goal unclear (seed 000 §10.1.1): planning stops with the
+    /// clarification questions (exit status 3 in the CLI), it does not fall back.
+    #[error("planner {planner}: the goal is unclear: {message}; clarification needed: {}", questions.join(" / "))]
+    UnclearGoal {
+        planner: String,
+        message: String,
+        questions: Vec<String>,
+    },
+
+    /// `--provider` / `--base-url` / `--model` / `--api-key-env` or the `llm:` config
+    /// section do not name a usable provider.
+    #[error("LLM provider: {message}")]
+    Provider { message: String },
+
     /// The assembled plan could not be serialised or is structurally unusable.
     #[error("assembling planning.json: {0}")]
     Assemble(String),
@@ -59,6 +73,8 @@ impl PlannerError {
             PlannerError::InvalidRequest { .. } => "REQUEST_INVALID",
             PlannerError::Scan { .. } => "REPO_SCAN_FAILED",
             PlannerError::Draft { .. } => "PLANNING_DRAFT_FAILED",
+            PlannerError::UnclearGoal { .. } => "PLANNING_UNCLEAR_GOAL",
+            PlannerError::Provider { .. } => "LLM_PROVIDER_INVALID",
             PlannerError::Assemble(_) => "PLANNING_ASSEMBLE_FAILED",
             PlannerError::Fs(_) => "IO_ERROR",
             PlannerError::Trace(_) => "TRACE_ERROR",
@@ -71,9 +87,11 @@ impl PlannerError {
             PlannerError::RepoNotFound { .. }
             | PlannerError::RequestUnreadable { .. }
             | PlannerError::EmptyRequest { .. }
-            | PlannerError::InvalidRequest { .. } => true,
+            | PlannerError::InvalidRequest { .. }
+            | PlannerError::Provider { .. } => true,
             PlannerError::Scan { .. }
             | PlannerError::Draft { .. }
+            | PlannerError::UnclearGoal { .. }
             | PlannerError::Assemble(_)
             | PlannerError::Fs(_)
             | PlannerError::Trace(_) => false,

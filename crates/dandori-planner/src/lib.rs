@@ -58,6 +58,11 @@ pub trait DraftPlanner {
     /// A short name for traces and errors (`offline`, `llm:openai/gpt-4.1`).
     fn name(&self) -> String;
     fn draft(&self, ctx: &PlanningContext) -> Result<Draft, PlannerError>;
+    /// Trace events the planner recorded during `draft` (model calls, cache hits,
+    /// fallbacks), drained by the pipeline into `trace.jsonl` after each draft.
+    fn trace_events(&self) -> Vec<(String, serde_json::Value)> {
+        Vec::new()
+    }
 }
 
 /// Hex SHA-256 of `bytes`.

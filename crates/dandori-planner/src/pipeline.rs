@@ -202,7 +202,11 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         planner: planner_name.clone(),
     });
     let t = Instant::now();
-    let (draft, skip) = match planner.draft(&ctx) {
+    let drafted = planner.draft(&ctx);
+    for (event, data) in planner.trace_events() {
+        trace.emit(&event, data)?;
+    }
+    let (draft, skip) = match drafted {
         Ok(d) => match d.not_decomposable.clone() {
             Some(reason) => (
                 crate::offline::single_step_draft(&ctx, &d),
@@ -213,6 +217,8 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
             ),
             None => (d, None),
         },
+        // Seed 000 §10.1.1: an unclear goal ends planning with the questions.
+        Err(e @ PlannerError::UnclearGoal { .. }) => return Err(e),
         Err(e) => {
             let base = crate::offline::SimplePlanner.draft(&ctx)?;
             (

@@ -4,6 +4,7 @@
 //! failures instead of threading errors through every test.
 
 pub mod fake_llm;
+pub mod fixtures;
 pub mod git;
 
 pub use fake_llm::{FakeLlmServer, RecordedRequest, Reply};

@@ -24,6 +24,8 @@ pub enum ToolsError {
         command: String,
         message: String,
     },
+    #[error(transparent)]
+    CommandPolicy(dandori_exec::ExecError),
     #[error("starting the tokio runtime for MCP clients: {0}")]
     Runtime(std::io::Error),
     #[error(

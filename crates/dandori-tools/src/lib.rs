@@ -23,6 +23,7 @@ pub mod sandbox;
 pub mod spec;
 pub mod worktree;
 
+pub use builtin::command::{TOOL_EXTRA_ALLOWED_COMMANDS, tool_command_policy};
 pub use builtin::{CommandCheck, CommandRefusal};
 pub use error::ToolsError;
 pub use mcp::{McpHub, McpStartOptions};

@@ -27,6 +27,9 @@ use crate::spec::{ReasonCode, ToolError, ToolSpec};
 /// Separates the server name from the tool name.
 pub const NAMESPACE_SEPARATOR: &str = "__";
 
+/// Most bytes of an MCP tool result given back to the model.
+pub const MCP_MAX_RESULT_BYTES: usize = 256 * 1024;
+
 /// How servers are started.
 #[derive(Debug, Clone)]
 pub struct McpStartOptions {
@@ -208,7 +211,18 @@ impl McpHub {
         {
             parts.push(structured.to_string());
         }
-        let text = parts.join("\n");
+        let mut text = parts.join("\n");
+        if text.len() > MCP_MAX_RESULT_BYTES {
+            let cut = (0..=MCP_MAX_RESULT_BYTES)
+                .rev()
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(0);
+            text.truncate(cut);
+            text.push_str(&format!(
+                "\n[result cut at {} KiB]",
+                MCP_MAX_RESULT_BYTES / 1024
+            ));
+        }
         if result.is_error == Some(true) {
             return Err(ToolError::new(
                 ReasonCode::McpToolError,

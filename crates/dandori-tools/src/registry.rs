@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use dandori_exec::{CommandPolicy, ResourceLimits};
+use dandori_config::CommandPolicyConfig;
+use dandori_exec::ResourceLimits;
 use dandori_trace::Masker;
 
+use crate::builtin::command::tool_command_policy;
 use crate::builtin::{self, CommandCheck, Context};
 use crate::error::ToolsError;
 use crate::mcp::McpHub;
@@ -50,7 +52,7 @@ pub struct ToolRegistryBuilder {
     extra_writable: Vec<PathBuf>,
     sandbox: Option<Sandbox>,
     sandbox_mode: SandboxMode,
-    command_policy: Arc<dyn CommandCheck>,
+    command_policy: Option<Arc<dyn CommandCheck>>,
     command_timeout: Duration,
     command_limits: ResourceLimits,
     command_logs: Option<(PathBuf, String)>,
@@ -72,7 +74,7 @@ impl ToolRegistry {
             extra_writable: Vec::new(),
             sandbox: None,
             sandbox_mode: SandboxMode::Auto,
-            command_policy: Arc::new(CommandPolicy::default()),
+            command_policy: None,
             command_timeout: Duration::from_secs(60),
             command_limits: ResourceLimits::default(),
             command_logs: None,
@@ -219,10 +221,11 @@ impl ToolRegistryBuilder {
         self
     }
 
-    /// The command policy `run_command` checks. Default: dandori-exec's built-in
-    /// `CommandPolicy`; pass `CommandPolicy::new(&config)` to extend it.
+    /// The command policy `run_command` checks. Default:
+    /// `tool_command_policy(&CommandPolicyConfig::default())` (dandori-exec's built-in
+    /// policy plus `sh` / `bash`); pass `tool_command_policy(&config)` to extend it.
     pub fn command_policy(mut self, policy: Arc<dyn CommandCheck>) -> Self {
-        self.command_policy = policy;
+        self.command_policy = Some(policy);
         self
     }
 
@@ -272,13 +275,20 @@ impl ToolRegistryBuilder {
             .map(dandori_fs::canonicalize)
             .collect::<Result<Vec<_>, _>>()?;
         let forbid_gh = self.policy.forbid_gh();
+        let command_policy: Arc<dyn CommandCheck> = match self.command_policy {
+            Some(policy) => policy,
+            None => Arc::new(
+                tool_command_policy(&CommandPolicyConfig::default())
+                    .map_err(ToolsError::CommandPolicy)?,
+            ),
+        };
         Ok(ToolRegistry {
             ctx: Context {
                 worktree,
                 env,
                 sandbox,
                 extra_writable,
-                command_policy: self.command_policy,
+                command_policy,
                 command_timeout: self.command_timeout,
                 command_limits: self.command_limits,
                 command_logs: self.command_logs,

@@ -1,27 +1,58 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
+mod eval;
 mod plan;
+mod plan_llm;
 
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, EvalCommand};
 
 mod env;
+mod graph;
 mod resume;
 mod run;
+mod schema;
+mod validate;
+
+use std::path::Path;
+
+/// Loads the configuration for a command: defaults < config file (`--config`, else
+/// `dandori.yaml` / `config.yaml` / `.dandori/config.yaml` in `repo`) < the seed
+/// environment variables < `-c key=value`. Warnings (a broken file, a bad
+/// variable) go to stderr; the command goes on with the previous layer.
+#[allow(dead_code)] // the shared entry point for plan / run / env / resume
+pub fn load_config(
+    config: Option<&Path>,
+    sets: &[String],
+    repo: &Path,
+) -> anyhow::Result<dandori_config::Loaded> {
+    let loaded = dandori_config::load(&dandori_config::LoadOptions {
+        repo: repo.to_path_buf(),
+        config_path: config.map(Path::to_path_buf),
+        task_planning_path: None,
+        env: std::env::vars().collect(),
+        overrides: sets.to_vec(),
+        task_type: None,
+    })?;
+    for w in &loaded.warnings {
+        crate::output::progress(&format!("warning: {w}"));
+    }
+    Ok(loaded)
+}
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     // One arm per command, separated so that each command's owner edits one line.
     match cli.command {
         Command::Plan(args) => plan::run(args, cli.config.as_deref(), &cli.set),
         // --
-        Command::Validate(_) => anyhow::bail!("this command is not built yet"),
+        Command::Validate(args) => validate::validate(&args),
         // --
-        Command::Graph(_) => anyhow::bail!("this command is not built yet"),
+        Command::Graph(args) => graph::graph(&args),
         // --
-        Command::Schema(_) => anyhow::bail!("this command is not built yet"),
+        Command::Schema(args) => schema::schema(&args),
         // --
-        Command::Eval(_) => anyhow::bail!("this command is not built yet"),
+        Command::Eval(EvalCommand::Localize(args)) => eval::localize(&args),
         // --
         Command::Env(cmd) => env::env(cli.config.as_deref(), &cli.set, cmd),
         // --

@@ -9,7 +9,11 @@ use serde_json::json;
 use crate::cli::PlanArgs;
 use crate::output;
 
+/// Exit status when the model asks for clarification instead of planning.
+pub const EXIT_UNCLEAR_GOAL: u8 = 3;
+
 pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Result<ExitCode> {
+    let provider_flags = super::plan_llm::flags(&args);
     let request = match (args.request, args.text) {
         (Some(path), None) => RequestSource::File(path),
         (None, Some(text)) => RequestSource::Text(text),
@@ -24,19 +28,39 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // Defaults < --config file < -c key=value (the loader `dandori run` uses). A
-    // broken config falls back to the defaults (seed 003 §9.1), said on stderr and
-    // recorded in the trace.
+    // Defaults < config file (--config, else dandori.yaml / config.yaml in the
+    // repository) < -c key=value. A broken config falls back to the defaults
+    // (seed 003 §9.1), said on stderr and recorded in the trace.
+    let file = config.map(Path::to_path_buf).or_else(|| {
+        ["dandori.yaml", "config.yaml"]
+            .iter()
+            .map(|n| args.repo.join(n))
+            .find(|p| p.is_file())
+    });
     let mut config_warnings = Vec::new();
-    let config = match super::run::load_config(config, sets) {
-        Ok(c) => c,
+    let loaded = match super::run::load_config(file.as_deref(), sets) {
+        Ok(c) => Some(c),
         Err(e) => {
             let w = format!("config unusable ({e:#}); planning with the default config");
             output::progress(&format!("warning: {w}"));
             config_warnings.push(w);
-            dandori_config::Config::default()
+            None
         }
     };
+    // The LLM planner (--provider / the `llm:` config section) when one is
+    // configured; otherwise the offline planner.
+    let llm = if loaded.is_some() || provider_flags.provider.is_some() {
+        match super::plan_llm::select(&provider_flags, config, sets, &args.repo)? {
+            Ok(selected) => selected,
+            Err(e) => {
+                output::error(&format!("{}: {e}", e.code()));
+                return Ok(ExitCode::from(2));
+            }
+        }
+    } else {
+        None
+    };
+    let config = loaded.unwrap_or_default();
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -57,16 +81,36 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.config = config;
     opts.config_warnings = config_warnings;
     opts.progress = Some(&progress);
-    // --provider / --base-url / --model / --api-key-env select the LLM planner (not
-    // wired here yet); without them the offline planner runs.
+    if let Some((planner, config)) = &llm {
+        opts.planner = Some(planner);
+        opts.config = config.clone();
+    }
 
     let outcome = match dandori_planner::plan(&opts) {
         Ok(o) => o,
+        // Seed 000 §10.1.1: the model needs answers before it can plan (exit 3).
+        Err(dandori_planner::PlannerError::UnclearGoal {
+            planner,
+            message,
+            questions,
+        }) => {
+            if args.json {
+                output::json(&json!({"status": "unclear_goal", "planner": planner,
+                    "message": message, "clarification_needed": questions}));
+            } else {
+                output::error(&format!("PLANNING_UNCLEAR_GOAL: {message}"));
+                for q in &questions {
+                    output::line(&format!("  ? {q}"));
+                }
+            }
+            return Ok(ExitCode::from(EXIT_UNCLEAR_GOAL));
+        }
         Err(e) => {
             output::error(&format!("{}: {e}", e.code()));
             return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
         }
     };
+    let llm_usage = llm.as_ref().map(|(p, _)| p.client().usage());
     if args.json {
         output::json(&json!({
             "run_dir": outcome.run_dir,
@@ -79,9 +123,17 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             "steps": outcome.planning.steps.len(),
             "planning_skipped": outcome.skipped,
             "validation": outcome.validation,
+            "llm_usage": llm_usage,
         }));
     } else {
         human(&outcome);
+        if let Some(usage) = &llm_usage {
+            output::line(&format!(
+                "Model tokens: {} in {} call(s)",
+                usage.total(),
+                usage.phases.values().map(|p| p.calls).sum::<u64>()
+            ));
+        }
     }
     Ok(if outcome.validation.ok {
         ExitCode::SUCCESS

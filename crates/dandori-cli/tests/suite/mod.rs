@@ -1,6 +1,16 @@
 mod env;
 // --
+mod eval_localize;
+// --
+mod graph;
+// --
 mod plan;
 // --
+mod plan_llm;
+// --
 mod run;
+// --
+mod schema;
+// --
+mod validate;
 // --

@@ -172,6 +172,9 @@ fn node_project_is_installed_with_npm_ci_and_its_tests_run() {
             .installed_packages
             .contains(&"is-number@7.0.0".to_string())
     );
+    // Prepared directories stay out of the project's commits.
+    assert!(repo.path().join("node_modules/.gitignore").exists());
+    assert!(repo.path().join(".dandori/.gitignore").exists());
     let env = activation::env_for(repo.path());
     let o = run_command(&CommandSpec::program("npm", ["test"], repo.path()).env(env)).unwrap();
     assert!(o.success(), "{o:?}");

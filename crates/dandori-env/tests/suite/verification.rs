@@ -137,3 +137,55 @@ fn refused_verification_commands_fail_with_the_reason() {
         .unwrap();
     assert!(r.contains("POLICY_PRIVILEGE_ESCALATION"), "{r}");
 }
+
+struct TouchMarker;
+
+impl dandori_env::setup::CommandRegenerator for TouchMarker {
+    fn regenerate(
+        &self,
+        r: &dandori_env::setup::RegenerationRequest,
+    ) -> Result<dandori_env::setup::RegeneratedCommands, dandori_env::EnvError> {
+        assert!(r.error.contains("verification failed"), "{}", r.error);
+        dandori_env::setup::RegeneratedCommands::parse(r#"{"setup_commands": ["touch marker"]}"#)
+    }
+}
+
+#[test]
+fn failed_verification_goes_back_to_regeneration() {
+    let dir = tempfile::tempdir().unwrap();
+    let sel = selected(&[("test -f marker", None, true)]);
+    let mut opts = SetupOptions::new(dir.path());
+    opts.config.verification.on_failure = OnFailure::Fail;
+    let regen = TouchMarker;
+    opts.regenerator = Some(&regen);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
+    assert_eq!(out.setup_result.regenerations.len(), 1);
+    assert_eq!(out.setup_result.setup_commands, vec!["touch marker"]);
+}
+
+#[test]
+fn secrets_never_reach_records_or_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sel = selected(&[("echo ok", Some("ok"), true)]);
+    sel.setup_commands =
+        vec!["echo token=ghp_abcdefghijklmnopqrstuvwxyz0123456789 && false".into()];
+    let out = setup::run(&sel, &SetupOptions::new(dir.path())).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Failed);
+    let rec = dir.path().join(".dandori/environment");
+    for f in ["setup.json", "error_report.md", "logs/setup.01.stdout.log"] {
+        let text = std::fs::read_to_string(rec.join(f)).unwrap();
+        assert!(
+            !text.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+            "{f}: {text}"
+        );
+    }
+}
+
+proptest::proptest! {
+    /// Model output of any shape is parsed or refused, never a panic.
+    #[test]
+    fn regeneration_answers_never_panic(text in "\\PC{0,300}") {
+        let _ = dandori_env::setup::RegeneratedCommands::parse(&text);
+    }
+}

@@ -1,2 +1,3 @@
 mod policy;
+mod policy_props;
 mod run;

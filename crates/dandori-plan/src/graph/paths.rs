@@ -12,14 +12,18 @@
 //!   the path, when the path contains the literal prefix, or when the path looks
 //!   like a directory (no `.` in its last component) under the prefix that the glob
 //!   could descend into (it has `**` or more components than the path). Two globs
-//!   overlap when one literal prefix contains the other. Uncertain cases count as
-//!   overlapping: a false overlap only costs parallelism, a missed one a conflict.
+//!   overlap when they have the same literal prefix, or when the one with the
+//!   shorter prefix overlaps the other's prefix as a plain path. Uncertain cases
+//!   count as overlapping: a false overlap only costs parallelism, a missed one a
+//!   conflict.
 //!
 //! The steps are visited in a topological order and inserted into a trie of path
 //! components that remembers the last step holding each node. A new target only
 //! looks at its ancestors, its own node and its subtree; a plain target then
 //! replaces its whole subtree (everything below is now ordered before it), so each
-//! trie node is created and removed at most once per target: linear overall.
+//! trie node is created and removed at most once per target: linear in the total
+//! number of path components. A glob target cannot replace its subtree, so it
+//! scans it; plans with many globs over one large directory cost more.
 
 use std::collections::HashMap;
 
@@ -39,8 +43,7 @@ pub(crate) fn resource_edges(
     for &step in order {
         preds.clear();
         for raw in &nodes[step].target_paths {
-            let target = Target::parse(raw);
-            trie.visit(step, &target, &mut preds);
+            trie.visit(step, Target::parse(raw), &mut preds);
         }
         preds.sort_unstable();
         preds.dedup();
@@ -60,7 +63,11 @@ pub fn overlaps(a: &str, b: &str) -> bool {
     let (a, b) = (Target::parse(a), Target::parse(b));
     match (&a.glob, &b.glob) {
         (None, None) => is_prefix(&a.prefix, &b.prefix) || is_prefix(&b.prefix, &a.prefix),
-        (Some(_), Some(_)) => is_prefix(&a.prefix, &b.prefix) || is_prefix(&b.prefix, &a.prefix),
+        (Some(ga), Some(gb)) => {
+            a.prefix == b.prefix
+                || (is_prefix(&a.prefix, &b.prefix) && ga.matches_path(&b.prefix))
+                || (is_prefix(&b.prefix, &a.prefix) && gb.matches_path(&a.prefix))
+        }
         (Some(g), None) => {
             is_prefix(&b.prefix, &a.prefix)
                 || (is_prefix(&a.prefix, &b.prefix) && g.matches_path(&b.prefix))
@@ -72,7 +79,7 @@ pub fn overlaps(a: &str, b: &str) -> bool {
     }
 }
 
-fn is_prefix(dir: &[String], path: &[String]) -> bool {
+fn is_prefix(dir: &[&str], path: &[&str]) -> bool {
     dir.len() <= path.len() && dir.iter().zip(path).all(|(a, b)| a == b)
 }
 
@@ -84,7 +91,7 @@ struct Glob {
 
 impl Glob {
     /// Whether the glob may touch the plain path `path` (components).
-    fn matches_path(&self, path: &[String]) -> bool {
+    fn matches_path(&self, path: &[&str]) -> bool {
         let Some(matcher) = &self.matcher else {
             // An invalid pattern: treat it as its whole literal prefix.
             return true;
@@ -97,14 +104,14 @@ impl Glob {
     }
 }
 
-struct Target {
+struct Target<'a> {
     /// Plain components (the whole path, or a glob's literal prefix).
-    prefix: Vec<String>,
+    prefix: Vec<&'a str>,
     glob: Option<Glob>,
 }
 
-impl Target {
-    fn parse(raw: &str) -> Target {
+impl<'a> Target<'a> {
+    fn parse(raw: &'a str) -> Target<'a> {
         let comps: Vec<&str> = raw
             .trim()
             .split('/')
@@ -113,7 +120,7 @@ impl Target {
         let first_glob = comps.iter().position(|c| c.contains(['*', '?', '[', '{']));
         match first_glob {
             None => Target {
-                prefix: comps.iter().map(|c| c.to_string()).collect(),
+                prefix: comps,
                 glob: None,
             },
             Some(k) => {
@@ -124,7 +131,7 @@ impl Target {
                     .ok()
                     .map(|g| g.compile_matcher());
                 Target {
-                    prefix: comps[..k].iter().map(|c| c.to_string()).collect(),
+                    prefix: comps[..k].to_vec(),
                     glob: Some(Glob {
                         matcher,
                         has_globstar: comps[k..].iter().any(|c| c.contains("**")),
@@ -136,10 +143,10 @@ impl Target {
     }
 }
 
-struct TrieNode {
-    children: HashMap<String, usize>,
+struct TrieNode<'a> {
+    children: HashMap<&'a str, usize>,
     /// Components from the root.
-    path: Vec<String>,
+    path: Vec<&'a str>,
     /// The last step whose plain target is exactly this node.
     last: Option<usize>,
     /// Steps with a glob whose literal prefix is this node, since the last plain
@@ -147,12 +154,12 @@ struct TrieNode {
     globs: Vec<(usize, Glob)>,
 }
 
-struct Trie {
-    nodes: Vec<TrieNode>,
+struct Trie<'a> {
+    nodes: Vec<TrieNode<'a>>,
 }
 
-impl Trie {
-    fn new() -> Trie {
+impl<'a> Trie<'a> {
+    fn new() -> Trie<'a> {
         Trie {
             nodes: vec![TrieNode {
                 children: HashMap::new(),
@@ -165,12 +172,12 @@ impl Trie {
 
     /// Records `step` holding `target`, pushing into `preds` every earlier step
     /// it overlaps.
-    fn visit(&mut self, step: usize, target: &Target, preds: &mut Vec<usize>) {
+    fn visit(&mut self, step: usize, target: Target<'a>, preds: &mut Vec<usize>) {
         // Walk (and create) the prefix, collecting the ancestors' holders.
         let mut cur = 0usize;
         for depth in 0..=target.prefix.len() {
             if depth > 0 {
-                let comp = &target.prefix[depth - 1];
+                let comp = target.prefix[depth - 1];
                 cur = match self.nodes[cur].children.get(comp) {
                     Some(&c) => c,
                     None => {
@@ -181,7 +188,7 @@ impl Trie {
                             last: None,
                             globs: Vec::new(),
                         });
-                        self.nodes[cur].children.insert(comp.clone(), id);
+                        self.nodes[cur].children.insert(comp, id);
                         id
                     }
                 };
@@ -190,9 +197,9 @@ impl Trie {
             let at_target = depth == target.prefix.len();
             preds.extend(node.last);
             for (s, g) in &node.globs {
-                // A glob at an ancestor directory of a plain path overlaps only
-                // if it may match it; globs overlap globs and the node itself.
-                let hit = at_target || target.glob.is_some() || g.matches_path(&target.prefix);
+                // A glob at an ancestor directory overlaps a deeper target only
+                // if it may reach into it; at the same node it always overlaps.
+                let hit = at_target || g.matches_path(&target.prefix);
                 if hit {
                     preds.push(*s);
                 }
@@ -211,11 +218,18 @@ impl Trie {
                     preds.push(s);
                 }
             }
-            // Globs below a plain directory or below a glob's prefix: overlap.
-            preds.extend(node.globs.iter().map(|(s, _)| *s));
+            // Globs below a plain directory overlap it; below a glob's prefix,
+            // when the glob may reach into their prefix.
+            let deeper_globs_hit = match &target.glob {
+                None => true,
+                Some(g) => g.matches_path(&node.path),
+            };
+            if deeper_globs_hit {
+                preds.extend(node.globs.iter().map(|(s, _)| *s));
+            }
             stack.extend(node.children.values().copied());
         }
-        match &target.glob {
+        match target.glob {
             None => {
                 // Everything below is now ordered before `step`: drop it.
                 let node = &mut self.nodes[cur];
@@ -224,12 +238,7 @@ impl Trie {
                 node.last = Some(step);
             }
             Some(g) => {
-                let glob = Glob {
-                    matcher: g.matcher.clone(),
-                    has_globstar: g.has_globstar,
-                    components: g.components,
-                };
-                self.nodes[cur].globs.push((step, glob));
+                self.nodes[cur].globs.push((step, g));
             }
         }
     }

@@ -162,23 +162,56 @@ pub struct Validated {
     pub report: ValidationReport,
 }
 
-/// Validates and parses: `Ok` when there is no FAIL finding.
-pub fn parse(text: &str) -> Result<Validated, ValidationReport> {
+/// The findings for a text, and the typed plan when the text has the right shape
+/// (it may still break a rule, e.g. a step id past S99 or a cycle).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    pub report: ValidationReport,
+    pub planning: Option<Planning>,
+}
+
+/// Validates and reads in one parse: the text becomes a `Value` once, the
+/// findings come from it and the typed plan is read from it.
+pub fn check(text: &str) -> Checked {
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
-        Err(e) => return Err(parse_error(&e)),
+        Err(e) => {
+            return Checked {
+                report: parse_error(&e),
+                planning: None,
+            };
+        }
     };
     let mut report = validate_value(&value);
-    if report.has_fail() {
-        return Err(report);
-    }
-    match Planning::deserialize(&value) {
-        Ok(planning) => Ok(Validated { planning, report }),
-        Err(e) => {
-            // The shape tables and the types disagree: still a clear failure.
-            report.fail(rc::INVALID_TYPE, "$", format!("cannot read the plan: {e}"));
-            Err(report)
+    let structural = report.findings.iter().any(|f| {
+        [
+            rc::MISSING_REQUIRED_KEY,
+            rc::INVALID_TYPE,
+            rc::INVALID_VALUE,
+        ]
+        .contains(&f.code.as_str())
+    });
+    let planning = if structural {
+        None
+    } else {
+        match Planning::deserialize(&value) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                // The shape tables and the types disagree: still a clear failure.
+                report.fail(rc::INVALID_TYPE, "$", format!("cannot read the plan: {e}"));
+                None
+            }
         }
+    };
+    Checked { report, planning }
+}
+
+/// Validates and parses: `Ok` when there is no FAIL finding.
+pub fn parse(text: &str) -> Result<Validated, ValidationReport> {
+    let Checked { report, planning } = check(text);
+    match planning {
+        Some(planning) if !report.has_fail() => Ok(Validated { planning, report }),
+        _ => Err(report),
     }
 }
 
@@ -188,12 +221,17 @@ fn parse_error(e: &serde_json::Error) -> ValidationReport {
         code: rc::JSON_PARSE_ERROR.to_string(),
         severity: Severity::Fail,
         path: "$".to_string(),
-        message: format!(
-            "not valid JSON at line {}, column {}: {}",
-            e.line(),
-            e.column(),
-            e
-        ),
+        message: {
+            // serde_json appends " at line L column C"; say it once, our way.
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            let reason = full.strip_suffix(&suffix).unwrap_or(&full);
+            format!(
+                "not valid JSON at line {}, column {}: {reason}",
+                e.line(),
+                e.column()
+            )
+        },
         line: Some(e.line()),
         column: Some(e.column()),
     });
@@ -204,7 +242,7 @@ fn parse_error(e: &serde_json::Error) -> ValidationReport {
 pub fn validate_value(value: &Value) -> ValidationReport {
     let mut report = ValidationReport::default();
     match value {
-        Value::Object(_) => check_fields(value, shape::PLANNING, "", &mut report),
+        Value::Object(_) => check_fields(value, shape::PLANNING, &Seg::Root, &mut report),
         other => {
             report.fail(
                 rc::INVALID_TYPE,
@@ -219,11 +257,38 @@ pub fn validate_value(value: &Value) -> ValidationReport {
     report
 }
 
-fn join(base: &str, key: &str) -> String {
-    if base.is_empty() {
-        key.to_string()
-    } else {
-        format!("{base}.{key}")
+/// A path under construction, rendered only when a finding needs it (most
+/// values are fine, so building every path string up front would dominate).
+#[derive(Clone, Copy)]
+enum Seg<'a> {
+    Root,
+    Key(&'a Seg<'a>, &'a str),
+    Index(&'a Seg<'a>, usize),
+}
+
+impl Seg<'_> {
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.render_into(&mut out);
+        if out.is_empty() { "$".to_string() } else { out }
+    }
+    fn render_into(&self, out: &mut String) {
+        match self {
+            Seg::Root => {}
+            Seg::Key(parent, key) => {
+                parent.render_into(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Seg::Index(parent, i) => {
+                parent.render_into(out);
+                out.push('[');
+                out.push_str(&i.to_string());
+                out.push(']');
+            }
+        }
     }
 }
 
@@ -246,13 +311,13 @@ fn describe(v: &Value) -> String {
 }
 
 /// Structural pass over one object.
-fn check_fields(obj: &Value, fields: &[Field], base: &str, report: &mut ValidationReport) {
+fn check_fields(obj: &Value, fields: &[Field], base: &Seg<'_>, report: &mut ValidationReport) {
     for field in fields {
-        let path = join(base, field.key);
+        let path = Seg::Key(base, field.key);
         match (obj.get(field.key), field.presence) {
             (None, Presence::Required) => report.fail(
                 rc::MISSING_REQUIRED_KEY,
-                &path,
+                &path.render(),
                 format!("missing required key `{}`", field.key),
             ),
             (None, Presence::Optional | Presence::Defaulted)
@@ -262,11 +327,11 @@ fn check_fields(obj: &Value, fields: &[Field], base: &str, report: &mut Validati
     }
 }
 
-fn check_kind(v: &Value, kind: Kind, path: &str, report: &mut ValidationReport) {
+fn check_kind(v: &Value, kind: Kind, path: &Seg<'_>, report: &mut ValidationReport) {
     let mismatch = |report: &mut ValidationReport, what: &str| {
         report.fail(
             rc::INVALID_TYPE,
-            path,
+            &path.render(),
             format!("expected {what}, found {}", describe(v)),
         );
     };
@@ -308,7 +373,7 @@ fn check_kind(v: &Value, kind: Kind, path: &str, report: &mut ValidationReport) 
                     if !ok(item) {
                         report.fail(
                             rc::INVALID_TYPE,
-                            &format!("{path}[{i}]"),
+                            &Seg::Index(path, i).render(),
                             format!("expected {want}, found {}", describe(item)),
                         );
                     }
@@ -321,7 +386,7 @@ fn check_kind(v: &Value, kind: Kind, path: &str, report: &mut ValidationReport) 
                 if !allowed.contains(&s) {
                     report.fail(
                         rc::INVALID_VALUE,
-                        path,
+                        &path.render(),
                         format!("`{s}` is not one of {}", allowed.join(" | ")),
                     );
                 }
@@ -338,13 +403,13 @@ fn check_kind(v: &Value, kind: Kind, path: &str, report: &mut ValidationReport) 
             None => mismatch(report, "an array"),
             Some(items) => {
                 for (i, item) in items.iter().enumerate() {
-                    let p = format!("{path}[{i}]");
+                    let p = Seg::Index(path, i);
                     if item.is_object() {
                         check_fields(item, fields, &p, report);
                     } else {
                         report.fail(
                             rc::INVALID_TYPE,
-                            &p,
+                            &p.render(),
                             format!("expected an object, found {}", describe(item)),
                         );
                     }
@@ -363,7 +428,7 @@ fn check_kind(v: &Value, kind: Kind, path: &str, report: &mut ValidationReport) 
                     if !item.is_string() {
                         report.fail(
                             rc::INVALID_TYPE,
-                            &format!("{path}.{k}"),
+                            &Seg::Key(path, k).render(),
                             format!("expected a string, found {}", describe(item)),
                         );
                     }
@@ -552,39 +617,22 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
 }
 
 /// Unknown dependencies and cycles over depends_on and produces → consumes.
-fn check_graph(value: &Value, report: &mut ValidationReport) {
+fn check_graph<'v>(value: &'v Value, report: &mut ValidationReport) {
     let steps = steps_of(value);
-    let strs = |step: &'_ Value, key: &str| -> Vec<String> {
+    let strs = |step: &'v Value, key: &str| -> Vec<&'v str> {
+        // An entry that is not a string was reported by the structural pass.
         step.get(key)
             .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default()
     };
-    // Owned lists, borrowed by the node specs below; an entry that is not a string
-    // was reported by the structural pass.
-    let lists: Vec<[Vec<String>; 3]> = steps
+    let nodes: Vec<NodeSpec<'v>> = steps
         .iter()
-        .map(|s| {
-            [
-                strs(s, "depends_on"),
-                strs(s, "produces"),
-                strs(s, "consumes"),
-            ]
-        })
-        .collect();
-    let nodes: Vec<NodeSpec<'_>> = steps
-        .iter()
-        .zip(&lists)
-        .map(|(s, [deps, prods, cons])| NodeSpec {
+        .map(|s| NodeSpec {
             id: s.get("step_id").and_then(Value::as_str).unwrap_or(""),
-            depends_on: deps.iter().map(String::as_str).collect(),
-            produces: prods.iter().map(String::as_str).collect(),
-            consumes: cons.iter().map(String::as_str).collect(),
+            depends_on: strs(s, "depends_on"),
+            produces: strs(s, "produces"),
+            consumes: strs(s, "consumes"),
             target_paths: Vec::new(),
             weight: 1,
         })

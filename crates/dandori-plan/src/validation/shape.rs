@@ -279,3 +279,62 @@ pub(crate) const PLANNING: &[Field] = &[
     opt("execution_plan", Kind::Obj(EXECUTION_PLAN)),
     opt("selected_environment", Kind::Obj(SELECTED_ENVIRONMENT)),
 ];
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::{Field, Kind, PLANNING, Presence};
+
+    /// The first `$ref` inside a property schema (through anyOf / items).
+    fn find_ref(v: &Value) -> Option<&str> {
+        match v {
+            Value::Object(m) => m
+                .get("$ref")
+                .and_then(Value::as_str)
+                .or_else(|| m.values().find_map(find_ref)),
+            Value::Array(a) => a.iter().find_map(find_ref),
+            _ => None,
+        }
+    }
+
+    fn compare(fields: &[Field], schema: &Value, defs: &Value, at: &str) {
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let props = schema["properties"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for f in fields {
+            let prop = props
+                .get(f.key)
+                .unwrap_or_else(|| panic!("{at}.{} is not in the schema", f.key));
+            assert_eq!(
+                required.contains(&f.key),
+                f.presence == Presence::Required,
+                "{at}.{}: required differs",
+                f.key
+            );
+            if let Kind::Obj(inner) | Kind::ObjArray(inner) = f.kind {
+                let name = find_ref(prop)
+                    .and_then(|r| r.strip_prefix("#/$defs/"))
+                    .unwrap_or_else(|| panic!("{at}.{} has no $ref", f.key));
+                compare(inner, &defs[name], defs, &format!("{at}.{}", f.key));
+            }
+        }
+        for key in props.keys() {
+            assert!(
+                fields.iter().any(|f| f.key == key),
+                "{at}.{key} is in the schema but not in the shape table"
+            );
+        }
+    }
+
+    #[test]
+    fn shape_tables_match_the_types() {
+        let schema = crate::schema::planning();
+        compare(PLANNING, &schema, &schema["$defs"], "$");
+    }
+}

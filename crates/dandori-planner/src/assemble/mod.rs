@@ -56,6 +56,36 @@ pub struct Assembled {
     pub skipped: Option<String>,
 }
 
+/// The validation FAIL findings (`CODE at path: message`) this draft would produce,
+/// without writing anything; the LLM planner sends them back to the model once.
+pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> {
+    let mut draft = draft.clone();
+    let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
+    acceptance::ensure_minimum(&mut draft, ctx.request.language, &unit, MAX_DIFF_LINES);
+    let ids = Ids {
+        request_id: ctx.request.id.clone(),
+        run_id: "preview".to_string(),
+        created_at: dandori_trace::now_rfc3339(),
+        base_branch: "main".to_string(),
+        work_branch: "dandori/preview".to_string(),
+    };
+    let rd = RunDir {
+        request_id: ctx.request.id.clone(),
+        run_id: "preview".to_string(),
+        path: ctx.repo_root.join(".dandori/preview"),
+        display: ".dandori/preview".to_string(),
+    };
+    match build(ctx, &draft, &ids, &rd, false) {
+        Ok(built) => validation::validate(&built.planning)
+            .findings
+            .iter()
+            .filter(|f| f.severity == validation::Severity::Fail)
+            .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+            .collect(),
+        Err(e) => vec![e.to_string()],
+    }
+}
+
 /// What one build produced, before events are written.
 struct Built {
     planning: Planning,

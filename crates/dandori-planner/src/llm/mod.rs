@@ -10,8 +10,12 @@
 pub mod cache;
 pub mod checks;
 pub mod engine;
+pub mod planner;
 pub mod prompt;
+pub mod provider;
 pub mod response;
+
+pub use planner::LlmPlanner;
 
 #[cfg(test)]
 mod engine_tests;

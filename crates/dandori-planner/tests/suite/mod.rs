@@ -1,5 +1,6 @@
 mod examples;
 mod fail_closed;
 mod intake;
+mod llm;
 mod run_dir;
 mod support;

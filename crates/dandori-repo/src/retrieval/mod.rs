@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 pub use baseline::Bm25Baseline;
-pub use query::{QueryAnalysis, analyze};
+pub use query::{QueryAnalysis, QueryWeights, analyze, analyze_with};
 pub use tokenize::{TokenOptions, tokenize, tokens};
 
 use crate::scan::{FileEntry, RepoScan, language};
@@ -56,6 +56,7 @@ pub struct IndexOptions {
     pub snippet_lines: usize,
     /// Threads (0 = available parallelism).
     pub threads: usize,
+    pub weights: RankingWeights,
 }
 
 impl Default for IndexOptions {
@@ -65,6 +66,63 @@ impl Default for IndexOptions {
             snippets_per_hit: 2,
             snippet_lines: 8,
             threads: 0,
+            weights: RankingWeights::default(),
+        }
+    }
+}
+
+/// Weights of the ranking. BM25F is normalised so the best file scores 1.0; the
+/// evidence bonuses are added to that, the penalties multiply. Defaults tuned on
+/// SWE-bench Verified (docs/retrieval.md).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RankingWeights {
+    /// BM25F weight of the path, definitions and contents fields.
+    pub field_weight: [f32; 3],
+    /// BM25F length normalisation per field.
+    pub field_b: [f32; 3],
+    pub k1: f32,
+    /// The request names the file's exact path.
+    pub path_exact: f32,
+    /// The request names a path the file's path ends with.
+    pub path_suffix: f32,
+    /// The request names the file by its name only (and few files share it).
+    pub file_name: f32,
+    /// A dotted module path in the request resolves to the file.
+    pub module: f32,
+    /// A stack frame of the request is in the file.
+    pub frame: f32,
+    /// Extra for the innermost in-repository frame.
+    pub frame_innermost: f32,
+    /// The file defines names the request mentions.
+    pub definition: f32,
+    /// Test files, unless the request is about tests.
+    pub test_penalty: f32,
+    /// Files that are not code (docs, data, config).
+    pub non_code_penalty: f32,
+    /// Code in another language than the repository's main one.
+    pub other_language_penalty: f32,
+    /// Documentation, examples, benchmarks and vendored trees.
+    pub auxiliary_dir_penalty: f32,
+}
+
+impl Default for RankingWeights {
+    fn default() -> Self {
+        RankingWeights {
+            field_weight: [3.0, 2.0, 1.0],
+            field_b: [0.3, 0.5, 0.9],
+            k1: 2.0,
+            path_exact: 1.5,
+            path_suffix: 1.2,
+            file_name: 0.6,
+            module: 1.0,
+            frame: 0.5,
+            frame_innermost: 0.4,
+            definition: 0.8,
+            test_penalty: 0.4,
+            non_code_penalty: 0.6,
+            other_language_penalty: 0.6,
+            auxiliary_dir_penalty: 0.6,
         }
     }
 }
@@ -74,11 +132,6 @@ const PATH: usize = 0;
 const DEFS: usize = 1;
 const BODY: usize = 2;
 const FIELDS: usize = 3;
-
-/// BM25F field weights and length normalisation.
-const FIELD_WEIGHT: [f32; FIELDS] = [3.0, 2.0, 1.0];
-const FIELD_B: [f32; FIELDS] = [0.3, 0.5, 0.75];
-const K1: f32 = 1.2;
 
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -91,6 +144,10 @@ struct Doc {
     path: String,
     is_test: bool,
     is_code: bool,
+    language: Option<String>,
+    auxiliary: bool,
+    /// A test, or data under a tests directory (fixtures, expected output).
+    test_tree: bool,
     len: [u32; FIELDS],
 }
 
@@ -98,6 +155,7 @@ struct Doc {
 #[derive(Debug)]
 pub struct Index {
     root: PathBuf,
+    primary_language: Option<String>,
     options: IndexOptions,
     docs: Vec<Doc>,
     terms: FxHashMap<Box<str>, u32>,
@@ -120,32 +178,6 @@ struct Partial {
     postings: Vec<Vec<Posting>>,
     docs: Vec<PartialDoc>,
 }
-
-/// Tunable weights of the final score (normalised BM25F = 1.0 at the top file).
-#[derive(Debug, Clone, Copy)]
-struct Boosts {
-    path_exact: f32,
-    path_suffix: f32,
-    file_name: f32,
-    module: f32,
-    frame: f32,
-    frame_innermost: f32,
-    definition: f32,
-    test_penalty: f32,
-    non_code_penalty: f32,
-}
-
-const BOOSTS: Boosts = Boosts {
-    path_exact: 1.5,
-    path_suffix: 1.2,
-    file_name: 0.6,
-    module: 1.0,
-    frame: 0.5,
-    frame_innermost: 0.4,
-    definition: 0.8,
-    test_penalty: 0.4,
-    non_code_penalty: 0.6,
-};
 
 impl Index {
     /// Builds the index, reading the scanned text files (bounded per file).
@@ -181,6 +213,15 @@ impl Index {
                     .language
                     .as_deref()
                     .is_some_and(language::is_code_language),
+                language: f.language.clone(),
+                auxiliary: is_auxiliary_path(&f.path),
+                test_tree: f.is_test
+                    || f.path.split('/').rev().skip(1).any(|d| {
+                        matches!(
+                            d,
+                            "tests" | "testing" | "__tests__" | "fixtures" | "testdata"
+                        )
+                    }),
                 len: [0; FIELDS],
             })
             .collect();
@@ -238,6 +279,7 @@ impl Index {
             }
         }
         Index {
+            primary_language: scan.summary.primary_language.clone(),
             root: scan.root.clone(),
             options: options.clone(),
             docs,
@@ -248,6 +290,11 @@ impl Index {
             modules,
             names,
         }
+    }
+
+    /// Replaces the ranking weights (for tuning; the index itself is unchanged).
+    pub fn set_weights(&mut self, weights: RankingWeights) {
+        self.options.weights = weights;
     }
 
     /// Number of indexed files.
@@ -298,6 +345,7 @@ impl Index {
         if self.docs.is_empty() || k == 0 {
             return Vec::new();
         }
+        let w = &self.options.weights;
         let mut scores = self.bm25f(&q.terms);
         let max = scores.iter().copied().fold(0f32, f32::max);
         if max > 0.0 {
@@ -320,11 +368,11 @@ impl Index {
         for p in &q.paths {
             for (doc, exact) in self.resolve_path(p) {
                 let amount = if exact {
-                    BOOSTS.path_exact
+                    w.path_exact
                 } else if p.contains('/') {
-                    BOOSTS.path_suffix
+                    w.path_suffix
                 } else {
-                    BOOSTS.file_name
+                    w.file_name
                 };
                 bonus(doc, amount, format!("mentions {p}"), &mut scores);
             }
@@ -334,12 +382,7 @@ impl Index {
             if let Some((doc_ids, key)) = self.resolve_module(m) {
                 let share = 1.0 / doc_ids.len() as f32;
                 for doc in doc_ids {
-                    bonus(
-                        doc,
-                        BOOSTS.module * share,
-                        format!("module {key}"),
-                        &mut scores,
-                    );
+                    bonus(doc, w.module * share, format!("module {key}"), &mut scores);
                 }
             }
         }
@@ -351,9 +394,9 @@ impl Index {
             .collect();
         let last = in_repo.len().saturating_sub(1);
         for (i, (doc, func)) in in_repo.iter().enumerate() {
-            let mut amount = BOOSTS.frame;
+            let mut amount = w.frame;
             if i == last {
-                amount += BOOSTS.frame_innermost;
+                amount += w.frame_innermost;
             }
             let why = match func {
                 Some(f) => format!("stack frame in {f}"),
@@ -386,16 +429,24 @@ impl Index {
         for (doc, b) in def_bonus {
             if let Some(s) = scores.get_mut(doc as usize) {
                 // Diminishing returns for files that define many mentioned names.
-                *s += BOOSTS.definition * (1.0 + b).ln() / std::f32::consts::LN_2;
+                *s += w.definition * (1.0 + b).ln() / std::f32::consts::LN_2;
             }
         }
-        // Tests and docs rarely are what an issue about behaviour needs changed.
+        // Tests, docs, examples and vendored code rarely are what a request about
+        // behaviour needs changed.
         for (i, d) in self.docs.iter().enumerate() {
-            if d.is_test && !q.about_tests {
-                scores[i] *= BOOSTS.test_penalty;
+            if d.test_tree && !q.about_tests {
+                scores[i] *= w.test_penalty;
             }
             if !d.is_code {
-                scores[i] *= BOOSTS.non_code_penalty;
+                if !q.about_docs {
+                    scores[i] *= w.non_code_penalty;
+                }
+            } else if self.primary_language.is_some() && d.language != self.primary_language {
+                scores[i] *= w.other_language_penalty;
+            }
+            if d.auxiliary && !q.about_docs {
+                scores[i] *= w.auxiliary_dir_penalty;
             }
         }
 
@@ -432,6 +483,7 @@ impl Index {
     }
 
     fn bm25f(&self, terms: &[(String, f32)]) -> Vec<f32> {
+        let w = &self.options.weights;
         let n = self.docs.len() as f32;
         let mut scores = vec![0f32; self.docs.len()];
         for (term, qw) in terms {
@@ -447,11 +499,11 @@ impl Index {
                 for f in 0..FIELDS {
                     if p.tf[f] > 0 {
                         let norm =
-                            1.0 - FIELD_B[f] + FIELD_B[f] * d.len[f] as f32 / self.avg_len[f];
-                        tf += FIELD_WEIGHT[f] * p.tf[f] as f32 / norm;
+                            1.0 - w.field_b[f] + w.field_b[f] * d.len[f] as f32 / self.avg_len[f];
+                        tf += w.field_weight[f] * p.tf[f] as f32 / norm;
                     }
                 }
-                scores[p.doc as usize] += qw * idf * tf / (K1 + tf);
+                scores[p.doc as usize] += qw * idf * tf / (w.k1 + tf);
             }
         }
         scores
@@ -531,6 +583,32 @@ impl Index {
     pub(crate) fn options(&self) -> &IndexOptions {
         &self.options
     }
+}
+
+/// Documentation, examples, benchmarks and vendored trees.
+fn is_auxiliary_path(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.contains(".min.")
+        || path.split('/').rev().skip(1).any(|d| {
+            matches!(
+                d,
+                "doc"
+                    | "docs"
+                    | "example"
+                    | "examples"
+                    | "benchmarks"
+                    | "bench"
+                    | "asv_bench"
+                    | "vendor"
+                    | "vendored"
+                    | "_vendor"
+                    | "third_party"
+                    | "thirdparty"
+                    | "extern"
+                    | "external"
+                    | "site-packages"
+            )
+        })
 }
 
 /// Dotted keys under which a file can be named as a module: `a/b/c.py` →

@@ -25,6 +25,8 @@ pub struct QueryAnalysis {
     pub frames: Vec<(String, Option<String>)>,
     /// The request is about tests themselves.
     pub about_tests: bool,
+    /// The request is about documentation.
+    pub about_docs: bool,
 }
 
 fn re(pattern: &str) -> Option<Regex> {
@@ -48,8 +50,16 @@ static SLASH_PATH: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\b[A-Za-z0-9_\-]+(?:/[A-Za-z0-9_\-]+){1,}/?"));
 static DOTTED: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"));
+static FENCE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```"));
 static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
 static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
+/// `numpy: 1.17.2`, `python-bits: 64`, `requests==2.31.0`, `libhdf5: None`:
+/// environment reports whose words match version-printing code, not the bug.
+static VERSION_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?m)^[ \t>*-]*[A-Za-z][\w.\- ]{0,40}(?::\s*|==|\s+)(?:v?\d+(?:\.\d+)+\S*|None|\d+)\s*(?:\(.*)?$",
+    )
+});
 static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"([A-Za-z_][A-Za-z0-9_]*)\("));
 
 fn is_identifier_shaped(w: &str) -> bool {
@@ -62,18 +72,75 @@ fn is_identifier_shaped(w: &str) -> bool {
     (inner_upper && has_lower) || underscore
 }
 
-/// Analyses a request or issue text.
+/// How much each part of a request counts.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct QueryWeights {
+    /// Extra weight of a word of the first line.
+    pub title_boost: f32,
+    /// Weight of words inside fenced code blocks (reproducers, logs) relative to
+    /// prose.
+    pub code_block_weight: f32,
+    /// Extra weight of an identifier-shaped name.
+    pub identifier_boost: f32,
+}
+
+impl Default for QueryWeights {
+    fn default() -> Self {
+        QueryWeights {
+            title_boost: 2.0,
+            code_block_weight: 0.5,
+            identifier_boost: 3.0,
+        }
+    }
+}
+
+/// Analyses a request or issue text with the default [`QueryWeights`].
 pub fn analyze(text: &str) -> QueryAnalysis {
+    analyze_with(text, &QueryWeights::default())
+}
+
+/// Analyses a request or issue text.
+pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
+    let cleaned = VERSION_LINE
+        .as_ref()
+        .map(|r| r.replace_all(text, ""))
+        .unwrap_or(std::borrow::Cow::Borrowed(text));
+    let text: &str = &cleaned;
     let mut weights: FxHashMap<String, f32> = FxHashMap::default();
     let add = |tok: &str, w: f32, weights: &mut FxHashMap<String, f32>| {
         *weights.entry(tok.to_string()).or_default() += w;
     };
-    let mut counts: FxHashMap<String, u32> = FxHashMap::default();
-    tokenize(text, TokenOptions::TEXT, &mut |t| {
-        *counts.entry(t.to_string()).or_default() += 1;
-    });
-    for (t, c) in &counts {
-        add(t, 1.0 + (*c as f32).ln(), &mut weights);
+    // Prose and fenced code blocks are counted apart.
+    let (prose, code) = match FENCE.as_ref() {
+        Some(r) => {
+            let code: Vec<&str> = r.find_iter(text).map(|m| m.as_str()).collect();
+            (r.replace_all(text, "\n").into_owned(), code.join("\n"))
+        }
+        None => (text.to_string(), String::new()),
+    };
+    for (part, weight) in [(&prose, 1.0), (&code, qw.code_block_weight)] {
+        let mut counts: FxHashMap<String, u32> = FxHashMap::default();
+        tokenize(part, TokenOptions::TEXT, &mut |t| {
+            *counts.entry(t.to_string()).or_default() += 1;
+        });
+        for (t, c) in &counts {
+            add(t, weight * (1.0 + (*c as f32).ln()), &mut weights);
+        }
+    }
+    // The title says what the request is about more densely than the body.
+    let mut title_terms: Vec<String> = Vec::new();
+    tokenize(
+        text.lines().next().unwrap_or(""),
+        TokenOptions::TEXT,
+        &mut |t| {
+            if !title_terms.iter().any(|x| x == t) {
+                title_terms.push(t.to_string());
+            }
+        },
+    );
+    for t in &title_terms {
+        add(t, qw.title_boost, &mut weights);
     }
 
     let mut identifiers: Vec<String> = Vec::new();
@@ -188,11 +255,20 @@ pub fn analyze(text: &str) -> QueryAnalysis {
         let lower = ident.to_lowercase();
         let lower = lower.trim_matches('_');
         if !lower.is_empty() {
-            add(lower, 1.5, &mut weights);
+            add(lower, qw.identifier_boost, &mut weights);
         }
     }
     let lower = text.to_lowercase();
     let title = lower.lines().next().unwrap_or("");
+    let about_docs = ["documentation", "docs", "readme", "typo", "ドキュメント"]
+        .iter()
+        .any(|w| {
+            title.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w)
+                || (!w.is_ascii() && title.contains(w))
+        })
+        || paths
+            .iter()
+            .any(|p| p.ends_with(".md") || p.ends_with(".rst"));
     let about_tests = title.contains("test")
         || title.contains("テスト")
         || paths.iter().any(|p| crate::scan::is_test_path(p));
@@ -206,6 +282,7 @@ pub fn analyze(text: &str) -> QueryAnalysis {
         modules,
         frames,
         about_tests,
+        about_docs,
     }
 }
 
@@ -242,6 +319,20 @@ mod tests {
             );
         }
         assert!(!q.about_tests);
+    }
+
+    #[test]
+    fn drops_version_report_lines() {
+        let q = analyze(
+            "Bug in merge\nINSTALLED VERSIONS\nnumpy: 1.17.2\nlibhdf5: None\nrequests==2.31.0\npandas 1.0.3\nValueError: bad merge",
+        );
+        let has = |t: &str| q.terms.iter().any(|(x, _)| x == t);
+        assert!(
+            !has("numpy") && !has("libhdf5") && !has("panda"),
+            "{:?}",
+            q.terms
+        );
+        assert!(has("merg") && has("valueerror"), "{:?}", q.terms);
     }
 
     #[test]

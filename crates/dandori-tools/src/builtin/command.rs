@@ -149,6 +149,24 @@ fn exec_spec(
     spec
 }
 
+/// Shells the tool loop may start on top of the configured allowlist, so the model can
+/// run scripts it wrote (`sh check.sh`). `sh -c LINE` is checked recursively by the
+/// policy, and a script file is no more powerful than `python x.py`, which the
+/// built-in allowlist already permits; the sandbox confines both.
+pub const TOOL_EXTRA_ALLOWED_COMMANDS: &[&str] = &["sh", "bash"];
+
+/// The command policy of `run_command`: dandori-exec's built-in policy extended by
+/// `config` (`planning.environment_setup.security`) and [`TOOL_EXTRA_ALLOWED_COMMANDS`].
+pub fn tool_command_policy(
+    config: &dandori_config::CommandPolicyConfig,
+) -> Result<CommandPolicy, dandori_exec::ExecError> {
+    let mut config = config.clone();
+    config
+        .allowed_commands
+        .extend(TOOL_EXTRA_ALLOWED_COMMANDS.iter().map(|s| s.to_string()));
+    CommandPolicy::new(&config)
+}
+
 /// The command policy of seed 002 §11 (dandori-exec) as the check of `run_command`.
 impl CommandCheck for CommandPolicy {
     fn check(&self, line: &str) -> Result<(), CommandRefusal> {

@@ -11,6 +11,8 @@ use crate::worktree::Access;
 pub const READ_MAX_LINES: usize = 2000;
 /// Most bytes `read_file` returns in one call.
 pub const READ_MAX_BYTES: usize = 256 * 1024;
+/// Larger files are refused (FILE_TOO_LARGE) rather than loaded.
+pub const READ_MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// Most entries `list_dir` returns.
 pub const LIST_MAX_ENTRIES: usize = 1000;
 
@@ -49,6 +51,17 @@ pub(crate) fn read_file(ctx: &Context, args: &Value) -> Result<String, ToolError
         return Err(ToolError::new(
             ReasonCode::NotAFile,
             format!("`{}` is not a regular file", resolved.relative),
+        ));
+    }
+    if meta.len() > READ_MAX_FILE_BYTES {
+        return Err(ToolError::new(
+            ReasonCode::FileTooLarge,
+            format!(
+                "`{}` has {} bytes; read_file handles files up to {} MiB (use search to find the part you need)",
+                resolved.relative,
+                meta.len(),
+                READ_MAX_FILE_BYTES / (1024 * 1024)
+            ),
         ));
     }
     let bytes = std::fs::read(&resolved.absolute).map_err(|e| io_error(&args.path, e))?;

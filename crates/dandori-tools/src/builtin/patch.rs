@@ -62,6 +62,17 @@ pub(crate) fn apply_patch(ctx: &Context, args: &Value) -> Result<String, ToolErr
         ));
     }
     let resolved = ctx.worktree.resolve(&args.path, Access::Write)?;
+    let meta = std::fs::metadata(&resolved.absolute).map_err(|e| io_error(&args.path, e))?;
+    if meta.len() > super::files::READ_MAX_FILE_BYTES {
+        return Err(ToolError::new(
+            ReasonCode::FileTooLarge,
+            format!(
+                "`{}` has {} bytes; too large to patch",
+                resolved.relative,
+                meta.len()
+            ),
+        ));
+    }
     let bytes = std::fs::read(&resolved.absolute).map_err(|e| io_error(&args.path, e))?;
     let mut text = text_of(&resolved.relative, bytes)?;
     let mut fuzzy = 0;

@@ -39,6 +39,11 @@ fn read_file_whole_range_and_errors() {
     let r = call(&reg, "read_file", json!({"path": "blob.bin"}));
     assert_eq!(r.code(), Some(ReasonCode::BinaryFile));
 
+    let big = std::fs::File::create(repo.path().join("big.log")).unwrap();
+    big.set_len(17 * 1024 * 1024).unwrap();
+    let r = call(&reg, "read_file", json!({"path": "big.log"}));
+    assert_eq!(r.code(), Some(ReasonCode::FileTooLarge));
+
     let r = call(&reg, "read_file", json!({"file": "x"}));
     assert_eq!(r.code(), Some(ReasonCode::InvalidArguments));
 }

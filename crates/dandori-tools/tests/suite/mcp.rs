@@ -214,3 +214,38 @@ fn servers_run_inside_the_sandbox() {
     let r = call(&reg, "git__git_status", json!({"repo_path": root}));
     assert!(r.content.contains("made.txt"), "{}", r.content);
 }
+
+#[test]
+fn slow_failing_and_oddly_named_tools() {
+    let repo = Repo::new();
+    let python = tool_on_path("python3");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/scripted_mcp.py"
+    );
+    let servers = [server("s", &python.display().to_string(), &[script])];
+    let mut options = McpStartOptions::new(repo.path(), env());
+    options.call_timeout = std::time::Duration::from_secs(1);
+    let hub = McpHub::start(&servers, &options).unwrap();
+    let names: Vec<String> = hub.specs().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["s__echo", "s__fail", "s__sleep", "s__dotted_name"]);
+
+    assert_eq!(hub.call("s__echo", &json!({"text": "hi"})).unwrap(), "hi");
+    assert_eq!(
+        hub.call("s__dotted_name", &json!(null)).unwrap(),
+        "dotted ok"
+    );
+    let err = hub.call("s__fail", &json!({})).unwrap_err();
+    assert_eq!(err.code, ReasonCode::McpToolError);
+    assert_eq!(err.message, "`s__fail` reported an error: it broke");
+
+    let started = std::time::Instant::now();
+    let err = hub.call("s__sleep", &json!({"seconds": 5})).unwrap_err();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(err.code, ReasonCode::McpError);
+    assert_eq!(err.message, "`s__sleep` did not answer within 1s");
+}

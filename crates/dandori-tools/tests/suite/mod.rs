@@ -7,7 +7,9 @@ mod escape;
 mod files;
 mod git;
 mod mcp;
+mod properties;
 mod sandbox;
+mod snapshots;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -90,13 +92,13 @@ pub fn env() -> BTreeMap<String, String> {
     std::env::vars().collect()
 }
 
-/// The built-in command policy plus the utilities these tests use.
+/// The tool loop's command policy plus the utilities these tests use.
 pub fn test_policy() -> std::sync::Arc<dandori_exec::CommandPolicy> {
     let config = dandori_config::CommandPolicyConfig {
-        allowed_commands: ["sleep", "seq", "exit", "sh"].map(String::from).to_vec(),
+        allowed_commands: ["sleep", "seq", "exit"].map(String::from).to_vec(),
         forbidden_patterns: vec![],
     };
-    std::sync::Arc::new(dandori_exec::CommandPolicy::new(&config).unwrap())
+    std::sync::Arc::new(dandori_tools::tool_command_policy(&config).unwrap())
 }
 
 pub fn call(registry: &ToolRegistry, name: &str, args: Value) -> ToolResult {

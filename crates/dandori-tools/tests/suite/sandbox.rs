@@ -57,6 +57,16 @@ fn sandboxed_commands_cannot_write_outside_the_worktree() {
             .exists()
     );
 
+    // A hard link to a file outside cannot be made (the worktree is its own mount).
+    std::fs::write(outside.path().join("secret.txt"), "TOP SECRET\n").unwrap();
+    let r = call(
+        &reg,
+        "run_command",
+        json!({"command": format!("ln {}/secret.txt hardlink.txt", outside.path().display())}),
+    );
+    assert_eq!(r.code(), Some(ReasonCode::CommandFailed), "{}", r.content);
+    assert!(!repo.path().join("hardlink.txt").exists());
+
     // .git stays read-only: no hook can be planted for the runner's commits.
     let r = call(
         &reg,

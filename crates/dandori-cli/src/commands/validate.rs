@@ -1,0 +1,48 @@
+//! `dandori validate FILE [--json]`: exit 0 without FAIL findings, 1 with, 2 for
+//! usage or IO errors (returned as `Err`).
+
+use std::process::ExitCode;
+
+use dandori_plan::validation::{self, Finding, Severity};
+
+use crate::cli::ValidateArgs;
+use crate::output;
+
+pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
+    let bytes = dandori_fs::read(&args.file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let report = validation::validate_bytes(&bytes);
+    let file = args.file.display();
+    if args.json {
+        output::json(&report.output());
+    } else {
+        for f in &report.findings {
+            output::line(&format!("{file}: {}", finding_line(f)));
+        }
+        let errors = report.errors().count();
+        let warnings = report.warnings().count();
+        let verdict = if report.has_fail() { "fail" } else { "ok" };
+        output::line(&format!(
+            "{file}: {verdict} ({errors} error{}, {warnings} warning{})",
+            plural(errors),
+            plural(warnings)
+        ));
+    }
+    Ok(if report.has_fail() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `FAIL AC_TOO_FEW context.acceptance_criteria: 2 acceptance criteria, …`
+pub(crate) fn finding_line(f: &Finding) -> String {
+    let severity = match f.severity {
+        Severity::Fail => "FAIL",
+        Severity::Warn => "WARN",
+    };
+    format!("{severity} {} {}: {}", f.code, f.path, f.message)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -1,0 +1,253 @@
+//! `dandori plan --provider …` end to end: the real binary, a real git repository
+//! (examples/todo-api) and the fake LLM server over real HTTP.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use dandori_test_support::fixtures::{plan_answer, size_answer};
+use dandori_test_support::{FakeLlmServer, Reply, TempGitRepo};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const KEY: &str = "sk-ant-fakefakefakefake0123456789";
+
+fn todo_api() -> TempGitRepo {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir.join(rel)).unwrap() {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name == ".dandori" || name == "__pycache__" || name == ".pytest_cache" {
+                continue;
+            }
+            let path = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if entry.file_type().unwrap().is_dir() {
+                walk(dir, &path, out);
+            } else {
+                out.push((path.clone(), std::fs::read_to_string(entry.path()).unwrap()));
+            }
+        }
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/todo-api");
+    let mut files = Vec::new();
+    walk(&root, "", &mut files);
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    TempGitRepo::with_files(&refs)
+}
+
+/// The binary with an explicit environment (the test process env is never touched).
+fn dandori(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_dandori"));
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn json_out(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+fn trace_names(v: &Value) -> Vec<String> {
+    let text = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
+    text.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn ad_hoc_openai_endpoint_then_a_cache_hit() {
+    let repo = todo_api();
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 3),
+        Reply::openai_stream(&plan_answer().to_string(), 9),
+    ]);
+    let url = server.base_url();
+    let args = [
+        "plan",
+        "requests/RQ-001.md",
+        "--json",
+        "--provider",
+        "openai",
+        "--base-url",
+        &url,
+        "--model",
+        "qwen2.5-coder",
+    ];
+    let first = json_out(&dandori(&args, repo.path(), &[]));
+    assert_eq!(first["planner"], json!("llm:openai/qwen2.5-coder"));
+    assert_eq!(first["steps"], json!(3));
+    assert_eq!(first["planning_skipped"], Value::Null);
+    assert_eq!(first["validation"]["ok"], json!(true));
+    assert_eq!(first["llm_usage"]["phases"]["planning"]["calls"], json!(2));
+    assert_eq!(server.request_count(), 2);
+
+    let second = json_out(&dandori(&args, repo.path(), &[]));
+    assert_eq!(server.request_count(), 2, "a cache hit makes no model call");
+    assert_eq!(second["steps"], json!(3));
+    assert_eq!(second["llm_usage"]["phases"], json!({}));
+    let names = trace_names(&second);
+    assert!(names.iter().any(|n| n == "PLAN_CACHE_HIT"), "{names:?}");
+    assert!(!names.iter().any(|n| n == "LLM_CALL"), "{names:?}");
+    server.assert_no_violations();
+}
+
+#[test]
+fn anthropic_from_the_config_file_with_the_key_from_the_environment() {
+    let repo = todo_api();
+    let server = FakeLlmServer::start(vec![
+        Reply::rate_limited(1),
+        Reply::anthropic_stream_tool_use("size_estimation", &size_answer(), 3),
+        Reply::anthropic_stream_tool_use("planning", &plan_answer(), 9),
+    ])
+    .expect_api_key(KEY);
+    repo.write(
+        "dandori.yaml",
+        &format!(
+            "llm:\n  default_provider: claude\n  providers:\n    - name: claude\n      kind: anthropic\n      base_url: {}\n      api_key_env: TEST_ANTHROPIC_KEY\n      model: claude-test\n      retry_base_delay_ms: 10\nplanning:\n  strategy: hierarchical\n",
+            server.base_url()
+        ),
+    );
+    repo.commit_all("config");
+    let out = dandori(
+        &["plan", "requests/RQ-001.md", "--json"],
+        repo.path(),
+        &[("TEST_ANTHROPIC_KEY", KEY)],
+    );
+    let v = json_out(&out);
+    assert_eq!(v["planner"], json!("llm:claude/claude-test"));
+    assert_eq!(v["steps"], json!(3));
+    assert_eq!(server.request_count(), 3);
+    // The strategy from config reached the prompt.
+    let system = server.requests()[2].body["system"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(system.contains("Decompose top-down"), "{system}");
+    let trace = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
+    assert!(!trace.contains(KEY));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY));
+    server.assert_no_violations();
+
+    // Without the variable: a clear error naming it, not the key, exit 2.
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-001.md",
+            "-c",
+            "planning.cache.enabled=false",
+        ],
+        repo.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TEST_ANTHROPIC_KEY"), "{err}");
+}
+
+#[test]
+fn unclear_goal_exits_3_with_the_questions() {
+    let repo = todo_api();
+    let unclear = json!({"phase": "planning", "error": {"type": "unclear_goal",
+        "message": "The request does not say what to build",
+        "clarification_needed": ["Which endpoint?", "What should it return?"]},
+        "comment": "Please clarify."});
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&unclear.to_string(), 2),
+    ]);
+    let url = server.base_url();
+    let out = dandori(
+        &[
+            "plan",
+            "--text",
+            "make it better",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ],
+        repo.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "  ? Which endpoint?\n  ? What should it return?\n"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("PLANNING_UNCLEAR_GOAL: The request does not say what to build")
+    );
+}
+
+#[test]
+fn unreachable_model_falls_back_to_the_offline_planner() {
+    let repo = todo_api();
+    // Nobody listens on this port: connection errors, retried, then the fallback.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    repo.write(
+        "dandori.yaml",
+        &format!(
+            "llm:\n  providers:\n    - name: down\n      kind: openai\n      base_url: http://127.0.0.1:{port}/v1\n      model: m\n      max_retries: 2\n      retry_base_delay_ms: 5\n"
+        ),
+    );
+    let v = json_out(&dandori(
+        &["plan", "requests/RQ-001.md", "--json", "--provider", "down"],
+        repo.path(),
+        &[],
+    ));
+    assert_eq!(v["steps"], json!(1));
+    let skipped = v["planning_skipped"].as_str().unwrap();
+    assert_eq!(skipped, "planner llm:down/m failed: PLANNING_DRAFT_FAILED");
+}
+
+#[test]
+fn provider_flag_errors_exit_2() {
+    let repo = todo_api();
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-001.md",
+            "--provider",
+            "openai",
+            "--model",
+            "m",
+        ],
+        repo.path(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim_end(),
+        "error: LLM_PROVIDER_INVALID: LLM provider: the ad-hoc provider `openai` needs --base-url URL and --model NAME"
+    );
+}

@@ -1,0 +1,329 @@
+//! Loading the configuration: defaults < file < environment < `-c key=value`.
+//!
+//! 1. **Defaults**: the `Default` of every section.
+//! 2. **File**: `config.yaml` (seed 000 §9.1, seed 002 §8.1), deep-merged over the
+//!    defaults; then, when a task type is given, `planning.task_specific.<type>`
+//!    merged over `planning` (seed 000 §9.3). A file that cannot be read as the
+//!    config (bad YAML, a wrong type) is ignored with a warning: defaults are used
+//!    (seed 003 §9.1). A file named with `--config` that does not exist is an error.
+//! 3. **Environment**: the variables of [`crate::env_vars`], each applied on its own;
+//!    a value of the wrong type is ignored with a warning.
+//! 4. **`-c key=value`**: a dotted key and a YAML value
+//!    (`-c planning.max_subtasks=5`, `-c 'planning.security.forbidden_tools=[git_push]'`).
+//!    Keys starting with `task_planning.` set `task-planning.json` values. A
+//!    malformed argument, an unknown key or a wrong type is an error: it was typed
+//!    by the user just now.
+//!
+//! `task-planning.json` (seed 003 §8.1) is read the same way (defaults < file <
+//! `-c task_planning.…`), from the first of `task-planning.json`,
+//! `.dandori/task-planning.json`, `.claude/task-planning.json` in the repository.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::{Config, ConfigError, TaskPlanningConfig, env_vars};
+
+/// Config files looked for in the repository when `--config` is not given.
+pub const DEFAULT_CONFIG_FILES: &[&str] = &["dandori.yaml", "config.yaml", ".dandori/config.yaml"];
+/// `task-planning.json` locations looked for in the repository.
+pub const DEFAULT_TASK_PLANNING_FILES: &[&str] = &[
+    "task-planning.json",
+    ".dandori/task-planning.json",
+    ".claude/task-planning.json",
+];
+/// Keys under these prefixes are free-form maps: `-c` may create new entries.
+const MAP_PREFIXES: &[&str] = &[
+    "planning.task_specific.",
+    "planning.environment_setup.analysis.file_patterns.",
+];
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// The repository whose default config files are looked for.
+    pub repo: PathBuf,
+    /// `--config FILE`.
+    pub config_path: Option<PathBuf>,
+    /// An explicit `task-planning.json`.
+    pub task_planning_path: Option<PathBuf>,
+    /// The environment, passed explicitly (usually `std::env::vars()` collected).
+    pub env: BTreeMap<String, String>,
+    /// `-c key=value` arguments, in order.
+    pub overrides: Vec<String>,
+    /// Task type for `planning.task_specific` (`github_issue`, `github_pr`, …).
+    pub task_type: Option<String>,
+}
+
+/// Something ignored while loading: the run goes on with the previous layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigWarning {
+    /// The file path or the variable name.
+    pub source: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigWarning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.source, self.message)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub config: Config,
+    pub task_planning: TaskPlanningConfig,
+    pub warnings: Vec<ConfigWarning>,
+    /// The config file used, if any.
+    pub config_file: Option<PathBuf>,
+    /// The task-planning file used, if any.
+    pub task_planning_file: Option<PathBuf>,
+}
+
+/// Loads the configuration (see the module docs for precedence).
+pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
+    let mut warnings = Vec::new();
+
+    // ---- config.yaml ----
+    let mut config = to_json(&Config::default())?;
+    let config_file = match &opts.config_path {
+        Some(p) => {
+            dandori_fs::metadata(p)?;
+            Some(p.clone())
+        }
+        None => first_existing(&opts.repo, DEFAULT_CONFIG_FILES),
+    };
+    if let Some(path) = &config_file {
+        match read_yaml(path).and_then(|file| {
+            let mut merged = config.clone();
+            merge(&mut merged, file);
+            check::<Config>(&merged).map(|()| merged)
+        }) {
+            Ok(merged) => config = merged,
+            Err(message) => warnings.push(ConfigWarning {
+                source: path.display().to_string(),
+                message: format!("{message}; using the default configuration"),
+            }),
+        }
+    }
+    if let Some(task_type) = &opts.task_type {
+        let specific = config
+            .pointer(&format!(
+                "/planning/task_specific/{}",
+                escape_pointer(task_type)
+            ))
+            .cloned();
+        if let Some(specific) = specific {
+            let mut merged = config.clone();
+            if let Some(planning) = merged.get_mut("planning") {
+                merge(planning, specific);
+            }
+            match check::<Config>(&merged) {
+                Ok(()) => config = merged,
+                Err(message) => warnings.push(ConfigWarning {
+                    source: format!("planning.task_specific.{task_type}"),
+                    message: format!("{message}; ignored"),
+                }),
+            }
+        }
+    }
+
+    // ---- environment ----
+    for (var, key) in env_vars::OVERRIDES {
+        let Some(raw) = opts.env.get(*var) else {
+            continue;
+        };
+        let mut merged = config.clone();
+        let value = yaml_scalar(raw);
+        let applied = set_path(&mut merged, key, value).and_then(|()| check::<Config>(&merged));
+        match applied {
+            Ok(()) => config = merged,
+            Err(message) => warnings.push(ConfigWarning {
+                source: (*var).to_string(),
+                message: format!("`{raw}` is not valid for {key}: {message}; ignored"),
+            }),
+        }
+    }
+
+    // ---- task-planning.json ----
+    let mut task_planning = to_json(&TaskPlanningConfig::default())?;
+    let task_planning_file = match &opts.task_planning_path {
+        Some(p) => {
+            dandori_fs::metadata(p)?;
+            Some(p.clone())
+        }
+        None => first_existing(&opts.repo, DEFAULT_TASK_PLANNING_FILES),
+    };
+    if let Some(path) = &task_planning_file {
+        let read = dandori_fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
+            .and_then(|file| {
+                let mut merged = task_planning.clone();
+                merge(&mut merged, file);
+                check::<TaskPlanningConfig>(&merged).map(|()| merged)
+            });
+        match read {
+            Ok(merged) => task_planning = merged,
+            Err(message) => warnings.push(ConfigWarning {
+                source: path.display().to_string(),
+                message: format!("{message}; using the default task-planning configuration"),
+            }),
+        }
+    }
+
+    // ---- -c key=value ----
+    for arg in &opts.overrides {
+        let (key, raw) = arg
+            .split_once('=')
+            .map(|(k, v)| (k.trim(), v))
+            .filter(|(k, _)| !k.is_empty())
+            .ok_or_else(|| ConfigError::InvalidOverride {
+                arg: arg.clone(),
+                reason: "expected KEY=VALUE, e.g. planning.max_subtasks=5".to_string(),
+            })?;
+        let value = serde_yaml::from_str::<serde_yaml::Value>(raw)
+            .map_err(|e| e.to_string())
+            .and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
+            .map_err(|reason| ConfigError::InvalidOverride {
+                arg: arg.clone(),
+                reason,
+            })?;
+        let (target, rel) = match key.strip_prefix("task_planning.") {
+            Some(rel) => (&mut task_planning, rel),
+            None => (&mut config, key),
+        };
+        let known = path_exists(target, rel)
+            || MAP_PREFIXES
+                .iter()
+                .any(|p| key.starts_with(p) && key.len() > p.len());
+        if !known {
+            return Err(ConfigError::UnknownKey {
+                key: key.to_string(),
+            });
+        }
+        let mut merged = target.clone();
+        set_path(&mut merged, rel, value)
+            .and_then(|()| {
+                if key.starts_with("task_planning.") {
+                    check::<TaskPlanningConfig>(&merged)
+                } else {
+                    check::<Config>(&merged)
+                }
+            })
+            .map_err(|reason| ConfigError::InvalidOverride {
+                arg: arg.clone(),
+                reason,
+            })?;
+        *target = merged;
+    }
+
+    Ok(Loaded {
+        config: from_json(config)?,
+        task_planning: from_json(task_planning)?,
+        warnings,
+        config_file,
+        task_planning_file,
+    })
+}
+
+fn first_existing(repo: &Path, names: &[&str]) -> Option<PathBuf> {
+    names.iter().map(|n| repo.join(n)).find(|p| p.is_file())
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<Value, ConfigError> {
+    serde_json::to_value(value).map_err(|e| ConfigError::Internal(e.to_string()))
+}
+
+fn from_json<T: DeserializeOwned>(value: Value) -> Result<T, ConfigError> {
+    serde_json::from_value(value).map_err(|e| ConfigError::Internal(e.to_string()))
+}
+
+/// Whether `value` reads as a `T`; the error names the key path.
+fn check<T: DeserializeOwned>(value: &Value) -> Result<(), String> {
+    let mut track = serde_path_to_error::Track::new();
+    let de = serde_path_to_error::Deserializer::new(value, &mut track);
+    match T::deserialize(de) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(format!("{}: {e}", track.path())),
+    }
+}
+
+fn read_yaml(path: &Path) -> Result<Value, String> {
+    let text = dandori_fs::read_to_string(path).map_err(|e| e.to_string())?;
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
+    let json = serde_json::to_value(yaml).map_err(|e| e.to_string())?;
+    match json {
+        Value::Object(_) => Ok(json),
+        Value::Null => Ok(Value::Object(Map::new())),
+        _ => Err("the file is not a mapping of config sections".to_string()),
+    }
+}
+
+/// An environment value read as a YAML scalar (`true`, `5`, `warn`).
+fn yaml_scalar(raw: &str) -> Value {
+    serde_yaml::from_str::<serde_yaml::Value>(raw)
+        .ok()
+        .and_then(|v| serde_json::to_value(v).ok())
+        .filter(|v| !v.is_object() && !v.is_array())
+        .unwrap_or_else(|| Value::String(raw.to_string()))
+}
+
+/// Deep merge: objects key by key, anything else replaced.
+pub(crate) fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+fn path_exists(root: &Value, dotted: &str) -> bool {
+    let mut cur = root;
+    for seg in dotted.split('.') {
+        match cur.get(seg) {
+            Some(v) => cur = v,
+            None => return false,
+        }
+    }
+    true
+}
+
+fn set_path(root: &mut Value, dotted: &str, value: Value) -> Result<(), String> {
+    let segs: Vec<&str> = dotted.split('.').collect();
+    if segs.iter().any(|s| s.is_empty()) {
+        return Err(format!("`{dotted}` is not a dotted key"));
+    }
+    let mut cur = root;
+    for seg in &segs[..segs.len() - 1] {
+        let obj = cur.as_object_mut().ok_or_else(|| {
+            format!("`{dotted}`: `{seg}` is inside a value that is not a section")
+        })?;
+        cur = obj
+            .entry(seg.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    let last = segs[segs.len() - 1];
+    cur.as_object_mut()
+        .ok_or_else(|| format!("`{dotted}`: the parent is not a section"))?
+        .insert(last.to_string(), value);
+    Ok(())
+}
+
+fn escape_pointer(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}

@@ -1,0 +1,573 @@
+//! [`LlmPlanner`]: the `DraftPlanner` that asks a model. It reuses the offline
+//! planner's pre-planning information (scan, retrieval, environment) and its
+//! request signals, asks the model (see [`super::engine`]), and maps the seed 000
+//! answer onto a [`Draft`].
+//!
+//! * unclear goal → [`PlannerError::UnclearGoal`] with the clarification questions;
+//! * decomposition failed → the feasible part of the plan, the rest as risks;
+//! * size estimation timeout → the draft is marked not decomposable (seed 003 §9.1:
+//!   category M, no chunking);
+//! * any model failure → [`PlannerError::Draft`], on which the pipeline falls back
+//!   to the offline planner and records `PLANNING_SKIPPED` (fail-closed);
+//! * plan cache: a hit returns the cached draft without any model call.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use dandori_config::{ProviderConfig, Strategy, TokenBudgets};
+use dandori_llm::{Client, LlmError};
+use dandori_plan::{AcKind, AcceptanceCriterion, Boundaries, GoalUnderstanding};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::cache::{CacheKey, Lookup, PlanCache, RepoState};
+use super::engine::{self, EngineInputs, EngineOutput, SizeOutcome};
+use super::prompt::{self, ContextFile, ContextSnippet, RepoContextInput};
+use super::response::{PlanningError, PlanningResponse, SizeEstimateOut, SubtaskOut};
+use crate::DraftPlanner;
+use crate::context::PlanningContext;
+use crate::draft::{Draft, DraftSubtask, SizeInputs};
+use crate::error::PlannerError;
+use crate::offline::SimplePlanner;
+
+/// Trace events of the LLM planner (seed 003 §7 style).
+pub mod events {
+    /// One model call: purpose, provider, model, usage, attempts, retries.
+    pub const LLM_CALL: &str = "LLM_CALL";
+    /// Token usage per phase against the budgets, and prompt sizes.
+    pub const LLM_USAGE: &str = "LLM_USAGE";
+    /// The model could not plan; the offline planner takes over.
+    pub const LLM_PLANNING_FAILED: &str = "LLM_PLANNING_FAILED";
+    /// The model asked for clarification (seed 000 §10.1.1).
+    pub const PLANNING_UNCLEAR_GOAL: &str = "PLANNING_UNCLEAR_GOAL";
+    /// The model could only partly decompose the task (seed 000 §10.1.2).
+    pub const DECOMPOSITION_FAILED: &str = "DECOMPOSITION_FAILED";
+    pub const PLAN_CACHE_HIT: &str = "PLAN_CACHE_HIT";
+    pub const PLAN_CACHE_MISS: &str = "PLAN_CACHE_MISS";
+    pub const PLAN_CACHE_STORE: &str = "PLAN_CACHE_STORE";
+}
+
+/// Number of retrieved files offered as context.
+const CONTEXT_FILES: usize = 8;
+
+/// What the cache keeps: the draft and what produced it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct CachedPlan {
+    planner: String,
+    draft: Draft,
+}
+
+pub struct LlmPlanner {
+    client: Client,
+    budgets: TokenBudgets,
+    events: Mutex<Vec<(String, Value)>>,
+}
+
+impl std::fmt::Debug for LlmPlanner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmPlanner")
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+impl LlmPlanner {
+    /// `env` resolves `api_key_env` (the process environment in the binary).
+    pub fn new(
+        provider: &ProviderConfig,
+        budgets: &TokenBudgets,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<LlmPlanner, PlannerError> {
+        let client =
+            Client::from_config(provider, budgets, env).map_err(|e| PlannerError::Draft {
+                planner: format!("llm:{}", provider.name),
+                message: e.to_string(),
+            })?;
+        Ok(LlmPlanner {
+            client,
+            budgets: budgets.clone(),
+            events: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn emit(&self, name: &str, data: Value) {
+        let mut events = match self.events.lock() {
+            Ok(e) => e,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        events.push((name.to_string(), data));
+    }
+
+    /// Events recorded since the last call, oldest first.
+    pub fn take_events(&self) -> Vec<(String, Value)> {
+        let mut events = match self.events.lock() {
+            Ok(e) => e,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        std::mem::take(&mut *events)
+    }
+
+    fn settings(&self, ctx: &PlanningContext) -> String {
+        let c = self.client.config();
+        let mut h = Sha256::new();
+        for template in [
+            prompt::SYSTEM,
+            prompt::PLANNING,
+            prompt::SIZE_ESTIMATION,
+            prompt::VALIDATION_CORRECTION,
+        ] {
+            h.update(template.as_bytes());
+        }
+        let prompts: String = h
+            .finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!(
+            "{:?}|{}|{}|{}|{:?}|{:?}|{}|{}",
+            c.kind,
+            c.base_url,
+            c.model,
+            self.name(),
+            ctx.config.planning.strategy,
+            ctx.config.planning.decomposition_level,
+            ctx.max_subtasks(),
+            prompts
+        )
+    }
+
+    fn cache(&self, ctx: &PlanningContext) -> Option<(PlanCache, CacheKey)> {
+        let cfg = &ctx.config.planning.cache;
+        if !cfg.enabled {
+            return None;
+        }
+        let dir = match &cfg.dir {
+            Some(d) if std::path::Path::new(d).is_absolute() => std::path::PathBuf::from(d),
+            Some(d) => ctx.repo_root.join(d),
+            None => ctx.repo_root.join(".dandori/cache"),
+        };
+        let exclude = vec![".dandori".to_string(), ctx.config.runs.root.clone()];
+        let state = RepoState::read(&ctx.repo_root, &exclude);
+        let key = CacheKey::new(&ctx.request.raw, state, self.settings(ctx));
+        Some((
+            PlanCache::new(dir.join("plans"), cfg.ttl, cfg.similarity_threshold),
+            key,
+        ))
+    }
+
+    fn context_input(ctx: &PlanningContext) -> RepoContextInput {
+        let env = &ctx.selected_environment;
+        let mut environment = format!("selected: {} ({})", env.name, env.reason);
+        if !env.detected_files.is_empty() {
+            environment.push_str(&format!(
+                "\ndetected files: {}",
+                env.detected_files.join(", ")
+            ));
+        }
+        if !ctx.unit_commands.is_empty() {
+            environment.push_str(&format!("\nunit tests: {}", ctx.unit_commands.join("; ")));
+        }
+        RepoContextInput {
+            tree_summary: ctx.scan.tree.clone(),
+            environment,
+            files: ctx
+                .hits
+                .iter()
+                .take(CONTEXT_FILES)
+                .map(|h| ContextFile {
+                    path: h.path.clone(),
+                    // f64 in the interim scan, f32 in dandori-repo.
+                    #[allow(clippy::useless_conversion)]
+                    score: f64::from(h.score),
+                    snippets: h
+                        .snippets
+                        .iter()
+                        .map(|s| ContextSnippet {
+                            start_line: s.start_line,
+                            end_line: s.end_line,
+                            text: s.text.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    fn fail(&self, message: String) -> PlannerError {
+        self.emit(
+            events::LLM_PLANNING_FAILED,
+            json!({"planner": self.name(), "error": message, "fallback": "offline"}),
+        );
+        PlannerError::Draft {
+            planner: self.name(),
+            message,
+        }
+    }
+
+    fn usage_event(&self, out: Option<&EngineOutput>) {
+        let usage = self.client.usage();
+        self.emit(
+            events::LLM_USAGE,
+            json!({
+                "provider": self.client.config().name,
+                "model": self.client.config().model,
+                "phases": usage.phases,
+                "total_tokens": usage.total(),
+                "budgets": self.budgets,
+                "prompt_tokens": out.map(|o| o.prompt_tokens),
+                "context": out.map(|o| &o.context),
+            }),
+        );
+    }
+
+    fn draft_uncached(&self, ctx: &PlanningContext, base: &Draft) -> Result<Draft, PlannerError> {
+        let context = Self::context_input(ctx);
+        let environments: Vec<String> = std::iter::once(ctx.selected_environment.name.clone())
+            .filter(|n| !n.is_empty())
+            .collect();
+        let validate = |response: &PlanningResponse| -> Vec<String> {
+            match to_draft(ctx, base, response, None) {
+                Ok(d) => crate::assemble::validation_failures(ctx, &d),
+                Err(message) => vec![message],
+            }
+        };
+        let inputs = EngineInputs {
+            request: &ctx.request.raw,
+            strategy: ctx.config.planning.strategy,
+            decomposition_level: ctx.config.planning.decomposition_level,
+            max_subtasks: ctx.max_subtasks(),
+            max_diff_lines: crate::assemble::MAX_DIFF_LINES,
+            context: &context,
+            context_budget: self.budgets.planning_context,
+            environments: &environments,
+            size_timeout: Duration::from_millis(ctx.task_planning.size_estimation.timeout_ms),
+            fallback_category: &ctx.task_planning.size_estimation.fallback_category,
+            validate: &validate,
+        };
+        let result = engine::block_on(engine::run(&self.client, &inputs))
+            .map_err(|e| self.fail(format!("cannot start the model call: {e}")))?;
+        let out = match result {
+            Ok(out) => out,
+            Err(e) => {
+                self.usage_event(None);
+                return Err(self.fail(describe(&e)));
+            }
+        };
+        for call in &out.calls {
+            self.emit(
+                events::LLM_CALL,
+                json!({"purpose": call.purpose, "provider": self.client.config().name,
+                    "model": call.model, "usage": call.usage, "attempts": call.attempts,
+                    "retries": call.retries, "streamed": call.streamed}),
+            );
+        }
+        self.usage_event(Some(&out));
+        if let Some(problems) = &out.reasked_for {
+            self.emit(
+                "LLM_REASK",
+                json!({"reason": "the answer did not follow the schema", "problems": problems}),
+            );
+        }
+        if let Some(findings) = &out.validation_corrected {
+            self.emit(
+                "LLM_VALIDATION_CORRECTION",
+                json!({"findings": findings, "remaining": out.validation_remaining}),
+            );
+        }
+        if !out.validation_remaining.is_empty() {
+            return Err(self.fail(format!(
+                "the model's plan still fails validation after one correction: {}",
+                out.validation_remaining.join("; ")
+            )));
+        }
+        match &out.response.error {
+            Some(PlanningError::UnclearGoal {
+                message,
+                clarification_needed,
+            }) => {
+                self.emit(
+                    events::PLANNING_UNCLEAR_GOAL,
+                    json!({"message": message, "clarification_needed": clarification_needed,
+                        "comment": out.response.comment}),
+                );
+                Err(PlannerError::UnclearGoal {
+                    planner: self.name(),
+                    message: message.clone(),
+                    questions: clarification_needed.clone(),
+                })
+            }
+            Some(PlanningError::DecompositionFailed {
+                message,
+                partial_plan,
+            }) => {
+                self.emit(
+                    events::DECOMPOSITION_FAILED,
+                    json!({"message": message, "feasible": partial_plan.feasible_subtasks.len(),
+                        "infeasible_subtasks": partial_plan.infeasible_subtasks,
+                        "alternative_approaches": partial_plan.alternative_approaches}),
+                );
+                if partial_plan.feasible_subtasks.is_empty() {
+                    return Err(self.fail(format!(
+                        "decomposition_failed with no feasible subtask: {message}"
+                    )));
+                }
+                let mut partial = out.response.clone();
+                partial.task_decomposition = Some(super::response::TaskDecomposition {
+                    reasoning: message.clone(),
+                    subtasks: partial_plan.feasible_subtasks.clone(),
+                });
+                for item in &partial_plan.infeasible_subtasks {
+                    partial
+                        .risks
+                        .push(format!("not feasible: {}", value_text(item)));
+                }
+                for item in &partial_plan.alternative_approaches {
+                    partial
+                        .assumptions
+                        .push(format!("alternative approach: {}", value_text(item)));
+                }
+                to_draft(ctx, base, &partial, size_of(&out.size)).map_err(|m| self.fail(m))
+            }
+            None => {
+                let mut draft = to_draft(ctx, base, &out.response, size_of(&out.size))
+                    .map_err(|m| self.fail(m))?;
+                if let SizeOutcome::Fallback { reason, .. } = &out.size {
+                    // Seed 003 §9.1: timeout → category M, no chunking.
+                    draft.not_decomposable = Some(reason.clone());
+                }
+                Ok(draft)
+            }
+        }
+    }
+}
+
+impl DraftPlanner for LlmPlanner {
+    fn name(&self) -> String {
+        let c = self.client.config();
+        format!("llm:{}/{}", c.name, c.model)
+    }
+
+    fn draft(&self, ctx: &PlanningContext) -> Result<Draft, PlannerError> {
+        let base = SimplePlanner.draft(ctx)?;
+        let cache = self.cache(ctx);
+        if let Some((cache, key)) = &cache {
+            match cache.lookup(key) {
+                Lookup::Hit {
+                    payload,
+                    entry,
+                    similarity,
+                    age_secs,
+                } => match serde_json::from_value::<CachedPlan>(payload) {
+                    Ok(cached) => {
+                        self.emit(
+                            events::PLAN_CACHE_HIT,
+                            json!({"entry": entry, "similarity": similarity, "age_secs": age_secs,
+                                "planner": cached.planner, "model_calls": 0}),
+                        );
+                        return Ok(cached.draft);
+                    }
+                    Err(e) => self.emit(
+                        events::PLAN_CACHE_MISS,
+                        json!({"entry": entry, "reason": format!("unreadable entry: {e}")}),
+                    ),
+                },
+                Lookup::Miss { expired } => self.emit(
+                    events::PLAN_CACHE_MISS,
+                    json!({"key": key.digest(), "expired": expired}),
+                ),
+            }
+        }
+        let draft = self.draft_uncached(ctx, &base)?;
+        // Only a complete plan is worth reusing.
+        if let Some((cache, key)) = &cache
+            && draft.not_decomposable.is_none()
+        {
+            let payload = json!(CachedPlan {
+                planner: self.name(),
+                draft: draft.clone(),
+            });
+            match cache.store(key, &payload) {
+                Ok(path) => self.emit(
+                    events::PLAN_CACHE_STORE,
+                    json!({"entry": key.digest(), "path": path}),
+                ),
+                // A cache that cannot be written only costs a model call next time.
+                Err(e) => self.emit(
+                    events::PLAN_CACHE_STORE,
+                    json!({"entry": key.digest(), "error": e.to_string()}),
+                ),
+            }
+        }
+        Ok(draft)
+    }
+
+    fn trace_events(&self) -> Vec<(String, Value)> {
+        self.take_events()
+    }
+}
+
+fn describe(e: &LlmError) -> String {
+    format!("{} ({})", e, e.kind())
+}
+
+fn value_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn size_of(size: &SizeOutcome) -> Option<&SizeEstimateOut> {
+    match size {
+        SizeOutcome::Estimated(s) => Some(s),
+        SizeOutcome::Fallback { .. } => None,
+    }
+}
+
+/// Seed 003 §3.2 category → raw estimates that score inside it with the seed 003
+/// §3.1 weights (used when the model gave no estimate).
+fn inputs_for_category(category: &str) -> (u64, u64, u8, u64) {
+    match category.trim().to_uppercase().as_str() {
+        "XS" => (500, 1, 1, 0),
+        "S" => (2000, 3, 3, 1),
+        "L" => (8000, 7, 7, 3),
+        "XL" => (10000, 10, 10, 5),
+        _ => (5000, 5, 5, 2),
+    }
+}
+
+/// Map the model's plan onto a draft. Errors name the JSON path.
+fn to_draft(
+    ctx: &PlanningContext,
+    base: &Draft,
+    response: &PlanningResponse,
+    size: Option<&SizeEstimateOut>,
+) -> Result<Draft, String> {
+    let decomposition = response
+        .task_decomposition
+        .as_ref()
+        .ok_or_else(|| "$.task_decomposition: missing".to_string())?;
+    let goal = response.goal_understanding.clone().unwrap_or_default();
+    let acceptance_criteria: Vec<AcceptanceCriterion> = response
+        .acceptance_criteria
+        .iter()
+        .map(|a| AcceptanceCriterion {
+            id: a.id.clone(),
+            given: a.given.clone(),
+            when: a.when.clone(),
+            then: a.then.clone(),
+            kind: match a.kind.as_deref() {
+                Some("functional") => Some(AcKind::Functional),
+                Some("regression") => Some(AcKind::Regression),
+                Some("nonfunctional") => Some(AcKind::Nonfunctional),
+                _ => None,
+            },
+            extra: Default::default(),
+        })
+        .collect();
+    let subtasks: Vec<DraftSubtask> = decomposition
+        .subtasks
+        .iter()
+        .map(|s| subtask(ctx, s))
+        .collect();
+    let mut constraints = goal.constraints.clone();
+    for c in &base.constraints {
+        if !constraints.contains(c) {
+            constraints.push(c.clone());
+        }
+    }
+    let size = match size {
+        Some(s) => SizeInputs {
+            estimated_tokens: s.estimated_tokens,
+            estimated_file_count: s.estimated_file_count,
+            complexity_score: s.complexity_score.clamp(1, 10),
+            dependency_depth: s.dependency_depth,
+            reasoning: s.reasoning.clone(),
+            confidence: s.confidence.clamp(0.0, 1.0),
+        },
+        None => {
+            let category = &ctx.task_planning.size_estimation.fallback_category;
+            let (t, f, c, d) = inputs_for_category(category);
+            SizeInputs {
+                estimated_tokens: t,
+                estimated_file_count: f,
+                complexity_score: c,
+                dependency_depth: d,
+                reasoning: format!("no model estimate: fallback category {category}"),
+                confidence: 0.0,
+            }
+        }
+    };
+    let strategy = match ctx.config.planning.strategy {
+        Strategy::ChainOfThought => "chain_of_thought",
+        Strategy::Hierarchical => "hierarchical",
+        Strategy::Simple => "simple",
+    };
+    Ok(Draft {
+        strategy: strategy.to_string(),
+        goal_understanding: GoalUnderstanding {
+            main_objective: if goal.main_objective.is_empty() {
+                base.goal_understanding.main_objective.clone()
+            } else {
+                goal.main_objective
+            },
+            success_criteria: goal.success_criteria,
+            constraints: constraints.clone(),
+            context: goal.context,
+            extra: Default::default(),
+        },
+        summary: base.summary.clone(),
+        constraints,
+        subtasks,
+        acceptance_criteria,
+        assumptions: response.assumptions.clone(),
+        risks: response.risks.clone(),
+        size,
+        chunking_signals: base.chunking_signals.clone(),
+        reasoning: decomposition.reasoning.clone(),
+        not_decomposable: None,
+    })
+}
+
+fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
+    let query = format!("{} {}", s.title, s.intent);
+    let hints: Vec<String> = ctx.search(&query, 3).into_iter().map(|h| h.path).collect();
+    let mut success_criteria = s.success_criteria.clone();
+    if success_criteria.is_empty() {
+        success_criteria.push(format!("{} is done", s.title));
+    }
+    DraftSubtask {
+        key: s.id.clone(),
+        title: s.title.clone(),
+        intent: if s.intent.is_empty() {
+            s.title.clone()
+        } else {
+            s.intent.clone()
+        },
+        target_paths: s.target_paths.clone(),
+        code_files_hint: hints,
+        context_files: ctx.scan.readme.iter().map(|r| r.path.clone()).collect(),
+        produces: s.produces.clone(),
+        consumes: s.consumes.clone(),
+        boundaries: s.boundaries.as_ref().map(|b| Boundaries {
+            in_scope: b.in_scope.clone(),
+            out_of_scope: b.out_of_scope.clone(),
+        }),
+        depends_on: s.depends_on.clone(),
+        complexity: s.complexity.clamp(1, 10),
+        estimated_lines: if s.estimated_lines == 0 {
+            40
+        } else {
+            s.estimated_lines
+        },
+        links_to_ac: s.links_to_ac.clone(),
+        success_criteria,
+        required_tools: Vec::new(),
+    }
+}

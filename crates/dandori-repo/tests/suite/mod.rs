@@ -1,0 +1,5 @@
+mod eval;
+mod retrieval;
+mod scan;
+mod support;
+mod tokenize;
