@@ -104,6 +104,10 @@ struct Coordinator<'o> {
     consecutive_failures: u32,
     lessons: Vec<String>,
     environment: Value,
+    /// Worktrees of merged steps, removed off the critical path.
+    to_remove: Vec<PathBuf>,
+    /// The work branch tip (HEAD of the main worktree).
+    tip: String,
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
@@ -156,6 +160,8 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         consecutive_failures: 0,
         lessons: Vec::new(),
         environment: Value::Null,
+        to_remove: Vec::new(),
+        tip: String::new(),
     };
     c.load_timings();
     if !warnings.is_empty() {
@@ -535,6 +541,7 @@ impl Coordinator<'_> {
             self.emit(events::EXECUTION_RESUME, json!({"reconciled": changes}));
         }
         self.update_index();
+        self.tip = self.main.rev_parse("HEAD")?;
         Ok(())
     }
 
@@ -641,7 +648,8 @@ impl Coordinator<'_> {
                         ),
                     );
                 }
-                // 4. Start ready steps.
+                // 4. Start ready steps, on the current tip of the work branch.
+                let tip = self.tip.clone();
                 for i in 0..n {
                     if running >= workers || self.stop_reason.is_some() || started_here >= max_steps
                     {
@@ -659,10 +667,23 @@ impl Coordinator<'_> {
                     started_here += 1;
                     let tx = tx.clone();
                     let cx = &cx;
+                    let main = self.main.clone();
+                    let tip = tip.clone();
                     scope.spawn(move || {
-                        let r = step::run_step(cx, i, &cx.planning.steps[i], &wt);
+                        let r = step::run_step_in_new_worktree(
+                            cx,
+                            i,
+                            &cx.planning.steps[i],
+                            &main,
+                            &tip,
+                            &wt,
+                        );
                         let _ = tx.send(r);
                     });
+                }
+                // Merged steps' worktrees go now, while the new steps run.
+                for wt in std::mem::take(&mut self.to_remove) {
+                    self.main.remove_worktree(&wt)?;
                 }
                 self.stage.extra.insert(
                     "revisions".to_string(),
@@ -698,6 +719,9 @@ impl Coordinator<'_> {
             "revisions".to_string(),
             json!(revisions.load(Ordering::SeqCst)),
         );
+        for wt in std::mem::take(&mut self.to_remove) {
+            self.main.remove_worktree(&wt)?;
+        }
         if started_here >= max_steps
             && self
                 .stage
@@ -753,7 +777,6 @@ impl Coordinator<'_> {
             self.main.remove_worktree(&wt)?;
         }
         dandori_fs::create_dir_all(&self.paths.worktrees)?;
-        self.main.add_worktree(&wt, "HEAD")?;
         self.timings.insert(
             step_id.clone(),
             StepTiming {
@@ -897,8 +920,9 @@ impl Coordinator<'_> {
         let wt = step::worktree_path(&self.paths, &r.step_id, attempt);
         if ok {
             let head = self.main.rev_parse("HEAD")?;
+            self.tip = head.clone();
             self.finish_step(&r, StepStatus::Done, None, None, Some(head));
-            self.main.remove_worktree(&wt)?;
+            self.to_remove.push(wt);
         } else {
             self.finish_step(
                 &r,

@@ -12,6 +12,20 @@ pub const TRAILER_STEP: &str = "Dandori-Step";
 pub const TRAILER_PART: &str = "Dandori-Part";
 pub const TRAILER_AC: &str = "Dandori-AC";
 
+/// `git worktree add` reads every other worktree's admin directory and fails when
+/// one is being created or removed at the same moment, so worktree changes (and the
+/// merges that update the shared branch) take turns within the process.
+static WORKTREE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
+    // Poisoning only means another thread panicked while holding it; git's own state
+    // is what matters and every caller checks it.
+    match WORKTREE_LOCK.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
@@ -157,9 +171,10 @@ impl Git {
         Ok((lines, files))
     }
 
-    /// Commits the staged tree (possibly empty) with `message`; returns the hash.
+    /// Commits the index (possibly unchanged) with `message`; returns the hash.
+    /// Only what [`Git::staged_numstat`] staged and measured is committed: files a
+    /// unit command leaves behind afterwards are not.
     pub fn commit(&self, message: &str) -> Result<String, RunnerError> {
-        self.run(&["add", "-A", "--", "."])?;
         self.run(&[
             "-c",
             "commit.gpgsign=false",
@@ -221,24 +236,29 @@ impl Git {
 
     pub fn add_worktree(&self, path: &Path, rev: &str) -> Result<(), RunnerError> {
         let p = path.to_string_lossy();
+        let _turn = worktree_lock();
         self.run(&["worktree", "add", "--quiet", "--detach", &p, rev])?;
         Ok(())
     }
 
     pub fn remove_worktree(&self, path: &Path) -> Result<(), RunnerError> {
         let p = path.to_string_lossy();
+        let _turn = worktree_lock();
         let (ok, _, _) = self.output(&["worktree", "remove", "--force", &p])?;
-        if !ok && path.exists() {
-            std::fs::remove_dir_all(path)
-                .map_err(|e| dandori_fs::FsError::new("removing worktree", path, e))?;
+        if !ok {
+            if path.exists() {
+                std::fs::remove_dir_all(path)
+                    .map_err(|e| dandori_fs::FsError::new("removing worktree", path, e))?;
+            }
+            self.run(&["worktree", "prune"])?;
         }
-        self.run(&["worktree", "prune"])?;
         Ok(())
     }
 
     /// Cherry-picks `commit` onto HEAD, keeping its message. On conflict the
     /// cherry-pick is aborted and false returned.
     pub fn cherry_pick(&self, commit: &str) -> Result<bool, RunnerError> {
+        let _turn = worktree_lock();
         let (ok, _, _) = self.output(&[
             "-c",
             "commit.gpgsign=false",

@@ -109,14 +109,14 @@ pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
     })
 }
 
-/// SIGKILL to the process group `pgid`. Uses kill(1) so no unsafe code is needed.
+/// SIGKILL to the process group `pgid` (an already empty group is fine).
 fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    if let Ok(pgid) = i32::try_from(pgid) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
 }
 
 fn read_tail(path: &Path, from: u64) -> String {

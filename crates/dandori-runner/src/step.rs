@@ -81,6 +81,39 @@ struct Worker<'c, 'a> {
     report: StepReport,
 }
 
+/// Adds `worktree` (detached at `rev` of the repository `main`), then runs the step
+/// in it. Worktrees are added by the workers, in parallel.
+pub fn run_step_in_new_worktree<'a>(
+    cx: &StepContext<'a>,
+    index: usize,
+    step: &'a Step,
+    main: &Git,
+    rev: &str,
+    worktree: &Path,
+) -> StepReport {
+    match main.add_worktree(worktree, rev) {
+        Ok(()) => run_step(cx, index, step, worktree),
+        Err(e) => StepReport {
+            index,
+            step_id: step.step_id.clone(),
+            result: StepResult::Failed {
+                reason_code: e.reason_code(),
+                message: e.to_string(),
+            },
+            tokens: TokenUsage::default(),
+            diff_lines: 0,
+            files_changed: Vec::new(),
+            autofix_cycles: 0,
+            splits: 0,
+            unit_passed: None,
+            duration: Duration::ZERO,
+            notes: vec![
+                "the step's worktree could not be created; `dandori resume` retries".to_string(),
+            ],
+        },
+    }
+}
+
 /// Runs `step` (index `index` in the plan; follow-up steps have none) in `worktree`.
 pub fn run_step<'a>(
     cx: &StepContext<'a>,

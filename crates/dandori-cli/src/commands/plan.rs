@@ -1,5 +1,6 @@
 //! `dandori plan`: a thin adapter over `dandori_planner::plan`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -28,39 +29,36 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // Defaults < config file (--config, else dandori.yaml / config.yaml in the
-    // repository) < -c key=value. A broken config falls back to the defaults
-    // (seed 003 §9.1), said on stderr and recorded in the trace.
-    let file = config.map(Path::to_path_buf).or_else(|| {
-        ["dandori.yaml", "config.yaml"]
-            .iter()
-            .map(|n| args.repo.join(n))
-            .find(|p| p.is_file())
-    });
+    // Defaults < --config < environment < -c, for both planners. The binary reads the
+    // process environment; tests pass their own to the library. A config that cannot
+    // be loaded at all falls back to the defaults (seed 003 §9.1); warnings are
+    // recorded in the trace.
+    let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut config_warnings = Vec::new();
-    let loaded = match super::run::load_config(file.as_deref(), sets) {
-        Ok(c) => Some(c),
+    let loaded = match super::load_config(config, sets, &args.repo, &env) {
+        Ok(l) => l,
         Err(e) => {
-            let w = format!("config unusable ({e:#}); planning with the default config");
+            let w = format!("{e:#}; planning with the default config");
             output::progress(&format!("warning: {w}"));
             config_warnings.push(w);
-            None
-        }
-    };
-    // The LLM planner (--provider / the `llm:` config section) when one is
-    // configured; otherwise the offline planner.
-    let llm = if loaded.is_some() || provider_flags.provider.is_some() {
-        match super::plan_llm::select(&provider_flags, config, sets, &args.repo)? {
-            Ok(selected) => selected,
-            Err(e) => {
-                output::error(&format!("{}: {e}", e.code()));
-                return Ok(ExitCode::from(2));
+            dandori_config::Loaded {
+                config: dandori_config::Config::default(),
+                task_planning: dandori_config::TaskPlanningConfig::default(),
+                warnings: Vec::new(),
+                config_file: None,
+                task_planning_file: None,
             }
         }
-    } else {
-        None
     };
-    let config = loaded.unwrap_or_default();
+    config_warnings.extend(loaded.warnings.iter().map(|w| w.to_string()));
+    // The LLM planner: --provider / the `llm:` config section; else the offline one.
+    let llm = match super::plan_llm::select(&provider_flags, &loaded, &env) {
+        Ok(selected) => selected,
+        Err(e) => {
+            output::error(&format!("{}: {e}", e.code()));
+            return Ok(ExitCode::from(2));
+        }
+    };
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -78,12 +76,12 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     };
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
-    opts.config = config;
+    opts.config = loaded.config;
+    opts.task_planning = loaded.task_planning;
     opts.config_warnings = config_warnings;
     opts.progress = Some(&progress);
-    if let Some((planner, config)) = &llm {
+    if let Some(planner) = &llm {
         opts.planner = Some(planner);
-        opts.config = config.clone();
     }
 
     let outcome = match dandori_planner::plan(&opts) {
@@ -110,7 +108,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
         }
     };
-    let llm_usage = llm.as_ref().map(|(p, _)| p.client().usage());
+    let llm_usage = llm.as_ref().map(|p| p.client().usage());
     if args.json {
         output::json(&json!({
             "run_dir": outcome.run_dir,

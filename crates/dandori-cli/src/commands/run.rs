@@ -6,8 +6,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
-use dandori_config::Config;
 use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions};
 
 use crate::cli::{ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
@@ -100,8 +98,8 @@ fn execute(
         approve,
         json,
     } = inv;
-    let config = load_config(config, sets)?;
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
+    let config = super::load_config(config, sets, repo, &base_env)?.config;
     let progress: Option<dandori_runner::Progress> = if json {
         None
     } else {
@@ -172,40 +170,4 @@ fn execute(
             Ok(ExitCode::from(code))
         }
     }
-}
-
-/// Defaults, then the config file, then `-c key=value` (dotted keys, YAML values).
-pub(crate) fn load_config(file: Option<&Path>, sets: &[String]) -> anyhow::Result<Config> {
-    let mut value = match file {
-        Some(f) => {
-            let text = std::fs::read_to_string(f)
-                .with_context(|| format!("reading config {}", f.display()))?;
-            let v: serde_json::Value = serde_yaml::from_str(&text)
-                .with_context(|| format!("parsing config {}", f.display()))?;
-            v
-        }
-        None => serde_json::to_value(Config::default())?,
-    };
-    for s in sets {
-        let (key, raw) = s
-            .split_once('=')
-            .with_context(|| format!("-c {s}: expected KEY=VALUE"))?;
-        let parsed: serde_json::Value = serde_yaml::from_str(raw)
-            .unwrap_or_else(|_| serde_json::Value::String(raw.to_string()));
-        let mut cur = &mut value;
-        let parts: Vec<&str> = key.split('.').collect();
-        for (i, p) in parts.iter().enumerate() {
-            let obj = cur
-                .as_object_mut()
-                .with_context(|| format!("-c {key}: {p} is not inside a section"))?;
-            if i + 1 == parts.len() {
-                obj.insert(p.to_string(), parsed.clone());
-                break;
-            }
-            cur = obj
-                .entry(p.to_string())
-                .or_insert_with(|| serde_json::json!({}));
-        }
-    }
-    serde_json::from_value(value).context("config: invalid value")
 }

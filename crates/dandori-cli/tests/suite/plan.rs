@@ -226,7 +226,7 @@ fn broken_config_falls_back_to_defaults() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("planning with the default config"),
+        stderr(&out).contains("using the default configuration"),
         "{}",
         stderr(&out)
     );

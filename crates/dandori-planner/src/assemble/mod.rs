@@ -75,7 +75,7 @@ pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> 
         path: ctx.repo_root.join(".dandori/preview"),
         display: ".dandori/preview".to_string(),
     };
-    match build(ctx, &draft, &ids, &rd, false) {
+    let mut failures: Vec<String> = match build(ctx, &draft, &ids, &rd, false) {
         Ok(built) => validation::validate(&built.planning)
             .findings
             .iter()
@@ -83,7 +83,19 @@ pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> 
             .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
             .collect(),
         Err(e) => vec![e.to_string()],
+    };
+    if !failures.is_empty() {
+        // Findings name steps; the planner knows its subtasks by key.
+        let order = order::topological(&draft.subtasks)
+            .unwrap_or_else(|_| (0..draft.subtasks.len()).collect());
+        let names: Vec<String> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| format!("S{:02} = {}", i + 1, draft.subtasks[k].key))
+            .collect();
+        failures.push(format!("(steps are your subtasks: {})", names.join(", ")));
     }
+    failures
 }
 
 /// What one build produced, before events are written.

@@ -220,3 +220,67 @@ mkdir -p "src/$1"; echo 1 > "src/$1/x""#,
         "skipped steps must never run"
     );
 }
+
+struct WriteFile;
+
+impl dandori_runner::executor::Executor for WriteFile {
+    fn name(&self) -> &'static str {
+        "write-file"
+    }
+    fn execute(
+        &self,
+        req: &dandori_runner::executor::ExecRequest<'_>,
+    ) -> Result<dandori_runner::executor::StepExecution, dandori_runner::RunnerError> {
+        std::fs::create_dir_all(req.workdir.join("src")).unwrap();
+        std::fs::write(
+            req.workdir.join(format!("src/{}.txt", req.step_id)),
+            req.step_id,
+        )
+        .unwrap();
+        Ok(dandori_runner::executor::StepExecution {
+            outcome: dandori_runner::executor::ExecOutcome::Completed,
+            tokens: Default::default(),
+            actions: 1,
+            reflections: Vec::new(),
+            summary: String::new(),
+            tooling: None,
+        })
+    }
+}
+
+#[test]
+fn a_wide_dag_with_many_workers_completes_in_step_order() {
+    let mut steps = Vec::new();
+    let ids: Vec<&'static str> = (1..=20)
+        .map(|i| &*Box::leak(format!("S{i:02}").into_boxed_str()))
+        .collect();
+    for (i, id) in ids.iter().enumerate() {
+        let deps: Vec<&'static str> = if i < 5 {
+            Vec::new()
+        } else {
+            vec![ids[i - 5], ids[i - 4]]
+        };
+        let mut s = S::new(id).deps(&deps);
+        s.targets = vec![format!("src/{id}.txt")];
+        steps.push(s);
+    }
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(steps, json!({})));
+    let mut opts = options(&repo, &run_dir, None);
+    opts.executor_override = Some(std::sync::Arc::new(WriteFile));
+    opts.config.runner.max_parallel_workers = 5;
+    let out = run(&opts).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion.steps
+    );
+    let subjects: Vec<String> = repo
+        .commits("dandori/RQ-1/run-1")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    let want: Vec<String> = ids.iter().map(|id| format!("{id}: Do {id}")).collect();
+    assert_eq!(subjects, want);
+}

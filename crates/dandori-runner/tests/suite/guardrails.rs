@@ -1,0 +1,168 @@
+//! Run-level guardrails: AC coverage with follow-up steps (seed 001 §10.5–10.6),
+//! limits.max_steps_per_run, max_consecutive_failures, total_timeout.
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::*;
+use dandori_runner::CompletionStatus;
+
+fn agent_cmd(repo: &Repo) -> String {
+    let agent = repo.agent(r#"mkdir -p "src/$1"; echo "$1" > "src/$1/out.txt""#);
+    format!("sh {} {{step_id}}", agent.display())
+}
+
+#[test]
+fn an_uncovered_acceptance_criterion_gets_a_follow_up_step() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").acs(&["AC-01"]), S::new("S02").acs(&["AC-02"])],
+        json!({}),
+    ));
+    let out = run(&options(&repo, &run_dir, Some(agent_cmd(&repo)))).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion.coverage
+    );
+    assert_eq!(out.completion.follow_ups.len(), 1);
+    assert_eq!(out.completion.follow_ups[0].step_id, "F01");
+    assert_eq!(out.completion.follow_ups[0].ac, "AC-03");
+    let subjects: Vec<String> = repo
+        .commits("dandori/RQ-1/run-1")
+        .into_iter()
+        .map(|(s, _)| s)
+        .collect();
+    assert_eq!(
+        subjects,
+        vec!["S01: Do S01", "S02: Do S02", "F01: Follow-up: cover AC-03"]
+    );
+    let evals = trace_events(&run_dir, "COVERAGE_EVALUATION");
+    assert_eq!(evals.len(), 2);
+    assert_eq!(
+        evals[0]["data"]["result"]["critical_gaps"],
+        json!(["AC-03"])
+    );
+    assert_eq!(evals[0]["data"]["result"]["should_continue"], true);
+    assert_eq!(evals[1]["data"]["result"]["overall_coverage"], 1.0);
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(report.contains("F01 (done)"), "{report}");
+    // A second run finds the follow-up's proof commit and adds nothing.
+    let again = run(&options(&repo, &run_dir, Some(agent_cmd(&repo)))).unwrap();
+    assert_eq!(again.completion.status, CompletionStatus::Completed);
+    assert_eq!(repo.commits("dandori/RQ-1/run-1").len(), 3);
+}
+
+#[test]
+fn the_iteration_limit_stops_follow_ups_and_the_gap_is_reported() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").acs(&["AC-01", "AC-02"])],
+        json!({}),
+    ));
+    let mut opts = options(&repo, &run_dir, Some(agent_cmd(&repo)));
+    opts.config.planning.revision.max_revisions = 1;
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+    assert!(out.completion.follow_ups.is_empty());
+    assert_eq!(
+        out.completion
+            .coverage
+            .rules_applied
+            .last()
+            .map(String::as_str),
+        Some("rule3_max_iterations")
+    );
+    let errors = std::fs::read_to_string(run_dir.join("errors.json")).unwrap();
+    assert!(
+        errors.contains("AC_NOT_COVERED") && errors.contains("AC-03"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn max_steps_per_run_pauses_and_resume_continues() {
+    let repo = Repo::new();
+    let mut plan = planning(vec![S::new("S01"), S::new("S02")], json!({}));
+    plan["limits"]["max_steps_per_run"] = json!(1);
+    let run_dir = repo.write_plan(&plan);
+    let opts = options(&repo, &run_dir, Some(agent_cmd(&repo)));
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Paused);
+    assert_eq!(out.completion.exit_code, 5);
+    assert_eq!(stage(&run_dir)["current_step_index"], 1);
+    assert_eq!(stage(&run_dir)["status"], "running");
+    let mut opts = opts;
+    opts.resume = true;
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    assert_eq!(stage(&run_dir)["current_step_index"], 2);
+    assert_eq!(stage(&run_dir)["status"], "done");
+}
+
+#[test]
+fn consecutive_step_failures_end_the_run_early() {
+    let repo = Repo::new();
+    let agent = repo.agent("exit 1");
+    let run_dir = repo.write_plan(&planning(
+        vec![
+            S::new("S01").deps(&[]),
+            S::new("S02").deps(&[]),
+            S::new("S03").deps(&[]),
+        ],
+        json!({}),
+    ));
+    let mut opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
+    opts.config
+        .planning
+        .execution
+        .early_termination
+        .max_consecutive_failures = 2;
+    opts.config.runner.max_parallel_workers = 1;
+    let out = run(&opts).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::RequiresHumanIntervention
+    );
+    assert_eq!(out.completion.exit_code, 6);
+    assert!(
+        out.completion
+            .summary
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("EARLY_TERMINATION")
+    );
+    let st = statuses(&run_dir);
+    assert_eq!(st[2].1, "pending", "the third step never started: {st:?}");
+    assert_eq!(trace_events(&run_dir, "EARLY_TERMINATION").len(), 1);
+}
+
+#[test]
+fn total_timeout_stops_starting_steps() {
+    let repo = Repo::new();
+    let agent = repo.agent(r#"sleep 1.2; mkdir -p "src/$1"; echo 1 > "src/$1/x""#);
+    let run_dir = repo.write_plan(&planning(vec![S::new("S01"), S::new("S02")], json!({})));
+    let mut opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    opts.config.planning.execution.total_timeout = 1;
+    let out = run(&opts).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::RequiresHumanIntervention
+    );
+    assert!(
+        out.completion
+            .summary
+            .reason
+            .as_deref()
+            .unwrap()
+            .starts_with("TOTAL_TIMEOUT")
+    );
+    assert_eq!(statuses(&run_dir)[0].1, "done");
+    assert_eq!(statuses(&run_dir)[1].1, "pending");
+}
