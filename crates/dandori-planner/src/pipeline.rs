@@ -40,6 +40,8 @@ pub struct PlanOptions<'a> {
     pub progress: Option<&'a dyn Fn(&Progress)>,
     /// The tools environment commands may use; None → those on this process's PATH.
     pub toolchain: Option<gathering::Toolchain>,
+    /// Problems met while loading config (recorded in `PLANNING_START`).
+    pub config_warnings: Vec<String>,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -54,6 +56,7 @@ impl<'a> PlanOptions<'a> {
             planner: None,
             progress: None,
             toolchain: None,
+            config_warnings: Vec::new(),
         }
     }
 }
@@ -171,6 +174,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
             "request_id": request.id,
             "run_id": rd.run_id,
             "planner": planner_name,
+            "config_warnings": opts.config_warnings,
             "repository": {
                 "files": scan.files.len(),
                 "test_files": scan.files.iter().filter(|f| f.is_test).count(),

@@ -30,9 +30,27 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         }
     };
     // Defaults < --config < environment < -c, for both planners. The binary reads the
-    // process environment; tests pass their own to the library.
+    // process environment; tests pass their own to the library. A config that cannot
+    // be loaded at all falls back to the defaults (seed 003 §9.1); warnings are
+    // recorded in the trace.
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    let loaded = super::load_config(config, sets, &args.repo, &env)?;
+    let mut config_warnings = Vec::new();
+    let loaded = match super::load_config(config, sets, &args.repo, &env) {
+        Ok(l) => l,
+        Err(e) => {
+            let w = format!("{e:#}; planning with the default config");
+            output::progress(&format!("warning: {w}"));
+            config_warnings.push(w);
+            dandori_config::Loaded {
+                config: dandori_config::Config::default(),
+                task_planning: dandori_config::TaskPlanningConfig::default(),
+                warnings: Vec::new(),
+                config_file: None,
+                task_planning_file: None,
+            }
+        }
+    };
+    config_warnings.extend(loaded.warnings.iter().map(|w| w.to_string()));
     // The LLM planner: --provider / the `llm:` config section; else the offline one.
     let llm = match super::plan_llm::select(&provider_flags, &loaded, &env) {
         Ok(selected) => selected,
@@ -60,6 +78,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.runs_root = args.runs_root;
     opts.config = loaded.config;
     opts.task_planning = loaded.task_planning;
+    opts.config_warnings = config_warnings;
     opts.progress = Some(&progress);
     if let Some(planner) = &llm {
         opts.planner = Some(planner);

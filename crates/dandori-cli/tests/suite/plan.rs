@@ -209,3 +209,35 @@ fn config_overrides_apply() {
     );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn broken_config_falls_back_to_defaults() {
+    let repo = todo_api();
+    repo.write("broken.yaml", "planning: [not, a, map\n");
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-003.md",
+            "--config",
+            "broken.yaml",
+            "--json",
+        ],
+        repo.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("using the default configuration"),
+        "{}",
+        stderr(&out)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trace = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
+    let start: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+    assert!(
+        start["data"]["config_warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("broken.yaml"),
+        "{start}"
+    );
+}
