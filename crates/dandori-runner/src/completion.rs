@@ -354,6 +354,9 @@ pub fn next_action(step_id: &str, code: &str) -> String {
         reason::UNIT_TEST_FAILED | reason::UNIT_TEST_TIMEOUT => format!(
             "{step_id}: read logs/step.{step_id}.unit.log, fix the failing tests in the kept worktree or by hand, then `dandori resume`"
         ),
+        reason::E2E_REQUIRED => format!(
+            "{step_id}: add e2e commands for its regression acceptance criteria (gates.require_e2e_for_regression_ac), then `dandori resume`"
+        ),
         reason::DEPENDENCY_FAILED => {
             format!("{step_id}: runs once the step it depends on is done (`dandori resume`)")
         }

@@ -104,6 +104,7 @@ struct Coordinator<'o> {
     consecutive_failures: u32,
     lessons: Vec<String>,
     environment: Value,
+    masker: Masker,
     /// Worktrees of merged steps, removed off the critical path.
     to_remove: Vec<PathBuf>,
     /// The work branch tip (HEAD of the main worktree).
@@ -113,15 +114,12 @@ struct Coordinator<'o> {
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
     let (planning, warnings) = plan::load_planning(&paths.planning)?;
     let preds = plan::predecessors(&planning)?;
-    let masker = Masker::new(
-        opts.config.planning.logging.mask_sensitive_data,
-        opts.config.planning.logging.sensitive_patterns.clone(),
-    );
+    let masker = run_masker(opts);
     let trace = Arc::new(TraceWriter::open(
         &paths.trace,
         planning.run_id.clone(),
         planning.request_id.clone(),
-        masker,
+        masker.clone(),
     )?);
     let stage_exists = paths.stage.is_file();
     if opts.resume && !stage_exists {
@@ -160,6 +158,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         consecutive_failures: 0,
         lessons: Vec::new(),
         environment: Value::Null,
+        masker,
         to_remove: Vec::new(),
         tip: String::new(),
     };
@@ -196,6 +195,29 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     }
     let coverage = c.coverage_and_follow_ups(executor.as_ref(), &env)?;
     c.finish(executor.name(), coverage)
+}
+
+/// The run's masker: the configured patterns plus the literal values of every
+/// environment variable whose name looks secret (API keys handed to agents).
+fn run_masker(opts: &RunOptions) -> Masker {
+    let logging = &opts.config.planning.logging;
+    let secret_name = |k: &str| {
+        let k = k.to_ascii_uppercase();
+        ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
+            .iter()
+            .any(|suffix| k.ends_with(suffix))
+            || k.contains("API_KEY")
+    };
+    Masker::new(
+        logging.mask_sensitive_data,
+        logging.sensitive_patterns.clone(),
+    )
+    .with_literal_secrets(
+        opts.base_env
+            .iter()
+            .filter(|(k, _)| secret_name(k))
+            .map(|(_, v)| v.clone()),
+    )
 }
 
 fn load_stage(path: &Path, planning: &Planning) -> Result<Stage, RunnerError> {
@@ -596,6 +618,7 @@ impl Coordinator<'_> {
         );
         let planning = self.planning.clone();
         let paths = self.paths.clone();
+        let masker = self.masker.clone();
         let trace = self.trace.clone();
         let rcfg = &self.opts.config.planning;
         let cx = StepContext {
@@ -610,6 +633,7 @@ impl Coordinator<'_> {
             actions: &actions,
             revisions: &revisions,
             max_revisions: rcfg.revision.max_revisions,
+            masker: &masker,
         };
         let (tx, rx) = mpsc::channel::<StepReport>();
         let n = planning.steps.len();
@@ -1211,6 +1235,7 @@ impl Coordinator<'_> {
         let revisions = AtomicU32::new(0);
         let planning = self.planning.clone();
         let paths = self.paths.clone();
+        let masker = self.masker.clone();
         let trace = self.trace.clone();
         let rcfg = &self.opts.config.planning;
         let cx = StepContext {
@@ -1225,6 +1250,7 @@ impl Coordinator<'_> {
             actions: &actions,
             revisions: &revisions,
             max_revisions: 0,
+            masker: &masker,
         };
         let wt = step::worktree_path(&self.paths, &step.step_id, 1);
         if wt.exists() {

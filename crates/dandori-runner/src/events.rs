@@ -11,6 +11,7 @@ pub const STEP_ACTION: &str = "STEP_ACTION";
 pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
 pub const UNIT_TEST: &str = "UNIT_TEST";
 pub const AUTOFIX: &str = "AUTOFIX";
+pub const STEP_WARNING: &str = "STEP_WARNING";
 pub const STEP_END: &str = "STEP_END";
 pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
 pub const REFLECTION: &str = "REFLECTION";

@@ -23,6 +23,8 @@ pub struct ProcSpec<'a> {
     pub env: &'a BTreeMap<String, String>,
     pub timeout: Duration,
     pub log: &'a Path,
+    /// Secrets are masked in the log (and the tail) once the process ends.
+    pub masker: Option<&'a dandori_trace::Masker>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +102,15 @@ pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
     };
     // Children left behind in the group (a backgrounded helper) go with the leader.
     kill_group(pid);
+    if let Some(m) = spec.masker
+        && let Ok(text) = std::fs::read(spec.log)
+    {
+        let text = String::from_utf8_lossy(&text);
+        let masked = m.mask_str(&text);
+        if masked != text {
+            dandori_fs::write_atomic(spec.log, masked)?;
+        }
+    }
     Ok(ProcOutcome {
         exit_code: status.and_then(|s| s.code()),
         timed_out,

@@ -35,6 +35,8 @@ pub struct StepContext<'a> {
     /// Run-wide plan revisions used (a split is a revision).
     pub revisions: &'a AtomicU32,
     pub max_revisions: u32,
+    /// Masks secrets in logs.
+    pub masker: &'a dandori_trace::Masker,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -222,7 +224,45 @@ impl Worker<'_, '_> {
         self.step.scope.max_diff_lines
     }
 
+    /// `gates.require_e2e_for_regression_ac` applies to this step: it links a
+    /// regression acceptance criterion.
+    fn e2e_required(&self) -> bool {
+        self.cx.planning.gates.require_e2e_for_regression_ac
+            && self
+                .cx
+                .planning
+                .context
+                .acceptance_criteria
+                .iter()
+                .any(|ac| {
+                    ac.kind == Some(dandori_plan::AcKind::Regression)
+                        && self.step.links_to_ac.contains(&ac.id)
+                })
+    }
+
+    fn e2e_commands(&self) -> Vec<String> {
+        self.step
+            .commands
+            .e2e
+            .iter()
+            .flatten()
+            .filter(|c| !c.trim().is_empty())
+            .cloned()
+            .collect()
+    }
+
     fn run(&mut self) -> Result<StepResult, RunnerError> {
+        if self.e2e_required() && self.e2e_commands().is_empty() {
+            // Seed 004 §3.5: v1 may answer needs_input here.
+            self.report.notes.push(format!(
+                "add commands.e2e to {} (it links a regression acceptance criterion), then `dandori resume`",
+                self.step_id()
+            ));
+            return Ok(StepResult::NeedsInput {
+                reason_code: reason::E2E_REQUIRED,
+                message: "the step links a regression acceptance criterion and has no e2e commands (gates.require_e2e_for_regression_ac)".to_string(),
+            });
+        }
         let base = self.git.rev_parse("HEAD")?;
         let max_retries = self.cx.planning.gates.max_step_too_large_retries;
         let mut round: u64 = 0;
@@ -301,6 +341,7 @@ impl Worker<'_, '_> {
                     });
                 }
                 self.report.diff_lines = lines;
+                self.warn_files(&files);
                 self.report.files_changed = files;
                 if part < parts {
                     commits.push(self.git.commit(&self.message(Some((part, parts))))?);
@@ -341,6 +382,7 @@ impl Worker<'_, '_> {
             log: &log,
             env: &env,
             timeout: Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1)),
+            masker: self.cx.masker,
         })?;
         self.report.tokens.add(exec.tokens);
         if let Some(t) = &exec.tooling {
@@ -379,6 +421,29 @@ impl Worker<'_, '_> {
         })
     }
 
+    /// `max_files_changed` is a warning (seed 004 §3.2), recorded, never a stop.
+    fn warn_files(&mut self, files: &[String]) {
+        let limit = self
+            .step
+            .scope
+            .max_files_changed
+            .or(self.cx.planning.limits.max_files_changed);
+        if let Some(limit) = limit
+            && files.len() as u64 > limit
+        {
+            let note = format!(
+                "{} changed {} files (max_files_changed {limit})",
+                self.step_id(),
+                files.len()
+            );
+            self.emit(
+                events::STEP_WARNING,
+                json!({"step_id": self.step_id(), "warning": "MAX_FILES_CHANGED", "message": note}),
+            );
+            self.report.notes.push(note);
+        }
+    }
+
     fn check_forbidden(&self, files: &[String]) -> Option<StepResult> {
         let forbidden = self.step.scope.forbidden_paths.as_deref().unwrap_or(&[]);
         let hit: Vec<&String> = files
@@ -404,11 +469,18 @@ impl Worker<'_, '_> {
 
     /// Unit commands, then up to `max_autofix_cycles` fix attempts.
     fn unit_and_autofix(&mut self, parts: u32) -> Result<Option<StepResult>, RunnerError> {
-        let commands: Vec<String> = self.step.commands.unit.clone().unwrap_or_default();
-        let commands: Vec<String> = commands
-            .into_iter()
+        let mut commands: Vec<String> = self
+            .step
+            .commands
+            .unit
+            .iter()
+            .flatten()
             .filter(|c| !c.trim().is_empty())
+            .cloned()
             .collect();
+        if self.e2e_required() {
+            commands.extend(self.e2e_commands());
+        }
         if commands.is_empty() {
             return Ok(None);
         }
@@ -527,6 +599,7 @@ impl Worker<'_, '_> {
                 env: self.cx.env,
                 timeout,
                 log: &log,
+                masker: Some(self.cx.masker),
             })?;
             self.emit(
                 events::UNIT_TEST,

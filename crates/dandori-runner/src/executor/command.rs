@@ -58,6 +58,7 @@ impl Executor for CommandExecutor {
             env: req.env,
             timeout: req.timeout,
             log: req.log,
+            masker: Some(req.masker),
         })?;
         let outcome = if out.timed_out {
             ExecOutcome::Failed {

@@ -28,6 +28,8 @@ pub struct ExecRequest<'a> {
     /// Environment of child processes (explicit, never the runner's own mutated).
     pub env: &'a BTreeMap<String, String>,
     pub timeout: Duration,
+    /// Masks secrets in what the executor writes to its log.
+    pub masker: &'a dandori_trace::Masker,
 }
 
 /// Tokens spent by a model-backed executor.

@@ -358,3 +358,66 @@ fn without_a_model_steps_wait_and_the_run_says_so() {
     let out = run(&opts).unwrap();
     assert_eq!(out.completion.status, CompletionStatus::Completed);
 }
+
+#[test]
+fn regression_acceptance_criteria_require_e2e_commands() {
+    let repo = Repo::new();
+    let agent = repo.agent(r#"mkdir -p "src/$1"; echo 1 > "src/$1/x""#);
+    let mut plan = planning(
+        vec![S::new("S01").acs(&["AC-01", "AC-02", "AC-03"])],
+        json!({"require_e2e_for_regression_ac": true}),
+    );
+    plan["context"]["acceptance_criteria"][1]["type"] = json!("regression");
+    let run_dir = repo.write_plan(&plan);
+    let opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::NeedsInput);
+    assert_eq!(stage(&run_dir)["steps"][0]["reason_code"], "E2E_REQUIRED");
+
+    // With e2e commands the step runs them after its unit commands.
+    let repo = Repo::new();
+    let ctl = repo.ctl();
+    let agent = repo.agent(r#"mkdir -p "src/$1"; echo 1 > "src/$1/x""#);
+    plan["steps"][0]["commands"]["e2e"] = json!([format!("touch {}/e2e-ran", ctl.display())]);
+    let run_dir = repo.write_plan(&plan);
+    let opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    assert!(ctl.join("e2e-ran").exists());
+}
+
+#[test]
+fn secrets_in_the_environment_never_reach_logs_or_the_trace() {
+    let repo = Repo::new();
+    let agent =
+        repo.agent(r#"echo "using key $DEMO_API_KEY"; mkdir -p src/S01; echo 1 > src/S01/x"#);
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").unit(r#"echo "token=$DEMO_API_KEY""#)],
+        json!({}),
+    ));
+    let mut opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
+    opts.base_env.insert(
+        "DEMO_API_KEY".to_string(),
+        "plain-secret-value-4711".to_string(),
+    );
+    run(&opts).unwrap();
+    for f in [
+        "logs/step.S01.agent.log",
+        "logs/step.S01.unit.log",
+        "trace.jsonl",
+        "report.md",
+    ] {
+        let text = std::fs::read_to_string(run_dir.join(f)).unwrap();
+        assert!(!text.contains("plain-secret-value-4711"), "{f}: {text}");
+    }
+    let log = std::fs::read_to_string(run_dir.join("logs/step.S01.agent.log")).unwrap();
+    assert!(log.contains("using key ***"), "{log}");
+}
