@@ -106,3 +106,25 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// However the bytes are split, the events are the same, and nothing panics.
+        #[test]
+        fn split_does_not_matter(bytes in proptest::collection::vec(any::<u8>(), 0..300), split in 0usize..300) {
+            let split = split.min(bytes.len());
+            let mut whole = SseParser::default();
+            let mut expected = whole.feed(&bytes);
+            expected.extend(whole.finish());
+            let mut parts = SseParser::default();
+            let mut got = parts.feed(&bytes[..split]);
+            got.extend(parts.feed(&bytes[split..]));
+            got.extend(parts.finish());
+            prop_assert_eq!(got, expected);
+        }
+    }
+}

@@ -1,13 +1,8 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
 //! Planning a generated 20 000-file repository end to end (`plan()`: scan,
 //! retrieval index, offline draft, assembly, validation, writing the run
 //! directory). Target: under 1 s. Peak RSS is printed from /proc/self/status.
-
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::print_stderr,
-    clippy::print_stdout
-)]
 
 use std::path::Path;
 use std::time::Instant;
@@ -100,38 +95,47 @@ fn bench(c: &mut Criterion) {
     let runs = tempfile::tempdir().unwrap();
     let request = repo.path().join("requests/RQ-BENCH.md");
 
-    // One run with the stage timings reported by the library's progress callback.
-    let timings = std::sync::Mutex::new(Vec::new());
-    let cb = |p: &Progress| match p {
-        Progress::Scanned { files, millis } => timings
-            .lock()
-            .unwrap()
-            .push(format!("scan {files} files: {millis} ms")),
-        Progress::Indexed { files, millis } => timings
-            .lock()
-            .unwrap()
-            .push(format!("index {files} files: {millis} ms")),
-        Progress::Scanning { .. } | Progress::Drafting { .. } | Progress::Writing { .. } => {}
+    // One run with the stage timings, from the library's progress callback.
+    let marks = std::sync::Mutex::new(Vec::<(&'static str, Instant)>::new());
+    let cb = |p: &Progress| {
+        let name = match p {
+            Progress::Scanning { .. } => "start",
+            Progress::Scanned { .. } => "scan",
+            Progress::Indexed { .. } => "index",
+            Progress::Drafting { .. } => "gather (request hits, environment, run dir)",
+            Progress::Assembling { .. } => "draft (offline planner)",
+            Progress::Writing { .. } => "assemble (order, size, chunking, graph, validation)",
+        };
+        marks.lock().unwrap().push((name, Instant::now()));
     };
     let mut opts = PlanOptions::new(repo.path(), RequestSource::File(request.clone()));
     opts.runs_root = Some(runs.path().to_path_buf());
     opts.progress = Some(&cb);
-    let t = Instant::now();
+    let t0 = Instant::now();
     let outcome = dandori_planner::plan(&opts).unwrap();
-    let total = t.elapsed();
+    let end = Instant::now();
     assert!(outcome.validation.ok);
+    let marks = marks.into_inner().unwrap();
+    let total = end - t0;
+    let mut prev = t0;
+    let mut parts = Vec::new();
+    for (name, at) in marks.iter().skip(1).chain(std::iter::once(&(
+        "write planning.json, stage.json, trace",
+        end,
+    ))) {
+        let d = *at - prev;
+        parts.push(format!(
+            "{name}: {} ms ({:.0}%)",
+            d.as_millis(),
+            100.0 * d.as_secs_f64() / total.as_secs_f64()
+        ));
+        prev = *at;
+    }
     eprintln!(
-        "one plan: {total:?} total ({}); {} steps, {} files scanned",
-        timings.lock().unwrap().join(", "),
+        "one plan: {} ms, {} steps\n  {}",
+        total.as_millis(),
         outcome.planning.steps.len(),
-        outcome
-            .planning
-            .context
-            .project_facts
-            .as_ref()
-            .and_then(|f| f.get("files"))
-            .cloned()
-            .unwrap_or_default()
+        parts.join("\n  ")
     );
 
     let mut opts = PlanOptions::new(repo.path(), RequestSource::File(request));

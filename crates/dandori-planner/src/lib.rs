@@ -38,7 +38,6 @@ pub mod context;
 pub mod draft;
 pub mod error;
 pub mod gathering;
-pub mod interim;
 pub mod llm;
 pub mod offline;
 pub mod pipeline;

@@ -38,6 +38,10 @@ pub struct PlanOptions<'a> {
     /// None → the offline planner (strategy `simple`).
     pub planner: Option<&'a dyn DraftPlanner>,
     pub progress: Option<&'a dyn Fn(&Progress)>,
+    /// The tools environment commands may use; None → those on this process's PATH.
+    pub toolchain: Option<gathering::Toolchain>,
+    /// Problems met while loading config (recorded in `PLANNING_START`).
+    pub config_warnings: Vec<String>,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -51,6 +55,8 @@ impl<'a> PlanOptions<'a> {
             task_planning: TaskPlanningConfig::default(),
             planner: None,
             progress: None,
+            toolchain: None,
+            config_warnings: Vec::new(),
         }
     }
 }
@@ -136,21 +142,26 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     });
     let hits = index.search(&request.query_text(), 10);
     let environment = gathering::analyze_environment(&scan, analysis_cfg);
-    let selected_environment = gathering::select_environment(&environment, None);
-    let unit_commands = gathering::unit_test_commands(&selected_environment, &scan);
+    let toolchain = match &opts.toolchain {
+        Some(t) => t.clone(),
+        None => gathering::Toolchain::from_process(),
+    };
+    let selected_environment = gathering::select_environment(&environment, None, &toolchain);
+    let unit_commands = gathering::unit_test_commands(&selected_environment);
 
     // The run directory and its trace.
     let rd = run_dir::create(&repo, &runs_root, &request.id, now)?;
-    let request_path = request_path(&repo, &request, &rd)?;
+    // Secrets in the request never reach the run directory (seed 000 §12.2).
     let masker = Masker::new(
         opts.config.planning.logging.mask_sensitive_data,
         opts.config.planning.logging.sensitive_patterns.clone(),
     );
+    let request_path = request_path(&repo, &request, &rd, &masker)?;
     let trace = TraceWriter::open(
         rd.path.join("trace.jsonl"),
         rd.run_id.clone(),
         request.id.clone(),
-        masker,
+        masker.clone(),
     )?;
 
     let offline = SimplePlanner;
@@ -163,6 +174,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
             "request_id": request.id,
             "run_id": rd.run_id,
             "planner": planner_name,
+            "config_warnings": opts.config_warnings,
             "repository": {
                 "files": scan.files.len(),
                 "test_files": scan.files.iter().filter(|f| f.is_test).count(),
@@ -189,6 +201,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     progress(Progress::Drafting {
         planner: planner_name.clone(),
     });
+    let t = Instant::now();
     let drafted = planner.draft(&ctx);
     for (event, data) in planner.trace_events() {
         trace.emit(&event, data)?;
@@ -218,6 +231,9 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         }
     };
 
+    progress(Progress::Assembling {
+        draft_millis: t.elapsed().as_millis() as u64,
+    });
     let ids = assemble::Ids {
         request_id: ctx.request.id.clone(),
         run_id: rd.run_id.clone(),
@@ -225,7 +241,12 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         base_branch: run_dir::base_branch(&repo),
         work_branch: run_dir::work_branch(&ctx.request.id, &rd.run_id),
     };
-    let assembled = assemble::assemble(&ctx, draft, &ids, &rd, skip, &trace)?;
+    let mut assembled = assemble::assemble(&ctx, draft, &ids, &rd, skip, &trace)?;
+    let masked = serde_json::to_value(&assembled.planning)
+        .map(|v| masker.mask_value(v))
+        .and_then(serde_json::from_value)
+        .map_err(|e| PlannerError::Assemble(format!("masking planning.json: {e}")))?;
+    assembled.planning = masked;
 
     progress(Progress::Writing {
         run_dir: rd.path.clone(),
@@ -285,9 +306,10 @@ fn request_path(
     repo: &Path,
     request: &Request,
     rd: &run_dir::RunDir,
+    masker: &Masker,
 ) -> Result<String, PlannerError> {
     let copy = rd.path.join("request.md");
-    dandori_fs::write_atomic(&copy, &request.raw)?;
+    dandori_fs::write_atomic(&copy, masker.mask_str(&request.raw))?;
     if let Some(src) = &request.source_path
         && let Ok(abs) = dandori_fs::canonicalize(src)
         && let Ok(rel) = abs.strip_prefix(repo)

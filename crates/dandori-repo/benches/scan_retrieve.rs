@@ -169,15 +169,31 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// User + system CPU seconds of this process so far (Linux), to tell work from
+/// waiting on a shared machine.
+fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let utime: f64 = f.get(11)?.parse().ok()?;
+    let stime: f64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) / 100.0)
+}
+
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
     generate(dir.path());
     let opts = ScanOptions::default();
 
-    // One run outside the timing loop for the figures printed below.
+    // Runs outside the timing loop for the figures printed below.
+    let _ = scan(dir.path(), &opts).unwrap();
+    let cpu0 = cpu_seconds().unwrap_or(0.0);
+    let t0 = std::time::Instant::now();
     let s = scan(dir.path(), &opts).unwrap();
     let index = Index::build(&s);
     let hits = index.search(QUERY, 10);
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds().unwrap_or(0.0) - cpu0;
     assert_eq!(
         s.files.len(),
         FILES + 2,
@@ -185,8 +201,13 @@ fn bench(c: &mut Criterion) {
     );
     assert_eq!(hits[0].path, "billing/ledger/module_0123.py");
     println!(
-        "scan_retrieve: {} files, {} indexed, index ≈ {:.1} MiB, peak RSS {:.1} MiB",
+        "scan_retrieve: one scan+index+query: wall {wall:.3} s, CPU {cpu:.2} s ({} threads)",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    println!(
+        "scan_retrieve: {} files ({:.1} MiB), {} indexed, index ≈ {:.1} MiB, peak RSS {:.1} MiB",
         s.files.len(),
+        s.summary.total_bytes as f64 / (1024.0 * 1024.0),
         index.len(),
         index.heap_bytes() as f64 / (1024.0 * 1024.0),
         peak_rss_kib().unwrap_or(0) as f64 / 1024.0

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Context;
-use dandori_config::{Config, EnvironmentSetupConfig, OnFailure};
+use dandori_config::{EnvironmentSetupConfig, OnFailure};
 use dandori_env::records::{OverallStatus, VerificationRecord};
 use dandori_env::setup::{OfflineRegenerator, SetupOptions};
 use dandori_env::verify::{self, VerifyOptions};
@@ -17,13 +16,6 @@ use dandori_runner::environment::{EnvironmentPhase, EnvironmentReport, Environme
 
 use crate::cli::{EnvArgs, EnvCommand, EnvExecArgs};
 use crate::output;
-
-/// Seed 002 §8.2 environment-variable overrides.
-pub const ENVIRONMENT_SETUP_ENABLED: &str = "ENVIRONMENT_SETUP_ENABLED";
-pub const ENVIRONMENT_SETUP_COMMAND_TIMEOUT: &str = "ENVIRONMENT_SETUP_COMMAND_TIMEOUT";
-pub const ENVIRONMENT_SETUP_VERIFICATION_ON_FAILURE: &str =
-    "ENVIRONMENT_SETUP_VERIFICATION_ON_FAILURE";
-pub const ENVIRONMENT_SETUP_REGENERATION_ENABLED: &str = "ENVIRONMENT_SETUP_REGENERATION_ENABLED";
 
 /// Exit code of `env setup` when the environment was detected but cannot be
 /// prepared on this machine.
@@ -38,79 +30,18 @@ pub fn env(config: Option<&Path>, sets: &[String], cmd: EnvCommand) -> anyhow::R
     }
 }
 
-/// Defaults < config file (`--config`, else `dandori.yaml` / `config.yaml` in the
-/// repository) < seed 002 §8.2 variables < `-c key=value`.
+/// The `planning.environment_setup` section of the shared loader (defaults < config
+/// file < seed 002 §8.2 variables < `-c key=value`).
 fn load(
     file: Option<&Path>,
     sets: &[String],
     repo: &Path,
 ) -> anyhow::Result<EnvironmentSetupConfig> {
-    let file = file.map(Path::to_path_buf).or_else(|| {
-        ["dandori.yaml", "config.yaml"]
-            .iter()
-            .map(|n| repo.join(n))
-            .find(|p| p.is_file())
-    });
-    let mut value = match &file {
-        Some(f) => {
-            let text = dandori_fs::read_to_string(f)?;
-            let v: serde_json::Value = serde_yaml::from_str(&text)
-                .with_context(|| format!("parsing config {}", f.display()))?;
-            v
-        }
-        None => serde_json::to_value(Config::default())?,
-    };
-    let overrides: Vec<(&str, &str)> = vec![
-        (
-            ENVIRONMENT_SETUP_ENABLED,
-            "planning.environment_setup.enabled",
-        ),
-        (
-            ENVIRONMENT_SETUP_COMMAND_TIMEOUT,
-            "planning.environment_setup.execution.command_timeout_seconds",
-        ),
-        (
-            ENVIRONMENT_SETUP_VERIFICATION_ON_FAILURE,
-            "planning.environment_setup.verification.on_failure",
-        ),
-        (
-            ENVIRONMENT_SETUP_REGENERATION_ENABLED,
-            "planning.environment_setup.regeneration.enabled",
-        ),
-    ];
-    let mut pairs: Vec<(String, String)> = overrides
-        .into_iter()
-        .filter_map(|(var, key)| std::env::var(var).ok().map(|v| (key.to_string(), v)))
-        .collect();
-    for s in sets {
-        let (k, v) = s
-            .split_once('=')
-            .with_context(|| format!("-c {s}: expected KEY=VALUE"))?;
-        pairs.push((k.to_string(), v.to_string()));
-    }
-    for (key, raw) in pairs {
-        let parsed: serde_json::Value =
-            serde_yaml::from_str(&raw).unwrap_or_else(|_| serde_json::Value::String(raw.clone()));
-        let mut cur = &mut value;
-        let parts: Vec<&str> = key.split('.').collect();
-        for (i, p) in parts.iter().enumerate() {
-            let obj = cur
-                .as_object_mut()
-                .with_context(|| format!("{key}: `{p}` is not inside a section"))?;
-            if i + 1 == parts.len() {
-                obj.insert(p.to_string(), parsed.clone());
-                break;
-            }
-            cur = obj
-                .entry(p.to_string())
-                .or_insert_with(|| serde_json::json!({}));
-        }
-    }
-    let config: Config = serde_json::from_value(value).with_context(|| match &file {
-        Some(f) => format!("config {}: invalid value", f.display()),
-        None => "config: invalid value".to_string(),
-    })?;
-    Ok(config.planning.environment_setup)
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    Ok(super::load_config(file, sets, repo, &env)?
+        .config
+        .planning
+        .environment_setup)
 }
 
 fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {

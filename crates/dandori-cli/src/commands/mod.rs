@@ -21,20 +21,21 @@ use std::path::Path;
 /// `dandori.yaml` / `config.yaml` / `.dandori/config.yaml` in `repo`) < the seed
 /// environment variables < `-c key=value`. Warnings (a broken file, a bad
 /// variable) go to stderr; the command goes on with the previous layer.
-#[allow(dead_code)] // the shared entry point for plan / run / env / resume
 pub fn load_config(
     config: Option<&Path>,
     sets: &[String],
     repo: &Path,
+    env: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<dandori_config::Loaded> {
     let loaded = dandori_config::load(&dandori_config::LoadOptions {
         repo: repo.to_path_buf(),
         config_path: config.map(Path::to_path_buf),
         task_planning_path: None,
-        env: std::env::vars().collect(),
+        env: env.clone(),
         overrides: sets.to_vec(),
         task_type: None,
-    })?;
+    })
+    .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     for w in &loaded.warnings {
         crate::output::progress(&format!("warning: {w}"));
     }

@@ -1,5 +1,6 @@
 //! `dandori plan`: a thin adapter over `dandori_planner::plan`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -28,22 +29,36 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(2));
         }
     };
-    // Config loading (file < env < -c) is dandori-config's; until it is available
-    // here the defaults apply, and saying so is better than ignoring flags silently.
-    // The LLM planner (--provider / the `llm:` config section) plans with the loaded
-    // config; the offline planner keeps the defaults.
-    let llm = match super::plan_llm::select(&provider_flags, config, sets, &args.repo)? {
+    // Defaults < --config < environment < -c, for both planners. The binary reads the
+    // process environment; tests pass their own to the library. A config that cannot
+    // be loaded at all falls back to the defaults (seed 003 §9.1); warnings are
+    // recorded in the trace.
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let mut config_warnings = Vec::new();
+    let loaded = match super::load_config(config, sets, &args.repo, &env) {
+        Ok(l) => l,
+        Err(e) => {
+            let w = format!("{e:#}; planning with the default config");
+            output::progress(&format!("warning: {w}"));
+            config_warnings.push(w);
+            dandori_config::Loaded {
+                config: dandori_config::Config::default(),
+                task_planning: dandori_config::TaskPlanningConfig::default(),
+                warnings: Vec::new(),
+                config_file: None,
+                task_planning_file: None,
+            }
+        }
+    };
+    config_warnings.extend(loaded.warnings.iter().map(|w| w.to_string()));
+    // The LLM planner: --provider / the `llm:` config section; else the offline one.
+    let llm = match super::plan_llm::select(&provider_flags, &loaded, &env) {
         Ok(selected) => selected,
         Err(e) => {
             output::error(&format!("{}: {e}", e.code()));
             return Ok(ExitCode::from(2));
         }
     };
-    if llm.is_none() && (config.is_some() || !sets.is_empty()) {
-        output::progress(
-            "warning: --config / -c are not applied by the offline `plan` in this build; using default config",
-        );
-    }
     // Only long work is worth a line: small repositories plan in well under a second.
     let progress = |p: &Progress| match p {
         Progress::Scanned { files, millis } if *files >= 2000 || *millis >= 500 => {
@@ -56,14 +71,17 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         | Progress::Scanned { .. }
         | Progress::Indexed { .. }
         | Progress::Drafting { .. }
+        | Progress::Assembling { .. }
         | Progress::Writing { .. } => {}
     };
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
+    opts.config = loaded.config;
+    opts.task_planning = loaded.task_planning;
+    opts.config_warnings = config_warnings;
     opts.progress = Some(&progress);
-    if let Some((planner, config)) = &llm {
+    if let Some(planner) = &llm {
         opts.planner = Some(planner);
-        opts.config = config.clone();
     }
 
     let outcome = match dandori_planner::plan(&opts) {
@@ -90,7 +108,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
         }
     };
-    let llm_usage = llm.as_ref().map(|(p, _)| p.client().usage());
+    let llm_usage = llm.as_ref().map(|p| p.client().usage());
     if args.json {
         output::json(&json!({
             "run_dir": outcome.run_dir,

@@ -6,8 +6,6 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
-use dandori_config::Config;
 use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions};
 
 use crate::cli::{ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
@@ -101,7 +99,7 @@ fn execute(
         json,
     } = inv;
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
-    let config = load_config(config, sets, repo, &base_env)?;
+    let config = super::load_config(config, sets, repo, &base_env)?.config;
     let progress: Option<dandori_runner::Progress> = if json {
         None
     } else {
@@ -172,26 +170,4 @@ fn execute(
             Ok(ExitCode::from(code))
         }
     }
-}
-
-/// Defaults < config file < environment variables < `-c key=value`.
-fn load_config(
-    config: Option<&Path>,
-    sets: &[String],
-    repo: &Path,
-    env: &BTreeMap<String, String>,
-) -> anyhow::Result<Config> {
-    let loaded = dandori_config::load(&dandori_config::LoadOptions {
-        repo: repo.to_path_buf(),
-        config_path: config.map(Path::to_path_buf),
-        task_planning_path: None,
-        env: env.clone(),
-        overrides: sets.to_vec(),
-        task_type: None,
-    })
-    .context("loading configuration")?;
-    for w in &loaded.warnings {
-        output::progress(&format!("warning: {w}"));
-    }
-    Ok(loaded.config)
 }

@@ -172,3 +172,72 @@ fn input_errors_exit_2_with_a_reason() {
     let out = dandori(&["plan", "requests/missing.md"], repo.path());
     assert!(stderr(&out).contains("missing.md"), "{}", stderr(&out));
 }
+
+#[test]
+fn config_overrides_apply() {
+    let repo = todo_api();
+    // -c runs.root moves the run directory; -c planning.max_subtasks caps the steps.
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-001.md",
+            "-c",
+            "runs.root=elsewhere",
+            "-c",
+            "planning.max_subtasks=2",
+            "--json",
+        ],
+        repo.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["run_dir"]
+            .as_str()
+            .unwrap()
+            .contains("/elsewhere/RQ-001/"),
+        "{v}"
+    );
+    assert_eq!(v["steps"], 2);
+    // A runs root inside the repository ignores itself.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("elsewhere/.gitignore"))
+            .unwrap()
+            .lines()
+            .last(),
+        Some("*")
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn broken_config_falls_back_to_defaults() {
+    let repo = todo_api();
+    repo.write("broken.yaml", "planning: [not, a, map\n");
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-003.md",
+            "--config",
+            "broken.yaml",
+            "--json",
+        ],
+        repo.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("using the default configuration"),
+        "{}",
+        stderr(&out)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trace = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
+    let start: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+    assert!(
+        start["data"]["config_warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("broken.yaml"),
+        "{start}"
+    );
+}

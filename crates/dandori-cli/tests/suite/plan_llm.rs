@@ -164,7 +164,10 @@ fn anthropic_from_the_config_file_with_the_key_from_the_environment() {
     );
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("TEST_ANTHROPIC_KEY"), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "error: LLM_PROVIDER_INVALID: LLM provider: provider `claude`: environment variable TEST_ANTHROPIC_KEY (api_key_env) is not set"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 mod anthropic;
 mod budget;
 mod openai;
+mod proptests;
 mod retry;
 mod structured;
 

@@ -196,3 +196,43 @@ fn connection_refused_is_retried_then_reported() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn error_events_inside_a_stream() {
+    // Anthropic reports overload mid-stream as an `error` event: transient, retried.
+    let overloaded = Reply::Sse {
+        frames: vec![
+            "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"m\",\"usage\":{\"input_tokens\":5}}}".to_string(),
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}".to_string(),
+        ],
+        gap: Duration::ZERO,
+        cut: false,
+    };
+    let (text, calls, _) = run(
+        ProviderKind::Anthropic,
+        vec![overloaded, Reply::anthropic_stream("ok", 1)],
+    );
+    assert_eq!(text.unwrap(), "ok");
+    assert_eq!(calls, 2);
+
+    // An invalid-request error inside an OpenAI stream is not retried.
+    let invalid = Reply::Sse {
+        frames: vec![
+            "data: {\"error\":{\"type\":\"invalid_request_error\",\"message\":\"context too long\"}}"
+                .to_string(),
+        ],
+        gap: Duration::ZERO,
+        cut: false,
+    };
+    let (result, calls, _) = run(ProviderKind::Openai, vec![invalid]);
+    match result {
+        Err(LlmError::StreamError {
+            kind, transient, ..
+        }) => {
+            assert_eq!(kind, "invalid_request_error");
+            assert!(!transient);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(calls, 1);
+}

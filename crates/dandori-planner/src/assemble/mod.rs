@@ -10,6 +10,7 @@
 pub mod order;
 
 use dandori_plan::graph::{self, GraphAnalysis};
+use dandori_plan::sizing::{self, ChunkingInputs};
 use dandori_plan::validation;
 use dandori_plan::{
     ChunkingDecision, Commands, Complexity, Context, ExecutionMode, ExecutionPlan, ExpectedDiff,
@@ -23,7 +24,6 @@ use serde_json::{Value, json};
 use crate::context::PlanningContext;
 use crate::draft::{Draft, DraftSubtask};
 use crate::error::PlannerError;
-use crate::interim::sizing::{self, ChunkingInputs};
 use crate::run_dir::RunDir;
 use crate::{acceptance, offline};
 
@@ -75,7 +75,7 @@ pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> 
         path: ctx.repo_root.join(".dandori/preview"),
         display: ".dandori/preview".to_string(),
     };
-    match build(ctx, &draft, &ids, &rd, false) {
+    let mut failures: Vec<String> = match build(ctx, &draft, &ids, &rd, false) {
         Ok(built) => validation::validate(&built.planning)
             .findings
             .iter()
@@ -83,7 +83,19 @@ pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> 
             .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
             .collect(),
         Err(e) => vec![e.to_string()],
+    };
+    if !failures.is_empty() {
+        // Findings name steps; the planner knows its subtasks by key.
+        let order = order::topological(&draft.subtasks)
+            .unwrap_or_else(|_| (0..draft.subtasks.len()).collect());
+        let names: Vec<String> = order
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| format!("S{:02} = {}", i + 1, draft.subtasks[k].key))
+            .collect();
+        failures.push(format!("(steps are your subtasks: {})", names.join(", ")));
     }
+    failures
 }
 
 /// What one build produced, before events are written.
@@ -274,20 +286,18 @@ fn build(
     let tp = &ctx.task_planning;
 
     // Size (seed 003 §3). A failed planner falls back to the configured category.
-    let mut size = sizing::estimate_size(
-        &sizing::SizeInputs {
-            task_id: ids.request_id.clone(),
-            estimated_tokens: draft.size.estimated_tokens,
-            estimated_file_count: draft.size.estimated_file_count,
-            complexity_score: draft.size.complexity_score,
-            dependency_depth: draft.size.dependency_depth,
-            reasoning: draft.size.reasoning.clone(),
-            confidence: draft.size.confidence,
-        },
-        &now,
-    );
+    let mut size = sizing::estimate_size(&sizing::SizeInputs {
+        task_id: ids.request_id.clone(),
+        estimated_at: now.clone(),
+        estimated_tokens: draft.size.estimated_tokens,
+        estimated_file_count: draft.size.estimated_file_count,
+        complexity_score: draft.size.complexity_score,
+        dependency_depth: draft.size.dependency_depth,
+        llm_reasoning: draft.size.reasoning.clone(),
+        confidence: draft.size.confidence,
+    });
     if fail_closed && draft.subtasks.len() <= 1 {
-        if let Some(cat) = sizing::parse_category(&tp.size_estimation.fallback_category) {
+        if let Ok(cat) = tp.size_estimation.fallback_category.parse::<SizeCategory>() {
             size.size_category = cat;
         }
         size.llm_reasoning = format!(
@@ -309,24 +319,45 @@ fn build(
     let subtasks: Vec<&DraftSubtask> = order.iter().map(|&i| &draft.subtasks[i]).collect();
 
     // Chunking (seed 003 §4).
-    let threshold =
-        sizing::parse_category(&tp.chunking.auto_chunk_threshold).unwrap_or(SizeCategory::M);
+    let threshold = tp
+        .chunking
+        .auto_chunk_threshold
+        .parse::<SizeCategory>()
+        .unwrap_or(SizeCategory::M);
     let signals = &draft.chunking_signals;
-    let mut chunking = sizing::decide_chunking(
-        &size,
-        &ChunkingInputs {
-            threshold,
-            explicit_enumeration: signals.explicit_enumeration,
-            multiple_components: signals.multiple_components,
-            user_requested_chunk: signals.user_requested_chunk,
-            atomic_operation: signals.atomic_operation,
-            user_requested_single: signals.user_requested_single,
-            config_disable_chunk: !tp.enabled || !ctx.config.planning.enabled,
-            subtask_count: subtasks.len() as u64,
-            min_subtasks: u64::from(tp.chunking.min_subtasks),
-        },
-        &now,
-    );
+    let mut chunking = sizing::decide_chunking(&ChunkingInputs {
+        task_id: ids.request_id.clone(),
+        decided_at: now.clone(),
+        size_category: size.size_category,
+        estimated_file_count: size.estimated_file_count,
+        explicit_enumeration: signals.explicit_enumeration,
+        multiple_components: signals.multiple_components,
+        user_requested_chunk: signals.user_requested_chunk,
+        atomic_operation: signals.atomic_operation,
+        user_requested_single: signals.user_requested_single,
+        config_disable_chunk: !tp.enabled || !ctx.config.planning.enabled,
+        auto_chunk_threshold: threshold,
+        proposed_subtasks: subtasks.len() as u64,
+        min_subtasks: u64::from(tp.chunking.min_subtasks),
+        max_subtasks: u64::from(tp.chunking.max_subtasks),
+        llm_reasoning: String::new(),
+    });
+    // Chunking wanted but fewer subtasks than `min_subtasks` to chunk into: a single
+    // task (the caller records PLANNING_SKIPPED for a request that offers nothing to
+    // split on).
+    let min_subtasks = u64::from(tp.chunking.min_subtasks).max(2);
+    if chunking.should_chunk && (subtasks.len() as u64) < min_subtasks {
+        chunking.should_chunk = false;
+        chunking.chunk_count = 0;
+        chunking.llm_reasoning = format!(
+            "single task: {} but only {} subtask(s) found (minimum {min_subtasks})",
+            chunking.llm_reasoning,
+            subtasks.len()
+        );
+    } else if chunking.should_chunk {
+        // One step per subtask: the count is what the decomposition produced.
+        chunking.chunk_count = subtasks.len() as u64;
+    }
     if fail_closed && chunking.should_chunk {
         chunking.should_chunk = false;
         chunking.chunk_count = 0;
@@ -365,7 +396,7 @@ fn build(
                 .map(|(i, s)| SubtaskPlan {
                     subtask_index: i as u64,
                     prompt: s.title.clone(),
-                    estimated_size: sizing::category(f64::from(s.complexity) * 10.0),
+                    estimated_size: SizeCategory::from_score(s.complexity.saturating_mul(10)),
                     dependencies: s
                         .depends_on
                         .iter()

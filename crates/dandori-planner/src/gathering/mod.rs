@@ -1,16 +1,14 @@
 //! Pre-planning information gathering (seed 002 §3, seed 000 §2.1): the repository
 //! scan and retrieval (`dandori-repo`), and environment analysis.
 //!
-//! [`environment`] holds a small real implementation of the `dandori-env` contract
-//! (`select_environment`) over the scan's file list — the seed 002 §4.2 detection
-//! table with default commands — until that crate's analyser is available here;
-//! swapping it is a change of this module only.
+//! [`environment`] runs `dandori-env`'s analyser over the scan's file list and its
+//! seed 002 §4.2 selection.
 
 pub mod environment;
 
 pub use dandori_repo::{FileEntry, Hit, Index, RepoScan, ScanOptions, Snippet};
 pub use environment::{
-    EnvironmentAnalysis, analyze_environment, select_environment, unit_test_commands,
+    EnvironmentAnalysis, Toolchain, analyze_environment, select_environment, unit_test_commands,
 };
 
 /// Progress of long work, reported through [`crate::PlanOptions::progress`].
@@ -24,6 +22,8 @@ pub enum Progress {
     Indexed { files: usize, millis: u64 },
     /// The draft planner is running.
     Drafting { planner: String },
+    /// The draft is done; ordering, sizing, graph and validation follow.
+    Assembling { draft_millis: u64 },
     /// Files are being written to the run directory.
     Writing { run_dir: std::path::PathBuf },
 }

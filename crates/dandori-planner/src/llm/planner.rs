@@ -80,8 +80,7 @@ impl LlmPlanner {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<LlmPlanner, PlannerError> {
         let client =
-            Client::from_config(provider, budgets, env).map_err(|e| PlannerError::Draft {
-                planner: format!("llm:{}", provider.name),
+            Client::from_config(provider, budgets, env).map_err(|e| PlannerError::Provider {
                 message: e.to_string(),
             })?;
         Ok(LlmPlanner {
@@ -545,10 +544,17 @@ fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
     DraftSubtask {
         key: s.id.clone(),
         title: s.title.clone(),
-        intent: if s.intent.is_empty() {
-            s.title.clone()
-        } else {
-            s.intent.clone()
+        intent: {
+            let intent = if s.intent.is_empty() {
+                s.title.clone()
+            } else {
+                s.intent.clone()
+            };
+            // Hierarchical strategy: keep the goal the subtask serves.
+            match &s.parent {
+                Some(goal) if !goal.trim().is_empty() => format!("{intent} (goal: {goal})"),
+                Some(_) | None => intent,
+            }
         },
         target_paths: s.target_paths.clone(),
         code_files_hint: hints,

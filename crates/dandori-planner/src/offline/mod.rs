@@ -49,10 +49,11 @@ fn draft(ctx: &PlanningContext) -> Draft {
     let (items, source) = decomposition::items(req, ctx.max_subtasks());
     let mut subtasks: Vec<DraftSubtask> = Vec::new();
     let has_test_item = items.iter().any(|i| i.kind == ItemKind::Test);
+    let modules = targets::ModuleNames::build(ctx);
     let mut no_match: Vec<String> = Vec::new();
 
     for (n, item) in items.iter().enumerate() {
-        let t = targets::for_item(ctx, item, has_test_item);
+        let t = targets::for_item(ctx, &modules, item, has_test_item);
         if !t.matched {
             no_match.push(item.title.clone());
         }

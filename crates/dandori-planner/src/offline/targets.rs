@@ -24,7 +24,12 @@ const MAX_HINTS: usize = 5;
 /// Hits scoring below this share of the best hit are noise.
 const RELATIVE_CUTOFF: f32 = 0.4;
 
-pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targets {
+pub fn for_item(
+    ctx: &PlanningContext,
+    modules: &ModuleNames,
+    item: &Item,
+    has_test_item: bool,
+) -> Targets {
     let text = item.intent();
     let mut targets: Vec<String> = Vec::new();
     let push = |v: &mut Vec<String>, p: String| {
@@ -116,7 +121,7 @@ pub fn for_item(ctx: &PlanningContext, item: &Item, has_test_item: bool) -> Targ
         ItemKind::Definition | ItemKind::Implementation => {
             // A module the item names by its file name ("the store" → store.py) even
             // when retrieval ranks it low.
-            let mut t: Vec<String> = named_modules(ctx, &words);
+            let mut t: Vec<String> = modules.named(&words);
             for p in eligible(&|p| !is_test(ctx, p) && !is_doc(p)) {
                 push(&mut t, p);
             }
@@ -212,29 +217,36 @@ pub(crate) fn defines_any(ctx: &PlanningContext, path: &str, idents: &[String]) 
     })
 }
 
-/// Source files whose stem is one of `words` (at least 4 characters), when at most
-/// two files share it (a common stem such as `utils` says nothing).
-fn named_modules(ctx: &PlanningContext, words: &BTreeSet<String>) -> Vec<String> {
-    let mut out = Vec::new();
-    for w in words.iter().filter(|w| w.len() >= 4 && w.is_ascii()) {
-        let matches: Vec<&str> = ctx
-            .scan
-            .files
-            .iter()
-            .filter(|f| !f.is_test)
-            .filter(|f| {
-                let name = f.path.rsplit('/').next().unwrap_or(&f.path);
-                let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
-                stem.eq_ignore_ascii_case(w)
-                    && !matches!(ext, "md" | "rst" | "txt" | "json" | "lock")
-            })
-            .map(|f| f.path.as_str())
-            .collect();
-        if matches.len() <= 2 {
-            out.extend(matches.into_iter().map(str::to_string));
+/// Source files by lower-cased file stem (`store` → `todo/store.py`), built once
+/// per draft.
+pub struct ModuleNames(std::collections::HashMap<String, Vec<String>>);
+
+impl ModuleNames {
+    pub fn build(ctx: &PlanningContext) -> ModuleNames {
+        let mut map: std::collections::HashMap<String, Vec<String>> = Default::default();
+        for f in ctx.scan.files.iter().filter(|f| !f.is_test) {
+            let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+            let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+            if stem.len() >= 4 && !matches!(ext, "md" | "rst" | "txt" | "json" | "lock") {
+                map.entry(stem.to_ascii_lowercase())
+                    .or_default()
+                    .push(f.path.clone());
+            }
         }
+        ModuleNames(map)
     }
-    out
+
+    /// Files whose stem is one of `words`, when at most two files share it (a
+    /// common stem such as `utils` says nothing).
+    fn named(&self, words: &BTreeSet<String>) -> Vec<String> {
+        words
+            .iter()
+            .filter_map(|w| self.0.get(w.as_str()))
+            .filter(|paths| paths.len() <= 2)
+            .flatten()
+            .cloned()
+            .collect()
+    }
 }
 
 fn is_test(ctx: &PlanningContext, path: &str) -> bool {

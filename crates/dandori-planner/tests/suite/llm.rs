@@ -376,3 +376,70 @@ fn second_identical_plan_is_a_cache_hit() {
     plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
     assert_eq!(server.request_count(), 4);
 }
+
+#[test]
+fn validation_failures_are_sent_back_once() {
+    let repo = example_repo("todo-api");
+    // task_1 consumes what task_2 produces while task_2 depends on task_1: a cycle
+    // only the plan validation sees (produces → consumes edges).
+    let mut cyclic = plan_answer();
+    cyclic["task_decomposition"]["subtasks"][0]["consumes"] = json!(["GET /tasks?priority"]);
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&cyclic.to_string(), 6),
+        Reply::openai_stream(&plan_answer().to_string(), 6),
+    ]);
+    let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
+    assert_llm_plan(&o);
+    let correction = &event(&o, "LLM_VALIDATION_CORRECTION")[0];
+    let findings = correction["findings"].as_array().unwrap();
+    assert_eq!(
+        findings,
+        &vec![
+            json!("assembling planning.json: dependency cycle: S01 -> S02 -> S01"),
+            json!("(steps are your subtasks: S01 = task_1, S02 = task_2, S03 = task_3)")
+        ]
+    );
+    let sent = server.requests()[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let last = sent.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(last.starts_with("The plan you produced fails dandori's plan validation:\n- assembling planning.json: dependency cycle: S01 -> S02 -> S01\n"), "{last}");
+    server.assert_no_violations();
+}
+
+#[test]
+fn hierarchical_strategy_keeps_goals() {
+    let repo = example_repo("todo-api");
+    let mut plan = plan_answer();
+    for (i, goal) in ["Priority in the data model", "Priority in the API", "Docs"]
+        .iter()
+        .enumerate()
+    {
+        plan["task_decomposition"]["subtasks"][i]["parent"] = json!(goal);
+    }
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&plan.to_string(), 6),
+    ]);
+    let planner = planner(ProviderKind::Openai, &server);
+    let mut opts = PlanOptions::new(
+        repo.path(),
+        RequestSource::File(repo.path().join("requests/RQ-001.md")),
+    );
+    opts.planner = Some(&planner);
+    opts.config.planning.strategy = dandori_config::Strategy::Hierarchical;
+    opts.config.planning.decomposition_level = dandori_config::DecompositionLevel::Detailed;
+    let o = dandori_planner::plan(&opts).unwrap();
+    assert_eq!(
+        o.planning.steps[1].intent,
+        "POST accepts priority, GET filters and sorts (goal: Priority in the API)"
+    );
+    let body = server.requests()[1].body.to_string();
+    assert!(body.contains("Decompose top-down"), "{body}");
+    assert!(body.contains("Decomposition level detailed"), "{body}");
+}

@@ -79,3 +79,23 @@ fn missing_repo_and_unreadable_request() {
     assert_eq!(e.code(), "REQUEST_UNREADABLE");
     assert!(e.to_string().contains("nope.md"), "{e}");
 }
+
+#[test]
+fn secrets_in_the_request_never_reach_the_run_directory() {
+    let repo = example_repo("todo-api");
+    let key = "sk-ant-abcdefghijklmnopqrstuvwxyz0123";
+    let text = format!(
+        "# Connect the store\n\nUse password=hunter22xyz and the key {key} when connecting.\n\n- Add a `connect` method to the store\n- Add a `--db` option to the server\n"
+    );
+    let o =
+        dandori_planner::plan(&PlanOptions::new(repo.path(), RequestSource::Text(text))).unwrap();
+    for name in ["planning.json", "stage.json", "trace.jsonl", "request.md"] {
+        let content = std::fs::read_to_string(o.run_dir.join(name)).unwrap();
+        assert!(!content.contains(key), "{name} leaks the key");
+        assert!(
+            !content.contains("hunter22xyz"),
+            "{name} leaks the password"
+        );
+    }
+    assert!(!serde_json::to_string(&o.planning).unwrap().contains(key));
+}

@@ -65,7 +65,11 @@ pub fn example_repo(name: &str) -> tempfile::TempDir {
 }
 
 pub fn plan_file(repo: &Path, request: &str) -> PlanOutcome {
-    let opts = PlanOptions::new(repo, RequestSource::File(repo.join(request)));
+    let mut opts = PlanOptions::new(repo, RequestSource::File(repo.join(request)));
+    // Fixed tools, so environment commands do not depend on this machine's PATH.
+    opts.toolchain = Some(dandori_planner::gathering::Toolchain::with(&[
+        "python", "pip",
+    ]));
     dandori_planner::plan(&opts).unwrap()
 }
 

@@ -164,8 +164,7 @@ fn emit_word(word: &str, opts: TokenOptions, scratch: &mut String, emit: &mut dy
         return;
     }
     // The whole identifier, lowercased and unstemmed.
-    scratch.clear();
-    scratch.extend(trimmed.chars().flat_map(char::to_lowercase));
+    lowercase_into(trimmed, scratch);
     if scratch.len() >= 2 {
         emit(scratch);
     }
@@ -174,13 +173,22 @@ fn emit_word(word: &str, opts: TokenOptions, scratch: &mut String, emit: &mut dy
     });
 }
 
+fn lowercase_into(s: &str, out: &mut String) {
+    out.clear();
+    if s.is_ascii() {
+        out.push_str(s);
+        out.make_ascii_lowercase();
+    } else {
+        out.extend(s.chars().flat_map(char::to_lowercase));
+    }
+}
+
 /// Lowercases, filters and stems one word.
 fn emit_part(part: &str, scratch: &mut String, emit: &mut dyn FnMut(&str)) {
     if part.len() < 2 || part.bytes().all(|b| b.is_ascii_digit()) {
         return;
     }
-    scratch.clear();
-    scratch.extend(part.chars().flat_map(char::to_lowercase));
+    lowercase_into(part, scratch);
     if is_stopword(scratch) {
         return;
     }
@@ -194,9 +202,12 @@ fn emit_part(part: &str, scratch: &mut String, emit: &mut dyn FnMut(&str)) {
 /// boundaries (`parseHTTPResponse` → parse, HTTP, Response; `utf8Decode` → utf8,
 /// Decode).
 pub fn split_identifier(ident: &str, f: &mut dyn FnMut(usize, usize)) {
-    let chars: Vec<(usize, char)> = ident.char_indices().collect();
     let mut start: Option<usize> = None;
-    for (k, &(i, c)) in chars.iter().enumerate() {
+    let mut prev = '\0';
+    let mut it = ident.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        let next = it.peek().map(|p| p.1);
+        let before = std::mem::replace(&mut prev, c);
         if c == '_' || c == '-' {
             if let Some(s) = start.take() {
                 f(s, i);
@@ -207,8 +218,7 @@ pub fn split_identifier(ident: &str, f: &mut dyn FnMut(usize, usize)) {
             start = Some(i);
             continue;
         };
-        let prev = chars[k - 1].1;
-        let next = chars.get(k + 1).map(|p| p.1);
+        let prev = before;
         let boundary = (c.is_uppercase() && (prev.is_lowercase() || prev.is_ascii_digit()))
             || (c.is_uppercase() && prev.is_uppercase() && next.is_some_and(char::is_lowercase));
         if boundary {

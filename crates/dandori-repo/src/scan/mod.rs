@@ -352,9 +352,11 @@ impl ignore::ParallelVisitor for Visitor<'_, '_> {
             return WalkState::Continue;
         }
         let language = language_for(&path);
+        // Known source extensions are not opened here: the index checks for NUL
+        // bytes when it reads them anyway.
         let is_binary = if language::binary_extension(&path) {
             true
-        } else if size == 0 {
+        } else if size == 0 || language.is_some() {
             false
         } else {
             match sniff_binary(entry.path(), &mut self.buf) {
