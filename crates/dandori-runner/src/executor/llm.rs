@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dandori_config::{Config, McpServerConfig, ReflectionConfig, SecurityConfig};
+use dandori_config::{
+    CommandPolicyConfig, Config, McpServerConfig, ReflectionConfig, SecurityConfig,
+};
 use dandori_llm::{ChatRequest, Client, LlmError, Message, Phase};
 use dandori_tools::{McpHub, McpStartOptions, ToolPolicy, ToolRegistry};
 use serde_json::{Value, json};
@@ -84,6 +86,9 @@ pub struct LlmExecutor {
     client: Client,
     runtime: Arc<tokio::runtime::Runtime>,
     security: SecurityConfig,
+    /// Seed 002 §11 command policy (`planning.environment_setup.security`), applied
+    /// by `run_command`.
+    command_policy: CommandPolicyConfig,
     mcp: Vec<McpServerConfig>,
     approve: bool,
     limits: LlmLoopLimits,
@@ -132,6 +137,7 @@ impl LlmExecutor {
             client,
             runtime: Arc::new(runtime),
             security: config.planning.security.clone(),
+            command_policy: config.planning.environment_setup.security.clone(),
             mcp: config.mcp.servers.clone(),
             approve,
             limits: LlmLoopLimits::from_config(config),
@@ -145,8 +151,11 @@ impl LlmExecutor {
 
     fn registry(&self, req: &ExecRequest<'_>) -> Result<ToolRegistry, RunnerError> {
         let tools_err = |e: dandori_tools::ToolsError| RunnerError::Executor(e.to_string());
+        let commands = dandori_tools::tool_command_policy(&self.command_policy)
+            .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?;
         let mut b = ToolRegistry::builder(req.workdir)
             .policy(ToolPolicy::from_config(&self.security, true).map_err(tools_err)?)
+            .command_policy(Arc::new(commands))
             .approver(Arc::from(dandori_tools::session_approver(self.approve)))
             .env(req.env.clone())
             .command_timeout(self.limits.action_timeout);

@@ -194,6 +194,7 @@ fn escapes_and_forbidden_tools_are_refused_and_fed_back() {
         ),
         Reply::openai_tool_call("write_file", &json!({"path": "link", "content": "x"})),
         Reply::openai_tool_call("run_command", &json!({"command": "gh pr list"})),
+        Reply::openai_tool_call("run_command", &json!({"command": "sudo rm -rf /tmp/x"})),
         Reply::openai_tool_call(
             "write_file",
             &json!({"path": "src/S01/ok.txt", "content": "ok\n"}),
@@ -206,7 +207,7 @@ fn escapes_and_forbidden_tools_are_refused_and_fed_back() {
         .planning
         .execution
         .early_termination
-        .max_consecutive_failures = 5;
+        .max_consecutive_failures = 6;
     opts.config.planning.security.forbidden_tools = vec!["git_*".to_string()];
     let out = dandori_runner::run(&opts).unwrap();
     assert_eq!(out.completion.status, CompletionStatus::Completed);
@@ -235,6 +236,11 @@ fn escapes_and_forbidden_tools_are_refused_and_fed_back() {
         tool_result(3).contains("GH_FORBIDDEN"),
         "{}",
         tool_result(3)
+    );
+    let refused = tool_result(4);
+    assert!(
+        refused.starts_with("error [") && refused.contains("sudo"),
+        "{refused}"
     );
     let tools: Vec<&str> = b[0]["tools"]
         .as_array()
