@@ -393,3 +393,73 @@ fn the_token_budget_stops_the_run_and_keeps_what_exists() {
         "what exists is kept"
     );
 }
+
+/// An external tool the tests drive, found on PATH, or a failure saying how to get it.
+fn tool_on_path(name: &str) -> std::path::PathBuf {
+    let path = std::env::var("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`{name}` is not on PATH: run the tests with ./scripts/test.sh, which installs it into target/test-tools and puts it on PATH"
+            )
+        })
+}
+
+#[test]
+fn tools_of_a_real_mcp_server_are_offered_and_called_namespaced() {
+    let git = tool_on_path("mcp-server-git");
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(vec![S::new("S01")], json!({})));
+    let worktree = run_dir.join("worktrees/S01.1");
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_tool_call(
+            "git__git_status",
+            &json!({"repo_path": worktree.display().to_string()}),
+        ),
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "src/S01/a.txt", "content": "a\n"}),
+        ),
+        completion(),
+    ]);
+    let mut opts = llm_options(&repo, &run_dir, &server);
+    opts.config.mcp.servers = vec![dandori_config::McpServerConfig {
+        name: "git".to_string(),
+        command: git.display().to_string(),
+        args: vec!["--repository".to_string(), "{worktree}".to_string()],
+        env: Default::default(),
+        sandbox: false,
+    }];
+    let out = dandori_runner::run(&opts).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion.steps
+    );
+    let b = bodies(&server);
+    let tools: Vec<&str> = b[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"git__git_status"), "{tools:?}");
+    let result = b[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!result.starts_with("error ["), "{result}");
+    assert!(
+        result.to_lowercase().contains("status") || result.contains("HEAD"),
+        "{result}"
+    );
+}
