@@ -31,7 +31,9 @@ pub mod paths;
 mod render;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -65,33 +67,28 @@ fn format_cycles(cycles: &[Vec<String>]) -> String {
         .join("; ")
 }
 
-/// One step as the graph sees it: borrowed strings, so validation can build it
-/// from raw JSON and [`analyze`] from typed steps without copying.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeSpec<'a> {
+/// One step as the graph sees it: borrowed slices of strings (`S` is `String`
+/// for typed steps, `&str` for validation's view of raw JSON), so building it
+/// copies nothing and allocates nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec<'a, S = &'a str> {
     pub id: &'a str,
-    pub depends_on: Vec<&'a str>,
-    pub produces: Vec<&'a str>,
-    pub consumes: Vec<&'a str>,
-    pub target_paths: Vec<&'a str>,
+    pub depends_on: &'a [S],
+    pub produces: &'a [S],
+    pub consumes: &'a [S],
+    pub target_paths: &'a [S],
     /// Critical-path weight (≥ 1).
     pub weight: u64,
 }
 
-impl<'a> NodeSpec<'a> {
+impl<'a> NodeSpec<'a, String> {
     pub fn from_step(step: &'a Step) -> Self {
-        let strs = |v: &'a Option<Vec<String>>| {
-            v.iter()
-                .flatten()
-                .map(String::as_str)
-                .collect::<Vec<&'a str>>()
-        };
         NodeSpec {
             id: &step.step_id,
-            depends_on: strs(&step.depends_on),
-            produces: strs(&step.produces),
-            consumes: strs(&step.consumes),
-            target_paths: step.scope.target_paths.iter().map(String::as_str).collect(),
+            depends_on: step.depends_on.as_deref().unwrap_or_default(),
+            produces: step.produces.as_deref().unwrap_or_default(),
+            consumes: step.consumes.as_deref().unwrap_or_default(),
+            target_paths: &step.scope.target_paths,
             weight: complexity_weight(step.estimated_complexity),
         }
     }
@@ -149,12 +146,14 @@ impl GraphAnalysis {
 
 /// Analyses the steps of a plan.
 pub fn analyze(steps: &[Step]) -> Result<GraphAnalysis, GraphError> {
-    let nodes: Vec<NodeSpec<'_>> = steps.iter().map(NodeSpec::from_step).collect();
+    let nodes: Vec<NodeSpec<'_, String>> = steps.iter().map(NodeSpec::from_step).collect();
     analyze_nodes(&nodes)
 }
 
 /// [`analyze`] over [`NodeSpec`]s.
-pub fn analyze_nodes(nodes: &[NodeSpec<'_>]) -> Result<GraphAnalysis, GraphError> {
+pub fn analyze_nodes<S: AsRef<str>>(
+    nodes: &[NodeSpec<'_, S>],
+) -> Result<GraphAnalysis, GraphError> {
     let index = index_nodes(nodes)?;
     let ordering = ordering_edges(nodes, &index);
     if let Some(u) = ordering.unknown.first() {
@@ -270,8 +269,8 @@ pub fn analyze_nodes(nodes: &[NodeSpec<'_>]) -> Result<GraphAnalysis, GraphError
 }
 
 /// Step id → position; duplicate ids are an error.
-fn index_nodes<'a>(nodes: &[NodeSpec<'a>]) -> Result<HashMap<&'a str, usize>, GraphError> {
-    let mut index = HashMap::with_capacity(nodes.len());
+fn index_nodes<'a, S>(nodes: &[NodeSpec<'a, S>]) -> Result<HashMap<&'a str, usize>, GraphError> {
+    let mut index = HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, node) in nodes.iter().enumerate() {
         if index.insert(node.id, i).is_some() {
             return Err(GraphError::DuplicateStepId {
@@ -300,16 +299,17 @@ pub(crate) struct OrderingEdges<'a> {
 
 /// Logical and data edges (the ones that order steps and can form cycles).
 /// `index` maps ids to positions (first occurrence wins for duplicates).
-pub(crate) fn ordering_edges<'a>(
-    nodes: &[NodeSpec<'a>],
+pub(crate) fn ordering_edges<'a, S: AsRef<str>>(
+    nodes: &[NodeSpec<'a, S>],
     index: &HashMap<&'a str, usize>,
 ) -> OrderingEdges<'a> {
     let mut edges = Vec::new();
     let mut unknown = Vec::new();
-    let mut producers: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut producers: HashMap<&str, Vec<usize>> =
+        HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, node) in nodes.iter().enumerate() {
-        for p in &node.produces {
-            let list = producers.entry(p).or_default();
+        for p in node.produces {
+            let list = producers.entry(p.as_ref()).or_default();
             if list.last() != Some(&i) {
                 list.push(i);
             }
@@ -317,6 +317,7 @@ pub(crate) fn ordering_edges<'a>(
     }
     for (i, node) in nodes.iter().enumerate() {
         for (entry, dep) in node.depends_on.iter().enumerate() {
+            let dep = dep.as_ref();
             match index.get(dep) {
                 Some(&j) => edges.push((j, i, EdgeType::Logical)),
                 None => unknown.push(UnknownDep {
@@ -326,8 +327,8 @@ pub(crate) fn ordering_edges<'a>(
                 }),
             }
         }
-        for c in &node.consumes {
-            for &p in producers.get(c).into_iter().flatten() {
+        for c in node.consumes {
+            for &p in producers.get(c.as_ref()).into_iter().flatten() {
                 if p != i {
                     edges.push((p, i, EdgeType::Data));
                 }
@@ -366,8 +367,8 @@ pub(crate) fn topo_order(n: usize, edges: &[(usize, usize, EdgeType)]) -> Vec<us
 /// One cycle per strongly connected component that has one (Tarjan, iterative),
 /// each starting at its earliest step. `ordered` are the positions Kahn's
 /// algorithm could order: they are on no cycle.
-pub(crate) fn find_cycles(
-    nodes: &[NodeSpec<'_>],
+pub(crate) fn find_cycles<S>(
+    nodes: &[NodeSpec<'_, S>],
     edges: &[(usize, usize, EdgeType)],
     ordered: &[usize],
 ) -> Vec<Vec<String>> {
@@ -463,7 +464,7 @@ pub(crate) fn cycle_positions(
             continue;
         }
         // Shortest way back to `start` inside the component (BFS).
-        let mut prev: HashMap<usize, usize> = HashMap::new();
+        let mut prev: HashMap<usize, usize> = HashMap::default();
         let mut queue = std::collections::VecDeque::from([start]);
         let mut closing = None;
         'bfs: while let Some(v) = queue.pop_front() {

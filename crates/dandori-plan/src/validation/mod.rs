@@ -13,7 +13,7 @@
 mod fast;
 mod shape;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -128,17 +128,18 @@ impl ValidationReport {
 /// Validates `planning.json` given as bytes (any bytes: invalid UTF-8 or JSON is a
 /// `JSON_PARSE_ERROR`).
 pub fn validate_bytes(bytes: &[u8]) -> ValidationReport {
-    if let Some(report) = validate_fast(bytes) {
-        return report;
+    match std::str::from_utf8(bytes) {
+        Ok(text) => validate_str(text),
+        Err(_) => validate_bytes_slow(bytes),
     }
-    validate_bytes_slow(bytes)
 }
 
 /// The fast path: the text read into the borrowed view, which succeeds only for
 /// documents without structural findings (see [`fast`]). `None` means "use the
 /// `Value` walk", which then reports every problem.
-fn validate_fast(bytes: &[u8]) -> Option<ValidationReport> {
-    let view: fast::PlanningV<'_> = serde_json::from_slice(bytes).ok()?;
+fn validate_fast(text: &str) -> Option<ValidationReport> {
+    // `from_str`: the text is UTF-8 already, so strings are not re-checked.
+    let view: fast::PlanningV<'_> = serde_json::from_str(text).ok()?;
     let facts = Facts::from_view(&view);
     let mut report = ValidationReport::default();
     check_rules(&facts, &mut report);
@@ -156,7 +157,10 @@ fn validate_bytes_slow(bytes: &[u8]) -> ValidationReport {
 
 /// Validates `planning.json` given as text.
 pub fn validate_str(text: &str) -> ValidationReport {
-    validate_bytes(text.as_bytes())
+    if let Some(report) = validate_fast(text) {
+        return report;
+    }
+    validate_bytes_slow(text.as_bytes())
 }
 
 /// Validates an already typed plan (the structure is right by construction; the
@@ -196,7 +200,7 @@ pub struct Checked {
 /// plan. Otherwise (or should the typed read fail) the text becomes a `Value`
 /// once, the findings come from it and the typed plan is read from it.
 pub fn check(text: &str) -> Checked {
-    if let Some(report) = validate_fast(text.as_bytes())
+    if let Some(report) = validate_fast(text)
         && let Ok(planning) = serde_json::from_str::<Planning>(text)
     {
         return Checked {
@@ -638,7 +642,8 @@ fn check_rules(facts: &Facts<'_>, report: &mut ValidationReport) {
     if facts.steps_is_array && steps.is_empty() {
         report.fail(rc::NO_STEPS, "steps", "the plan has no steps".to_string());
     }
-    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(steps.len());
+    let mut seen: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(steps.len(), Default::default());
     for (i, step) in steps.iter().enumerate() {
         if let Some(id) = step.id {
             if !is_step_id(id) {
@@ -705,7 +710,8 @@ fn check_rules(facts: &Facts<'_>, report: &mut ValidationReport) {
                 ),
             );
         }
-        let mut ids: HashMap<&str, usize> = HashMap::with_capacity(acs.len());
+        let mut ids: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(acs.len(), Default::default());
         for (i, id) in acs.iter().enumerate() {
             if let Some(id) = *id {
                 if let Some(first) = ids.get(id) {
@@ -757,18 +763,26 @@ fn check_rules(facts: &Facts<'_>, report: &mut ValidationReport) {
 /// Unknown dependencies and cycles over depends_on and produces → consumes.
 fn check_graph(facts: &Facts<'_>, report: &mut ValidationReport) {
     let steps = &facts.steps;
+    // The string entries of each depends_on (non-strings were reported by the
+    // structural pass).
+    let depends_on: Vec<Vec<&str>> = steps
+        .iter()
+        .map(|s| s.depends_on.iter().flatten().copied().collect())
+        .collect();
     let nodes: Vec<NodeSpec<'_>> = steps
         .iter()
-        .map(|s| NodeSpec {
+        .zip(&depends_on)
+        .map(|(s, deps)| NodeSpec {
             id: s.id.unwrap_or(""),
-            depends_on: s.depends_on.iter().flatten().copied().collect(),
-            produces: s.produces.clone(),
-            consumes: s.consumes.clone(),
-            target_paths: Vec::new(),
+            depends_on: deps,
+            produces: &s.produces,
+            consumes: &s.consumes,
+            target_paths: &[],
             weight: 1,
         })
         .collect();
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
+    let mut index: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, n) in nodes.iter().enumerate() {
         if !n.id.is_empty() {
             index.entry(n.id).or_insert(i);
@@ -886,7 +900,7 @@ mod fast_path_tests {
             Ok(v) => Some(validate_value(&v)),
             Err(_) => None,
         };
-        let fast = validate_fast(text.as_bytes());
+        let fast = validate_fast(text);
         if let Some(fast) = &fast {
             assert_eq!(Some(fast), slow.as_ref(), "fast path differs on {text}");
         }
