@@ -12,6 +12,7 @@
 
 mod fast;
 mod shape;
+mod typed;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -195,17 +196,21 @@ pub struct Checked {
     pub planning: Option<Planning>,
 }
 
-/// Validates and reads. A well-shaped text is read twice, both times without a
-/// `Value` tree: into the borrowed view for the findings, then into the typed
-/// plan. Otherwise (or should the typed read fail) the text becomes a `Value`
-/// once, the findings come from it and the typed plan is read from it.
+/// Validates and reads. A well-shaped text is read once, straight into the typed
+/// plan through strict twins of the model types (see [`typed`]); the findings
+/// come from that plan. Otherwise the text becomes a `Value` once, the findings
+/// come from it and the typed plan is read from it.
 pub fn check(text: &str) -> Checked {
-    if let Some(report) = validate_fast(text)
-        && let Ok(planning) = serde_json::from_str::<Planning>(text)
-    {
+    if let Ok(plan) = serde_json::from_str::<typed::PlanningT>(text) {
+        let mut report = ValidationReport::default();
+        {
+            let facts = plan.facts();
+            check_rules(&facts, &mut report);
+            check_graph(&facts, &mut report);
+        }
         return Checked {
             report,
-            planning: Some(planning),
+            planning: Some(plan.into_planning()),
         };
     }
     check_slow(text)
@@ -901,6 +906,12 @@ mod fast_path_tests {
             Err(_) => None,
         };
         let fast = validate_fast(text);
+        // The one-pass typed read accepts exactly what the view accepts.
+        assert_eq!(
+            serde_json::from_str::<super::typed::PlanningT>(text).is_ok(),
+            fast.is_some(),
+            "typed read and view disagree on {text}"
+        );
         if let Some(fast) = &fast {
             assert_eq!(Some(fast), slow.as_ref(), "fast path differs on {text}");
         }
