@@ -174,15 +174,10 @@ pub fn analyze_nodes<S: AsRef<str>>(
     edges.sort_unstable();
     edges.dedup();
 
-    // Predecessors by pair (an edge may be both data and logical).
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &(from, to, _) in &edges {
-        preds[to].push(from);
-    }
-    for p in &mut preds {
-        p.sort_unstable();
-        p.dedup();
-    }
+    // Predecessors by pair (an edge may be both data and logical): the edges
+    // are sorted by `from`, so each step's list fills in ascending order and a
+    // repeated pair is adjacent.
+    let preds = Adjacency::build(n, edges.iter().map(|&(from, to, _)| (to, from)), true);
     let mut level = vec![0usize; n];
     for &v in &order {
         level[v] = preds[v].iter().map(|&u| level[u] + 1).max().unwrap_or(0);
@@ -268,6 +263,50 @@ pub fn analyze_nodes<S: AsRef<str>>(
     })
 }
 
+/// Neighbour lists of `n` nodes in one flat array (one allocation instead of
+/// one per node). `list[v]` holds the targets of the pairs `(v, w)` in the order
+/// given.
+struct Adjacency {
+    start: Vec<usize>,
+    end: Vec<usize>,
+    flat: Vec<usize>,
+}
+
+impl Adjacency {
+    /// With `dedup_adjacent`, a pair equal to the previous one of its node is
+    /// dropped (enough for pairs that come sorted).
+    fn build(
+        n: usize,
+        pairs: impl Iterator<Item = (usize, usize)> + Clone,
+        dedup_adjacent: bool,
+    ) -> Adjacency {
+        let mut start = vec![0usize; n + 1];
+        for (v, _) in pairs.clone() {
+            start[v + 1] += 1;
+        }
+        for v in 0..n {
+            start[v + 1] += start[v];
+        }
+        let mut end = start[..n].to_vec();
+        let mut flat = vec![0usize; start[n]];
+        for (v, w) in pairs {
+            if dedup_adjacent && end[v] > start[v] && flat[end[v] - 1] == w {
+                continue;
+            }
+            flat[end[v]] = w;
+            end[v] += 1;
+        }
+        Adjacency { start, end, flat }
+    }
+}
+
+impl std::ops::Index<usize> for Adjacency {
+    type Output = [usize];
+    fn index(&self, v: usize) -> &[usize] {
+        &self.flat[self.start[v]..self.end[v]]
+    }
+}
+
 /// Step id → position; duplicate ids are an error.
 fn index_nodes<'a, S>(nodes: &[NodeSpec<'a, S>]) -> Result<HashMap<&'a str, usize>, GraphError> {
     let mut index = HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
@@ -344,11 +383,10 @@ pub(crate) fn ordering_edges<'a, S: AsRef<str>>(
 /// positions when there is a cycle.
 pub(crate) fn topo_order(n: usize, edges: &[(usize, usize, EdgeType)]) -> Vec<usize> {
     let mut indegree = vec![0usize; n];
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &(from, to, _) in edges {
-        succ[from].push(to);
+    for &(_, to, _) in edges {
         indegree[to] += 1;
     }
+    let succ = Adjacency::build(n, edges.iter().map(|&(from, to, _)| (from, to)), false);
     let mut ready: BinaryHeap<Reverse<usize>> =
         (0..n).filter(|&v| indegree[v] == 0).map(Reverse).collect();
     let mut order = Vec::with_capacity(n);

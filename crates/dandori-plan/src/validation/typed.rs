@@ -95,7 +95,10 @@ pub(super) struct PlanningT {
     work_branch: String,
     limits: Limits,
     context: ContextT,
-    steps: Vec<StepT>,
+    /// Read through [`StepT`] one step at a time, kept as model steps (a step
+    /// is large: converting a whole `Vec<StepT>` afterwards would copy them all).
+    #[serde(deserialize_with = "strict_steps")]
+    steps: Vec<Step>,
     gates: Gates,
     outputs: RunOutputs,
     assumptions: Option<Vec<String>>,
@@ -282,6 +285,60 @@ struct ExecutionPlanT {
     extra: Extra,
 }
 
+fn strict_steps<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Step>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<Step>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an array of steps")
+        }
+        fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Step>, A::Error> {
+            let mut steps = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+            while let Some(step) = seq.next_element::<StepT>()? {
+                steps.push(step.into_step());
+            }
+            Ok(steps)
+        }
+    }
+    d.deserialize_seq(V)
+}
+
+impl StepT {
+    fn into_step(self) -> Step {
+        let s = self;
+        Step {
+            step_id: s.step_id,
+            title: s.title,
+            role: s.role.0,
+            intent: s.intent,
+            scope: s.scope,
+            inputs: s.inputs,
+            commands: s.commands,
+            success_criteria: s.success_criteria,
+            links_to_ac: s.links_to_ac,
+            expected_diff: ExpectedDiff {
+                lines_max: s.expected_diff.lines_max,
+                files_max: s.expected_diff.files_max,
+                risk_level: s.expected_diff.risk_level.0,
+                extra: s.expected_diff.extra,
+            },
+            outputs: s.outputs,
+            fallback: s.fallback,
+            stop_conditions: s.stop_conditions,
+            depends_on: s.depends_on,
+            produces: s.produces,
+            consumes: s.consumes,
+            boundaries: s.boundaries.map(|b| Boundaries {
+                in_scope: b.in_scope,
+                out_of_scope: b.out_of_scope,
+            }),
+            estimated_complexity: s.estimated_complexity.map(|c| c.0),
+            required_tools: s.required_tools,
+            extra: s.extra,
+        }
+    }
+}
+
 fn groups(gs: Vec<ExecutionGroupT>) -> Vec<ExecutionGroup> {
     gs.into_iter()
         .map(|g| ExecutionGroup {
@@ -369,40 +426,7 @@ impl PlanningT {
                 project_facts: c.project_facts,
                 extra: c.extra,
             },
-            steps: self
-                .steps
-                .into_iter()
-                .map(|s| Step {
-                    step_id: s.step_id,
-                    title: s.title,
-                    role: s.role.0,
-                    intent: s.intent,
-                    scope: s.scope,
-                    inputs: s.inputs,
-                    commands: s.commands,
-                    success_criteria: s.success_criteria,
-                    links_to_ac: s.links_to_ac,
-                    expected_diff: ExpectedDiff {
-                        lines_max: s.expected_diff.lines_max,
-                        files_max: s.expected_diff.files_max,
-                        risk_level: s.expected_diff.risk_level.0,
-                        extra: s.expected_diff.extra,
-                    },
-                    outputs: s.outputs,
-                    fallback: s.fallback,
-                    stop_conditions: s.stop_conditions,
-                    depends_on: s.depends_on,
-                    produces: s.produces,
-                    consumes: s.consumes,
-                    boundaries: s.boundaries.map(|b| Boundaries {
-                        in_scope: b.in_scope,
-                        out_of_scope: b.out_of_scope,
-                    }),
-                    estimated_complexity: s.estimated_complexity.map(|c| c.0),
-                    required_tools: s.required_tools,
-                    extra: s.extra,
-                })
-                .collect(),
+            steps: self.steps,
             gates: self.gates,
             outputs: self.outputs,
             assumptions: self.assumptions,
