@@ -262,4 +262,3 @@ pub fn render(i: &ReportInput<'_>) -> String {
     );
     r
 }
-

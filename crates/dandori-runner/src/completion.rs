@@ -248,4 +248,3 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
         exit_code: status.exit_code(),
     }
 }
-

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-
 use crate::error::RunnerError;
 
 /// One invocation of an executor for one step (or one part / fix attempt of it).
