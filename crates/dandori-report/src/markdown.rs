@@ -216,7 +216,7 @@ pub fn render(i: &ReportInput<'_>) -> String {
             "    {}[\"{}: {}\"]:::{}",
             s.step_id,
             s.step_id,
-            s.title.replace('"', "'"),
+            s.title.replace('"', "'").replace('\n', " "),
             step_status_str(s.status)
         );
     }

@@ -40,7 +40,7 @@ fn step_json(id: &str, title: &str, acs: &[&str], deps: &[&str]) -> serde_json::
         "intent": format!("do {id}"),
         "scope": {"target_paths": [format!("src/{id}")], "max_diff_lines": 100},
         "inputs": {"request_path": "requests/RQ-7.md"},
-        "commands": {"unit": "cargo test"},
+        "commands": {"unit": ["cargo test"]},
         "success_criteria": [format!("{id} works")],
         "links_to_ac": acs,
         "depends_on": deps,
