@@ -87,7 +87,10 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             extra: Default::default(),
         });
         draft.subtasks[i].links_to_ac.push(id.clone());
-        notes.push(format!("{id} derived from the requirement \"{title}\""));
+        notes.push(match lang {
+            Language::En => format!("{id} derived from the requirement \"{title}\""),
+            Language::Ja => format!("{id} は要件「{title}」から導いた"),
+        });
     }
 
     if draft.acceptance_criteria.len() < 3
@@ -120,9 +123,10 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         for s in &mut draft.subtasks {
             s.links_to_ac.push(id.clone());
         }
-        notes.push(format!(
-            "{id} (regression) derived: existing tests must keep passing"
-        ));
+        notes.push(match lang {
+            Language::En => format!("{id} (regression) derived: existing tests must keep passing"),
+            Language::Ja => format!("{id}（回帰）を追加: 既存のテストが通り続けること"),
+        });
     }
 
     if draft.acceptance_criteria.len() < 3 {
@@ -152,15 +156,22 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         for s in &mut draft.subtasks {
             s.links_to_ac.push(id.clone());
         }
-        notes.push(format!(
-            "{id} (nonfunctional) derived from the plan's diff limits"
-        ));
+        notes.push(match lang {
+            Language::En => format!("{id} (nonfunctional) derived from the plan's diff limits"),
+            Language::Ja => format!("{id}（非機能）は計画の差分上限から導いた"),
+        });
     }
 
     if !notes.is_empty() {
-        draft.assumptions.push(format!(
-            "The request gave {given_count} acceptance criteria; {}.",
-            notes.join("; ")
-        ));
+        draft.assumptions.push(match lang {
+            Language::En => format!(
+                "The request gave {given_count} acceptance criteria; {}.",
+                notes.join("; ")
+            ),
+            Language::Ja => format!(
+                "リクエストの受け入れ基準は {given_count} 件。{}。",
+                notes.join("。")
+            ),
+        });
     }
 }
