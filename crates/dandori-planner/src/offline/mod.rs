@@ -195,13 +195,19 @@ fn draft(ctx: &PlanningContext) -> Draft {
         );
     }
 
-    let repo_facts = format!(
-        "Repository: {} files ({} tests); environment {} ({}).",
-        ctx.scan.files.len(),
-        ctx.scan.files.iter().filter(|f| f.is_test).count(),
-        ctx.selected_environment.name,
-        ctx.selected_environment.reason
-    );
+    let n_files = ctx.scan.files.len();
+    let n_tests = ctx.scan.files.iter().filter(|f| f.is_test).count();
+    let env = &ctx.selected_environment;
+    let repo_facts = match lang {
+        Language::En => format!(
+            "Repository: {n_files} files ({n_tests} tests); environment {} ({}).",
+            env.name, env.reason
+        ),
+        Language::Ja => format!(
+            "リポジトリ: {n_files} ファイル（テスト {n_tests}）、環境 {}（{}）。",
+            env.name, env.reason
+        ),
+    };
     Draft {
         strategy: "simple".to_string(),
         goal_understanding: GoalUnderstanding {
