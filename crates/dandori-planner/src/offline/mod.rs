@@ -133,23 +133,35 @@ fn draft(ctx: &PlanningContext) -> Draft {
     let code_components: Vec<String> = components.iter().cloned().collect();
     let dir_components = code_components.iter().filter(|c| c.ends_with('/')).count();
     let raw = req.raw.to_lowercase();
-    let size_reasoning = format!(
-        "offline estimate: {} subtask(s) from {}, {} target file(s) across {} component(s), dependency depth {}",
-        subtasks.len(),
-        source.describe(),
-        files.len(),
-        components.len(),
-        depth
-    );
-    let reasoning = format!(
-        "Decomposed from {}: {}.",
-        source.describe(),
-        subtasks
-            .iter()
-            .map(|s| s.title.clone())
-            .collect::<Vec<_>>()
-            .join(" / ")
-    );
+    let titles = subtasks
+        .iter()
+        .map(|s| s.title.clone())
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let (size_reasoning, reasoning) = match lang {
+        Language::En => (
+            format!(
+                "offline estimate: {} subtask(s) from {}, {} target file(s) across {} component(s), dependency depth {}",
+                subtasks.len(),
+                source.describe(),
+                files.len(),
+                components.len(),
+                depth
+            ),
+            format!("Decomposed from {}: {titles}.", source.describe()),
+        ),
+        Language::Ja => (
+            format!(
+                "オフライン見積もり: {}から {} サブタスク、{} コンポーネントにわたる対象ファイル {} 件、依存の深さ {}",
+                source.describe_ja(),
+                subtasks.len(),
+                components.len(),
+                files.len(),
+                depth
+            ),
+            format!("{}から分解した: {titles}。", source.describe_ja()),
+        ),
+    };
 
     let mut assumptions = vec![match lang {
         Language::En => format!(
