@@ -32,6 +32,9 @@ pub fn from_request(request: &Request) -> Vec<AcceptanceCriterion> {
         .collect()
 }
 
+/// What callers pass as the unit command when the plan has none.
+pub const NO_UNIT_COMMAND: &str = "the project's tests";
+
 /// Brings `draft` to at least three criteria, linking each derived one to the
 /// subtasks it checks. `unit_command` is the environment's test command.
 pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max_diff_lines: u64) {
@@ -100,16 +103,29 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             .any(|a| a.kind == Some(AcKind::Regression))
     {
         let id = next_id(draft);
-        let (given, when, then) = match lang {
-            Language::En => (
+        // Without a test command (no tests in the repository) there is no suite to
+        // re-run: the criterion is about behaviour, checked by the step's own tests.
+        let no_tests = unit_command.trim().is_empty() || unit_command == NO_UNIT_COMMAND;
+        let (given, when, then) = match (lang, no_tests) {
+            (Language::En, false) => (
                 "the existing test suite".to_string(),
                 format!("`{unit_command}` runs after the change"),
                 "every test that passed before the change still passes".to_string(),
             ),
-            Language::Ja => (
+            (Language::Ja, false) => (
                 "既存のテストスイート".to_string(),
                 format!("変更後に `{unit_command}` を実行する"),
                 "変更前に通っていたテストがすべて通る".to_string(),
+            ),
+            (Language::En, true) => (
+                "the repository at the base branch, which has no tests".to_string(),
+                "the existing behaviour is exercised after the change".to_string(),
+                "what worked before the change still works".to_string(),
+            ),
+            (Language::Ja, true) => (
+                "テストのないベースブランチのリポジトリ".to_string(),
+                "変更後に既存の動作を確認する".to_string(),
+                "変更前に動いていた機能が引き続き動く".to_string(),
             ),
         };
         draft.acceptance_criteria.push(AcceptanceCriterion {

@@ -140,6 +140,19 @@ fn no_unit_command_when_the_repository_has_no_tests() {
         "{assumptions:?}"
     );
 
+    // No suite to re-run: the regression criterion is about behaviour.
+    let regression = o
+        .planning
+        .context
+        .acceptance_criteria
+        .iter()
+        .find(|a| a.kind == Some(dandori_plan::AcKind::Regression))
+        .unwrap();
+    assert_eq!(
+        regression.then,
+        "what worked before the change still works".to_string()
+    );
+
     // With tests, the unit command stays.
     let r = calc_repo(true);
     let o = plan_text(r.path(), "Add a subtract function to calc.py");
