@@ -32,6 +32,9 @@ pub fn from_request(request: &Request) -> Vec<AcceptanceCriterion> {
         .collect()
 }
 
+/// What callers pass as the unit command when the plan has none.
+pub const NO_UNIT_COMMAND: &str = "the project's tests";
+
 /// Brings `draft` to at least three criteria, linking each derived one to the
 /// subtasks it checks. `unit_command` is the environment's test command.
 pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max_diff_lines: u64) {
@@ -87,7 +90,10 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             extra: Default::default(),
         });
         draft.subtasks[i].links_to_ac.push(id.clone());
-        notes.push(format!("{id} derived from the requirement \"{title}\""));
+        notes.push(match lang {
+            Language::En => format!("{id} derived from the requirement \"{title}\""),
+            Language::Ja => format!("{id} は要件「{title}」から導いた"),
+        });
     }
 
     if draft.acceptance_criteria.len() < 3
@@ -97,16 +103,29 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             .any(|a| a.kind == Some(AcKind::Regression))
     {
         let id = next_id(draft);
-        let (given, when, then) = match lang {
-            Language::En => (
+        // Without a test command (no tests in the repository) there is no suite to
+        // re-run: the criterion is about behaviour, checked by the step's own tests.
+        let no_tests = unit_command.trim().is_empty() || unit_command == NO_UNIT_COMMAND;
+        let (given, when, then) = match (lang, no_tests) {
+            (Language::En, false) => (
                 "the existing test suite".to_string(),
                 format!("`{unit_command}` runs after the change"),
                 "every test that passed before the change still passes".to_string(),
             ),
-            Language::Ja => (
+            (Language::Ja, false) => (
                 "既存のテストスイート".to_string(),
                 format!("変更後に `{unit_command}` を実行する"),
                 "変更前に通っていたテストがすべて通る".to_string(),
+            ),
+            (Language::En, true) => (
+                "the repository at the base branch, which has no tests".to_string(),
+                "the existing behaviour is exercised after the change".to_string(),
+                "what worked before the change still works".to_string(),
+            ),
+            (Language::Ja, true) => (
+                "テストのないベースブランチのリポジトリ".to_string(),
+                "変更後に既存の動作を確認する".to_string(),
+                "変更前に動いていた機能が引き続き動く".to_string(),
             ),
         };
         draft.acceptance_criteria.push(AcceptanceCriterion {
@@ -120,9 +139,10 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         for s in &mut draft.subtasks {
             s.links_to_ac.push(id.clone());
         }
-        notes.push(format!(
-            "{id} (regression) derived: existing tests must keep passing"
-        ));
+        notes.push(match lang {
+            Language::En => format!("{id} (regression) derived: existing tests must keep passing"),
+            Language::Ja => format!("{id}（回帰）を追加: 既存のテストが通り続けること"),
+        });
     }
 
     if draft.acceptance_criteria.len() < 3 {
@@ -152,15 +172,22 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         for s in &mut draft.subtasks {
             s.links_to_ac.push(id.clone());
         }
-        notes.push(format!(
-            "{id} (nonfunctional) derived from the plan's diff limits"
-        ));
+        notes.push(match lang {
+            Language::En => format!("{id} (nonfunctional) derived from the plan's diff limits"),
+            Language::Ja => format!("{id}（非機能）は計画の差分上限から導いた"),
+        });
     }
 
     if !notes.is_empty() {
-        draft.assumptions.push(format!(
-            "The request gave {given_count} acceptance criteria; {}.",
-            notes.join("; ")
-        ));
+        draft.assumptions.push(match lang {
+            Language::En => format!(
+                "The request gave {given_count} acceptance criteria; {}.",
+                notes.join("; ")
+            ),
+            Language::Ja => format!(
+                "リクエストの受け入れ基準は {given_count} 件。{}。",
+                notes.join("。")
+            ),
+        });
     }
 }

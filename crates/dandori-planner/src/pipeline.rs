@@ -147,7 +147,16 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         None => gathering::Toolchain::from_process(),
     };
     let selected_environment = gathering::select_environment(&environment, None, &toolchain);
-    let unit_commands = gathering::unit_test_commands(&selected_environment);
+    let mut selected_environment = selected_environment;
+    selected_environment.reason =
+        gathering::localized_reason(&selected_environment, request.language);
+    // With no test files a test runner fails on an unchanged tree (pytest exits 5,
+    // "no tests collected"): `commands.unit` stays empty (docs/planner.md).
+    let unit_commands = if scan.files.iter().any(|f| f.is_test) {
+        gathering::unit_test_commands(&selected_environment)
+    } else {
+        Vec::new()
+    };
 
     // The run directory and its trace.
     let rd = run_dir::create(&repo, &runs_root, &request.id, now)?;

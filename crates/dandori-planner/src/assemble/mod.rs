@@ -121,7 +121,7 @@ pub fn assemble(
         .unit_commands
         .first()
         .cloned()
-        .unwrap_or_else(|| "the project's tests".to_string());
+        .unwrap_or_else(|| acceptance::NO_UNIT_COMMAND.to_string());
     acceptance::ensure_minimum(&mut draft, ctx.request.language, &unit, MAX_DIFF_LINES);
 
     let mut built = build(ctx, &draft, ids, rd, skip.is_some())?;

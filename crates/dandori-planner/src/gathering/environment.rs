@@ -40,3 +40,34 @@ pub fn unit_test_commands(env: &SelectedEnvironment) -> Vec<String> {
     };
     vec![cmd.to_string()]
 }
+
+/// `selected_environment.reason` in the request's language: the analyser writes
+/// English; a Japanese request gets a Japanese sentence with the same facts.
+pub fn localized_reason(env: &SelectedEnvironment, lang: crate::request::Language) -> String {
+    match lang {
+        crate::request::Language::En => env.reason.clone(),
+        crate::request::Language::Ja => {
+            if let Some((files, rest)) = env.reason.split_once(" found: a ")
+                && let Some(name) = rest.strip_suffix(" project")
+            {
+                return format!("{files} を検出したため {name} プロジェクトと判断した");
+            }
+            if env.reason.starts_with("no environment files detected") {
+                return format!(
+                    "環境ファイルが見つからないため既定の {} を選択した（seed 002 §4.2.3）",
+                    env.name
+                );
+            }
+            if let Some(l) = env
+                .reason
+                .strip_prefix("no environment files; most source files are ")
+            {
+                return format!(
+                    "環境ファイルはないが、ソースファイルの大半が {l} のため {} を選択した",
+                    env.name
+                );
+            }
+            format!("{} 環境を選択した（{}）", env.name, env.reason)
+        }
+    }
+}

@@ -8,7 +8,8 @@ pub mod environment;
 
 pub use dandori_repo::{FileEntry, Hit, Index, RepoScan, ScanOptions, Snippet};
 pub use environment::{
-    EnvironmentAnalysis, Toolchain, analyze_environment, select_environment, unit_test_commands,
+    EnvironmentAnalysis, Toolchain, analyze_environment, localized_reason, select_environment,
+    unit_test_commands,
 };
 
 /// Progress of long work, reported through [`crate::PlanOptions::progress`].

@@ -35,6 +35,15 @@ impl Source {
             Source::Whole => "the request as a whole (nothing to enumerate)",
         }
     }
+
+    pub fn describe_ja(&self) -> &'static str {
+        match self {
+            Source::Enumeration => "リクエストに列挙された要件",
+            Source::AcceptanceCriteria => "リクエストの受け入れ基準",
+            Source::MentionedPaths => "リクエストが言及するパス",
+            Source::Whole => "リクエスト全体（列挙なし）",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -85,6 +85,34 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
             }
         }
     }
+    // An implementation that adds a new identifier ("`Task` に `due_date` を追加する",
+    // "add a `priority` field") produces it for the items after it.
+    let mut added_by: BTreeMap<String, usize> = BTreeMap::new();
+    for i in 0..n {
+        if kinds[i] == ItemKind::Implementation && adds_something(&items[i].intent()) {
+            for id in &idents[i] {
+                let exists = subtasks[i]
+                    .target_paths
+                    .iter()
+                    .any(|p| super::targets::defines_any(ctx, p, std::slice::from_ref(id)));
+                if !exists && !producer.contains_key(id) {
+                    added_by.entry(id.clone()).or_insert(i);
+                }
+            }
+        }
+    }
+    for i in 0..n {
+        for id in &idents[i] {
+            if let Some(&p) = added_by.get(id) {
+                if p == i {
+                    subtasks[i].produces.push(id.clone());
+                } else if p < i {
+                    subtasks[i].consumes.push(id.clone());
+                    deps[i].insert(p);
+                }
+            }
+        }
+    }
     for i in 0..n {
         for id in &idents[i] {
             match producer.get(id) {
@@ -167,6 +195,14 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         s.produces.dedup();
         s.consumes.dedup();
     }
+}
+
+/// The item introduces something new (English or Japanese verbs).
+fn adds_something(text: &str) -> bool {
+    let l = text.to_lowercase();
+    ["add ", "introduce", "new field", "追加", "導入", "新設"]
+        .iter()
+        .any(|w| l.starts_with(w.trim_end()) || l.contains(w))
 }
 
 /// The longest chain of `depends_on` (0 when nothing depends on anything). Cycles

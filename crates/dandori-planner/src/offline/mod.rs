@@ -60,19 +60,26 @@ fn draft(ctx: &PlanningContext) -> Draft {
         let complexity = complexity(item, t.target_paths.len());
         let estimated_lines =
             40 + 60 * t.target_paths.len() as u64 + 20 * item.details.len() as u64;
-        let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
-        let success_criteria = match lang {
+        let unit = ctx.unit_commands.first();
+        let mut success_criteria = match lang {
             Language::En => vec![
                 format!("{} is done", item.title),
-                format!("unit tests pass (`{unit}`)"),
                 "the diff stays within the step's target paths".to_string(),
             ],
             Language::Ja => vec![
                 format!("「{}」が完了している", item.title),
-                format!("ユニットテストが通る（`{unit}`）"),
                 "差分がステップの target_paths に収まっている".to_string(),
             ],
         };
+        if let Some(unit) = unit {
+            success_criteria.insert(
+                1,
+                match lang {
+                    Language::En => format!("unit tests pass (`{unit}`)"),
+                    Language::Ja => format!("ユニットテストが通る（`{unit}`）"),
+                },
+            );
+        }
         subtasks.push(DraftSubtask {
             key: format!("task_{}", n + 1),
             title: short_title(&item.title),
@@ -126,34 +133,65 @@ fn draft(ctx: &PlanningContext) -> Draft {
     let code_components: Vec<String> = components.iter().cloned().collect();
     let dir_components = code_components.iter().filter(|c| c.ends_with('/')).count();
     let raw = req.raw.to_lowercase();
-    let size_reasoning = format!(
-        "offline estimate: {} subtask(s) from {}, {} target file(s) across {} component(s), dependency depth {}",
-        subtasks.len(),
-        source.describe(),
-        files.len(),
-        components.len(),
-        depth
-    );
-    let reasoning = format!(
-        "Decomposed from {}: {}.",
-        source.describe(),
-        subtasks
-            .iter()
-            .map(|s| s.title.clone())
-            .collect::<Vec<_>>()
-            .join(" / ")
-    );
+    let titles = subtasks
+        .iter()
+        .map(|s| s.title.clone())
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let (size_reasoning, reasoning) = match lang {
+        Language::En => (
+            format!(
+                "offline estimate: {} subtask(s) from {}, {} target file(s) across {} component(s), dependency depth {}",
+                subtasks.len(),
+                source.describe(),
+                files.len(),
+                components.len(),
+                depth
+            ),
+            format!("Decomposed from {}: {titles}.", source.describe()),
+        ),
+        Language::Ja => (
+            format!(
+                "オフライン見積もり: {}から {} サブタスク、{} コンポーネントにわたる対象ファイル {} 件、依存の深さ {}",
+                source.describe_ja(),
+                subtasks.len(),
+                components.len(),
+                files.len(),
+                depth
+            ),
+            format!("{}から分解した: {titles}。", source.describe_ja()),
+        ),
+    };
 
-    let mut assumptions = vec![format!(
-        "Planned offline (strategy simple): subtasks come from {}, target paths from lexical retrieval over {} files.",
-        source.describe(),
-        ctx.scan.files.len()
-    )];
+    let mut assumptions = vec![match lang {
+        Language::En => format!(
+            "Planned offline (strategy simple): subtasks come from {}, target paths from lexical retrieval over {} files.",
+            source.describe(),
+            ctx.scan.files.len()
+        ),
+        Language::Ja => format!(
+            "オフラインで計画した（strategy simple）: サブタスクは{}から、target_paths は {} ファイルに対する字句検索から導いた。",
+            source.describe_ja(),
+            ctx.scan.files.len()
+        ),
+    }];
     if items.iter().any(|i| i.merged > 0) {
-        assumptions.push(format!(
-            "More requirements than max_subtasks ({}): the last step carries the remaining ones.",
-            ctx.max_subtasks()
-        ));
+        assumptions.push(match lang {
+            Language::En => format!(
+                "More requirements than max_subtasks ({}): the last step carries the remaining ones.",
+                ctx.max_subtasks()
+            ),
+            Language::Ja => format!(
+                "要件が max_subtasks（{}）を超えるため、残りは最後のステップにまとめた。",
+                ctx.max_subtasks()
+            ),
+        });
+    }
+    if ctx.unit_commands.is_empty() {
+        assumptions.push(match lang {
+            Language::En => "The repository has no test files, so commands.unit is empty: a test runner would fail on an unchanged tree (pytest exits 5, \"no tests collected\"). A step that adds tests should run them itself.".to_string(),
+            Language::Ja => "リポジトリにテストファイルがないため commands.unit は空にした（テストのない状態でテストランナーを実行すると失敗する。pytest は \"no tests collected\" で終了コード 5）。テストを追加するステップはそのテストを自ら実行する。".to_string(),
+        });
     }
     let mut risks = Vec::new();
     if !no_match.is_empty() {
@@ -169,13 +207,19 @@ fn draft(ctx: &PlanningContext) -> Draft {
         );
     }
 
-    let repo_facts = format!(
-        "Repository: {} files ({} tests); environment {} ({}).",
-        ctx.scan.files.len(),
-        ctx.scan.files.iter().filter(|f| f.is_test).count(),
-        ctx.selected_environment.name,
-        ctx.selected_environment.reason
-    );
+    let n_files = ctx.scan.files.len();
+    let n_tests = ctx.scan.files.iter().filter(|f| f.is_test).count();
+    let env = &ctx.selected_environment;
+    let repo_facts = match lang {
+        Language::En => format!(
+            "Repository: {n_files} files ({n_tests} tests); environment {} ({}).",
+            env.name, env.reason
+        ),
+        Language::Ja => format!(
+            "リポジトリ: {n_files} ファイル（テスト {n_tests}）、環境 {}（{}）。",
+            env.name, env.reason
+        ),
+    };
     Draft {
         strategy: "simple".to_string(),
         goal_understanding: GoalUnderstanding {

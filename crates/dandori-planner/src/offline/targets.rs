@@ -38,20 +38,33 @@ pub fn for_item(
         }
     };
 
-    // Paths the item names: existing files and dirs, or new files in existing dirs.
-    for p in crate::text::path_like_tokens(&text) {
-        let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
-        if has_file(&ctx.scan, &p) || has_dir(&ctx.scan, &p) || has_dir(&ctx.scan, dir) {
-            push(&mut targets, p);
-        }
-    }
-    let named = !targets.is_empty();
-
-    let hits: Vec<Hit> = ctx
+    let mut hits: Vec<Hit> = ctx
         .search(&text, 16)
         .into_iter()
         .filter(|h| !is_request_file(ctx, &h.path))
         .collect();
+    // Route / endpoint / CLI-flag work happens where routes and argument parsers are.
+    if mentions_entry_point(&text) {
+        for h in hits.iter_mut() {
+            if is_entry_point_file(&h.path) {
+                h.score *= ENTRY_POINT_BOOST;
+            }
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.path.cmp(&b.path))
+        });
+    }
+
+    // Paths the item names: existing files and dirs, a file name that exists deeper
+    // in the tree (`calc.py` → `src/calc.py`), or a new file the item asks to create.
+    for p in crate::text::path_like_tokens(&text) {
+        if let Some(resolved) = resolve_mentioned(ctx, &hits, &p, asks_to_create(&text)) {
+            push(&mut targets, resolved);
+        }
+    }
+    let named = !targets.is_empty();
     let is_doc = |p: &str| {
         let l = p.to_lowercase();
         l.ends_with(".md") || l.ends_with(".rst") || l.ends_with(".txt") || l.starts_with("docs/")
@@ -120,17 +133,46 @@ pub fn for_item(
         }
         ItemKind::Definition | ItemKind::Implementation => {
             // A module the item names by its file name ("the store" → store.py) even
-            // when retrieval ranks it low.
+            // when retrieval ranks it low, then files defining a named identifier,
+            // then the retrieval cut of `dandori_repo::target_paths_for` (the one
+            // docs/retrieval.md measures) over this item's own query.
             let mut t: Vec<String> = modules.named(&words);
-            for p in eligible(&|p| !is_test(ctx, p) && !is_doc(p)) {
-                push(&mut t, p);
+            let code: Vec<Hit> = hits
+                .iter()
+                .filter(|h| {
+                    !is_test(ctx, &h.path)
+                        && !is_doc(&h.path)
+                        && ctx.scan.file(&h.path).is_some_and(|f| f.size > 0)
+                })
+                .cloned()
+                .collect();
+            let mut cut: Vec<&Hit> = dandori_repo::target_paths_for(&code)
+                .iter()
+                .filter_map(|p| code.iter().find(|h| &h.path == p))
+                .collect();
+            cut.sort_by_key(|h| rank(h));
+            // An endpoint or flag lives in the file that defines the routes or parses
+            // the arguments, even when the lexical match prefers the model it reads.
+            if mentions_entry_point(&text)
+                && !cut.iter().any(|h| is_entry_point_file(&h.path))
+                && let Some(entry) = code
+                    .iter()
+                    .find(|h| h.score > 0.0 && is_entry_point_file(&h.path))
+            {
+                cut.insert(0, entry);
             }
-            t.truncate(MAX_RETRIEVED_TARGETS);
+            for h in cut {
+                push(&mut t, h.path.clone());
+            }
+            t.truncate(dandori_repo::retrieval::TARGET_PATHS_MAX);
             t
         }
     };
     if !named {
-        for r in retrieved.iter().take(MAX_RETRIEVED_TARGETS) {
+        for r in retrieved
+            .iter()
+            .take(dandori_repo::retrieval::TARGET_PATHS_MAX)
+        {
             push(&mut targets, r.clone());
         }
     }
@@ -247,6 +289,136 @@ impl ModuleNames {
             .cloned()
             .collect()
     }
+}
+
+/// How much a route / argument-parser file's score grows when the item is about an
+/// endpoint, a route or a command-line flag.
+const ENTRY_POINT_BOOST: f32 = 1.6;
+
+/// The item is about an HTTP route, an API endpoint or a command-line flag.
+pub(crate) fn mentions_entry_point(text: &str) -> bool {
+    let l = text.to_lowercase();
+    const WORDS: &[&str] = &[
+        "endpoint",
+        "endpoints",
+        "route",
+        "routes",
+        "api",
+        "apis",
+        "url",
+        "urls",
+        "http",
+        "cli",
+        "flag",
+        "flags",
+        "option",
+        "options",
+        "argument",
+        "arguments",
+    ];
+    const PHRASES: &[&str] = &[
+        "command-line",
+        "command line",
+        "get /",
+        "post /",
+        "put /",
+        "patch /",
+        "delete /",
+        "エンドポイント",
+        "ルート",
+        "オプション",
+        "引数",
+        "コマンドライン",
+    ];
+    l.split(|c: char| !c.is_alphanumeric())
+        .any(|w| WORDS.contains(&w))
+        || PHRASES.iter().any(|p| l.contains(p))
+        || l.split_whitespace().any(|w| {
+            let w = w.trim_matches(|c: char| !(c.is_alphanumeric() || "-?=".contains(c)));
+            // `--port`, `?sort=priority`
+            w.starts_with("--") || (w.starts_with('?') && w.contains('='))
+        })
+}
+
+/// Files that conventionally define routes or parse arguments: a path component
+/// or file stem such as `api`, `routes`, `views`, `server`, `cli`, `main`, `app`.
+pub(crate) fn is_entry_point_file(path: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "api",
+        "apis",
+        "routes",
+        "router",
+        "routers",
+        "route",
+        "views",
+        "view",
+        "urls",
+        "server",
+        "cli",
+        "main",
+        "app",
+        "handlers",
+        "controllers",
+        "commands",
+        "__main__",
+    ];
+    path.to_lowercase().split('/').any(|part| {
+        let stem = part.split('.').next().unwrap_or(part);
+        NAMES.contains(&stem)
+    })
+}
+
+/// The item asks for a new file.
+fn asks_to_create(text: &str) -> bool {
+    let l = text.to_lowercase();
+    [
+        "create",
+        "new file",
+        "new module",
+        "add a new",
+        "新規作成",
+        "新規",
+        "作成",
+        "新しいファイル",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
+/// A mentioned path as the repository has it: itself when it exists; else the one
+/// listed file whose path ends with it (`calc.py` → `src/calc.py`), or the best
+/// ranked of several by retrieval (`hits`), or the first by path; else the path
+/// itself only when the item asks to create it in an existing directory.
+pub(crate) fn resolve_mentioned(
+    ctx: &PlanningContext,
+    hits: &[Hit],
+    p: &str,
+    create: bool,
+) -> Option<String> {
+    if has_file(&ctx.scan, p) || has_dir(&ctx.scan, p) {
+        return Some(p.to_string());
+    }
+    let suffix = format!("/{}", p.trim_end_matches('/'));
+    let candidates: Vec<&str> = ctx
+        .scan
+        .files
+        .iter()
+        .map(|f| f.path.as_str())
+        .filter(|f| f.ends_with(&suffix))
+        .collect();
+    match candidates.as_slice() {
+        [one] => return Some((*one).to_string()),
+        [first, ..] => {
+            let best = hits
+                .iter()
+                .find(|h| candidates.contains(&h.path.as_str()))
+                .map_or(*first, |h| h.path.as_str());
+            return Some(best.to_string());
+        }
+        [] => {}
+    }
+    let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
+    (create && has_dir(&ctx.scan, dir)).then(|| p.to_string())
 }
 
 fn is_test(ctx: &PlanningContext, path: &str) -> bool {

@@ -234,7 +234,13 @@ fn when_then(line: &str, lang: Language) -> Option<RequestCriterion> {
         && let Some(c) = JA_TOKI.as_ref().and_then(|r| r.captures(line))
     {
         let then = trim_end_punct(c.get(2)?.as_str());
-        let when = c.get(1)?.as_str().trim().to_string();
+        let mut when = c.get(1)?.as_str().trim().to_string();
+        // 「不正な日付で作成したとき」: the action, not its past ("作成する").
+        if let Some(stem) = when.strip_suffix("した") {
+            when = format!("{stem}する");
+        } else if line.contains(&format!("{when}したら")) {
+            when.push_str("する");
+        }
         if when.chars().count() >= 2 && then.chars().count() >= 2 {
             return Some(RequestCriterion {
                 given: g.to_string(),
@@ -329,7 +335,7 @@ mod tests {
     #[test]
     fn japanese_forms() {
         let s = section(
-            "## 受け入れ基準\n- 前提: タスクが1件ある / 操作: 完了にする / 期待: done が true になる\n- 前提：空の一覧\n- 操作：一覧を取得する\n- 期待：空配列が返る\n- タイトルが空のとき、400を返す\n- 既存のテストが通る\n",
+            "## 受け入れ基準\n- 前提: タスクが1件ある / 操作: 完了にする / 期待: done が true になる\n- 前提：空の一覧\n- 操作：一覧を取得する\n- 期待：空配列が返る\n- タイトルが空のとき、400を返す\n- 不正な日付で作成したとき、400 を返す\n- 削除したら、一覧から消える\n- 既存のテストが通る\n",
         );
         let got = parse_section(&s, Language::Ja);
         let (g, w) = generic(Language::Ja);
@@ -339,6 +345,8 @@ mod tests {
                 crit("タスクが1件ある", "完了にする", "done が true になる", true),
                 crit("空の一覧", "一覧を取得する", "空配列が返る", true),
                 crit(g, "タイトルが空", "400を返す", true),
+                crit(g, "不正な日付で作成する", "400 を返す", true),
+                crit(g, "削除する", "一覧から消える", true),
                 crit(g, w, "既存のテストが通る", false),
             ]
         );

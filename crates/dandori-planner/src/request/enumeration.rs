@@ -173,7 +173,31 @@ fn split_english(s: &str) -> Vec<String> {
     if verb.is_empty() {
         parts
     } else {
-        parts.into_iter().map(|p| format!("{verb} {p}")).collect()
+        // A part with its own verb ("…, and document them in the README") keeps it.
+        parts
+            .into_iter()
+            .map(|p| {
+                let own = p.split_whitespace().next().unwrap_or("").to_lowercase();
+                if EN_VERBS.contains(&own.as_str()) || EXTRA_VERBS.contains(&own.as_str()) {
+                    upper_first(&p)
+                } else {
+                    format!("{verb} {p}")
+                }
+            })
+            .collect()
+    }
+}
+
+/// Verbs that start a clause of their own inside a list but do not lead one.
+const EXTRA_VERBS: &[&str] = &[
+    "describe", "explain", "mention", "rename", "delete", "make", "handle", "validate",
+];
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
     }
 }
 
@@ -266,6 +290,15 @@ mod tests {
         assert_eq!(
             split_inline("Implement login and logout"),
             vec!["Implement login", "Implement logout"]
+        );
+        assert_eq!(
+            split_inline(
+                "Add subtract and multiply functions to calc.py, and document them in the README"
+            ),
+            vec![
+                "Add subtract and multiply functions to calc.py",
+                "Document them in the README"
+            ]
         );
         assert_eq!(
             split_inline("tags, due dates and priorities"),

@@ -58,7 +58,7 @@ fn japanese_sections_nakaguro_and_numbering() {
             },
             RequestCriterion {
                 given: "本リクエストの変更が適用されている".into(),
-                when: "空文字で検索した".into(),
+                when: "空文字で検索する".into(),
                 then: "全件を返す".into(),
                 explicit: true
             },
