@@ -41,6 +41,9 @@ pub enum SandboxMode {
 pub struct Sandbox {
     status: SandboxStatus,
     bwrap: Option<PathBuf>,
+    /// Directories of `PATH` that the private `/tmp` would hide (tools installed
+    /// under `/tmp` or `/var/tmp`): re-exposed read-only inside the sandbox.
+    shown_tmp_dirs: Vec<PathBuf>,
 }
 
 const FALLBACK_NOTE: &str =
@@ -80,6 +83,14 @@ impl Sandbox {
                     fallback_reason: None,
                 },
                 bwrap: Some(bwrap),
+                shown_tmp_dirs: tmp_roots(
+                    std::env::split_paths(&path_var.map(str::to_string).unwrap_or_else(|| {
+                        std::env::var("PATH").unwrap_or_default()
+                    }))
+                    .collect::<Vec<_>>()
+                    .iter()
+                    .map(PathBuf::as_path),
+                ),
             },
             Ok(out) => Sandbox::unsandboxed(&format!(
                 "bwrap cannot create a sandbox here ({}): {}",
@@ -97,6 +108,7 @@ impl Sandbox {
                 fallback_reason: Some(format!("{reason}; {FALLBACK_NOTE}")),
             },
             bwrap: None,
+            shown_tmp_dirs: Vec::new(),
         }
     }
 
@@ -117,7 +129,14 @@ impl Sandbox {
             return argv;
         };
         let mut out = vec![bwrap.to_string_lossy().into_owned()];
-        out.extend(base_args(worktree, extra_writable));
+        // The private /tmp hides whatever lives under the host's /tmp; keep the
+        // program and the PATH tools visible (read-only) when they live there.
+        let program = argv.first().map(Path::new).filter(|p| p.is_absolute());
+        let mut shown = self.shown_tmp_dirs.clone();
+        shown.extend(tmp_roots(program.into_iter()));
+        shown.sort();
+        shown.dedup();
+        out.extend(base_args_showing(worktree, extra_writable, &shown));
         let git = worktree.join(".git");
         if git.exists() {
             let git = git.to_string_lossy().into_owned();
@@ -136,7 +155,36 @@ impl Sandbox {
     }
 }
 
+/// The top-level directories under `/tmp` or `/var/tmp` that hold these paths
+/// (`/tmp/ci/tools/bin` → `/tmp/ci`), which exist on the host.
+fn tmp_roots<'a>(paths: impl Iterator<Item = &'a Path>) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    for p in paths {
+        for tmp in ["/tmp", "/var/tmp"] {
+            if let Some(first) = p
+                .strip_prefix(tmp)
+                .ok()
+                .and_then(|rest| rest.components().next())
+            {
+                let root = Path::new(tmp).join(first);
+                if root.is_dir() && !roots.contains(&root) {
+                    roots.push(root);
+                }
+            }
+        }
+    }
+    roots
+}
+
 fn base_args(writable: &Path, extra_writable: &[PathBuf]) -> Vec<String> {
+    base_args_showing(writable, extra_writable, &[])
+}
+
+fn base_args_showing(
+    writable: &Path,
+    extra_writable: &[PathBuf],
+    shown_tmp_dirs: &[PathBuf],
+) -> Vec<String> {
     let mut args: Vec<String> = [
         "--die-with-parent",
         "--new-session",
@@ -156,6 +204,11 @@ fn base_args(writable: &Path, extra_writable: &[PathBuf]) -> Vec<String> {
     .iter()
     .map(|s| s.to_string())
     .collect();
+    // After the private /tmp, before the writable binds (which may sit inside them).
+    for dir in shown_tmp_dirs {
+        let d = dir.to_string_lossy().into_owned();
+        args.extend(["--ro-bind".to_string(), d.clone(), d]);
+    }
     for dir in std::iter::once(writable).chain(extra_writable.iter().map(PathBuf::as_path)) {
         let d = dir.to_string_lossy().into_owned();
         args.extend(["--bind".to_string(), d.clone(), d]);
