@@ -525,8 +525,8 @@ fn reflection_fits_the_default_budget_and_succeeds() {
         "{estimate} + {max_tokens} > {budget}"
     );
     let user = messages[1]["content"].as_str().unwrap();
-    assert!(user.contains("Step S01: "), "{user}");
-    assert!(user.contains("Success criteria: "), "{user}");
+    assert!(user.contains("Step S01: Create the file of S01"), "{user}");
+    assert!(user.contains("Success criteria: - S01 exists"), "{user}");
     assert!(user.contains("Action (error): run_command"), "{user}");
     assert!(user.contains("line 0 of a long failure output"), "{user}");
     assert!(!user.contains("line 399"), "the long result is cut: {user}");
