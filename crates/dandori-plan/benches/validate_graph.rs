@@ -85,6 +85,11 @@ fn run<M: Measurement>(mut group: BenchmarkGroup<'_, M>) {
         group.bench_with_input(BenchmarkId::new("parse_value", n), &text, |b, text| {
             b.iter(|| serde_json::from_str::<Value>(text).expect("json"))
         });
+        // Floor of any pipeline that returns the typed plan: reading the text
+        // straight into `Planning` (no findings).
+        group.bench_with_input(BenchmarkId::new("parse_typed", n), &text, |b, text| {
+            b.iter(|| serde_json::from_str::<Planning>(text).expect("plan"))
+        });
         group.bench_with_input(BenchmarkId::new("validate_str", n), &text, |b, text| {
             b.iter(|| validation::validate_str(text))
         });

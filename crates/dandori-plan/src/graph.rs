@@ -31,7 +31,9 @@ pub mod paths;
 mod render;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -65,33 +67,28 @@ fn format_cycles(cycles: &[Vec<String>]) -> String {
         .join("; ")
 }
 
-/// One step as the graph sees it: borrowed strings, so validation can build it
-/// from raw JSON and [`analyze`] from typed steps without copying.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeSpec<'a> {
+/// One step as the graph sees it: borrowed slices of strings (`S` is `String`
+/// for typed steps, `&str` for validation's view of raw JSON), so building it
+/// copies nothing and allocates nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeSpec<'a, S = &'a str> {
     pub id: &'a str,
-    pub depends_on: Vec<&'a str>,
-    pub produces: Vec<&'a str>,
-    pub consumes: Vec<&'a str>,
-    pub target_paths: Vec<&'a str>,
+    pub depends_on: &'a [S],
+    pub produces: &'a [S],
+    pub consumes: &'a [S],
+    pub target_paths: &'a [S],
     /// Critical-path weight (≥ 1).
     pub weight: u64,
 }
 
-impl<'a> NodeSpec<'a> {
+impl<'a> NodeSpec<'a, String> {
     pub fn from_step(step: &'a Step) -> Self {
-        let strs = |v: &'a Option<Vec<String>>| {
-            v.iter()
-                .flatten()
-                .map(String::as_str)
-                .collect::<Vec<&'a str>>()
-        };
         NodeSpec {
             id: &step.step_id,
-            depends_on: strs(&step.depends_on),
-            produces: strs(&step.produces),
-            consumes: strs(&step.consumes),
-            target_paths: step.scope.target_paths.iter().map(String::as_str).collect(),
+            depends_on: step.depends_on.as_deref().unwrap_or_default(),
+            produces: step.produces.as_deref().unwrap_or_default(),
+            consumes: step.consumes.as_deref().unwrap_or_default(),
+            target_paths: &step.scope.target_paths,
             weight: complexity_weight(step.estimated_complexity),
         }
     }
@@ -149,12 +146,14 @@ impl GraphAnalysis {
 
 /// Analyses the steps of a plan.
 pub fn analyze(steps: &[Step]) -> Result<GraphAnalysis, GraphError> {
-    let nodes: Vec<NodeSpec<'_>> = steps.iter().map(NodeSpec::from_step).collect();
+    let nodes: Vec<NodeSpec<'_, String>> = steps.iter().map(NodeSpec::from_step).collect();
     analyze_nodes(&nodes)
 }
 
 /// [`analyze`] over [`NodeSpec`]s.
-pub fn analyze_nodes(nodes: &[NodeSpec<'_>]) -> Result<GraphAnalysis, GraphError> {
+pub fn analyze_nodes<S: AsRef<str>>(
+    nodes: &[NodeSpec<'_, S>],
+) -> Result<GraphAnalysis, GraphError> {
     let index = index_nodes(nodes)?;
     let ordering = ordering_edges(nodes, &index);
     if let Some(u) = ordering.unknown.first() {
@@ -175,15 +174,10 @@ pub fn analyze_nodes(nodes: &[NodeSpec<'_>]) -> Result<GraphAnalysis, GraphError
     edges.sort_unstable();
     edges.dedup();
 
-    // Predecessors by pair (an edge may be both data and logical).
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &(from, to, _) in &edges {
-        preds[to].push(from);
-    }
-    for p in &mut preds {
-        p.sort_unstable();
-        p.dedup();
-    }
+    // Predecessors by pair (an edge may be both data and logical): the edges
+    // are sorted by `from`, so each step's list fills in ascending order and a
+    // repeated pair is adjacent.
+    let preds = Adjacency::build(n, edges.iter().map(|&(from, to, _)| (to, from)), true);
     let mut level = vec![0usize; n];
     for &v in &order {
         level[v] = preds[v].iter().map(|&u| level[u] + 1).max().unwrap_or(0);
@@ -269,9 +263,53 @@ pub fn analyze_nodes(nodes: &[NodeSpec<'_>]) -> Result<GraphAnalysis, GraphError
     })
 }
 
+/// Neighbour lists of `n` nodes in one flat array (one allocation instead of
+/// one per node). `list[v]` holds the targets of the pairs `(v, w)` in the order
+/// given.
+struct Adjacency {
+    start: Vec<usize>,
+    end: Vec<usize>,
+    flat: Vec<usize>,
+}
+
+impl Adjacency {
+    /// With `dedup_adjacent`, a pair equal to the previous one of its node is
+    /// dropped (enough for pairs that come sorted).
+    fn build(
+        n: usize,
+        pairs: impl Iterator<Item = (usize, usize)> + Clone,
+        dedup_adjacent: bool,
+    ) -> Adjacency {
+        let mut start = vec![0usize; n + 1];
+        for (v, _) in pairs.clone() {
+            start[v + 1] += 1;
+        }
+        for v in 0..n {
+            start[v + 1] += start[v];
+        }
+        let mut end = start[..n].to_vec();
+        let mut flat = vec![0usize; start[n]];
+        for (v, w) in pairs {
+            if dedup_adjacent && end[v] > start[v] && flat[end[v] - 1] == w {
+                continue;
+            }
+            flat[end[v]] = w;
+            end[v] += 1;
+        }
+        Adjacency { start, end, flat }
+    }
+}
+
+impl std::ops::Index<usize> for Adjacency {
+    type Output = [usize];
+    fn index(&self, v: usize) -> &[usize] {
+        &self.flat[self.start[v]..self.end[v]]
+    }
+}
+
 /// Step id → position; duplicate ids are an error.
-fn index_nodes<'a>(nodes: &[NodeSpec<'a>]) -> Result<HashMap<&'a str, usize>, GraphError> {
-    let mut index = HashMap::with_capacity(nodes.len());
+fn index_nodes<'a, S>(nodes: &[NodeSpec<'a, S>]) -> Result<HashMap<&'a str, usize>, GraphError> {
+    let mut index = HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, node) in nodes.iter().enumerate() {
         if index.insert(node.id, i).is_some() {
             return Err(GraphError::DuplicateStepId {
@@ -300,16 +338,17 @@ pub(crate) struct OrderingEdges<'a> {
 
 /// Logical and data edges (the ones that order steps and can form cycles).
 /// `index` maps ids to positions (first occurrence wins for duplicates).
-pub(crate) fn ordering_edges<'a>(
-    nodes: &[NodeSpec<'a>],
+pub(crate) fn ordering_edges<'a, S: AsRef<str>>(
+    nodes: &[NodeSpec<'a, S>],
     index: &HashMap<&'a str, usize>,
 ) -> OrderingEdges<'a> {
     let mut edges = Vec::new();
     let mut unknown = Vec::new();
-    let mut producers: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut producers: HashMap<&str, Vec<usize>> =
+        HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, node) in nodes.iter().enumerate() {
-        for p in &node.produces {
-            let list = producers.entry(p).or_default();
+        for p in node.produces {
+            let list = producers.entry(p.as_ref()).or_default();
             if list.last() != Some(&i) {
                 list.push(i);
             }
@@ -317,6 +356,7 @@ pub(crate) fn ordering_edges<'a>(
     }
     for (i, node) in nodes.iter().enumerate() {
         for (entry, dep) in node.depends_on.iter().enumerate() {
+            let dep = dep.as_ref();
             match index.get(dep) {
                 Some(&j) => edges.push((j, i, EdgeType::Logical)),
                 None => unknown.push(UnknownDep {
@@ -326,8 +366,8 @@ pub(crate) fn ordering_edges<'a>(
                 }),
             }
         }
-        for c in &node.consumes {
-            for &p in producers.get(c).into_iter().flatten() {
+        for c in node.consumes {
+            for &p in producers.get(c.as_ref()).into_iter().flatten() {
                 if p != i {
                     edges.push((p, i, EdgeType::Data));
                 }
@@ -343,11 +383,10 @@ pub(crate) fn ordering_edges<'a>(
 /// positions when there is a cycle.
 pub(crate) fn topo_order(n: usize, edges: &[(usize, usize, EdgeType)]) -> Vec<usize> {
     let mut indegree = vec![0usize; n];
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &(from, to, _) in edges {
-        succ[from].push(to);
+    for &(_, to, _) in edges {
         indegree[to] += 1;
     }
+    let succ = Adjacency::build(n, edges.iter().map(|&(from, to, _)| (from, to)), false);
     let mut ready: BinaryHeap<Reverse<usize>> =
         (0..n).filter(|&v| indegree[v] == 0).map(Reverse).collect();
     let mut order = Vec::with_capacity(n);
@@ -366,8 +405,8 @@ pub(crate) fn topo_order(n: usize, edges: &[(usize, usize, EdgeType)]) -> Vec<us
 /// One cycle per strongly connected component that has one (Tarjan, iterative),
 /// each starting at its earliest step. `ordered` are the positions Kahn's
 /// algorithm could order: they are on no cycle.
-pub(crate) fn find_cycles(
-    nodes: &[NodeSpec<'_>],
+pub(crate) fn find_cycles<S>(
+    nodes: &[NodeSpec<'_, S>],
     edges: &[(usize, usize, EdgeType)],
     ordered: &[usize],
 ) -> Vec<Vec<String>> {
@@ -463,7 +502,7 @@ pub(crate) fn cycle_positions(
             continue;
         }
         // Shortest way back to `start` inside the component (BFS).
-        let mut prev: HashMap<usize, usize> = HashMap::new();
+        let mut prev: HashMap<usize, usize> = HashMap::default();
         let mut queue = std::collections::VecDeque::from([start]);
         let mut closing = None;
         'bfs: while let Some(v) = queue.pop_front() {

@@ -1,128 +1,21 @@
-//! The completion phase: the seed 000 completion JSON (with the
-//! `requires_human_intervention` form of §10.4), every step's status, and the
-//! process exit code.
+//! The completion phase: decides the seed 000 completion summary of a run from
+//! `stage.json` and the step reports. The types (and `requires_human_intervention`
+//! form of §10.4) live in `dandori_report::completion`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use dandori_plan::{Planning, Stage, StepStatus};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use dandori_report::completion::{
+    Completion, CompletionStatus, FollowUp, StepSummary, StepTiming, Summary, exit, next_action,
+};
 
 use crate::coverage::CoverageResult;
 use crate::executor::TokenUsage;
 use crate::reason;
 use crate::step::{StepReport, StepResult};
-
-/// Exit codes of `dandori run` / `dandori resume` (documented in docs/runner.md).
-pub mod exit {
-    pub const COMPLETED: u8 = 0;
-    pub const FAILED: u8 = 1;
-    /// Usage, input (planning.json, stage.json) or IO error.
-    pub const ERROR: u8 = 2;
-    pub const NEEDS_INPUT: u8 = 3;
-    pub const GATE_REFUSED: u8 = 4;
-    /// `limits.max_steps_per_run` reached with steps left; `dandori resume` goes on.
-    pub const PAUSED: u8 = 5;
-    pub const REQUIRES_HUMAN_INTERVENTION: u8 = 6;
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CompletionStatus {
-    Completed,
-    Failed,
-    NeedsInput,
-    Paused,
-    RequiresHumanIntervention,
-}
-
-impl CompletionStatus {
-    pub fn exit_code(self) -> u8 {
-        match self {
-            CompletionStatus::Completed => exit::COMPLETED,
-            CompletionStatus::Failed => exit::FAILED,
-            CompletionStatus::NeedsInput => exit::NEEDS_INPUT,
-            CompletionStatus::Paused => exit::PAUSED,
-            CompletionStatus::RequiresHumanIntervention => exit::REQUIRES_HUMAN_INTERVENTION,
-        }
-    }
-}
-
-/// Wall-clock span of a step, for report.md's Gantt chart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepTiming {
-    pub started_at: String,
-    pub finished_at: Option<String>,
-    /// Milliseconds since the run was created.
-    pub started_ms: u64,
-    pub finished_ms: Option<u64>,
-}
-
-/// A follow-up step created for an acceptance criterion no step covered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FollowUp {
-    pub step_id: String,
-    pub ac: String,
-    pub status: StepStatus,
-    #[serde(default)]
-    pub commit: Option<String>,
-    #[serde(default)]
-    pub reason_code: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Summary {
-    pub goal_achieved: bool,
-    pub tasks_completed: usize,
-    pub tasks_failed: usize,
-    pub key_outcomes: Vec<String>,
-    pub lessons_learned: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub revision_attempts: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub current_state: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub recommendations: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepSummary {
-    pub step_id: String,
-    pub title: String,
-    pub status: StepStatus,
-    pub attempts: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason_code: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    pub links_to_ac: Vec<String>,
-}
-
-/// The completion record: seed 000's `{"phase": "completion", …}` plus the run's
-/// steps. `dandori run --json` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Completion {
-    pub phase: &'static str,
-    pub status: CompletionStatus,
-    pub summary: Summary,
-    pub done: bool,
-    pub comment: String,
-    pub request_id: String,
-    pub run_id: String,
-    pub run_dir: PathBuf,
-    pub executor: String,
-    pub steps: Vec<StepSummary>,
-    pub follow_ups: Vec<FollowUp>,
-    pub coverage: CoverageResult,
-    pub tokens: TokenUsage,
-    pub environment: Value,
-    pub exit_code: u8,
-}
 
 pub struct CompletionInput<'a> {
     pub planning: &'a Planning,
@@ -353,35 +246,5 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
         tokens: i.tokens,
         environment: i.environment.clone(),
         exit_code: status.exit_code(),
-    }
-}
-
-/// The next action a human should take for a step stopped with `code`.
-pub fn next_action(step_id: &str, code: &str) -> String {
-    match code {
-        reason::STEP_TOO_LARGE => format!(
-            "{step_id}: split the step into smaller steps (scope.max_diff_lines) and plan again"
-        ),
-        reason::UNIT_TEST_FAILED | reason::UNIT_TEST_TIMEOUT => format!(
-            "{step_id}: read logs/step.{step_id}.unit.log, fix the failing tests in the kept worktree or by hand, then `dandori resume`"
-        ),
-        reason::E2E_REQUIRED => format!(
-            "{step_id}: add e2e commands for its regression acceptance criteria (gates.require_e2e_for_regression_ac), then `dandori resume`"
-        ),
-        reason::DEPENDENCY_FAILED => {
-            format!("{step_id}: runs once the step it depends on is done (`dandori resume`)")
-        }
-        reason::AGENT_FAILED | reason::AGENT_TIMEOUT => format!(
-            "{step_id}: read logs/step.{step_id}.agent.log; check the agent command and its login"
-        ),
-        reason::MERGE_CONFLICT => format!(
-            "{step_id}: its change conflicts with an earlier step; add a dependency between them and plan again"
-        ),
-        reason::LOOP_DETECTED => {
-            format!(
-                "{step_id}: the step repeated the same action; rephrase the step or do it by hand"
-            )
-        }
-        other => format!("{step_id}: stopped with {other}; see trace.jsonl"),
     }
 }

@@ -19,19 +19,7 @@ pub struct CoverageInput {
     pub max_iterations: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CoverageResult {
-    pub overall_coverage: f64,
-    pub critical_gaps: Vec<String>,
-    pub optional_gaps: Vec<String>,
-    pub should_continue: bool,
-    /// "continue" | "complete"
-    pub recommended_action: String,
-    /// "high" | "low"
-    pub confidence_level: String,
-    /// Which guardrails changed the assessment, in the order applied.
-    pub rules_applied: Vec<String>,
-}
+pub use dandori_report::CoverageResult;
 
 /// Below this many committed lines a high coverage claim is not trusted (rule 4).
 const MIN_SYNTHESIS_LINES: u64 = 5;

@@ -1,54 +1,7 @@
-//! Reason codes recorded in `stage.json`, `errors.json` and the trace. The first
-//! group is seed 004 verbatim; the rest extend it in the same style.
+//! Reason codes recorded in `stage.json`, `errors.json` and the trace. They are
+//! defined next to errors.json in `dandori_report::reason`.
 
-// seed 004 §4.1, §5
-pub const JSON_PARSE_ERROR: &str = "JSON_PARSE_ERROR";
-pub const AC_TOO_FEW: &str = "AC_TOO_FEW";
-pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
-pub const UNIT_TEST_FAILED: &str = "UNIT_TEST_FAILED";
-
-// planning.json / run directory problems
-pub const PLAN_INVALID: &str = "PLAN_INVALID";
-pub const PLAN_ORDER_INVALID: &str = "PLAN_ORDER_INVALID";
-pub const RUN_DIR_INVALID: &str = "RUN_DIR_INVALID";
-
-// gates (seed 004 §3.5)
-pub const WORKTREE_DIRTY: &str = "WORKTREE_DIRTY";
-pub const WORK_BRANCH_REQUIRED: &str = "WORK_BRANCH_REQUIRED";
-pub const WORK_BRANCH_NOT_FROM_BASE: &str = "WORK_BRANCH_NOT_FROM_BASE";
-pub const BASE_BRANCH_MISSING: &str = "BASE_BRANCH_MISSING";
-pub const GH_FORBIDDEN: &str = "GH_FORBIDDEN";
-pub const ENVIRONMENT_FAILED: &str = "ENVIRONMENT_FAILED";
-
-// steps
-pub const MODEL_NOT_CONFIGURED: &str = "MODEL_NOT_CONFIGURED";
-pub const AGENT_FAILED: &str = "AGENT_FAILED";
-pub const AGENT_TIMEOUT: &str = "AGENT_TIMEOUT";
-pub const UNIT_TEST_TIMEOUT: &str = "UNIT_TEST_TIMEOUT";
-pub const E2E_REQUIRED: &str = "E2E_REQUIRED";
-pub const FORBIDDEN_PATH_CHANGED: &str = "FORBIDDEN_PATH_CHANGED";
-pub const COMMAND_FORBIDDEN: &str = "COMMAND_FORBIDDEN";
-pub const DEPENDENCY_FAILED: &str = "DEPENDENCY_FAILED";
-pub const MERGE_CONFLICT: &str = "MERGE_CONFLICT";
-pub const LOOP_DETECTED: &str = "LOOP_DETECTED";
-pub const MAX_ITERATIONS: &str = "MAX_ITERATIONS";
-pub const TOKEN_BUDGET_EXCEEDED: &str = "TOKEN_BUDGET_EXCEEDED";
-pub const APPROVAL_REQUIRED: &str = "APPROVAL_REQUIRED";
-pub const MODEL_ERROR: &str = "MODEL_ERROR";
-pub const REQUIRES_HUMAN_INTERVENTION: &str = "REQUIRES_HUMAN_INTERVENTION";
-
-// run-level guardrails (seed 000 §10.4, §11.2.2)
-pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";
-pub const TOTAL_TIMEOUT: &str = "TOTAL_TIMEOUT";
-pub const MAX_REVISIONS_EXCEEDED: &str = "MAX_REVISIONS_EXCEEDED";
-pub const MAX_STEPS_PER_RUN: &str = "MAX_STEPS_PER_RUN";
-pub const AC_NOT_COVERED: &str = "AC_NOT_COVERED";
-
-// infrastructure
-pub const IO_ERROR: &str = "IO_ERROR";
-pub const GIT_ERROR: &str = "GIT_ERROR";
-pub const PROCESS_ERROR: &str = "PROCESS_ERROR";
-pub const EXECUTOR_ERROR: &str = "EXECUTOR_ERROR";
+pub use dandori_report::reason::*;
 
 /// The runner's reason code for a validation finding code of `dandori-plan`.
 pub fn plan_code(code: &str) -> &'static str {

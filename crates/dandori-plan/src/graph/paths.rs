@@ -25,7 +25,7 @@
 //! number of path components. A glob target cannot replace its subtree, so it
 //! scans it; plans with many globs over one large directory cost more.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use globset::{GlobBuilder, GlobMatcher};
 
@@ -33,8 +33,8 @@ use super::NodeSpec;
 use crate::EdgeType;
 
 /// Resource edges by position, oriented along `order`.
-pub(crate) fn resource_edges(
-    nodes: &[NodeSpec<'_>],
+pub(crate) fn resource_edges<'a, S: AsRef<str>>(
+    nodes: &[NodeSpec<'a, S>],
     order: &[usize],
 ) -> Vec<(usize, usize, EdgeType)> {
     let mut trie = Trie::new();
@@ -42,8 +42,9 @@ pub(crate) fn resource_edges(
     let mut preds: Vec<usize> = Vec::new();
     for &step in order {
         preds.clear();
-        for raw in &nodes[step].target_paths {
-            trie.visit(step, Target::parse(raw), &mut preds);
+        let targets: &'a [S] = nodes[step].target_paths;
+        for raw in targets {
+            trie.visit(step, Target::parse(raw.as_ref()), &mut preds);
         }
         preds.sort_unstable();
         preds.dedup();
@@ -162,7 +163,7 @@ impl<'a> Trie<'a> {
     fn new() -> Trie<'a> {
         Trie {
             nodes: vec![TrieNode {
-                children: HashMap::new(),
+                children: HashMap::default(),
                 path: Vec::new(),
                 last: None,
                 globs: Vec::new(),
@@ -183,7 +184,7 @@ impl<'a> Trie<'a> {
                     None => {
                         let id = self.nodes.len();
                         self.nodes.push(TrieNode {
-                            children: HashMap::new(),
+                            children: HashMap::default(),
                             path: target.prefix[..depth].to_vec(),
                             last: None,
                             globs: Vec::new(),

@@ -10,9 +10,11 @@
 //! for array positions, e.g. `steps[1].scope.max_diff_lines`; the root itself is
 //! `$`. A missing key's path is the path the key should have.
 
+mod fast;
 mod shape;
+mod typed;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -127,6 +129,27 @@ impl ValidationReport {
 /// Validates `planning.json` given as bytes (any bytes: invalid UTF-8 or JSON is a
 /// `JSON_PARSE_ERROR`).
 pub fn validate_bytes(bytes: &[u8]) -> ValidationReport {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => validate_str(text),
+        Err(_) => validate_bytes_slow(bytes),
+    }
+}
+
+/// The fast path: the text read into the borrowed view, which succeeds only for
+/// documents without structural findings (see [`fast`]). `None` means "use the
+/// `Value` walk", which then reports every problem.
+fn validate_fast(text: &str) -> Option<ValidationReport> {
+    // `from_str`: the text is UTF-8 already, so strings are not re-checked.
+    let view: fast::PlanningV<'_> = serde_json::from_str(text).ok()?;
+    let facts = Facts::from_view(&view);
+    let mut report = ValidationReport::default();
+    check_rules(&facts, &mut report);
+    check_graph(&facts, &mut report);
+    Some(report)
+}
+
+/// The `Value` walk on bytes (every path reports every finding).
+fn validate_bytes_slow(bytes: &[u8]) -> ValidationReport {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(value) => validate_value(&value),
         Err(e) => parse_error(&e),
@@ -135,7 +158,10 @@ pub fn validate_bytes(bytes: &[u8]) -> ValidationReport {
 
 /// Validates `planning.json` given as text.
 pub fn validate_str(text: &str) -> ValidationReport {
-    validate_bytes(text.as_bytes())
+    if let Some(report) = validate_fast(text) {
+        return report;
+    }
+    validate_bytes_slow(text.as_bytes())
 }
 
 /// Validates an already typed plan (the structure is right by construction; the
@@ -170,9 +196,28 @@ pub struct Checked {
     pub planning: Option<Planning>,
 }
 
-/// Validates and reads in one parse: the text becomes a `Value` once, the
-/// findings come from it and the typed plan is read from it.
+/// Validates and reads. A well-shaped text is read once, straight into the typed
+/// plan through strict twins of the model types (see [`typed`]); the findings
+/// come from that plan. Otherwise the text becomes a `Value` once, the findings
+/// come from it and the typed plan is read from it.
 pub fn check(text: &str) -> Checked {
+    if let Ok(plan) = serde_json::from_str::<typed::PlanningT>(text) {
+        let mut report = ValidationReport::default();
+        {
+            let facts = plan.facts();
+            check_rules(&facts, &mut report);
+            check_graph(&facts, &mut report);
+        }
+        return Checked {
+            report,
+            planning: Some(plan.into_planning()),
+        };
+    }
+    check_slow(text)
+}
+
+/// [`check`] through the `Value` walk.
+fn check_slow(text: &str) -> Checked {
     let value: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
@@ -252,8 +297,9 @@ pub fn validate_value(value: &Value) -> ValidationReport {
             return report;
         }
     }
-    check_rules(value, &mut report);
-    check_graph(value, &mut report);
+    let facts = Facts::from_value(value);
+    check_rules(&facts, &mut report);
+    check_graph(&facts, &mut report);
     report
 }
 
@@ -448,21 +494,146 @@ fn check_kind(v: &Value, kind: Kind, path: &Seg<'_>, report: &mut ValidationRepo
     }
 }
 
-fn steps_of(value: &Value) -> &[Value] {
-    value
-        .get("steps")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
 fn is_step_id(s: &str) -> bool {
     let b = s.as_bytes();
     b.len() == 3 && b[0] == b'S' && b[1].is_ascii_digit() && b[2].is_ascii_digit()
 }
 
+/// What the rules and the graph checks read from a document, taken either from
+/// its `Value` (any shape) or from the fast view (right shape by construction).
+struct Facts<'a> {
+    version: Option<&'a str>,
+    /// `limits.max_diff_lines`.
+    limit: Option<u64>,
+    /// Whether `steps` is an array (an empty one draws NO_STEPS).
+    steps_is_array: bool,
+    steps: Vec<StepFacts<'a>>,
+    /// `gates.forbid_gh`.
+    forbid_gh: Option<bool>,
+    /// `context.acceptance_criteria[*].id`, when it is an array.
+    ac_ids: Option<Vec<Option<&'a str>>>,
+    /// Length of `assumptions`, when it is an array.
+    assumptions: Option<usize>,
+}
+
+struct StepFacts<'a> {
+    id: Option<&'a str>,
+    lines_max: Option<u64>,
+    scope_max: Option<u64>,
+    files_max: Option<u64>,
+    /// `links_to_ac` entries (`None` for a non-string).
+    links: Vec<Option<&'a str>>,
+    /// `depends_on` entries (`None` for a non-string).
+    depends_on: Vec<Option<&'a str>>,
+    produces: Vec<&'a str>,
+    consumes: Vec<&'a str>,
+}
+
+impl<'a> Facts<'a> {
+    fn from_value(value: &'a Value) -> Facts<'a> {
+        let steps_value = value.get("steps").and_then(Value::as_array);
+        let raw = |step: &'a Value, key: &str| -> Vec<Option<&'a str>> {
+            step.get(key)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().map(Value::as_str).collect())
+                .unwrap_or_default()
+        };
+        let strs = |step: &'a Value, key: &str| -> Vec<&'a str> {
+            // An entry that is not a string was reported by the structural pass.
+            step.get(key)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        };
+        let u64_at = |v: &'a Value, a: &str, b: &str| {
+            v.get(a).and_then(|d| d.get(b)).and_then(Value::as_u64)
+        };
+        Facts {
+            version: value.get("version").and_then(Value::as_str),
+            limit: u64_at(value, "limits", "max_diff_lines"),
+            steps_is_array: steps_value.is_some(),
+            steps: steps_value
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .map(|step| StepFacts {
+                    id: step.get("step_id").and_then(Value::as_str),
+                    lines_max: u64_at(step, "expected_diff", "lines_max"),
+                    scope_max: u64_at(step, "scope", "max_diff_lines"),
+                    files_max: u64_at(step, "expected_diff", "files_max"),
+                    links: raw(step, "links_to_ac"),
+                    depends_on: raw(step, "depends_on"),
+                    produces: strs(step, "produces"),
+                    consumes: strs(step, "consumes"),
+                })
+                .collect(),
+            forbid_gh: value
+                .get("gates")
+                .and_then(|g| g.get("forbid_gh"))
+                .and_then(Value::as_bool),
+            ac_ids: value
+                .get("context")
+                .and_then(|c| c.get("acceptance_criteria"))
+                .and_then(Value::as_array)
+                .map(|acs| {
+                    acs.iter()
+                        .map(|ac| ac.get("id").and_then(Value::as_str))
+                        .collect()
+                }),
+            assumptions: value
+                .get("assumptions")
+                .and_then(Value::as_array)
+                .map(Vec::len),
+        }
+    }
+
+    fn from_view(view: &'a fast::PlanningV<'a>) -> Facts<'a> {
+        let all = |v: &'a Option<Vec<fast::BStr<'a>>>| -> Vec<&'a str> {
+            v.as_deref()
+                .unwrap_or_default()
+                .iter()
+                .map(fast::BStr::as_str)
+                .collect()
+        };
+        Facts {
+            version: Some(view.version.as_str()),
+            limit: Some(view.limits.max_diff_lines),
+            steps_is_array: true,
+            steps: view
+                .steps
+                .iter()
+                .map(|step| StepFacts {
+                    id: Some(step.step_id.as_str()),
+                    lines_max: Some(step.expected_diff.lines_max),
+                    scope_max: Some(step.scope.max_diff_lines),
+                    files_max: Some(step.expected_diff.files_max),
+                    links: step.links_to_ac.iter().map(|l| Some(l.as_str())).collect(),
+                    depends_on: step
+                        .depends_on
+                        .as_deref()
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|d| Some(d.as_str()))
+                        .collect(),
+                    produces: all(&step.produces),
+                    consumes: all(&step.consumes),
+                })
+                .collect(),
+            forbid_gh: Some(view.gates.forbid_gh),
+            ac_ids: Some(
+                view.context
+                    .acceptance_criteria
+                    .iter()
+                    .map(|ac| Some(ac.id.as_str()))
+                    .collect(),
+            ),
+            assumptions: view.assumptions.as_ref().map(Vec::len),
+        }
+    }
+}
+
 /// The rules of seed 004 §4.1 / §4.2 on the usable parts of the document.
-fn check_rules(value: &Value, report: &mut ValidationReport) {
-    if let Some(v) = value.get("version").and_then(Value::as_str)
+fn check_rules(facts: &Facts<'_>, report: &mut ValidationReport) {
+    if let Some(v) = facts.version
         && v != PLANNING_VERSION
     {
         report.fail(
@@ -471,40 +642,34 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
             format!("version `{v}` is not supported (expected \"{PLANNING_VERSION}\")"),
         );
     }
-    let limit = value
-        .get("limits")
-        .and_then(|l| l.get("max_diff_lines"))
-        .and_then(Value::as_u64);
-    let steps = steps_of(value);
-    if value.get("steps").is_some_and(Value::is_array) && steps.is_empty() {
+    let limit = facts.limit;
+    let steps = &facts.steps;
+    if facts.steps_is_array && steps.is_empty() {
         report.fail(rc::NO_STEPS, "steps", "the plan has no steps".to_string());
     }
-    let mut seen: HashMap<&str, usize> = HashMap::with_capacity(steps.len());
+    let mut seen: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(steps.len(), Default::default());
     for (i, step) in steps.iter().enumerate() {
-        if let Some(id) = step.get("step_id").and_then(Value::as_str) {
-            let path = format!("steps[{i}].step_id");
+        if let Some(id) = step.id {
             if !is_step_id(id) {
                 report.fail(
                     rc::STEP_ID_INVALID,
-                    &path,
+                    &format!("steps[{i}].step_id"),
                     format!("step_id `{id}` does not match S\\d\\d (S01, S02, …)"),
                 );
             }
-            if let Some(first) = seen.get(id) {
-                report.fail(
+            match seen.entry(id) {
+                std::collections::hash_map::Entry::Occupied(first) => report.fail(
                     rc::STEP_ID_DUPLICATE,
-                    &path,
-                    format!("step_id `{id}` is already used by steps[{first}]"),
-                );
-            } else {
-                seen.insert(id, i);
+                    &format!("steps[{i}].step_id"),
+                    format!("step_id `{id}` is already used by steps[{}]", first.get()),
+                ),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(i);
+                }
             }
         }
-        let lines_max = step
-            .get("expected_diff")
-            .and_then(|d| d.get("lines_max"))
-            .and_then(Value::as_u64);
-        if let (Some(limit), Some(n)) = (limit, lines_max)
+        if let (Some(limit), Some(n)) = (limit, step.lines_max)
             && n > limit
         {
             report.fail(
@@ -513,11 +678,7 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
                 format!("expected_diff.lines_max {n} exceeds limits.max_diff_lines {limit}"),
             );
         }
-        let scope_max = step
-            .get("scope")
-            .and_then(|d| d.get("max_diff_lines"))
-            .and_then(Value::as_u64);
-        if let (Some(limit), Some(n)) = (limit, scope_max)
+        if let (Some(limit), Some(n)) = (limit, step.scope_max)
             && n > limit
         {
             report.fail(
@@ -526,11 +687,7 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
                 format!("scope.max_diff_lines {n} exceeds limits.max_diff_lines {limit}"),
             );
         }
-        let files_max = step
-            .get("expected_diff")
-            .and_then(|d| d.get("files_max"))
-            .and_then(Value::as_u64);
-        if let Some(n) = files_max
+        if let Some(n) = step.files_max
             && n > WARN_MAX_FILES
         {
             report.warn(
@@ -540,22 +697,14 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
             );
         }
     }
-    if let Some(false) = value
-        .get("gates")
-        .and_then(|g| g.get("forbid_gh"))
-        .and_then(Value::as_bool)
-    {
+    if facts.forbid_gh == Some(false) {
         report.fail(
             rc::GH_NOT_FORBIDDEN,
             "gates.forbid_gh",
             "gates.forbid_gh must be true in v1".to_string(),
         );
     }
-    if let Some(acs) = value
-        .get("context")
-        .and_then(|c| c.get("acceptance_criteria"))
-        .and_then(Value::as_array)
-    {
+    if let Some(acs) = &facts.ac_ids {
         if acs.len() < MIN_ACCEPTANCE_CRITERIA {
             report.fail(
                 rc::AC_TOO_FEW,
@@ -566,9 +715,10 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
                 ),
             );
         }
-        let mut ids: HashMap<&str, usize> = HashMap::new();
-        for (i, ac) in acs.iter().enumerate() {
-            if let Some(id) = ac.get("id").and_then(Value::as_str) {
+        let mut ids: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(acs.len(), Default::default());
+        for (i, id) in acs.iter().enumerate() {
+            if let Some(id) = *id {
                 if let Some(first) = ids.get(id) {
                     report.fail(
                         rc::AC_ID_DUPLICATE,
@@ -581,9 +731,8 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
             }
         }
         for (i, step) in steps.iter().enumerate() {
-            let links = step.get("links_to_ac").and_then(Value::as_array);
-            for (j, link) in links.into_iter().flatten().enumerate() {
-                if let Some(l) = link.as_str()
+            for (j, link) in step.links.iter().enumerate() {
+                if let Some(l) = *link
                     && !ids.contains_key(l)
                 {
                     report.fail(
@@ -605,39 +754,40 @@ fn check_rules(value: &Value, report: &mut ValidationReport) {
             ),
         );
     }
-    if let Some(a) = value.get("assumptions").and_then(Value::as_array)
-        && a.len() > WARN_MAX_ASSUMPTIONS
+    if let Some(a) = facts.assumptions
+        && a > WARN_MAX_ASSUMPTIONS
     {
         report.warn(
             rc::TOO_MANY_ASSUMPTIONS,
             "assumptions",
-            format!("{} assumptions (more than {WARN_MAX_ASSUMPTIONS})", a.len()),
+            format!("{a} assumptions (more than {WARN_MAX_ASSUMPTIONS})"),
         );
     }
 }
 
 /// Unknown dependencies and cycles over depends_on and produces → consumes.
-fn check_graph<'v>(value: &'v Value, report: &mut ValidationReport) {
-    let steps = steps_of(value);
-    let strs = |step: &'v Value, key: &str| -> Vec<&'v str> {
-        // An entry that is not a string was reported by the structural pass.
-        step.get(key)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default()
-    };
-    let nodes: Vec<NodeSpec<'v>> = steps
+fn check_graph(facts: &Facts<'_>, report: &mut ValidationReport) {
+    let steps = &facts.steps;
+    // The string entries of each depends_on (non-strings were reported by the
+    // structural pass).
+    let depends_on: Vec<Vec<&str>> = steps
         .iter()
-        .map(|s| NodeSpec {
-            id: s.get("step_id").and_then(Value::as_str).unwrap_or(""),
-            depends_on: strs(s, "depends_on"),
-            produces: strs(s, "produces"),
-            consumes: strs(s, "consumes"),
-            target_paths: Vec::new(),
+        .map(|s| s.depends_on.iter().flatten().copied().collect())
+        .collect();
+    let nodes: Vec<NodeSpec<'_>> = steps
+        .iter()
+        .zip(&depends_on)
+        .map(|(s, deps)| NodeSpec {
+            id: s.id.unwrap_or(""),
+            depends_on: deps,
+            produces: &s.produces,
+            consumes: &s.consumes,
+            target_paths: &[],
             weight: 1,
         })
         .collect();
-    let mut index: HashMap<&str, usize> = HashMap::with_capacity(nodes.len());
+    let mut index: HashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
     for (i, n) in nodes.iter().enumerate() {
         if !n.id.is_empty() {
             index.entry(n.id).or_insert(i);
@@ -647,16 +797,12 @@ fn check_graph<'v>(value: &'v Value, report: &mut ValidationReport) {
     for u in &ordering.unknown {
         // Position of the entry among all entries (non-strings included).
         let raw_index = steps[u.step]
-            .get("depends_on")
-            .and_then(Value::as_array)
-            .and_then(|a| {
-                a.iter()
-                    .enumerate()
-                    .filter(|(_, v)| v.is_string())
-                    .nth(u.entry)
-                    .map(|(k, _)| k)
-            })
-            .unwrap_or(u.entry);
+            .depends_on
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_some())
+            .nth(u.entry)
+            .map_or(u.entry, |(k, _)| k);
         report.fail(
             rc::UNKNOWN_DEPENDENCY,
             &format!("steps[{}].depends_on[{raw_index}]", u.step),
@@ -678,6 +824,266 @@ fn check_graph<'v>(value: &'v Value, report: &mut ValidationReport) {
                     names.join(" -> ")
                 ),
             );
+        }
+    }
+}
+
+/// The fast path against the `Value` walk: wherever the view accepts a
+/// document, the findings (and `check`'s typed plan) must be the same.
+#[cfg(test)]
+mod fast_path_tests {
+    use serde_json::{Value, json};
+
+    use super::{check, check_slow, validate_fast, validate_value};
+
+    /// The seed 004 sample with every optional key and extension present, and
+    /// a second step so the graph rules have something to do.
+    fn full() -> Value {
+        let text = include_str!("../../tests/fixtures/seed004_sample.json");
+        let mut doc: Value = serde_json::from_str(text).unwrap_or_default();
+        let mut s2 = doc["steps"][0].clone();
+        s2["step_id"] = json!("S02");
+        s2["depends_on"] = json!(["S01"]);
+        s2["consumes"] = json!(["api"]);
+        s2["fallback"] = json!({"role": "reviewer", "n": [1, {"a": null}]});
+        s2["stop_conditions"] = json!(["tests fail"]);
+        s2["boundaries"] = json!({"in_scope": ["a"], "out_of_scope": ["b"]});
+        s2["estimated_complexity"] = json!("medium");
+        s2["required_tools"] = json!(["git"]);
+        s2["x_unknown"] = json!({"deep": [1, 2.5, -3, "s"]});
+        doc["steps"][0]["produces"] = json!(["api"]);
+        doc["steps"][0]["estimated_complexity"] = json!(7);
+        doc["steps"][0]["scope"]["max_files_changed"] = json!(3);
+        doc["steps"][0]["commands"]["e2e"] = json!(["npm run e2e"]);
+        doc["steps"] = json!([doc["steps"][0].clone(), s2]);
+        doc["context"]["project_facts"] = json!({"framework": "laravel"});
+        doc["context"]["acceptance_criteria"][0]["type"] = json!("functional");
+        doc["outputs"]["errors_json"] = json!("runs/x/errors.json");
+        doc["risks"] = json!(["r"]);
+        doc["goal_understanding"] = json!({
+            "main_objective": "o", "success_criteria": ["s"], "constraints": ["c"], "context": "x"
+        });
+        doc["size_estimation"] = json!({
+            "task_id": "t", "estimated_at": "2025-01-01T00:00:00Z", "estimated_tokens": 10,
+            "estimated_file_count": 2, "complexity_score": 5, "dependency_depth": 1,
+            "total_score": 42.5, "size_category": "M", "llm_reasoning": "r", "confidence": 0.5
+        });
+        doc["chunking_decision"] = json!({
+            "task_id": "t", "decided_at": "2025-01-01T00:00:00Z", "should_chunk": true,
+            "chunk_count": 2,
+            "decision_criteria": [{"name": "n", "value": 3, "threshold": null, "met": true}],
+            "llm_reasoning": "r",
+            "subtask_definitions": [
+                {"subtask_index": 0, "prompt": "p", "estimated_size": "S", "dependencies": [1]}
+            ]
+        });
+        let group = json!({
+            "group_index": 0, "mode": "parallel", "step_ids": ["S01"], "depends_on_groups": [0]
+        });
+        doc["dependency_graph"] = json!({
+            "edges": [{"from": "S01", "to": "S02", "type": "data"}],
+            "execution_groups": [group.clone()],
+            "critical_path": ["S01", "S02"]
+        });
+        doc["execution_plan"] = json!({
+            "execution_mode": "hybrid", "execution_groups": [group],
+            "estimated_total_duration_ms": 0,
+            "worker_strategy": {"type": "round_robin", "max_parallel_workers": 2,
+                                "worker_timeout_ms": 1000}
+        });
+        doc["selected_environment"] = json!({
+            "name": "rust", "reason": "Cargo.toml", "detected_files": ["Cargo.toml"],
+            "setup_commands": [], "verification_commands": ["cargo --version"],
+            "expected_results": {"cargo --version": "cargo 1"}
+        });
+        doc
+    }
+
+    /// Asserts fast == slow for one text; returns whether the fast path took it.
+    fn same(text: &str) -> bool {
+        let slow = match serde_json::from_str::<Value>(text) {
+            Ok(v) => Some(validate_value(&v)),
+            Err(_) => None,
+        };
+        let fast = validate_fast(text);
+        // The one-pass typed read accepts exactly what the view accepts.
+        assert_eq!(
+            serde_json::from_str::<super::typed::PlanningT>(text).is_ok(),
+            fast.is_some(),
+            "typed read and view disagree on {text}"
+        );
+        if let Some(fast) = &fast {
+            assert_eq!(Some(fast), slow.as_ref(), "fast path differs on {text}");
+        }
+        assert_eq!(check(text), check_slow(text), "check differs on {text}");
+        fast.is_some()
+    }
+
+    fn replacements() -> Vec<Value> {
+        vec![
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(0),
+            json!(3),
+            json!(11),
+            json!(255),
+            json!(256),
+            json!(100_000),
+            json!(-1),
+            json!(1.5),
+            json!(""),
+            json!("S99"),
+            json!("low"),
+            json!("medium"),
+            json!("mid"),
+            json!("implementer"),
+            json!("parallel"),
+            json!("M"),
+            json!("data"),
+            json!("functional"),
+            json!("round_robin"),
+            json!("hybrid"),
+            json!("1.0"),
+            json!([]),
+            json!(["a"]),
+            json!([1]),
+            json!([{}]),
+            json!({}),
+            json!({"a": 1}),
+            json!({"a": "b"}),
+        ]
+    }
+
+    /// Every position of the document: removed, and replaced by each value.
+    fn mutate(doc: &Value, at: &mut Vec<Value>, out: &mut Vec<Value>) {
+        // `at` is the path as JSON keys/indices from the root.
+        fn get_mut<'v>(v: &'v mut Value, path: &[Value]) -> Option<&'v mut Value> {
+            path.iter().try_fold(v, |v, k| match k {
+                Value::String(k) => v.get_mut(k.as_str()),
+                Value::Number(n) => v.get_mut(n.as_u64()? as usize),
+                _ => None,
+            })
+        }
+        let node = at.iter().try_fold(doc, |v, k| match k {
+            Value::String(k) => v.get(k.as_str()),
+            Value::Number(n) => v.get(n.as_u64()? as usize),
+            _ => None,
+        });
+        let Some(node) = node.cloned() else { return };
+        if let Some((last, parent)) = at.split_last() {
+            let mut removed = doc.clone();
+            match (get_mut(&mut removed, parent), last) {
+                (Some(Value::Object(m)), Value::String(k)) => {
+                    m.shift_remove(k.as_str());
+                }
+                (Some(Value::Array(a)), Value::Number(n)) => {
+                    a.remove(n.as_u64().unwrap_or(0) as usize);
+                }
+                _ => {}
+            }
+            out.push(removed);
+            for r in replacements() {
+                let mut changed = doc.clone();
+                if let Some(slot) = get_mut(&mut changed, at) {
+                    *slot = r;
+                }
+                out.push(changed);
+            }
+        }
+        match &node {
+            Value::Object(m) => {
+                for k in m.keys() {
+                    at.push(Value::String(k.clone()));
+                    mutate(doc, at, out);
+                    at.pop();
+                }
+            }
+            Value::Array(a) => {
+                for i in 0..a.len() {
+                    at.push(json!(i));
+                    mutate(doc, at, out);
+                    at.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn the_full_document_takes_the_fast_path() {
+        let text = serde_json::to_string(&full()).unwrap_or_default();
+        assert!(same(&text));
+        let sample = include_str!("../../tests/fixtures/seed004_sample.json");
+        assert!(same(sample));
+    }
+
+    #[test]
+    fn every_mutation_gives_the_same_findings() {
+        let doc = full();
+        let mut out = Vec::new();
+        mutate(&doc, &mut Vec::new(), &mut out);
+        assert!(out.len() > 1000, "{} mutations", out.len());
+        let mut fast = 0;
+        for m in &out {
+            let text = serde_json::to_string(m).unwrap_or_default();
+            if same(&text) {
+                fast += 1;
+            }
+        }
+        // Both paths are exercised.
+        assert!(
+            fast > 100 && fast < out.len() - 100,
+            "{fast} of {}",
+            out.len()
+        );
+    }
+
+    #[test]
+    fn every_code_fixture_gives_the_same_findings() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codes");
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+            same(&text);
+        }
+    }
+
+    #[test]
+    fn texts_a_value_rejects_are_rejected_by_the_view_too() {
+        let base = serde_json::to_string(&full()).unwrap_or_default();
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let cases = [
+            // Past serde_json's recursion limit inside a free-form value.
+            base.replacen("{", &format!("{{\"x_deep\": {deep},"), 1),
+            // A number out of range in an unknown key and in a free-form value.
+            base.replacen("{", "{\"x_big\": 1e999,", 1),
+            base.replace("\"framework\"", "\"n\": -1e999, \"framework\""),
+            // A duplicated known key (the later wins in a `Value`).
+            base.replacen("{", "{\"version\": \"0.9\",", 1),
+            base.replace(
+                "\"step_id\":\"S02\"",
+                "\"step_id\":\"S02\",\"step_id\":\"S03\"",
+            ),
+            // Duplicated unknown keys, escapes in ids and keys.
+            base.replacen("{", "{\"x\": 1, \"x\": [2],", 1),
+            base.replace("\"S01\"", "\"S\\u00301\""),
+            base.replace("\"step_id\"", "\"step\\u005fid\""),
+            // Arrays where objects belong.
+            base.replace(
+                "\"boundaries\":{\"in_scope\":[\"a\"],\"out_of_scope\":[\"b\"]}",
+                "\"boundaries\":[[\"a\"],[\"b\"]]",
+            ),
+            base.replace(
+                "\"role\":\"implementer\"",
+                "\"role\":{\"implementer\":null}",
+            ),
+            // Trailing garbage, an empty text.
+            format!("{base} x"),
+            String::new(),
+        ];
+        for text in &cases {
+            assert_ne!(text, &base);
+            same(text);
         }
     }
 }

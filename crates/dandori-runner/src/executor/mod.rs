@@ -10,8 +10,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::error::RunnerError;
 
 /// One invocation of an executor for one step (or one part / fix attempt of it).
@@ -33,21 +31,7 @@ pub struct ExecRequest<'a> {
 }
 
 /// Tokens spent by a model-backed executor.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct TokenUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-impl TokenUsage {
-    pub fn total(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
-    }
-    pub fn add(&mut self, other: TokenUsage) {
-        self.prompt_tokens += other.prompt_tokens;
-        self.completion_tokens += other.completion_tokens;
-    }
-}
+pub use dandori_report::TokenUsage;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExecOutcome {

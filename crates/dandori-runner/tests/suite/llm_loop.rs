@@ -134,6 +134,20 @@ fn tool_calls_create_files_run_tests_and_fix_a_failure() {
         tooling[0]
     );
     assert_eq!(out.completion.tokens.prompt_tokens, 800);
+    // report.md lists the tokens of the step that used the model and the run's total
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    let t = out.completion.tokens;
+    assert!(
+        report.contains("\n## Tokens\n")
+            && report.contains("\n| S01 | ")
+            && report.contains(&format!(
+                "\n| run | {} | {} | {} |\n",
+                t.prompt_tokens,
+                t.completion_tokens,
+                t.total()
+            )),
+        "{report}"
+    );
 }
 
 #[test]

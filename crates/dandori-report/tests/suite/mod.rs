@@ -1,0 +1,3 @@
+mod errors;
+mod fixture;
+mod markdown;
