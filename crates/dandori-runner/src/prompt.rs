@@ -19,6 +19,22 @@ pub enum Feedback {
     },
 }
 
+/// The text of a `## heading` section of a prompt [`build`] wrote (empty when the
+/// prompt has none): how the LLM loop finds the step's intent and success criteria.
+pub fn section<'a>(prompt: &'a str, heading: &str) -> &'a str {
+    let start = format!("## {heading}\n");
+    let Some(at) = prompt
+        .match_indices(&start)
+        .find(|(i, _)| *i == 0 || prompt[..*i].ends_with('\n'))
+        .map(|(i, _)| i + start.len())
+    else {
+        return "";
+    };
+    let rest = &prompt[at..];
+    let end = rest.find("\n## ").unwrap_or(rest.len());
+    rest[..end].trim()
+}
+
 pub fn build(planning: &Planning, step: &Step, feedback: Option<&Feedback>) -> String {
     let mut p = String::new();
     let _ = writeln!(
@@ -116,4 +132,20 @@ pub fn build(planning: &Planning, step: &Step, feedback: Option<&Feedback>) -> S
         "\nDo not commit; dandori commits the step. Do not use `gh`."
     );
     p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_reads_one_heading_up_to_the_next() {
+        let p = "You are working on step S01\n\n## Intent\nAdd divide.\n\n## Success criteria\n- tests pass\n- no warnings\n\n## Constraints\n- none\n";
+        assert_eq!(section(p, "Intent"), "Add divide.");
+        assert_eq!(
+            section(p, "Success criteria"),
+            "- tests pass\n- no warnings"
+        );
+        assert_eq!(section(p, "Acceptance criteria"), "");
+    }
 }

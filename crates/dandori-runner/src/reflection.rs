@@ -14,7 +14,7 @@ pub enum ReflectionStatus {
 }
 
 impl ReflectionStatus {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             ReflectionStatus::Success => "success",
             ReflectionStatus::Failure => "failure",
@@ -32,7 +32,7 @@ pub enum Trigger {
 }
 
 impl Trigger {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Trigger::Error => "error",
             Trigger::Unexpected => "unexpected_result",
@@ -69,6 +69,109 @@ pub fn interval_due(n: u32, trigger_interval: u32) -> bool {
     trigger_interval > 0 && n > 0 && n.is_multiple_of(trigger_interval)
 }
 
+/// What a model reflection is asked about: one action, its result, and the step.
+#[derive(Debug, Clone)]
+pub struct ReflectionInput<'a> {
+    pub step_id: &'a str,
+    pub intent: &'a str,
+    pub success_criteria: &'a str,
+    /// The tool called.
+    pub action: &'a str,
+    /// Its arguments (JSON text).
+    pub arguments: &'a str,
+    pub result: &'a str,
+    pub result_is_error: bool,
+    pub trigger: Trigger,
+    /// Issues named by earlier reflections of the step.
+    pub issues: &'a [String],
+}
+
+/// A reflection request that fits its budget: `estimated_tokens` (the llm crate's
+/// estimate of both messages) + `max_tokens` ≤ the per-reflection budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReflectionPrompt {
+    pub system: String,
+    pub user: String,
+    pub estimated_tokens: u64,
+    pub max_tokens: u32,
+}
+
+/// The reflection rules (seed 000 §8.1.3) and the answer format (§5), compact.
+pub const REFLECTION_SYSTEM: &str = "You review one action of a coding step: compare the result with what was expected, name problems, check it fits the step, and revise the plan only if needed. Answer only with JSON: {\"phase\":\"reflection\",\"reflection\":{\"action_evaluated\":\"<tool>\",\"status\":\"success|failure|partial\",\"evaluation\":\"<one sentence>\",\"issues_identified\":[],\"plan_revision_needed\":false},\"plan_revision\":{\"reason\":\"\",\"changes\":[]}}";
+
+/// Tokens asked for the answer (a short JSON object), when the budget allows.
+const ANSWER_TOKENS: u64 = 160;
+/// The answer never gets less than this; a budget that leaves less is too small.
+const MIN_ANSWER_TOKENS: u64 = 40;
+
+/// Keeps at most `max` characters of `text`, marking the cut.
+fn clip(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    if max <= 1 {
+        return "…".chars().take(max).collect();
+    }
+    let head: String = text.chars().take(max - 1).collect();
+    format!("{head}…")
+}
+
+fn user_text(input: &ReflectionInput<'_>, caps: &[usize; 5]) -> String {
+    let [result, args, issues, criteria, intent] = *caps;
+    let issues_text = if input.issues.is_empty() {
+        "none".to_string()
+    } else {
+        clip(&input.issues.join("; "), issues)
+    };
+    format!(
+        "Step {}: {}\nSuccess criteria: {}\nAction ({}): {} {}\nResult ({}): {}\nIssues so far: {}",
+        input.step_id,
+        clip(input.intent, intent),
+        clip(input.success_criteria, criteria),
+        input.trigger.as_str(),
+        input.action,
+        clip(input.arguments, args),
+        if input.result_is_error { "error" } else { "ok" },
+        clip(input.result, result),
+        issues_text,
+    )
+}
+
+/// Builds the reflection request within `budget` tokens (prompt + answer), sized
+/// with [`dandori_llm::estimate_tokens`], the estimate the client admits calls by.
+/// The variable parts are cut first (the result, then the arguments, the earlier
+/// issues, the success criteria, the intent). `None` when even the fixed text and
+/// a minimal answer do not fit.
+pub fn prompt(input: &ReflectionInput<'_>, budget: u64) -> Option<ReflectionPrompt> {
+    let answer = ANSWER_TOKENS.min(budget / 3);
+    if answer < MIN_ANSWER_TOKENS {
+        return None;
+    }
+    // The client admits a call when prompt + 1 ≤ budget and caps the answer at the
+    // rest; keep the prompt at or under budget - answer.
+    let prompt_limit = budget - answer;
+    let mut caps: [usize; 5] = [1200, 300, 300, 400, 400];
+    let floors: [usize; 5] = [80, 40, 0, 40, 60];
+    loop {
+        let user = user_text(input, &caps);
+        let estimated = dandori_llm::estimate_tokens(&format!("{REFLECTION_SYSTEM}{user}"));
+        if estimated <= prompt_limit {
+            return Some(ReflectionPrompt {
+                system: REFLECTION_SYSTEM.to_string(),
+                user,
+                estimated_tokens: estimated,
+                max_tokens: u32::try_from(answer).unwrap_or(u32::MAX),
+            });
+        }
+        // Over by this many characters (4 a token); take them from the first part
+        // still above its floor.
+        let over = usize::try_from((estimated - prompt_limit) * 4).unwrap_or(usize::MAX);
+        let i = (0..caps.len()).find(|i| caps[*i] > floors[*i])?;
+        caps[i] = caps[i].saturating_sub(over.max(8)).max(floors[i]);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,5 +181,49 @@ mod tests {
         let due: Vec<u32> = (1..=7).filter(|n| interval_due(*n, 3)).collect();
         assert_eq!(due, vec![3, 6]);
         assert!(!interval_due(3, 0));
+    }
+
+    fn input<'a>(result: &'a str, issues: &'a [String]) -> ReflectionInput<'a> {
+        ReflectionInput {
+            step_id: "S01",
+            intent: "Add the divide function to calc.py and its unit test.",
+            success_criteria: "- tests pass\n- divide by zero raises",
+            action: "run_command",
+            arguments: r#"{"command":"python -m unittest"}"#,
+            result,
+            result_is_error: true,
+            trigger: Trigger::Error,
+            issues,
+        }
+    }
+
+    #[test]
+    fn the_prompt_fits_the_default_budget_by_cutting_the_result_first() {
+        let long = "Traceback line\n".repeat(2000);
+        let issues: Vec<String> = (0..50).map(|i| format!("issue number {i}")).collect();
+        let p = prompt(&input(&long, &issues), 500).unwrap();
+        let estimate = dandori_llm::estimate_tokens(&format!("{}{}", p.system, p.user));
+        assert_eq!(p.estimated_tokens, estimate);
+        assert!(estimate + u64::from(p.max_tokens) <= 500, "{estimate}");
+        assert!(p.user.contains("Add the divide function"), "{}", p.user);
+        assert!(p.user.contains("divide by zero raises"), "{}", p.user);
+        assert!(p.user.contains("Result (error): Traceback"), "{}", p.user);
+        assert!(p.user.contains("issue number 0"), "{}", p.user);
+    }
+
+    #[test]
+    fn a_short_result_is_kept_whole_and_a_tiny_budget_gives_none() {
+        let p = prompt(&input("FAILED (errors=1)", &[]), 500).unwrap();
+        assert!(
+            p.user
+                .ends_with("Result (error): FAILED (errors=1)\nIssues so far: none"),
+            "{}",
+            p.user
+        );
+        assert!(prompt(&input("x", &[]), 100).is_none());
+        // About 300 tokens are enough for the fixed text, cut parts and an answer.
+        let long = "y".repeat(5000);
+        let p = prompt(&input(&long, &[]), 300).unwrap();
+        assert!(p.estimated_tokens + u64::from(p.max_tokens) <= 300, "{p:?}");
     }
 }

@@ -10,6 +10,8 @@ mod plan_llm;
 // --
 mod run;
 // --
+mod run_llm;
+// --
 mod schema;
 // --
 mod validate;

@@ -51,8 +51,6 @@ When the step is finished, answer with:\n\
 {\"phase\": \"completion\", \"summary\": {\"goal_achieved\": true, \"tasks_completed\": 1, \"tasks_failed\": 0, \"key_outcomes\": [], \"lessons_learned\": []}, \"done\": true, \"comment\": \"...\"}\n\
 Never commit and never use gh: dandori commits the step after checking it.";
 
-const REFLECTION_REQUEST: &str = "Reflect on the last action now. Answer only with JSON: {\"phase\": \"reflection\", \"reflection\": {\"action_evaluated\": \"...\", \"status\": \"success|failure|partial\", \"evaluation\": \"...\", \"issues_identified\": [], \"plan_revision_needed\": false}, \"plan_revision\": {\"reason\": \"...\", \"changes\": []}, \"comment\": \"...\"}";
-
 #[derive(Debug, Clone)]
 pub struct LlmLoopLimits {
     pub max_iterations: u32,
@@ -92,6 +90,8 @@ pub struct LlmExecutor {
     mcp: Vec<McpServerConfig>,
     approve: bool,
     limits: LlmLoopLimits,
+    /// Tokens per reflection call (`llm.budgets.reflection`, seed 000 §13.4).
+    reflection_budget: u64,
 }
 
 impl std::fmt::Debug for LlmExecutor {
@@ -141,6 +141,7 @@ impl LlmExecutor {
             mcp: config.mcp.servers.clone(),
             approve,
             limits: LlmLoopLimits::from_config(config),
+            reflection_budget: config.llm.budgets.reflection,
         })
     }
 
@@ -231,6 +232,14 @@ fn cut(s: &str) -> String {
     }
     let head: String = s.chars().take(MAX_RESULT_CHARS).collect();
     format!("{head}\n… [output cut at {MAX_RESULT_CHARS} characters]")
+}
+
+/// One tool call and its result, as a reflection sees it.
+struct Action<'a> {
+    name: &'a str,
+    arguments: &'a str,
+    result: &'a str,
+    is_error: bool,
 }
 
 struct LoopState {
@@ -430,8 +439,15 @@ impl Executor for LlmExecutor {
                                 ))
                             .then_some(Trigger::Interval)
                         };
+                        let action = Action {
+                            name: &name,
+                            arguments: &args.to_string(),
+                            result: &result.content,
+                            is_error: result.is_error(),
+                        };
                         if let Some(trigger) = trigger
-                            && let Some(r) = self.reflect(&mut st, &mut messages, trigger, &name)?
+                            && let Some(r) =
+                                self.reflect(&mut st, &mut messages, trigger, req, &action)?
                         {
                             return Ok(finish(st, r, "plan revisions exhausted".to_string()));
                         }
@@ -452,22 +468,71 @@ impl Executor for LlmExecutor {
 }
 
 impl LlmExecutor {
-    /// Asks the model for the reflection JSON after `action`. A failed or unreadable
-    /// reflection counts as a problem (seed 000 §10.3: conservative).
+    /// Asks the model for the reflection JSON after `action`, with a compact prompt
+    /// built to fit `llm.budgets.reflection` (seed 000 §13.4): the action, its result
+    /// cut to fit, the step's intent and success criteria and the issues so far, not
+    /// the whole conversation. A failed or unreadable reflection counts as a problem
+    /// (seed 000 §10.3: conservative).
     fn reflect(
         &self,
         st: &mut LoopState,
         messages: &mut Vec<Message>,
         trigger: Trigger,
-        action: &str,
+        req: &ExecRequest<'_>,
+        action: &Action<'_>,
     ) -> Result<Option<ExecOutcome>, RunnerError> {
-        let mut msgs = messages.clone();
-        msgs.push(Message::user(REFLECTION_REQUEST));
-        let resp = match self.chat(&ChatRequest::new(Phase::Reflection, msgs)) {
+        let issues: Vec<String> = st
+            .reflections
+            .iter()
+            .filter_map(|r| r.pointer("/reflection/issues_identified"))
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect();
+        let input = reflection::ReflectionInput {
+            step_id: req.step_id,
+            intent: crate::prompt::section(req.prompt, "Intent"),
+            success_criteria: crate::prompt::section(req.prompt, "Success criteria"),
+            action: action.name,
+            arguments: action.arguments,
+            result: action.result,
+            result_is_error: action.is_error,
+            trigger,
+            issues: &issues,
+        };
+        let status = if action.is_error {
+            ReflectionStatus::Failure
+        } else {
+            ReflectionStatus::Success
+        };
+        let Some(prompt) = reflection::prompt(&input, self.reflection_budget) else {
+            st.reflections.push(reflection::record(
+                action.name,
+                trigger,
+                status,
+                &format!(
+                    "llm.budgets.reflection ({} tokens) leaves no room for a reflection prompt; judged from the result alone",
+                    self.reflection_budget
+                ),
+                &[],
+                false,
+            ));
+            return Ok(None);
+        };
+        let mut request = ChatRequest::new(
+            Phase::Reflection,
+            vec![
+                Message::system(prompt.system.clone()),
+                Message::user(prompt.user.clone()),
+            ],
+        );
+        request.max_tokens = Some(prompt.max_tokens);
+        let resp = match self.chat(&request) {
             Ok(r) => r,
             Err(e) => {
                 st.reflections.push(reflection::record(
-                    action,
+                    action.name,
                     trigger,
                     ReflectionStatus::Failure,
                     &format!("the reflection call failed: {e}"),
@@ -487,12 +552,15 @@ impl LlmExecutor {
         match dandori_llm::structured::parse_lenient(&resp.text) {
             Ok(mut v) => {
                 if let Some(obj) = v.as_object_mut() {
+                    obj.insert("trigger".to_string(), json!(trigger.as_str()));
                     obj.insert(
-                        "trigger".to_string(),
-                        json!(match trigger {
-                            Trigger::Error => "error",
-                            Trigger::Unexpected => "unexpected_result",
-                            Trigger::Interval => "interval",
+                        "tokens".to_string(),
+                        json!({
+                            "prompt_estimate": prompt.estimated_tokens,
+                            "max_tokens": prompt.max_tokens,
+                            "prompt_tokens": resp.usage.prompt_tokens,
+                            "completion_tokens": resp.usage.completion_tokens,
+                            "budget": self.reflection_budget,
                         }),
                     );
                 }
@@ -509,7 +577,7 @@ impl LlmExecutor {
             }
             Err(e) => {
                 st.reflections.push(reflection::record(
-                    action,
+                    action.name,
                     trigger,
                     ReflectionStatus::Failure,
                     &format!("the reflection could not be read ({e}); treated as a problem"),

@@ -102,9 +102,15 @@ fn tool_calls_create_files_run_tests_and_fix_a_failure() {
             .unwrap()
             .contains("## Intent")
     );
-    // the tool result of the failing command went back to the model
-    let third = b[3]["messages"].as_array().unwrap();
-    let last_tool = third.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    // the result of the failing command went to the reflection (a compact prompt,
+    // not the conversation) and back to the model as the tool result
+    let reflection_prompt = b[3]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        reflection_prompt.contains("Result (error): ") && reflection_prompt.contains("want 42"),
+        "{reflection_prompt}"
+    );
+    let fourth = b[4]["messages"].as_array().unwrap();
+    let last_tool = fourth.iter().rev().find(|m| m["role"] == "tool").unwrap();
     assert!(
         last_tool["content"].as_str().unwrap().contains("want 42"),
         "{last_tool}"
@@ -475,5 +481,87 @@ fn tools_of_a_real_mcp_server_are_offered_and_called_namespaced() {
     assert!(
         result.to_lowercase().contains("status") || result.contains("HEAD"),
         "{result}"
+    );
+}
+
+#[test]
+fn reflection_fits_the_default_budget_and_succeeds() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").unit("sh check.sh")],
+        json!({}),
+    ));
+    let reflection = json!({"phase": "reflection", "reflection": {"action_evaluated": "run_command",
+        "status": "failure", "evaluation": "the check fails: answer.txt is missing",
+        "issues_identified": ["answer.txt missing"], "plan_revision_needed": false},
+        "comment": "write the answer next"});
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_tool_call(
+            "write_file",
+            // a failing check with a long output, so the result must be cut to fit
+            &json!({"path": "check.sh", "content": "i=0; while [ $i -lt 400 ]; do echo \"line $i of a long failure output\"; i=$((i+1)); done\ntest \"$(cat answer.txt)\" = 42\n"}),
+        ),
+        Reply::openai_tool_call("run_command", &json!({"command": "sh check.sh"})),
+        Reply::openai_text(&reflection.to_string()),
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "answer.txt", "content": "42\n"}),
+        ),
+        completion(),
+    ]);
+    let mut opts = llm_options(&repo, &run_dir, &server);
+    opts.config.llm.budgets = dandori_config::TokenBudgets::default();
+    let budget = opts.config.llm.budgets.reflection;
+    assert_eq!(budget, 500);
+    let out = dandori_runner::run(&opts).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion
+    );
+    assert_eq!(server.remaining(), 0);
+    server.assert_no_violations();
+
+    // The reflection request: compact, no tools, within the budget with its answer.
+    let b = bodies(&server);
+    let refl_req = &b[2];
+    assert!(refl_req.get("tools").is_none(), "{refl_req}");
+    let messages = refl_req["messages"].as_array().unwrap();
+    let text: String = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    let estimate = dandori_llm::estimate_tokens(&text);
+    let max_tokens = refl_req["max_tokens"].as_u64().unwrap();
+    assert!(
+        estimate + max_tokens <= budget,
+        "{estimate} + {max_tokens} > {budget}"
+    );
+    let user = messages[1]["content"].as_str().unwrap();
+    assert!(user.contains("Step S01: Create the file of S01"), "{user}");
+    assert!(user.contains("Success criteria: - S01 exists"), "{user}");
+    assert!(user.contains("Action (error): run_command"), "{user}");
+    assert!(user.contains("line 0 of a long failure output"), "{user}");
+    assert!(!user.contains("line 399"), "the long result is cut: {user}");
+
+    // The reflection went to the trace as the model's record, with the tokens.
+    let refl = trace_events(&run_dir, "REFLECTION");
+    let ok: Vec<&Value> = refl
+        .iter()
+        .filter(|e| e["data"]["reflection"]["action_evaluated"] == "run_command")
+        .collect();
+    assert_eq!(ok.len(), 1, "{refl:#?}");
+    let data = &ok[0]["data"];
+    assert_eq!(data["trigger"], "error");
+    assert_eq!(data["reflection"]["status"], "failure");
+    assert_eq!(data["tokens"]["prompt_estimate"], estimate);
+    assert!(data["tokens"]["prompt_tokens"].as_u64().unwrap() <= budget);
+    assert!(
+        !refl.iter().any(|e| e["data"]["reflection"]["evaluation"]
+            .as_str()
+            .unwrap_or("")
+            .contains("failed")),
+        "{refl:#?}"
     );
 }
