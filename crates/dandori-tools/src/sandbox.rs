@@ -76,6 +76,10 @@ impl Sandbox {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .output();
+        let path = path_var
+            .map(str::to_string)
+            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
+        let path_dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
         match probe {
             Ok(out) if out.status.success() => Sandbox {
                 status: SandboxStatus {
@@ -83,14 +87,7 @@ impl Sandbox {
                     fallback_reason: None,
                 },
                 bwrap: Some(bwrap),
-                shown_tmp_dirs: tmp_roots(
-                    std::env::split_paths(&path_var.map(str::to_string).unwrap_or_else(|| {
-                        std::env::var("PATH").unwrap_or_default()
-                    }))
-                    .collect::<Vec<_>>()
-                    .iter()
-                    .map(PathBuf::as_path),
-                ),
+                shown_tmp_dirs: tmp_roots(path_dirs.iter().map(PathBuf::as_path)),
             },
             Ok(out) => Sandbox::unsandboxed(&format!(
                 "bwrap cannot create a sandbox here ({}): {}",
