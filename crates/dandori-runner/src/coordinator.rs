@@ -810,7 +810,6 @@ impl Coordinator<'_> {
                 finished_ms: None,
             },
         );
-        self.save()?;
         self.emit(
             events::STEP_START,
             json!({"step_id": step_id, "attempt": attempt, "worktree": wt}),
@@ -885,7 +884,7 @@ impl Coordinator<'_> {
                 ),
             );
         }
-        self.save()
+        Ok(())
     }
 
     fn finish_step(
@@ -933,17 +932,25 @@ impl Coordinator<'_> {
         let StepResult::Committed { commits } = &r.result else {
             return Ok(());
         };
-        let mut ok = true;
+        // While the tip is still the step's base, each commit's parent is the tip and
+        // git fast-forwards to it instead of copying it (same tree, same message).
+        let mut ff = r.base.as_deref() == Some(self.tip.as_str());
+        let mut head = None;
         for c in commits {
-            if !self.main.cherry_pick(c)? {
-                ok = false;
-                break;
+            head = self.main.cherry_pick(c, ff)?;
+            match &head {
+                Some(h) => ff = h == c,
+                None => break,
             }
         }
         let attempt = self.stage.steps[r.index].attempts;
         let wt = step::worktree_path(&self.paths, &r.step_id, attempt);
-        if ok {
-            let head = self.main.rev_parse("HEAD")?;
+        let head = match (head, commits.is_empty()) {
+            (Some(h), _) => Some(h),
+            (None, true) => Some(self.tip.clone()),
+            (None, false) => None,
+        };
+        if let Some(head) = head {
             self.tip = head.clone();
             self.finish_step(&r, StepStatus::Done, None, None, Some(head));
             self.to_remove.push(wt);
@@ -961,7 +968,9 @@ impl Coordinator<'_> {
             );
         }
         self.reports.insert(r.step_id.clone(), r);
-        self.save()
+        // stage.json is written once per scheduling round (execute_steps); a kill
+        // before that is repaired by `reconcile`, which trusts the branch's commits.
+        Ok(())
     }
 
     fn block_dependents(&mut self) {
@@ -1266,16 +1275,17 @@ impl Coordinator<'_> {
         self.tokens.add(r.tokens);
         let out = match &r.result {
             StepResult::Committed { commits } => {
-                let mut ok = true;
+                let mut head = Some(self.tip.clone());
                 for c in commits {
-                    if !self.main.cherry_pick(c)? {
-                        ok = false;
+                    head = self.main.cherry_pick(c, false)?;
+                    if head.is_none() {
                         break;
                     }
                 }
-                if ok {
+                if let Some(head) = head {
                     self.main.remove_worktree(&wt)?;
-                    (StepStatus::Done, Some(self.main.rev_parse("HEAD")?), None)
+                    self.tip = head.clone();
+                    (StepStatus::Done, Some(head), None)
                 } else {
                     (StepStatus::Failed, None, Some(reason::MERGE_CONFLICT))
                 }

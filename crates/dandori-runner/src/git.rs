@@ -150,13 +150,27 @@ impl Git {
     }
 
     /// Stages everything (respecting .gitignore) and returns `(lines, files)` changed
-    /// against HEAD, with the changed paths. Binary files count one line.
-    pub fn staged_numstat(&self) -> Result<(u64, Vec<String>), RunnerError> {
+    /// against HEAD, with the changed paths, and the binary patch of the staged
+    /// change against HEAD (one `git diff` prints both). Binary files count one line.
+    pub fn staged_numstat(&self) -> Result<(u64, Vec<String>, String), RunnerError> {
         self.run(&["add", "-A", "--", "."])?;
-        let out = self.run(&["diff", "--cached", "--numstat", "--no-renames", "HEAD"])?;
+        let out = self.run(&[
+            "diff",
+            "--cached",
+            "--numstat",
+            "--no-renames",
+            "--binary",
+            "--patch",
+            "HEAD",
+        ])?;
+        // numstat lines (paths with newlines are quoted), a blank line, the patch.
+        let (numstat, patch) = match out.split_once("\n\n") {
+            Some((n, p)) => (n, p.to_string()),
+            None => (out.as_str(), String::new()),
+        };
         let mut lines = 0u64;
         let mut files = Vec::new();
-        for l in out.lines() {
+        for l in numstat.lines() {
             let mut it = l.splitn(3, '\t');
             let (a, d, p) = (it.next(), it.next(), it.next());
             let n = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok());
@@ -168,24 +182,30 @@ impl Git {
                 files.push(p.to_string());
             }
         }
-        Ok((lines, files))
+        Ok((lines, files, patch))
     }
 
     /// Commits the index (possibly unchanged) with `message`; returns the hash.
     /// Only what [`Git::staged_numstat`] staged and measured is committed: files a
-    /// unit command leaves behind afterwards are not.
+    /// unit command leaves behind afterwards are not. The hash comes from git's own
+    /// summary line (printed unabbreviated), so no second git process is needed; if
+    /// that line is not what we expect, HEAD is asked for instead.
     pub fn commit(&self, message: &str) -> Result<String, RunnerError> {
-        self.run(&[
+        let out = self.run(&[
             "-c",
             "commit.gpgsign=false",
+            "-c",
+            "core.abbrev=no",
             "commit",
-            "--quiet",
             "--allow-empty",
             "--no-verify",
             "-m",
             message,
         ])?;
-        self.rev_parse("HEAD")
+        match summary_hash(&out) {
+            Some(h) => Ok(h),
+            None => self.rev_parse("HEAD"),
+        }
     }
 
     /// Discards every change since HEAD, untracked files included.
@@ -241,9 +261,22 @@ impl Git {
         Ok(())
     }
 
+    /// Removes a worktree of this repository: its directory and its administrative
+    /// directory (`.git/worktrees/<name>`), without a git process when the worktree's
+    /// `.git` file and the administrative `gitdir` file point at each other (which is
+    /// exactly what `git worktree remove --force` checks before deleting the same two
+    /// directories); otherwise through git.
     pub fn remove_worktree(&self, path: &Path) -> Result<(), RunnerError> {
-        let p = path.to_string_lossy();
         let _turn = worktree_lock();
+        if let Some(admin) = linked_admin_dir(path) {
+            std::fs::remove_dir_all(path)
+                .map_err(|e| dandori_fs::FsError::new("removing worktree", path, e))?;
+            std::fs::remove_dir_all(&admin).map_err(|e| {
+                dandori_fs::FsError::new("removing worktree administrative files", &admin, e)
+            })?;
+            return Ok(());
+        }
+        let p = path.to_string_lossy();
         let (ok, _, _) = self.output(&["worktree", "remove", "--force", &p])?;
         if !ok {
             if path.exists() {
@@ -255,21 +288,108 @@ impl Git {
         Ok(())
     }
 
-    /// Cherry-picks `commit` onto HEAD, keeping its message. On conflict the
-    /// cherry-pick is aborted and false returned.
-    pub fn cherry_pick(&self, commit: &str) -> Result<bool, RunnerError> {
+    /// Cherry-picks `commit` onto HEAD, keeping its message; returns the new HEAD.
+    /// On conflict the cherry-pick is aborted and `None` returned. With `ff` (the
+    /// caller believes HEAD is `commit`'s parent) git fast-forwards to `commit` itself
+    /// when HEAD really is its parent, and picks it as usual otherwise.
+    pub fn cherry_pick(&self, commit: &str, ff: bool) -> Result<Option<String>, RunnerError> {
         let _turn = worktree_lock();
-        let (ok, _, _) = self.output(&[
+        let mut args = vec![
             "-c",
             "commit.gpgsign=false",
+            "-c",
+            "core.abbrev=no",
             "cherry-pick",
             "--allow-empty",
             "--keep-redundant-commits",
-            commit,
-        ])?;
+        ];
+        if ff {
+            args.push("--ff");
+        }
+        args.push(commit);
+        let (ok, out, _) = self.output(&args)?;
         if !ok {
             let _ = self.output(&["cherry-pick", "--abort"]);
+            return Ok(None);
         }
-        Ok(ok)
+        match summary_hash(&out) {
+            Some(h) => Ok(Some(h)),
+            // A fast-forward creates no commit and prints no summary.
+            None if ff && is_full_hash(commit) => Ok(Some(commit.to_string())),
+            None => self.rev_parse("HEAD").map(Some),
+        }
+    }
+
+    /// The commit a linked worktree's detached HEAD points at, read from its
+    /// administrative `HEAD` file; `None` when it is not that simple.
+    pub fn detached_head(&self) -> Option<String> {
+        let text = std::fs::read_to_string(self.dir.join(".git")).ok()?;
+        let admin = PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end());
+        let head = std::fs::read_to_string(admin.join("HEAD")).ok()?;
+        let head = head.trim_end();
+        is_full_hash(head).then(|| head.to_string())
+    }
+}
+
+/// The full hash in the summary line git prints after creating a commit
+/// (`[<branch> <hash>] subject`, `[detached HEAD <hash>] subject`,
+/// `[<branch> (root-commit) <hash>] subject`) when `core.abbrev=no`. Branch names
+/// hold no spaces, so the hash is the first token after the first one that ends in `]`.
+fn summary_hash(stdout: &str) -> Option<String> {
+    let line = stdout.lines().find(|l| l.starts_with('['))?;
+    let tok = line
+        .split(' ')
+        .skip(1)
+        .find(|t| t.ends_with(']'))?
+        .trim_end_matches(']');
+    is_full_hash(tok).then(|| tok.to_string())
+}
+
+fn is_full_hash(s: &str) -> bool {
+    (s.len() == 40 || s.len() == 64)
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The administrative directory of the linked worktree at `path`, when its `.git`
+/// file names one whose `gitdir` file names `path/.git` back.
+fn linked_admin_dir(path: &Path) -> Option<PathBuf> {
+    let dotgit = path.join(".git");
+    let text = std::fs::read_to_string(&dotgit).ok()?;
+    let admin = PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end());
+    if !admin.is_absolute() || admin.parent()?.file_name()? != "worktrees" {
+        return None;
+    }
+    let back = std::fs::read_to_string(admin.join("gitdir")).ok()?;
+    let back = PathBuf::from(back.trim_end());
+    let same = back == dotgit
+        || matches!(
+            (dandori_fs::canonicalize(&back), dandori_fs::canonicalize(&dotgit)),
+            (Ok(a), Ok(b)) if a == b
+        );
+    same.then_some(admin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::summary_hash;
+
+    #[test]
+    fn summary_lines() {
+        let h = "0123456789abcdef0123456789abcdef01234567";
+        assert_eq!(
+            summary_hash(&format!("[detached HEAD {h}] S01: x\n 1 file changed\n")),
+            Some(h.to_string())
+        );
+        assert_eq!(
+            summary_hash(&format!("[dandori/RQ-1/run-1 {h}] S01: a] b\n")),
+            Some(h.to_string())
+        );
+        assert_eq!(
+            summary_hash(&format!("[main (root-commit) {h}] init\n")),
+            Some(h.to_string())
+        );
+        assert_eq!(summary_hash("[main 0123abc] short\n"), None);
+        assert_eq!(summary_hash(""), None);
     }
 }

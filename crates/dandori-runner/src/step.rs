@@ -67,6 +67,9 @@ pub struct StepReport {
     pub duration: Duration,
     /// Why the report says what it says (for report.md next actions).
     pub notes: Vec<String>,
+    /// The commit the step's worktree started at, when the coordinator chose it (the
+    /// work branch tip); the coordinator fast-forwards when the tip has not moved.
+    pub base: Option<String>,
 }
 
 /// Where the step's worktree lives. The attempt number is part of the path, so an
@@ -81,6 +84,10 @@ struct Worker<'c, 'a> {
     git: Git,
     wt: &'c Path,
     report: StepReport,
+    base: Option<String>,
+    /// The patch of the index against `base` as last measured, while that is still
+    /// what the step's final commit will hold (no part committed, no unit command run).
+    staged_patch: Option<String>,
 }
 
 /// Adds `worktree` (detached at `rev` of the repository `main`), then runs the step
@@ -94,7 +101,7 @@ pub fn run_step_in_new_worktree<'a>(
     worktree: &Path,
 ) -> StepReport {
     match main.add_worktree(worktree, rev) {
-        Ok(()) => run_step(cx, index, step, worktree),
+        Ok(()) => run_step_at(cx, index, step, worktree, Some(rev)),
         Err(e) => StepReport {
             index,
             step_id: step.step_id.clone(),
@@ -112,6 +119,7 @@ pub fn run_step_in_new_worktree<'a>(
             notes: vec![
                 "the step's worktree could not be created; `dandori resume` retries".to_string(),
             ],
+            base: None,
         },
     }
 }
@@ -123,12 +131,26 @@ pub fn run_step<'a>(
     step: &'a Step,
     worktree: &Path,
 ) -> StepReport {
+    run_step_at(cx, index, step, worktree, None)
+}
+
+/// [`run_step`] in a worktree known to be checked out at the full commit hash
+/// `base` (spares asking git for HEAD).
+fn run_step_at<'a>(
+    cx: &StepContext<'a>,
+    index: usize,
+    step: &'a Step,
+    worktree: &Path,
+    base: Option<&str>,
+) -> StepReport {
     let started = Instant::now();
     let mut w = Worker {
         cx,
         step,
         git: Git::new(worktree),
         wt: worktree,
+        base: base.map(str::to_string),
+        staged_patch: None,
         report: StepReport {
             index,
             step_id: step.step_id.clone(),
@@ -143,6 +165,7 @@ pub fn run_step<'a>(
             unit_passed: None,
             duration: Duration::ZERO,
             notes: Vec::new(),
+            base: base.map(str::to_string),
         },
     };
     let result = match w.run() {
@@ -263,7 +286,14 @@ impl Worker<'_, '_> {
                 message: "the step links a regression acceptance criterion and has no e2e commands (gates.require_e2e_for_regression_ac)".to_string(),
             });
         }
-        let base = self.git.rev_parse("HEAD")?;
+        let base = match &self.base {
+            Some(b) => b.clone(),
+            None => {
+                let b = self.git.rev_parse("HEAD")?;
+                self.report.base = Some(b.clone());
+                b
+            }
+        };
         let max_retries = self.cx.planning.gates.max_step_too_large_retries;
         let mut round: u64 = 0;
         let mut parts: u32 = 1;
@@ -281,7 +311,8 @@ impl Worker<'_, '_> {
                 if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
                     return Ok(r);
                 }
-                let (lines, files) = self.git.staged_numstat()?;
+                let (lines, files, patch) = self.git.staged_numstat()?;
+                self.staged_patch = (parts == 1).then_some(patch);
                 if let Some(r) = self.check_forbidden(&files) {
                     return Ok(r);
                 }
@@ -344,6 +375,7 @@ impl Worker<'_, '_> {
                 self.warn_files(&files);
                 self.report.files_changed = files;
                 if part < parts {
+                    self.staged_patch = None;
                     commits.push(self.git.commit(&self.message(Some((part, parts))))?);
                 }
             }
@@ -352,9 +384,17 @@ impl Worker<'_, '_> {
         if let Some(r) = self.unit_and_autofix(parts)? {
             return Ok(r);
         }
+        if self.git.detached_head().as_deref() != Some(base.as_str()) {
+            // Something committed in the worktree: the patch is base..HEAD, taken below.
+            self.staged_patch = None;
+        }
         let part = (parts > 1).then_some((parts, parts));
         commits.push(self.git.commit(&self.message(part))?);
-        let patch = self.git.run(&["diff", "--binary", &base, "HEAD"])?;
+        let patch = match self.staged_patch.take() {
+            // HEAD was `base` when the index was measured and the commit holds that index.
+            Some(p) if parts == 1 => p,
+            _ => self.git.run(&["diff", "--binary", &base, "HEAD"])?,
+        };
         dandori_fs::write_atomic(self.cx.paths.patch(self.step_id()), patch)?;
         Ok(StepResult::Committed { commits })
     }
@@ -492,6 +532,8 @@ impl Worker<'_, '_> {
         }
         let max_cycles = self.cx.planning.limits.max_autofix_cycles;
         let mut last_failure: Option<(String, String)> = None;
+        // A unit command may touch the index itself; the patch is taken afresh.
+        self.staged_patch = None;
         loop {
             let failure = self.run_units(&commands)?;
             let Some((output, timed_out)) = failure else {
@@ -564,7 +606,7 @@ impl Worker<'_, '_> {
             )? {
                 return Ok(Some(r));
             }
-            let (lines, files) = self.git.staged_numstat()?;
+            let (lines, files, _) = self.git.staged_numstat()?;
             if let Some(r) = self.check_forbidden(&files) {
                 return Ok(Some(r));
             }
