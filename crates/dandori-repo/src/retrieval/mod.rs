@@ -240,7 +240,11 @@ impl Index {
             }
             for (local, list) in partial.postings.into_iter().enumerate() {
                 if let Some(p) = postings.get_mut(remap[local] as usize) {
-                    p.extend(list);
+                    if p.is_empty() {
+                        *p = list;
+                    } else {
+                        p.extend(list);
+                    }
                 }
             }
             for (doc, len, doc_defs) in partial.docs {
@@ -253,6 +257,10 @@ impl Index {
                         .push((doc, line));
                 }
             }
+        }
+        // Posting lists grew by doubling: give the slack back.
+        for p in &mut postings {
+            p.shrink_to_fit();
         }
         let n = docs.len().max(1) as f32;
         let mut avg_len = [0f32; FIELDS];
