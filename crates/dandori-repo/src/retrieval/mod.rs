@@ -240,7 +240,11 @@ impl Index {
             }
             for (local, list) in partial.postings.into_iter().enumerate() {
                 if let Some(p) = postings.get_mut(remap[local] as usize) {
-                    p.extend(list);
+                    if p.is_empty() {
+                        *p = list;
+                    } else {
+                        p.extend(list);
+                    }
                 }
             }
             for (doc, len, doc_defs) in partial.docs {
@@ -253,6 +257,10 @@ impl Index {
                         .push((doc, line));
                 }
             }
+        }
+        // Posting lists grew by doubling: give the slack back.
+        for p in &mut postings {
+            p.shrink_to_fit();
         }
         let n = docs.len().max(1) as f32;
         let mut avg_len = [0f32; FIELDS];
@@ -645,14 +653,16 @@ fn index_share(
         postings: Vec::new(),
         docs: Vec::new(),
     };
-    let mut counts: FxHashMap<u32, [u16; FIELDS]> = FxHashMap::default();
+    // Per-document term frequencies, dense by local term id, with the ids
+    // touched by the current document listed so that clearing is cheap.
+    let mut counts: Vec<[u16; FIELDS]> = Vec::new();
+    let mut touched: Vec<u32> = Vec::new();
     let mut buf: Vec<u8> = Vec::new();
     loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(f) = files.get(i) else {
             break;
         };
-        counts.clear();
         let mut len = [0u32; FIELDS];
         let mut intern = |tok: &str, field: usize, partial: &mut Partial| {
             let id = match partial.terms.get(tok) {
@@ -661,10 +671,14 @@ fn index_share(
                     let id = partial.postings.len() as u32;
                     partial.terms.insert(tok.into(), id);
                     partial.postings.push(Vec::new());
+                    counts.push([0; FIELDS]);
                     id
                 }
             };
-            let c = counts.entry(id).or_insert([0; FIELDS]);
+            let c = &mut counts[id as usize];
+            if *c == [0; FIELDS] {
+                touched.push(id);
+            }
             c[field] = c[field].saturating_add(1);
             len[field] += 1;
         };
@@ -694,9 +708,11 @@ fn index_share(
                 intern(t, BODY, &mut partial)
             });
         }
-        for (&id, &tf) in &counts {
+        for &id in &touched {
+            let tf = std::mem::replace(&mut counts[id as usize], [0; FIELDS]);
             partial.postings[id as usize].push(Posting { doc: i as u32, tf });
         }
+        touched.clear();
         partial.docs.push((i as u32, len, doc_defs));
     }
     partial

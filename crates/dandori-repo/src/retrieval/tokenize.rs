@@ -43,7 +43,9 @@ pub fn tokenize(text: &str, opts: TokenOptions, emit: &mut dyn FnMut(&str)) {
         let class = classify(c);
         match class {
             CharClass::Word => {
-                flush_cjk(&mut cjk, &mut scratch, emit);
+                if !cjk.is_empty() {
+                    flush_cjk(&mut cjk, &mut scratch, emit);
+                }
                 if word_start.is_none() {
                     word_start = Some(i);
                 }
@@ -70,7 +72,9 @@ pub fn tokenize(text: &str, opts: TokenOptions, emit: &mut dyn FnMut(&str)) {
         if let Some(s) = word_start.take() {
             emit_word(&text[s..i], opts, &mut scratch, emit);
         }
-        flush_cjk(&mut cjk, &mut scratch, emit);
+        if !cjk.is_empty() {
+            flush_cjk(&mut cjk, &mut scratch, emit);
+        }
     }
     if let Some(s) = word_start {
         emit_word(&text[s..bytes.len()], opts, &mut scratch, emit);
