@@ -117,6 +117,7 @@ fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::
     let regen = OfflineRegenerator;
     let say = |s: &str| output::progress(s);
     let mut opts = SetupOptions::new(&repo);
+    opts.masker = env_masker(&std::env::vars().collect());
     opts.record_dir = record_dir(a, &repo);
     opts.config = cfg.clone();
     opts.force = force;
@@ -178,7 +179,7 @@ fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitC
         timeout,
         policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
         log_dir: verify::log_dir(&dir),
-        masker: dandori_trace::Masker::default(),
+        masker: env_masker(&std::env::vars().collect()),
         limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
         on_failure: cfg.verification.on_failure,
     };
@@ -274,6 +275,7 @@ impl EnvironmentPhase for EnvPhase {
             .unwrap_or_else(|| run_dir.to_path_buf());
         opts.config = self.config.clone();
         opts.base_env = self.base_env.clone();
+        opts.masker = env_masker(&self.base_env);
         opts.regenerator = Some(&regen);
         let out = setup::run(&selected, &opts).map_err(|e| e.to_string())?;
         Ok(EnvironmentReport {
@@ -286,4 +288,10 @@ impl EnvironmentPhase for EnvPhase {
             message: out.handover.setup_notes,
         })
     }
+}
+
+/// Setup and verification logs hide the values of the secret variables of `env`
+/// (`dandori_trace::mask::is_secret_env`) besides the known key shapes.
+fn env_masker(env: &BTreeMap<String, String>) -> dandori_trace::Masker {
+    dandori_trace::Masker::default().with_env_secrets(env)
 }

@@ -16,3 +16,5 @@ mod schema;
 // --
 mod validate;
 // --
+mod trust;
+// --

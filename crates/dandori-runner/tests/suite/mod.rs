@@ -2,5 +2,6 @@ mod e2e_command;
 mod guardrails;
 mod llm_loop;
 mod parallel;
+mod secrets;
 mod snapshots_report;
 mod support;
