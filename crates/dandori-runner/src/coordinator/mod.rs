@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::completion::{Completion, StepTiming};
+use crate::coverage::AcEvidence;
 use crate::environment::EnvironmentPhase;
 use crate::error::RunnerError;
 use crate::executor::command::CommandExecutor;
@@ -31,7 +32,7 @@ use crate::executor::none::NoneExecutor;
 use crate::executor::{Executor, TokenUsage};
 use crate::git::Git;
 use crate::plan::{self, RunPaths};
-use crate::step::{StepContext, StepReport};
+use crate::step::{self, StepContext, StepReport};
 use crate::{events, reason, report};
 
 /// Which executor a run uses. Stored in `stage.json` (`executor`) so `resume`
@@ -109,10 +110,21 @@ struct Coordinator<'o> {
     lessons: Vec<String>,
     environment: Value,
     masker: Masker,
-    /// Worktrees of merged steps, removed off the critical path.
-    to_remove: Vec<PathBuf>,
-    /// The work branch tip (HEAD of the main worktree).
+    /// The worktree pool: worktrees of merged steps, ready to be moved to the next
+    /// step's base (a failed step's worktree is kept for inspection instead).
+    idle: Vec<PathBuf>,
+    /// The worktree of each running step.
+    in_use: BTreeMap<usize, PathBuf>,
+    /// Pool worktrees created by this invocation (their names hold the process id,
+    /// so an agent orphaned by a killed run never writes into a new run's worktree).
+    pool_created: u32,
+    /// The work branch tip.
     tip: String,
+    /// Per acceptance criterion, the verifications that cover it (or not).
+    ac_evidence: Vec<AcEvidence>,
+    /// The work branch when the run first started: where steps without
+    /// dependencies start (`stage.json` `work_start`).
+    work_start: String,
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
@@ -144,7 +156,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
             .run(&["rev-parse", "--show-toplevel"])?
             .trim(),
     );
-    let main = Git::new(&repo_root);
+    let main = Git::new(&repo_root).with_fixed_date(&step::commit_date(&planning));
     let mut c = Coordinator {
         opts,
         paths: paths.clone(),
@@ -163,8 +175,12 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         lessons: Vec::new(),
         environment: Value::Null,
         masker,
-        to_remove: Vec::new(),
+        idle: Vec::new(),
+        in_use: BTreeMap::new(),
+        pool_created: 0,
         tip: String::new(),
+        ac_evidence: Vec::new(),
+        work_start: String::new(),
     };
     c.load_timings();
     if !warnings.is_empty() {
@@ -197,6 +213,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     } else {
         c.mark_waiting_for_model();
     }
+    c.settle_branch()?;
     let coverage = c.coverage_and_follow_ups(executor.as_ref(), &env)?;
     c.finish(executor.name(), coverage)
 }
