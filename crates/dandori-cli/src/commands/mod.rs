@@ -10,8 +10,10 @@ use crate::cli::{Cli, Command, EvalCommand};
 
 mod env;
 mod graph;
+mod mcp;
 mod resume;
 mod run;
+mod runs;
 mod schema;
 mod validate;
 
@@ -60,5 +62,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
+        // --
+        Command::Mcp(args) => mcp::mcp(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Runs(args) => runs::runs(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Status(args) => runs::status(&args),
+        // --
+        Command::Report(args) => runs::report(&args),
+        // --
+        Command::Trace(args) => runs::trace(&args),
     }
 }
