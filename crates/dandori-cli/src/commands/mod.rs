@@ -10,8 +10,10 @@ use crate::cli::{Cli, Command, EvalCommand};
 
 mod env;
 mod graph;
+mod mcp;
 mod resume;
 mod run;
+mod runs;
 mod schema;
 mod trust;
 mod validate;
@@ -64,5 +66,15 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Trust(args) => trust::trust(&args),
+        // --
+        Command::Mcp(args) => mcp::mcp(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Runs(args) => runs::runs(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Status(args) => runs::status(&args),
+        // --
+        Command::Report(args) => runs::report(&args),
+        // --
+        Command::Trace(args) => runs::trace(&args),
     }
 }
