@@ -4,6 +4,10 @@ mod eval_localize;
 // --
 mod graph;
 // --
+mod mcp;
+// --
+mod runs;
+// --
 mod plan;
 // --
 mod plan_llm;
