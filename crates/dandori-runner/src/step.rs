@@ -371,6 +371,22 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// `limits.timeout_sec`, or the plan's `worker_strategy.worker_timeout_ms`
+    /// (seed 003 §6.1) when that is shorter.
+    fn agent_timeout(&self) -> Duration {
+        let limit = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
+        let worker = self
+            .cx
+            .planning
+            .execution_plan
+            .as_ref()
+            .and_then(|p| p.worker_strategy.as_ref())
+            .map(|w| w.worker_timeout_ms)
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis);
+        worker.map_or(limit, |w| w.min(limit))
+    }
+
     fn limit(&self) -> u64 {
         self.step.scope.max_diff_lines
     }
@@ -555,7 +571,7 @@ impl Worker<'_, '_> {
             prompt_file: &prompt_file,
             log: &log,
             env: &env,
-            timeout: Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1)),
+            timeout: self.agent_timeout(),
             masker: self.cx.masker,
         })?;
         self.report.tokens.add(exec.tokens);
