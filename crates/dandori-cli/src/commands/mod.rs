@@ -10,6 +10,7 @@ use crate::cli::{Cli, Command, EvalCommand};
 
 mod env;
 mod graph;
+mod policy;
 mod resume;
 mod run;
 mod schema;
@@ -60,5 +61,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
+        // --
+        Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
     }
 }

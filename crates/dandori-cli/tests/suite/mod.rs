@@ -8,6 +8,8 @@ mod plan;
 // --
 mod plan_llm;
 // --
+mod policy;
+// --
 mod run;
 // --
 mod run_llm;
