@@ -54,6 +54,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Filter and pretty-print a run's trace.jsonl.
     Trace(TraceArgs),
+    /// The command policy: check command lines the way `run_command` does.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
 }
 
 #[derive(Debug, Args)]
@@ -138,6 +141,30 @@ pub struct TraceArgs {
     /// One JSON event per line instead of the readable form.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the verdict (allowed / refused / needs approval), the reason code and
+    /// the rule for each command line (exit 0 all allowed, 1 otherwise, 2 usage error).
+    Check(PolicyCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyCheckArgs {
+    /// Print the verdicts as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Check every line of FILE (`#` starts a comment line, blank lines are skipped).
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// The repository whose config extends the allowlist; absolute paths under it
+    /// count as inside the worktree.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The command line (its words are joined by spaces; quote it to keep shell syntax).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Args)]

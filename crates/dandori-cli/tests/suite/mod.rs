@@ -12,6 +12,8 @@ mod plan;
 // --
 mod plan_llm;
 // --
+mod policy;
+// --
 mod run;
 // --
 mod run_llm;

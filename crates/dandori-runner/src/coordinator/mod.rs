@@ -128,7 +128,10 @@ struct Coordinator<'o> {
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
-    let (planning, warnings) = plan::load_planning(&paths.planning)?;
+    let (planning, warnings) = plan::load_planning(
+        &paths.planning,
+        &opts.config.planning.environment_setup.security,
+    )?;
     let preds = plan::predecessors(&planning)?;
     let masker = run_masker(opts);
     let trace = Arc::new(TraceWriter::open(
