@@ -15,6 +15,7 @@ mod resume;
 mod run;
 mod runs;
 mod schema;
+mod trust;
 mod validate;
 
 use std::path::Path;
@@ -36,6 +37,7 @@ pub fn load_config(
         env: env.clone(),
         overrides: sets.to_vec(),
         task_type: None,
+        user_config_path: None,
     })
     .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     for w in &loaded.warnings {
@@ -72,5 +74,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => runs::report(&args),
         // --
         Command::Trace(args) => runs::trace(&args),
+        // --
+        Command::Trust(args) => trust::trust(&args),
     }
 }
