@@ -328,6 +328,7 @@ pub(crate) fn read_yaml(path: &Path) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
+    check_nesting(&text)?;
     let yaml: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
     let json = serde_json::to_value(yaml).map_err(|e| e.to_string())?;
     match json {
@@ -335,6 +336,67 @@ pub(crate) fn read_yaml(path: &Path) -> Result<Value, String> {
         Value::Null => Ok(Value::Object(Map::new())),
         _ => Err("the file is not a mapping of config sections".to_string()),
     }
+}
+
+/// Deepest flow-collection nesting (`[`, `{`) a config file may have. The YAML
+/// scanner's work grows with the square of the open flow collections (100 KB of
+/// `[` did not finish), and no real config nests deeper than a few levels.
+pub const MAX_CONFIG_NESTING: usize = 64;
+/// Largest config file read.
+pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+
+/// Refuses, in one linear pass and before the YAML parser sees it, a file that is
+/// too large or nests flow collections deeper than [`MAX_CONFIG_NESTING`] (quoted
+/// scalars and comments are skipped).
+fn check_nesting(text: &str) -> Result<(), String> {
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "CONFIG_TOO_LARGE: {} bytes exceeds the limit of {MAX_CONFIG_BYTES}",
+            text.len()
+        ));
+    }
+    let mut depth = 0usize;
+    let mut line = 1usize;
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    let mut prev = '\n';
+    while let Some(c) = chars.next() {
+        if c == '\n' {
+            line += 1;
+        }
+        match quote {
+            Some(q) => {
+                if c == '\\' && q == '"' {
+                    chars.next();
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None => match c {
+                '\'' | '"' if prev.is_whitespace() || "[{,:".contains(prev) => quote = Some(c),
+                '#' if prev.is_whitespace() => {
+                    for n in chars.by_ref() {
+                        if n == '\n' {
+                            line += 1;
+                            break;
+                        }
+                    }
+                }
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_CONFIG_NESTING {
+                        return Err(format!(
+                            "CONFIG_TOO_DEEP: line {line}: collections nested deeper than {MAX_CONFIG_NESTING}"
+                        ));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+        prev = c;
+    }
+    Ok(())
 }
 
 /// An environment value read as a YAML scalar (`true`, `5`, `warn`).

@@ -205,6 +205,17 @@ fn widening_name(name: &str) -> bool {
         || n.starts_with("skip_")
 }
 
+/// Whether a key name is a guard that `false` turns off (`require_human_approval`,
+/// `mask_sensitive_data`, an `enforce_…` or `strict` switch added later).
+fn guard_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "require", "approval", "mask", "enforce", "strict", "confine", "protect",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+}
+
 /// Keys whose value is a path: ignored when the path leaves the repository.
 const PATH_KEYS: &[&[&str]] = &[&["runs", "root"], &["planning", "cache", "dir"]];
 
@@ -287,10 +298,6 @@ fn filter_layer(repo: &mut Value, base: &Value, prefix: &str, ignored: &mut Vec<
             ignored.push(name("llm.default_provider"));
         }
     }
-    if get(repo, &["planning", "logging", "mask_sensitive_data"]) == Some(&Value::Bool(false)) {
-        take(repo, &["planning", "logging", "mask_sensitive_data"]);
-        ignored.push(name("planning.logging.mask_sensitive_data"));
-    }
     // An allowlist of tools narrows when nothing trusted set one; otherwise it may
     // only keep tools the trusted list already allows.
     if let Some(Value::Array(tools)) = get(repo, &["planning", "security", "allowed_tools"]) {
@@ -340,8 +347,9 @@ const STRIP_EXEMPT: &[&[&str]] = &[
     &["planning", "security", "allowed_tools"],
 ];
 
-/// Removes every key whose name widens (see [`widening_name`]), at any depth,
-/// except the [`STRIP_EXEMPT`] paths.
+/// Removes every key whose name widens (see [`widening_name`]) and every guard
+/// set to `false` (see [`guard_name`]), at any depth, except the [`STRIP_EXEMPT`]
+/// paths.
 fn strip_widening(v: &mut Value, at: &mut Vec<String>, report: &mut Vec<String>) {
     let Value::Object(m) = v else {
         return;
@@ -354,7 +362,8 @@ fn strip_widening(v: &mut Value, at: &mut Vec<String>, report: &mut Vec<String>)
             at.pop();
             continue;
         }
-        if widening_name(&k) {
+        let relaxes = m.get(&k) == Some(&Value::Bool(false)) && guard_name(&k);
+        if widening_name(&k) || relaxes {
             // A section emptied by the rules above is no setting of its own.
             if m.remove(&k).is_some_and(|v| v != Value::Object(Map::new())) {
                 report.push(at.join("."));

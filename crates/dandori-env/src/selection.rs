@@ -7,7 +7,8 @@ use dandori_plan::SelectedEnvironment;
 use serde_json::json;
 
 use crate::analyzer::{
-    self, DependencyKind, Ecosystem, EnvironmentAnalysis, GO, JAVA, MINIFORGE, NODE, PYTHON, RUST,
+    self, DOTNET, DependencyKind, Ecosystem, EnvironmentAnalysis, GO, JAVA, MINIFORGE, NODE, PHP,
+    PYTHON, RUBY, RUST,
 };
 
 /// Where the Python virtual environment goes, relative to the ecosystem directory.
@@ -23,7 +24,7 @@ pub const OPTIONAL_VERIFICATION_KEY: &str = "optional_verification_commands";
 pub const FALLBACK_KEY: &str = "fallback_commands";
 
 /// Preference order when nothing else decides (rule 3 of §4.2.2, then §4.2.3).
-const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST];
+const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST, RUBY, PHP, DOTNET];
 
 /// Tools looked for on `PATH`.
 const TOOLS: &[&str] = &[
@@ -101,6 +102,9 @@ pub fn normalize_language(lang: &str) -> Option<&'static str> {
         "java" | "kotlin" | "scala" | "groovy" => JAVA,
         "go" | "golang" => GO,
         "rust" | "rs" => RUST,
+        "ruby" | "rb" => RUBY,
+        "php" => PHP,
+        "dotnet" | ".net" | "csharp" | "c#" | "cs" | "fsharp" | "f#" => DOTNET,
         _ => return None,
     })
 }
@@ -246,6 +250,9 @@ pub fn choose<'a>(analysis: &'a EnvironmentAnalysis, target_language: Option<&st
             "java" | "kt" => Some(JAVA),
             "go" => Some(GO),
             "rs" => Some(RUST),
+            "rb" => Some(RUBY),
+            "php" => Some(PHP),
+            "cs" => Some(DOTNET),
             _ => None,
         });
     match by_source {
@@ -337,6 +344,9 @@ fn analyzer_default(name: &str) -> Ecosystem {
         JAVA => "maven",
         GO => "go",
         RUST => "cargo",
+        RUBY => "bundler",
+        PHP => "composer",
+        DOTNET => "dotnet",
         _ => "",
     }
     .to_string();
@@ -488,6 +498,31 @@ pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
             c.verify("go version".into(), Some(pat), true);
             c.verify(at("go build -n ./...".into()), None, true);
             c.verify(at("go list -m all".into()), None, false);
+        }
+        RUBY => {
+            // Gems go to vendor/bundle of the project, not the user's gem home.
+            c.setup
+                .push(at("bundle config set --local path vendor/bundle".into()));
+            c.setup.push(at("bundle install".into()));
+            let pat = runtime_pattern(e, "ruby ", 2).unwrap_or_else(|| "ruby ".to_string());
+            c.verify("ruby --version".into(), Some(pat), true);
+            c.verify(at("bundle check".into()), None, true);
+        }
+        PHP => {
+            c.setup
+                .push(at("composer install --no-interaction --no-progress".into()));
+            c.verify("php --version".into(), Some("^PHP ".into()), true);
+            c.verify(
+                at("composer validate --no-check-publish".into()),
+                None,
+                false,
+            );
+        }
+        DOTNET => {
+            c.setup.push(at("dotnet restore".into()));
+            let pat = runtime_pattern(e, "^", 2).unwrap_or_else(|| r"^\d+\.".to_string());
+            c.verify("dotnet --version".into(), Some(pat), true);
+            c.verify(at("dotnet build --no-restore".into()), None, false);
         }
         RUST => {
             c.setup.push(at("cargo fetch".into()));
@@ -726,16 +761,29 @@ fn explicit_dev_requirements(e: &Ecosystem) -> Vec<String> {
         .as_deref()
         .map(|n| n.to_ascii_lowercase().replace('_', "-"));
     let mut seen = BTreeSet::new();
-    e.dependencies
+    let mut reqs = e
+        .dependencies
         .iter()
         .filter(|d| d.kind == DependencyKind::Dev && !d.optional)
         .filter(|d| !d.source.ends_with(".txt"))
         .filter(|d| d.group.as_deref().is_none_or(is_test_group))
         .filter(|d| own.as_deref() != Some(d.name.to_ascii_lowercase().replace('_', "-").as_str()))
-        .filter_map(pep508)
-        .filter(|r| seen.insert(r.clone()))
-        .map(|r| q(&r))
-        .collect()
+        .collect::<Vec<_>>()
+        .pipe_requirements(&mut seen);
+    // The tests run with pytest (configured, or test files) but nothing
+    // declares it: install it too.
+    let pytest_declared = e
+        .dependencies
+        .iter()
+        .any(|d| d.name.eq_ignore_ascii_case("pytest"));
+    if !pytest_declared
+        && e.test_command
+            .as_deref()
+            .is_some_and(|t| t.contains("pytest"))
+    {
+        reqs.push("pytest".to_string());
+    }
+    reqs
 }
 
 /// What the project itself would have installed: its runtime dependencies and
@@ -749,10 +797,40 @@ fn dependencies_without_project(e: &Ecosystem) -> Vec<String> {
             (d.kind == DependencyKind::Prod && !d.optional)
                 || (d.optional && d.group.as_deref().is_some_and(is_test_group))
         })
-        .filter_map(pep508)
-        .filter(|r| seen.insert(r.clone()))
-        .map(|r| q(&r))
-        .collect()
+        .collect::<Vec<_>>()
+        .pipe_requirements(&mut seen)
+}
+
+trait Requirements {
+    fn pipe_requirements(self, seen: &mut BTreeSet<String>) -> Vec<String>;
+}
+
+impl Requirements for Vec<&analyzer::Dependency> {
+    /// PEP 508 strings quoted for the shell, one per package: a package declared
+    /// twice with different constraints (usually behind environment markers,
+    /// which the analysis does not keep) is asked for by name only.
+    fn pipe_requirements(self, seen: &mut BTreeSet<String>) -> Vec<String> {
+        let key = |n: &str| n.to_ascii_lowercase().replace('_', "-");
+        let mut specs: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
+        for d in &self {
+            specs
+                .entry(key(&d.name))
+                .or_default()
+                .insert(d.version_spec.clone());
+        }
+        self.into_iter()
+            .filter_map(|d| {
+                if specs.get(&key(&d.name)).is_some_and(|s| s.len() > 1) {
+                    // Still skip git and path sources.
+                    pep508(d).map(|_| d.name.clone())
+                } else {
+                    pep508(d)
+                }
+            })
+            .filter(|r| seen.insert(r.clone()))
+            .map(|r| q(&r))
+            .collect()
+    }
 }
 
 /// One dependency as a PEP 508 requirement; poetry constraints (`^1.2`,

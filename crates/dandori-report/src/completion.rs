@@ -199,6 +199,9 @@ pub fn next_action(step_id: &str, code: &str) -> String {
         reason::MERGE_CONFLICT => format!(
             "{step_id}: its change conflicts with an earlier step; add a dependency between them and plan again"
         ),
+        reason::SECRET_DETECTED => format!(
+            "{step_id}: its change held a secret (file and line in errors.json / trace.jsonl; nothing was committed); have the code read it from the environment, rotate it if it was real, then `dandori resume`"
+        ),
         reason::LOOP_DETECTED => {
             format!(
                 "{step_id}: the step repeated the same action; rephrase the step or do it by hand"

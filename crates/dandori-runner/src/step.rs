@@ -371,6 +371,22 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// `limits.timeout_sec`, or the plan's `worker_strategy.worker_timeout_ms`
+    /// (seed 003 §6.1) when that is shorter.
+    fn agent_timeout(&self) -> Duration {
+        let limit = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
+        let worker = self
+            .cx
+            .planning
+            .execution_plan
+            .as_ref()
+            .and_then(|p| p.worker_strategy.as_ref())
+            .map(|w| w.worker_timeout_ms)
+            .filter(|ms| *ms > 0)
+            .map(Duration::from_millis);
+        worker.map_or(limit, |w| w.min(limit))
+    }
+
     fn limit(&self) -> u64 {
         self.step.scope.max_diff_lines
     }
@@ -440,10 +456,13 @@ impl Worker<'_, '_> {
                     return Ok(r);
                 }
                 let (lines, files, patch) = self.git.staged_numstat()?;
-                self.staged_patch = (parts == 1).then_some(patch);
                 if let Some(r) = self.check_forbidden(&files) {
                     return Ok(r);
                 }
+                if let Some(r) = self.check_secrets(&patch, &base)? {
+                    return Ok(r);
+                }
+                self.staged_patch = (parts == 1).then_some(patch);
                 if let Some(r) = self.check_changed(&files) {
                     return Ok(r);
                 }
@@ -512,7 +531,7 @@ impl Worker<'_, '_> {
             }
             break;
         }
-        if let Some(r) = self.unit_and_autofix(parts)? {
+        if let Some(r) = self.unit_and_autofix(parts, &base)? {
             return Ok(r);
         }
         if self.git.detached_head().as_deref() != Some(base.as_str()) {
@@ -552,7 +571,7 @@ impl Worker<'_, '_> {
             prompt_file: &prompt_file,
             log: &log,
             env: &env,
-            timeout: Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1)),
+            timeout: self.agent_timeout(),
             masker: self.cx.masker,
         })?;
         self.report.tokens.add(exec.tokens);
@@ -664,8 +683,51 @@ impl Worker<'_, '_> {
         })
     }
 
+    /// The pre-commit secret scan (docs/security.md § Secrets) of the staged
+    /// change: on a hit nothing is committed, the worktree goes back to `base`, and
+    /// `patches/Sxx.patch` keeps the change with the flagged lines removed and the
+    /// rest masked.
+    fn check_secrets(
+        &mut self,
+        patch: &str,
+        base: &str,
+    ) -> Result<Option<StepResult>, RunnerError> {
+        let findings =
+            dandori_trace::secret_scan::scan_diff(patch, &self.cx.masker.literal_secrets());
+        if findings.is_empty() {
+            return Ok(None);
+        }
+        dandori_fs::write_atomic(
+            self.cx.paths.patch(self.step_id()),
+            dandori_trace::secret_scan::redact_patch(patch, &findings, self.cx.masker),
+        )?;
+        self.git.reset_hard(base)?;
+        self.emit(
+            events::SECRET_DETECTED,
+            json!({"step_id": self.step_id(), "findings": findings}),
+        );
+        let listed: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        self.report.notes.push(format!(
+            "the change of {} was discarded: it held secrets ({}); patches/{}.patch keeps it without those lines",
+            self.step_id(),
+            listed.join(", "),
+            self.step_id()
+        ));
+        Ok(Some(StepResult::Failed {
+            reason_code: reason::SECRET_DETECTED,
+            message: format!(
+                "secrets in the step's change, nothing committed: {}",
+                listed.join(", ")
+            ),
+        }))
+    }
+
     /// Unit commands, then up to `max_autofix_cycles` fix attempts.
-    fn unit_and_autofix(&mut self, parts: u32) -> Result<Option<StepResult>, RunnerError> {
+    fn unit_and_autofix(
+        &mut self,
+        parts: u32,
+        base: &str,
+    ) -> Result<Option<StepResult>, RunnerError> {
         let mut commands: Vec<String> = self
             .step
             .commands
@@ -774,8 +836,11 @@ impl Worker<'_, '_> {
             )? {
                 return Ok(Some(r));
             }
-            let (lines, files, _) = self.git.staged_numstat()?;
+            let (lines, files, patch) = self.git.staged_numstat()?;
             if let Some(r) = self.check_forbidden(&files) {
+                return Ok(Some(r));
+            }
+            if let Some(r) = self.check_secrets(&patch, base)? {
                 return Ok(Some(r));
             }
             if lines > self.limit() {

@@ -11,6 +11,7 @@ use crate::cli::{Cli, Command, EvalCommand};
 mod env;
 mod graph;
 mod mcp;
+mod policy;
 mod resume;
 mod run;
 mod runs;
@@ -76,5 +77,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => runs::trace(&args),
         // --
         Command::Trust(args) => trust::trust(&args),
+        // --
+        Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
     }
 }

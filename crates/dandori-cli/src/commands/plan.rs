@@ -81,6 +81,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.config = loaded.config;
     opts.task_planning = loaded.task_planning;
     opts.config_warnings = config_warnings;
+    opts.secret_env = env.clone();
     opts.progress = Some(&progress);
     if let Some(planner) = &llm {
         opts.planner = Some(planner);

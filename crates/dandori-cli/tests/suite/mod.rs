@@ -12,6 +12,8 @@ mod plan;
 // --
 mod plan_llm;
 // --
+mod policy;
+// --
 mod run;
 // --
 mod run_llm;
@@ -19,4 +21,6 @@ mod run_llm;
 mod schema;
 // --
 mod validate;
+// --
+mod trust;
 // --

@@ -14,6 +14,9 @@ planning:
   logging:
     mask_sensitive_data: false
     sensitive_patterns: [dsn]
+  revision:
+    require_human_approval: false
+    max_revisions: 2
   permissions:
     auto_execution_allowed: ["*"]
   environment_setup:
@@ -120,6 +123,7 @@ fn untrusted_repository_cannot_widen_anything() {
             "planning.environment_setup.security.sandbox",
             "planning.logging.mask_sensitive_data",
             "planning.permissions.auto_execution_allowed",
+            "planning.revision.require_human_approval",
             "planning.task_specific.github_issue.environment_setup.security.allowed_commands",
             "runner.agent_cmd",
             "runs.root",
@@ -127,6 +131,7 @@ fn untrusted_repository_cannot_widen_anything() {
     );
     // Harmless and narrowing settings are kept; narrowing lists are added to.
     assert_eq!(c.planning.max_subtasks, 4);
+    assert_eq!(c.planning.revision.max_revisions, 2);
     assert_eq!(c.runner.max_parallel_workers, 2);
     assert_eq!(c.planning.security.forbidden_tools, vec!["git_push"]);
     assert_eq!(

@@ -149,6 +149,15 @@ pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
     "cargo",
     "rustc",
     "rustup",
+    // ruby, php, .net (seed 002 §13.1.1)
+    "ruby",
+    "bundle",
+    "bundler",
+    "gem",
+    "rake",
+    "php",
+    "composer",
+    "dotnet",
     // build and harmless utilities
     "cmake",
     "echo",
@@ -180,6 +189,9 @@ pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
     "export",
     "tee",
     "chmod",
+    // php (seed 004's sample plan runs `php artisan test`)
+    "php",
+    "composer",
     // developer tools: linters, type checkers, search, text utilities
     "ruff",
     "mypy",
@@ -392,8 +404,9 @@ const CREDENTIAL_PARTS: &[&str] = &[
 pub struct CommandPolicy {
     allowed: BTreeSet<String>,
     forbidden: Vec<(String, Regex)>,
-    /// The worktree as an absolute path: absolute paths under it are inside.
-    root: Option<String>,
+    /// The worktree and other writable directories as absolute paths: absolute
+    /// paths under them are inside.
+    roots: Vec<String>,
 }
 
 impl Default for CommandPolicy {
@@ -404,7 +417,7 @@ impl Default for CommandPolicy {
                 .map(|s| s.to_string())
                 .collect(),
             forbidden: Vec::new(),
-            root: None,
+            roots: Vec::new(),
         }
     }
 }
@@ -428,10 +441,12 @@ impl CommandPolicy {
         Ok(policy)
     }
 
-    /// Absolute paths under `root` count as inside the worktree (without it,
-    /// only relative paths that stay below the working directory do).
+    /// Absolute paths under `root` count as inside the worktree (without a root,
+    /// only relative paths that stay below the working directory do). Call it for
+    /// the worktree and for every other directory commands may write to.
     pub fn with_root(mut self, root: &std::path::Path) -> Self {
-        self.root = Some(paths::normalize_abs(&root.to_string_lossy()));
+        self.roots
+            .push(paths::normalize_abs(&root.to_string_lossy()));
         self
     }
 
@@ -753,10 +768,7 @@ impl CommandPolicy {
                 } else if base == "env" && (a == "-C" || a == "--chdir") {
                     let v = args.get(k + 1).cloned();
                     if let Some(v) = v
-                        && !matches!(
-                            paths::classify(&v, st, self.root.as_deref()),
-                            paths::Place::Inside
-                        )
+                        && !matches!(paths::classify(&v, st, &self.roots), paths::Place::Inside)
                     {
                         return Err(PolicyViolation::new(
                             codes::POLICY_OUTSIDE_WORKTREE,
@@ -913,7 +925,7 @@ impl CommandPolicy {
                     for (k, v) in root_values.iter().enumerate() {
                         let inside = v.as_deref().is_some_and(|v| {
                             matches!(
-                                paths::classify(v, st, self.root.as_deref()),
+                                paths::classify(v, st, &self.roots),
                                 paths::Place::Inside | paths::Place::Temp
                             )
                         });

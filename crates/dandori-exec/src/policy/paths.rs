@@ -138,7 +138,7 @@ pub(crate) const SAFE_DEVICES: &[&str] = &[
 ];
 const TEMP_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
 
-pub(crate) fn classify(path: &str, st: &LineState, root: Option<&str>) -> Place {
+pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
     if path == "~" || path.starts_with("~/") {
         return Place::Home(path.trim_start_matches('~').trim_start_matches('/').into());
     }
@@ -148,9 +148,7 @@ pub(crate) fn classify(path: &str, st: &LineState, root: Option<&str>) -> Place 
     }
     if path.starts_with('/') {
         let n = normalize_abs(path);
-        if let Some(r) = root
-            && under(&n, r)
-        {
+        if roots.iter().any(|r| under(&n, r)) {
             return Place::Inside;
         }
         if SAFE_DEVICES.iter().any(|d| under(&n, d)) {
@@ -331,17 +329,20 @@ mod tests {
     #[test]
     fn places() {
         let st = LineState::new();
-        assert_eq!(classify("src/../x", &st, None), Place::Inside);
-        assert_eq!(classify("../x", &st, None), Place::Escapes);
+        assert_eq!(classify("src/../x", &st, &[]), Place::Inside);
+        assert_eq!(classify("../x", &st, &[]), Place::Escapes);
         assert_eq!(
-            classify("~/.bashrc", &st, None),
+            classify("~/.bashrc", &st, &[]),
             Place::Home(".bashrc".into())
         );
-        assert_eq!(classify("/tmp/x", &st, None), Place::Temp);
+        assert_eq!(classify("/tmp/x", &st, &[]), Place::Temp);
         assert_eq!(
-            classify("/usr/local/bin", &st, None),
+            classify("/usr/local/bin", &st, &[]),
             Place::Abs("/usr/local/bin".into())
         );
-        assert_eq!(classify("/w/a/b", &st, Some("/w/a")), Place::Inside);
+        assert_eq!(
+            classify("/w/a/b", &st, &["/w/a".to_string()]),
+            Place::Inside
+        );
     }
 }

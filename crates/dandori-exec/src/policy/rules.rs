@@ -252,7 +252,7 @@ impl CommandPolicy {
         let Some(v) = value else {
             return unresolved("unresolved-write-target", what, shown);
         };
-        match paths::classify(v, st, self.root.as_deref()) {
+        match paths::classify(v, st, &self.roots) {
             Place::Inside => {
                 if v.split('/').any(|s| s == ".git") {
                     return refuse(
@@ -316,7 +316,7 @@ impl CommandPolicy {
         st: &LineState,
     ) -> Result<(), PolicyViolation> {
         let Some(v) = value else { return Ok(()) };
-        match paths::classify(v, st, self.root.as_deref()) {
+        match paths::classify(v, st, &self.roots) {
             Place::Abs(p) => {
                 if paths::could_be_under(&p, "/proc") {
                     let segs: Vec<&str> = p.split('/').collect();
@@ -448,7 +448,7 @@ impl CommandPolicy {
                     if let Some(v) = &v
                         && recursive
                         && !matches!(
-                            paths::classify(v, st, self.root.as_deref()),
+                            paths::classify(v, st, &self.roots),
                             Place::Inside | Place::Temp
                         )
                     {
@@ -578,7 +578,7 @@ impl CommandPolicy {
                 };
                 st.cwd_depth = match target
                     .as_deref()
-                    .map(|t| paths::classify(t, st, self.root.as_deref()))
+                    .map(|t| paths::classify(t, st, &self.roots))
                 {
                     Some(Place::Inside) => target.as_deref().map(|t| relative_depth(t, st)),
                     _ => None,
@@ -598,7 +598,7 @@ impl CommandPolicy {
         let Some(v) = value else {
             return unresolved("unresolved-link-target", "link target", shown);
         };
-        match paths::classify(v, st, self.root.as_deref()) {
+        match paths::classify(v, st, &self.roots) {
             Place::Inside => Ok(()),
             _ => refuse(
                 codes::POLICY_LINK_OUTSIDE,
@@ -1054,7 +1054,7 @@ impl CommandPolicy {
         shown: &str,
         st: &LineState,
     ) -> Result<(), PolicyViolation> {
-        match value.map(|v| paths::classify(v, st, self.root.as_deref())) {
+        match value.map(|v| paths::classify(v, st, &self.roots)) {
             Some(Place::Inside) => Ok(()),
             _ => refuse(
                 codes::POLICY_OUTSIDE_WORKTREE,
@@ -1416,7 +1416,6 @@ pub(crate) fn check_inline_code(lang: &str, code: &str) -> Result<(), PolicyViol
             "expanduser",
             "Path.home",
             "builtins",
-            "open(",
             "write_text",
             "write_bytes",
             "urllib",
@@ -1428,11 +1427,9 @@ pub(crate) fn check_inline_code(lang: &str, code: &str) -> Result<(), PolicyViol
             "globalThis",
             "global.",
             "constructor",
-            "require(",
             "import(",
             "Function(",
             "process.binding",
-            "fs.",
             "Deno.",
             "Bun.",
             "homedir",
@@ -1464,6 +1461,26 @@ pub(crate) fn check_inline_code(lang: &str, code: &str) -> Result<(), PolicyViol
             format!("{lang} code uses `{hit}`"),
         );
     }
+    if let Some(hit) = inline_code_regex(lang).and_then(|re| re.find(code)) {
+        return refuse(
+            codes::POLICY_INTERPRETER_CODE,
+            "inline-code",
+            format!("{lang} code uses `{}`", hit.as_str()),
+        );
+    }
+    static LOOP: OnceLock<Option<Regex>> = OnceLock::new();
+    let endless = LOOP
+        .get_or_init(|| {
+            Regex::new(r"while\s*\(?\s*(True|true|1)\s*\)?\s*[:{]|for\s*\(\s*;\s*;\s*\)|\bloop\s*\{|while\s+1\b").ok()
+        })
+        .as_ref();
+    if endless.is_some_and(|re| re.is_match(code)) {
+        return refuse(
+            codes::POLICY_INFINITE_LOOP,
+            "inline-code-loop",
+            format!("{lang} code loops forever"),
+        );
+    }
     // Quoted literals that name places outside the worktree.
     for lit in quoted_literals(code) {
         let outside = lit.starts_with('~')
@@ -1481,6 +1498,31 @@ pub(crate) fn check_inline_code(lang: &str, code: &str) -> Result<(), PolicyViol
         }
     }
     Ok(())
+}
+
+/// Constructs a word list cannot express: modules that run programs or open
+/// sockets, dynamic `require`, file writes and deletions, `open(…, "w")`.
+fn inline_code_regex(lang: &str) -> Option<&'static Regex> {
+    static JS: OnceLock<Option<Regex>> = OnceLock::new();
+    static PY: OnceLock<Option<Regex>> = OnceLock::new();
+    match lang {
+        "js" => JS
+            .get_or_init(|| {
+                Regex::new(concat!(
+                    r#"require\s*\(\s*['"`](node:)?(child_process|net|dgram|http|https|http2|tls|vm|worker_threads|cluster|inspector|os|v8|module|repl)['"`]"#,
+                    r#"|require\s*\(\s*[^'"`\s]"#,
+                    r"|\b(writeFile|appendFile|rm|rmdir|unlink|symlink|link|rename|chmod|chown|copyFile|cp|createWriteStream|truncate|openSync|open|mkdtemp|utimes)(Sync)?\s*\(",
+                ))
+                .ok()
+            })
+            .as_ref(),
+        "python" => PY
+            .get_or_init(|| {
+                Regex::new(r#"open\s*\([^)]*,\s*(mode\s*=\s*)?['"][^'"]*[wax+]"#).ok()
+            })
+            .as_ref(),
+        _ => None,
+    }
 }
 
 fn quoted_literals(code: &str) -> Vec<&str> {

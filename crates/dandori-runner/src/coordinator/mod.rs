@@ -128,7 +128,10 @@ struct Coordinator<'o> {
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
-    let (planning, warnings) = plan::load_planning(&paths.planning)?;
+    let (planning, warnings) = plan::load_planning(
+        &paths.planning,
+        &opts.config.planning.environment_setup.security,
+    )?;
     let preds = plan::predecessors(&planning)?;
     let masker = run_masker(opts);
     let trace = Arc::new(TraceWriter::open(
@@ -219,26 +222,23 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
 }
 
 /// The run's masker: the configured patterns plus the literal values of every
-/// environment variable whose name looks secret (API keys handed to agents).
+/// secret environment variable (`dandori_trace::mask::is_secret_env`) and of every
+/// provider's `api_key_env`.
 fn run_masker(opts: &RunOptions) -> Masker {
     let logging = &opts.config.planning.logging;
-    let secret_name = |k: &str| {
-        let k = k.to_ascii_uppercase();
-        ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
-            .iter()
-            .any(|suffix| k.ends_with(suffix))
-            || k.contains("API_KEY")
-    };
+    let provider_keys = opts
+        .config
+        .llm
+        .providers
+        .iter()
+        .filter_map(|p| p.api_key_env.as_ref())
+        .filter_map(|var| opts.base_env.get(var).cloned());
     Masker::new(
         logging.mask_sensitive_data,
         logging.sensitive_patterns.clone(),
     )
-    .with_literal_secrets(
-        opts.base_env
-            .iter()
-            .filter(|(k, _)| secret_name(k))
-            .map(|(_, v)| v.clone()),
-    )
+    .with_env_secrets(&opts.base_env)
+    .with_literal_secrets(provider_keys)
 }
 
 fn load_stage(path: &Path, planning: &Planning) -> Result<Stage, RunnerError> {

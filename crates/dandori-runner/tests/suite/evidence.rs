@@ -104,8 +104,8 @@ fn a_check_only_step_may_change_nothing_and_its_check_is_the_evidence() {
     );
 }
 
-#[test]
-fn an_agent_that_breaks_a_test_covers_nothing() {
+/// A repository whose `sh check.sh` passes until `answer.txt` changes.
+fn with_passing_test() -> Repo {
     let repo = Repo::new();
     std::fs::write(repo.path.join("answer.txt"), "42\n").unwrap();
     std::fs::write(
@@ -115,6 +115,12 @@ fn an_agent_that_breaks_a_test_covers_nothing() {
     .unwrap();
     repo.git(&["add", "-A"]);
     repo.git(&["commit", "-q", "-m", "a passing test"]);
+    repo
+}
+
+#[test]
+fn an_agent_that_breaks_a_test_covers_nothing() {
+    let repo = with_passing_test();
     let breaker = agent(&repo, "echo 41 > answer.txt");
     // With require_unit_pass (and no fix attempt) the step fails.
     let mut plan = planning(
@@ -133,15 +139,7 @@ fn an_agent_that_breaks_a_test_covers_nothing() {
     assert_eq!(out.completion.coverage.overall_coverage, 0.0);
 
     // Without it the step is committed, but its failed check covers no AC.
-    let other = Repo::new();
-    std::fs::write(other.path.join("answer.txt"), "42\n").unwrap();
-    std::fs::write(
-        other.path.join("check.sh"),
-        "test \"$(cat answer.txt)\" = 42 || { echo \"want 42\"; exit 3; }\n",
-    )
-    .unwrap();
-    other.git(&["add", "-A"]);
-    other.git(&["commit", "-q", "-m", "a passing test"]);
+    let other = with_passing_test();
     let mut plan = planning(
         vec![S::new("S01").unit("sh check.sh").targets(&["answer.txt"])],
         json!({"require_unit_pass": false}),

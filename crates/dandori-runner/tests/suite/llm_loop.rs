@@ -10,7 +10,7 @@ use dandori_config::{ProviderConfig, ProviderKind};
 use dandori_runner::{CompletionStatus, ExecutorChoice, ExecutorKind, RunOptions};
 use dandori_test_support::{FakeLlmServer, Reply};
 
-fn completion() -> Reply {
+pub fn completion() -> Reply {
     Reply::openai_text(
         &json!({"phase": "completion", "summary": {"goal_achieved": true, "tasks_completed": 1,
             "tasks_failed": 0, "key_outcomes": ["done"], "lessons_learned": []},
@@ -19,7 +19,7 @@ fn completion() -> Reply {
     )
 }
 
-fn llm_options(repo: &Repo, run_dir: &std::path::Path, server: &FakeLlmServer) -> RunOptions {
+pub fn llm_options(repo: &Repo, run_dir: &std::path::Path, server: &FakeLlmServer) -> RunOptions {
     let mut opts = options(repo, run_dir, None);
     let mut provider = ProviderConfig::new(
         "fake",

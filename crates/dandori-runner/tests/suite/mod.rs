@@ -3,5 +3,6 @@ mod evidence;
 mod guardrails;
 mod llm_loop;
 mod parallel;
+mod secrets;
 mod snapshots_report;
 mod support;

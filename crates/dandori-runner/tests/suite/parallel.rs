@@ -146,6 +146,53 @@ fn workers_limit_concurrency() {
 }
 
 #[test]
+fn the_plans_worker_strategy_limits_the_workers() {
+    let repo = Repo::new();
+    let mut plan = planning(
+        vec![
+            S::new("S01").deps(&[]),
+            S::new("S02").deps(&[]),
+            S::new("S03").deps(&[]),
+        ],
+        json!({}),
+    );
+    plan["execution_plan"] = json!({"execution_mode": "parallel", "execution_groups": [],
+        "worker_strategy": {"type": "single", "max_parallel_workers": 3, "worker_timeout_ms": 300000}});
+    let run_dir = repo.write_plan(&plan);
+    let mut opts = options(&repo, &run_dir, Some(timed_agent(&repo)));
+    opts.config.runner.max_parallel_workers = 3;
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    let sp = spans(&repo.ctl());
+    assert!(
+        sp["S02"].0 >= sp["S01"].1 && sp["S03"].0 >= sp["S02"].1,
+        "worker_strategy single ignored: {sp:?}"
+    );
+}
+
+#[test]
+fn the_plans_worker_timeout_bounds_the_agent() {
+    let repo = Repo::new();
+    let mut plan = planning(vec![S::new("S01")], json!({}));
+    plan["execution_plan"] = json!({"execution_mode": "single", "execution_groups": [],
+        "worker_strategy": {"type": "round_robin", "max_parallel_workers": 1, "worker_timeout_ms": 300}});
+    let run_dir = repo.write_plan(&plan);
+    let agent = repo.agent(r#"sleep 5; mkdir -p "src/$1"; echo x > "src/$1/out.txt""#);
+    let opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    let started = std::time::Instant::now();
+    run(&opts).unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    assert_eq!(
+        stage(&run_dir)["steps"][0]["reason_code"],
+        json!("AGENT_TIMEOUT")
+    );
+}
+
+#[test]
 fn steps_sharing_a_target_path_never_run_together() {
     let repo = Repo::new();
     let mut a = S::new("S01").deps(&[]);
