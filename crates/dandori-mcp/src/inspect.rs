@@ -308,7 +308,8 @@ pub fn progress(target: &Path) -> Result<RunProgress, McpError> {
 
 /// report.md rendered again from the recorded run: the completion of the last
 /// `EXECUTION_END` in trace.jsonl, the steps' measurements from their `STEP_END`
-/// events and the timings in stage.json. Written atomically; returns the text.
+/// events, the timings and acceptance-criteria evidence in stage.json. Written
+/// atomically; returns the text.
 pub fn rerender_report(target: &Path) -> Result<String, McpError> {
     let files = RunFiles::open(target)?;
     let trace = files.trace();
@@ -337,13 +338,23 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
         .map(|(k, (m, _))| (k, m))
         .collect();
     let preds: Vec<BTreeSet<usize>> = dandori_runner::plan::predecessors(&files.planning)?;
-    let text = markdown::render(&markdown::ReportInput {
-        planning: &files.planning,
-        completion: &completion,
-        metrics: &metrics,
-        timings: &timings(files.stage.as_ref()),
-        preds: &preds,
-    });
+    let evidence: Vec<dandori_runner::coverage::AcEvidence> = files
+        .stage
+        .as_ref()
+        .and_then(|s| s.extra.get("ac_evidence"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let text = dandori_runner::report::render_recorded(
+        &markdown::ReportInput {
+            planning: &files.planning,
+            completion: &completion,
+            metrics: &metrics,
+            timings: &timings(files.stage.as_ref()),
+            preds: &preds,
+        },
+        &evidence,
+        &files.run_dir,
+    );
     dandori_fs::write_atomic(files.run_dir.join("report.md"), &text)?;
     Ok(text)
 }

@@ -22,6 +22,9 @@ use crate::inspect::{self, RunFiles, TraceFilter};
 /// planner the configuration selects. The CLI implements it with the same code as
 /// `dandori run` and `dandori plan`, so every tool applies the same policies.
 pub trait Host: Send + Sync {
+    /// The configuration of a repository, layered as for the CLI (defaults < user
+    /// config < file < environment < `-c`, with the repository's trust rules).
+    fn config(&self, repo: &Path) -> Result<Loaded, String>;
     fn environment(&self, config: &Config) -> Option<Arc<dyn EnvironmentPhase>>;
     /// The model planner for a configuration; None = the offline planner.
     fn planner(&self, loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError>;
@@ -31,11 +34,7 @@ pub trait Host: Send + Sync {
 pub struct ServiceOptions {
     /// Where relative paths and a missing `repo` argument point.
     pub cwd: PathBuf,
-    /// `--config`.
-    pub config_path: Option<PathBuf>,
-    /// `-c key=value`.
-    pub sets: Vec<String>,
-    /// Environment of the server process (config overrides, child processes).
+    /// Environment of the server process (child processes, secret masking).
     pub base_env: BTreeMap<String, String>,
     pub host: Arc<dyn Host>,
 }
@@ -126,17 +125,10 @@ impl Service {
     }
 
     fn load(&self, repo: &Path) -> Result<Loaded, McpError> {
-        dandori_config::load(&dandori_config::LoadOptions {
-            repo: repo.to_path_buf(),
-            config_path: self.opts.config_path.clone(),
-            task_planning_path: None,
-            env: self.opts.base_env.clone(),
-            overrides: self.opts.sets.clone(),
-            task_type: None,
-            // The user config is found from the server's environment (HOME, …).
-            user_config_path: None,
-        })
-        .map_err(|e| McpError::invalid("CONFIG_INVALID", e.to_string()))
+        self.opts
+            .host
+            .config(repo)
+            .map_err(|e| McpError::invalid("CONFIG_INVALID", e))
     }
 
     /// The run directory argument, canonical, checked to hold a plan.
@@ -342,6 +334,13 @@ impl Service {
             .stage
             .as_ref()
             .is_some_and(|s| s.status == dandori_plan::RunStatus::Done);
+        // A run this server drove to its end stays ended (`dandori resume`, or a
+        // new server, resumes a failed one).
+        if let Some(e) = self.board(&run_dir).and_then(|b| b.ended()) {
+            return Ok(
+                json!({"status": "finished", "ready": [], "completion": Self::ended_json(&run_dir, &e)}),
+            );
+        }
         if finished && self.board(&run_dir).is_none() {
             let report = run_dir.join("report.md");
             return Ok(json!({"status": "finished", "ready": [],

@@ -4,7 +4,7 @@
 //! word, and the max-iteration rule is applied last of all so nothing can override
 //! it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CoverageInput {
@@ -24,17 +24,17 @@ pub use dandori_report::CoverageResult;
 
 /// Why an acceptance criterion is (not) covered: the verifications of the done
 /// steps linking it, as they ran after the change (seed 001 §10.5–10.8).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AcEvidence {
     pub ac: String,
     pub covered: bool,
     /// Steps linking the AC and their state, when none verified it.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,
     pub evidence: Vec<EvidenceItem>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EvidenceItem {
     pub step_id: String,
     pub kind: String,

@@ -42,14 +42,28 @@ fn metrics(reports: &BTreeMap<String, StepReport>) -> BTreeMap<String, StepMetri
 }
 
 pub fn render(i: &ReportInput<'_>) -> String {
-    let mut md = markdown::render(&markdown::ReportInput {
-        planning: i.planning,
-        completion: i.completion,
-        metrics: &metrics(i.reports),
-        timings: i.timings,
-        preds: i.preds,
-    });
-    md.push_str(&evidence_section(i.ac_evidence, &i.paths.run_dir));
+    render_recorded(
+        &markdown::ReportInput {
+            planning: i.planning,
+            completion: i.completion,
+            metrics: &metrics(i.reports),
+            timings: i.timings,
+            preds: i.preds,
+        },
+        i.ac_evidence,
+        &i.paths.run_dir,
+    )
+}
+
+/// report.md from its recorded parts; `dandori report` re-renders a finished run
+/// with it from trace.jsonl and stage.json.
+pub fn render_recorded(
+    input: &markdown::ReportInput<'_>,
+    ac_evidence: &[AcEvidence],
+    run_dir: &std::path::Path,
+) -> String {
+    let mut md = markdown::render(input);
+    md.push_str(&evidence_section(ac_evidence, run_dir));
     md
 }
 

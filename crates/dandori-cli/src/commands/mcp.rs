@@ -3,7 +3,7 @@
 //! phase as `dandori run` and the same planner choice as `dandori plan`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -17,10 +17,17 @@ use crate::cli::{McpArgs, McpToolSet};
 use crate::output;
 
 struct CliHost {
+    config: Option<PathBuf>,
+    sets: Vec<String>,
     base_env: BTreeMap<String, String>,
 }
 
 impl Host for CliHost {
+    fn config(&self, repo: &Path) -> Result<Loaded, String> {
+        super::load_config(self.config.as_deref(), &self.sets, repo, &self.base_env)
+            .map_err(|e| format!("{e:#}"))
+    }
+
     fn environment(&self, config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
         Some(Arc::new(super::env::EnvPhase {
             config: config.planning.environment_setup.clone(),
@@ -62,10 +69,12 @@ pub fn mcp(config: Option<&Path>, sets: &[String], args: &McpArgs) -> anyhow::Re
         set,
         ServiceOptions {
             cwd: std::env::current_dir()?,
-            config_path: config.map(Path::to_path_buf),
-            sets: sets.to_vec(),
             base_env: base_env.clone(),
-            host: Arc::new(CliHost { base_env }),
+            host: Arc::new(CliHost {
+                config: config.map(Path::to_path_buf),
+                sets: sets.to_vec(),
+                base_env,
+            }),
         },
     );
     let rt = tokio::runtime::Builder::new_multi_thread()

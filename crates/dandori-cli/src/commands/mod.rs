@@ -66,8 +66,6 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
         // --
-        Command::Trust(args) => trust::trust(&args),
-        // --
         Command::Mcp(args) => mcp::mcp(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Runs(args) => runs::runs(cli.config.as_deref(), &cli.set, &args),
@@ -77,6 +75,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => runs::report(&args),
         // --
         Command::Trace(args) => runs::trace(&args),
+        // --
+        Command::Trust(args) => trust::trust(&args),
         // --
         Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
     }

@@ -137,17 +137,23 @@ fn python_sdk_client_plans_and_executes_a_request() {
         out["resources"],
         json!(["planning.json", "report.md", "stage.json", "trace.jsonl"])
     );
-    // The work is on the work branch, one commit per step with dandori's trailers.
+    // The work is on the work branch, one commit per step with dandori's trailers,
+    // each changing the step's target.
     let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
     let planning: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
             .unwrap();
     let branch = planning["work_branch"].as_str().unwrap();
     let log = git(&repo, &["log", "--format=%B", &format!("main..{branch}")]);
-    for id in &steps {
+    for s in planning["steps"].as_array().unwrap() {
+        let id = s["step_id"].as_str().unwrap();
         assert!(log.contains(&format!("Dandori-Step: {id}")), "{log}");
-        // (S02's draft stays: this plan has no unit command to reject it.)
-        assert!(!git(&repo, &["show", &format!("{branch}:src/{id}/main.txt")]).is_empty());
+        let target = s["scope"]["target_paths"][0].as_str().unwrap();
+        let text = git(&repo, &["show", &format!("{branch}:{target}")]);
+        assert!(
+            text.contains(&format!("work of {id}")) || id == "S02",
+            "{target}: {text}"
+        );
     }
 }
 
@@ -294,7 +300,11 @@ fn a_plan_executed_through_mcp_ends_like_the_command_executor() {
     let a = outcome(&repo_a, &run_a);
     let b = outcome(&repo_b, &run_b);
     assert_eq!(a, b);
-    assert_eq!(a["commits"].as_array().unwrap().len(), 3);
+    assert!(
+        a["commits"].as_array().unwrap().len() >= 3,
+        "{}",
+        a["commits"]
+    );
 }
 
 /// The first `mcp-inspector` on PATH (npm `@modelcontextprotocol/inspector`,

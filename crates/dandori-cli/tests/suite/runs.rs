@@ -57,7 +57,7 @@ fn runs_status_report_and_trace_read_a_finished_run() {
             runs[0]["request_id"],
             runs[0]["run_id"],
             runs[0]["status"],
-            runs[0]["steps"],
+            runs[0]["total"],
             runs[0]["done"]
         ]),
         json!(["RQ-7", "run-7", "done", 3, 3])

@@ -16,6 +16,18 @@ use serde_json::{Map, Value, json};
 struct OfflineHost;
 
 impl Host for OfflineHost {
+    fn config(&self, repo: &Path) -> Result<Loaded, String> {
+        dandori_config::load(&dandori_config::LoadOptions {
+            repo: repo.to_path_buf(),
+            config_path: None,
+            task_planning_path: None,
+            env: BTreeMap::new(),
+            overrides: Vec::new(),
+            task_type: None,
+            user_config_path: None,
+        })
+        .map_err(|e| e.to_string())
+    }
     fn environment(&self, _config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
         None
     }
@@ -29,8 +41,6 @@ fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
         set,
         ServiceOptions {
             cwd: cwd.to_path_buf(),
-            config_path: None,
-            sets: Vec::new(),
             base_env: BTreeMap::new(),
             host: Arc::new(OfflineHost),
         },
@@ -170,11 +180,32 @@ fn graph_and_locate_answer_small_structured_results() {
         ),
         ("src/other.py", "x = 1\n"),
     ]);
-    let plan = json!({"version": "1.0", "steps": [
-        {"step_id": "S01"}, {"step_id": "S02", "depends_on": ["S01"]}, {"step_id": "S03"}]});
+    let step = |id: &str, deps: &[&str]| {
+        json!({
+            "step_id": id, "title": id, "role": "implementer", "intent": id,
+            "scope": {"target_paths": [format!("src/{id}")], "max_diff_lines": 100},
+            "inputs": {"request_path": "requests/RQ-1.md"}, "commands": {"unit": []},
+            "success_criteria": ["ok"], "links_to_ac": ["AC-01"], "depends_on": deps,
+            "expected_diff": {"lines_max": 100, "files_max": 5, "risk_level": "low"},
+            "outputs": {"patch_path": format!("patches/{id}.patch"), "log_prefix": format!("logs/step.{id}")}
+        })
+    };
+    let ac = |id: &str| json!({"id": id, "given": "g", "when": "w", "then": "t"});
+    let plan = json!({
+        "version": "1.0", "request_id": "RQ-1", "run_id": "r1", "created_at": "2026-01-01T00:00:00Z",
+        "base_branch": "main", "work_branch": "dandori/RQ-1/r1",
+        "limits": {"max_diff_lines": 100, "timeout_sec": 60, "max_steps_per_run": 10, "max_autofix_cycles": 1},
+        "context": {"summary": "s", "constraints": [], "acceptance_criteria": [ac("AC-01"), ac("AC-02"), ac("AC-03")], "test_instructions": {}},
+        "steps": [step("S01", &[]), step("S02", &["S01"]), step("S03", &[])],
+        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
+                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
+        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
+    });
     std::fs::write(repo.path().join("plan.json"), plan.to_string()).unwrap();
     let rt = rt();
     let s = server(ToolSet::Standard, repo.path());
+    let v = rt.block_on(s.call("validate", args(json!({"path": "plan.json"}))));
+    assert_eq!(v.structured_content.unwrap()["ok"], json!(true));
     let g = rt.block_on(s.call("graph", args(json!({"path": "plan.json"}))));
     let g = g.structured_content.unwrap();
     assert_eq!(g["groups"], json!([["S01", "S03"], ["S02"]]));
