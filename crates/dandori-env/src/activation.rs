@@ -13,6 +13,9 @@ use crate::analyzer::join_rel;
 use crate::reuse;
 use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
 
+/// rustup's switch for installing missing toolchains on first use.
+pub const RUSTUP_AUTO_INSTALL: &str = "RUSTUP_AUTO_INSTALL";
+
 /// `bin` directories of the prepared environment rooted at `root` (relative to
 /// `repo`) that exist, most specific first.
 pub fn bin_dirs(repo: &Path, root: &str) -> Vec<PathBuf> {
@@ -55,6 +58,12 @@ pub fn environment(
         }
     }
     env.remove("PYTHONHOME");
+    // Setup, verification and `env exec` never install or update toolchains
+    // behind the user's back: a `rust-toolchain.toml` naming a channel or a
+    // component that is not installed fails instead of upgrading the machine's
+    // rustup toolchains (set RUSTUP_AUTO_INSTALL=1 to allow it).
+    let auto = std::env::var(RUSTUP_AUTO_INSTALL).unwrap_or_else(|_| "0".to_string());
+    env.entry(RUSTUP_AUTO_INSTALL.to_string()).or_insert(auto);
     let mut path: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     if let Some(p) = base.get("PATH") {
         for s in p.split(':') {
@@ -64,7 +73,8 @@ pub fn environment(
         }
     }
     env.insert("PATH".into(), path.join(":"));
-    env
+    // Package managers dandori bootstrapped (uv, yarn, pnpm) come last.
+    crate::tools::with_tools_on_path(&env)
 }
 
 /// The environment for commands in `repo`, on top of this process's base

@@ -10,7 +10,7 @@ use dandori_config::{EnvironmentSetupConfig, OnFailure};
 use dandori_env::records::{OverallStatus, VerificationRecord};
 use dandori_env::setup::{OfflineRegenerator, SetupOptions};
 use dandori_env::verify::{self, VerifyOptions};
-use dandori_env::{activation, analyzer, reuse, selection, setup};
+use dandori_env::{activation, analyzer, phase, reuse, selection, setup};
 use dandori_plan::SelectedEnvironment;
 use dandori_runner::environment::{EnvironmentPhase, EnvironmentReport, EnvironmentStatus};
 
@@ -20,6 +20,9 @@ use crate::output;
 /// Exit code of `env setup` when the environment was detected but cannot be
 /// prepared on this machine.
 pub const EXIT_BLOCKED: u8 = 3;
+/// Exit code of `env setup` when the environment is usable but an optional
+/// check failed (or important warnings were found): partial success.
+pub const EXIT_PARTIAL: u8 = 4;
 
 pub fn env(config: Option<&Path>, sets: &[String], cmd: EnvCommand) -> anyhow::Result<ExitCode> {
     match cmd {
@@ -113,10 +116,19 @@ fn print_selected(s: &SelectedEnvironment) {
 fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&a.repo)?;
     let analysis = analyzer::analyze(&repo, &cfg.analysis);
-    let selected = selection::select_environment(&analysis, a.language.as_deref());
-    let regen = OfflineRegenerator;
     let say = |s: &str| output::progress(s);
+    let quiet = |_: &str| {};
+    let base_env = dandori_exec::run::base_env();
+    let selected = phase::select_with_bootstrap(
+        &analysis,
+        a.language.as_deref(),
+        &base_env,
+        if a.json { &quiet } else { &say },
+    )?;
+    let regen = OfflineRegenerator;
     let mut opts = SetupOptions::new(&repo);
+    opts.masker = env_masker(&std::env::vars().collect());
+    opts.base_env = dandori_env::tools::with_tools_on_path(&base_env);
     opts.record_dir = record_dir(a, &repo);
     opts.config = cfg.clone();
     opts.force = force;
@@ -158,11 +170,25 @@ fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::
             out.record_dir.display()
         ));
     }
-    Ok(match (out.overall_status, &out.setup_result.blocked) {
-        (OverallStatus::Failed, Some(_)) => ExitCode::from(EXIT_BLOCKED),
-        (OverallStatus::Failed, None) => ExitCode::from(1),
-        (OverallStatus::Success | OverallStatus::PartialSuccess, _) => ExitCode::SUCCESS,
-    })
+    Ok(ExitCode::from(setup_exit_code(&out)))
+}
+
+/// 0 only when every required verification passed and nothing failed; a
+/// required check that failed is 1 whatever `on_failure` says (as `env verify`);
+/// [`EXIT_PARTIAL`] when only optional checks failed or warnings matter.
+fn setup_exit_code(out: &dandori_env::setup::SetupOutcome) -> u8 {
+    let required_failed = out
+        .verification_result
+        .verification_results
+        .iter()
+        .any(|v| v.required && v.status != "success");
+    match out.overall_status {
+        OverallStatus::Blocked => EXIT_BLOCKED,
+        OverallStatus::Failed => 1,
+        _ if required_failed => 1,
+        OverallStatus::PartialSuccess => EXIT_PARTIAL,
+        OverallStatus::Success => 0,
+    }
 }
 
 fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode> {
@@ -178,7 +204,7 @@ fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitC
         timeout,
         policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
         log_dir: verify::log_dir(&dir),
-        masker: dandori_trace::Masker::default(),
+        masker: env_masker(&std::env::vars().collect()),
         limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
         on_failure: cfg.verification.on_failure,
     };
@@ -223,10 +249,8 @@ fn exec(a: &EnvExecArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The runner's environment phase: `dandori-env` with the run's config. The
-/// `selected_environment` of the run's planning.json is used when present,
-/// else the analyser chooses; records go to `<run>/environment/`, statistics
-/// across runs to the runs root.
+/// The runner's environment phase: [`dandori_env::phase::prepare_run`] with the
+/// run's config, mapped onto the runner's types.
 pub struct EnvPhase {
     pub config: EnvironmentSetupConfig,
     pub base_env: BTreeMap<String, String>,
@@ -234,56 +258,31 @@ pub struct EnvPhase {
 
 impl EnvironmentPhase for EnvPhase {
     fn prepare(&self, repo: &Path, run_dir: &Path) -> Result<EnvironmentReport, String> {
-        let planned: Option<SelectedEnvironment> =
-            dandori_fs::read_to_string(run_dir.join("planning.json"))
-                .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|v| v.get("selected_environment").cloned())
-                .and_then(|v| serde_json::from_value(v).ok())
-                .filter(|s: &SelectedEnvironment| !s.setup_commands.is_empty());
-        let selected = match planned {
-            // Commands generated by the analyser (the planner's contract): run them.
-            Some(s) if s.extra.contains_key("root") => s,
-            // Commands from elsewhere may install outside an isolated environment:
-            // keep the planned environment's choice, generate its commands here.
-            Some(s) => {
-                let analysis = analyzer::analyze(repo, &self.config.analysis);
-                selection::select_environment(&analysis, Some(&s.name))
-            }
-            None => {
-                let analysis = analyzer::analyze(repo, &self.config.analysis);
-                if analysis.ecosystems.is_empty() {
-                    // Nothing declares dependencies: an empty virtual environment
-                    // would only add files to the work tree.
-                    return Ok(EnvironmentReport {
-                        status: EnvironmentStatus::Success,
-                        activation_env: activation::env_for_with(repo, &self.base_env),
-                        message: "no environment files detected: nothing to set up".to_string(),
-                    });
-                }
-                selection::select_environment(&analysis, None)
-            }
-        };
         let regen = OfflineRegenerator;
-        let mut opts = SetupOptions::new(repo);
-        opts.record_dir = run_dir.join("environment");
-        opts.stats_dir = run_dir
-            .parent()
-            .and_then(Path::parent)
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| run_dir.to_path_buf());
-        opts.config = self.config.clone();
-        opts.base_env = self.base_env.clone();
-        opts.regenerator = Some(&regen);
-        let out = setup::run(&selected, &opts).map_err(|e| e.to_string())?;
+        let say = |s: &str| output::progress(&format!("environment: {s}"));
+        let out = phase::prepare_run(
+            &self.config,
+            &self.base_env,
+            repo,
+            run_dir,
+            Some(&regen),
+            &say,
+        )
+        .map_err(|e| e.to_string())?;
         Ok(EnvironmentReport {
-            status: match out.overall_status {
+            status: match out.status {
                 OverallStatus::Success => EnvironmentStatus::Success,
                 OverallStatus::PartialSuccess => EnvironmentStatus::PartialSuccess,
-                OverallStatus::Failed => EnvironmentStatus::Failed,
+                OverallStatus::Failed | OverallStatus::Blocked => EnvironmentStatus::Failed,
             },
-            activation_env: activation::env_for_with(repo, &self.base_env),
-            message: out.handover.setup_notes,
+            activation_env: out.activation_env,
+            message: out.message,
         })
     }
+}
+
+/// Setup and verification logs hide the values of the secret variables of `env`
+/// (`dandori_trace::mask::is_secret_env`) besides the known key shapes.
+fn env_masker(env: &BTreeMap<String, String>) -> dandori_trace::Masker {
+    dandori_trace::Masker::default().with_env_secrets(env)
 }

@@ -4,6 +4,10 @@ mod eval_localize;
 // --
 mod graph;
 // --
+mod mcp;
+// --
+mod runs;
+// --
 mod plan;
 // --
 mod plan_llm;
@@ -17,4 +21,6 @@ mod run_llm;
 mod schema;
 // --
 mod validate;
+// --
+mod trust;
 // --

@@ -9,6 +9,7 @@
 mod go;
 mod java;
 mod node;
+mod other;
 mod python;
 mod rust;
 
@@ -25,6 +26,9 @@ pub const NODE: &str = "node";
 pub const JAVA: &str = "java";
 pub const GO: &str = "go";
 pub const RUST: &str = "rust";
+pub const RUBY: &str = "ruby";
+pub const PHP: &str = "php";
+pub const DOTNET: &str = "dotnet";
 /// Files of §3.2.5 that belong to no single ecosystem.
 pub const COMMON: &str = "common";
 
@@ -251,6 +255,7 @@ fn classify(path: &str) -> Option<(&'static str, FileKind)> {
     let r = match name {
         "pyproject.toml" | "setup.py" | "setup.cfg" | "Pipfile" => (PYTHON, Manifest),
         "Pipfile.lock" | "poetry.lock" | "uv.lock" | "pdm.lock" => (PYTHON, Lock),
+        "tox.ini" => (PYTHON, Config),
         ".python-version" | "runtime.txt" => (PYTHON, Version),
         "environment.yml" | "environment.yaml" | "condaenv.yaml" | "condaenv.yml" => {
             (MINIFORGE, Manifest)
@@ -275,6 +280,24 @@ fn classify(path: &str) -> Option<(&'static str, FileKind)> {
         "Cargo.toml" => (RUST, Manifest),
         "Cargo.lock" => (RUST, Lock),
         "rust-toolchain" | "rust-toolchain.toml" => (RUST, Version),
+        "Gemfile" | "gems.rb" => (RUBY, Manifest),
+        "Gemfile.lock" | "gems.locked" => (RUBY, Lock),
+        ".ruby-version" => (RUBY, Version),
+        "composer.json" => (PHP, Manifest),
+        "composer.lock" => (PHP, Lock),
+        "global.json" => (DOTNET, Version),
+        "packages.lock.json" => (DOTNET, Lock),
+        "Directory.Packages.props" | "Directory.Build.props" | "NuGet.config" | "nuget.config" => {
+            (DOTNET, Config)
+        }
+        n if n.ends_with(".csproj")
+            || n.ends_with(".fsproj")
+            || n.ends_with(".vbproj")
+            || n.ends_with(".sln")
+            || n.ends_with(".slnx") =>
+        {
+            (DOTNET, Manifest)
+        }
         "Dockerfile"
         | "docker-compose.yml"
         | "docker-compose.yaml"
@@ -532,6 +555,9 @@ fn analyze_inner(root: &Path, paths: &[String], config: &AnalysisConfig) -> Envi
                 JAVA => java::analyze(&mut e, &mut reader),
                 GO => go::analyze(&mut e, &mut reader),
                 RUST => rust::analyze(&mut e, &mut reader),
+                RUBY => other::analyze_ruby(&mut e, &mut reader),
+                PHP => other::analyze_php(&mut e, &mut reader),
+                DOTNET => other::analyze_dotnet(&mut e, &mut reader),
                 _ => {}
             }
             e

@@ -287,6 +287,28 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                         &mut deps,
                     );
                 }
+                // Hatch environments: `[tool.hatch.envs.test] dependencies = [...]`.
+                if let Some(envs) = tool
+                    .and_then(|t| t.get("hatch"))
+                    .and_then(|h| h.get("envs"))
+                    .and_then(|v| v.as_table())
+                {
+                    for (env_name, body) in envs {
+                        let n = env_name.to_ascii_lowercase();
+                        if n == "default" || n.contains("test") || n == "dev" {
+                            for key in ["dependencies", "extra-dependencies"] {
+                                toml_str_deps(
+                                    body.get(key),
+                                    DependencyKind::Dev,
+                                    false,
+                                    None,
+                                    rel,
+                                    &mut deps,
+                                );
+                            }
+                        }
+                    }
+                }
                 if tool.and_then(|t| t.get("pytest")).is_some() {
                     e.test_command = Some("python -m pytest".to_string());
                 }
@@ -345,6 +367,11 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
             }
             "uv.lock" => {
                 pm = Some(("uv", format!("{rel} present")));
+            }
+            "tox.ini" => {
+                if let Some(text) = reader.read(rel) {
+                    parse_tox(&text, rel, reader, &mut seen, &mut deps);
+                }
             }
             "poetry.lock" if pm.as_ref().is_none_or(|(p, _)| *p != "uv") => {
                 pm = Some(("poetry", format!("{rel} present")));
@@ -439,6 +466,73 @@ fn import_package(e: &Ecosystem, declared: Option<&str>, all: &BTreeSet<&str>) -
         .collect();
     found.sort();
     found.into_iter().next()
+}
+
+/// `tox.ini` `[testenv]` `deps` (the simple cases): requirement lines, and
+/// `-r{toxinidir}/file` includes; lines with other substitutions are skipped,
+/// factor prefixes (`py311: pytest`) are dropped. Dev dependencies.
+fn parse_tox(
+    text: &str,
+    rel: &str,
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeSet<String>,
+    out: &mut Vec<Dependency>,
+) {
+    let mut in_testenv = false;
+    let mut in_deps = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_testenv = t == "[testenv]";
+            in_deps = false;
+            continue;
+        }
+        if !in_testenv || t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        let continuation = line.starts_with(' ') || line.starts_with('\t');
+        let value = if continuation {
+            if !in_deps {
+                continue;
+            }
+            t
+        } else {
+            match t.split_once('=') {
+                Some((k, v)) if k.trim() == "deps" => {
+                    in_deps = true;
+                    v.trim()
+                }
+                _ => {
+                    in_deps = false;
+                    continue;
+                }
+            }
+        };
+        if value.is_empty() {
+            continue;
+        }
+        // `py38,py39: pytest<8` → `pytest<8`.
+        let value = match value.split_once(": ") {
+            Some((factors, dep)) if !factors.contains(' ') => dep.trim(),
+            _ => value,
+        };
+        if let Some(inc) = value.strip_prefix("-r") {
+            let inc = inc.trim().replace("{toxinidir}/", "");
+            if !inc.contains('{') {
+                let inc_rel = super::join_rel(super::parent_dir(rel), &inc);
+                if let Some(t) = reader.read(&inc_rel) {
+                    parse_requirements(&t, &inc_rel, DependencyKind::Dev, reader, seen, out);
+                }
+            }
+            continue;
+        }
+        if value.contains('{') || value.starts_with('-') {
+            continue;
+        }
+        if let Some((name, spec, _)) = split_requirement(value) {
+            out.push(dep(name, spec, DependencyKind::Dev, false, None, rel));
+        }
+    }
 }
 
 fn parse_setup_py(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut Option<String>) {

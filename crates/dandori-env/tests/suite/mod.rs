@@ -1,4 +1,5 @@
 mod analysis;
+mod bootstrap;
 mod classify;
 mod setup;
 mod verification;

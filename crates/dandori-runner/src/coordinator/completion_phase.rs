@@ -10,10 +10,10 @@ use dandori_plan::{
 use serde_json::{Value, json};
 
 use crate::completion::{self, CompletionStatus};
-use crate::coverage::{self, CoverageInput, CoverageResult};
+use crate::coverage::{self, AcEvidence, CoverageInput, CoverageResult, EvidenceItem};
 use crate::error::RunnerError;
 use crate::executor::Executor;
-use crate::step::{self, StepResult};
+use crate::step::{self, Check, StepResult};
 use crate::{events, reason, report};
 
 use super::{Coordinator, RunOutcome};
@@ -28,8 +28,10 @@ impl Coordinator<'_> {
             .unwrap_or_default()
     }
 
-    /// Seed 001 §10.5: evaluate AC coverage with the deterministic guardrails; plan
-    /// gaps (ACs no step links to) get follow-up steps while iterations remain.
+    /// Seed 001 §10.5: evaluate AC coverage (on evidence) with the deterministic
+    /// guardrails; every uncovered AC gets a follow-up step (seed 001 §10.6), run
+    /// while iterations remain once every planned step is done, recorded as
+    /// pending otherwise.
     pub(super) fn coverage_and_follow_ups(
         &mut self,
         executor: &dyn Executor,
@@ -53,7 +55,6 @@ impl Coordinator<'_> {
             let gaps: Vec<String> = result
                 .critical_gaps
                 .iter()
-                .filter(|g| input.unplanned.contains(g))
                 .filter(|g| {
                     !follow_ups
                         .iter()
@@ -67,25 +68,16 @@ impl Coordinator<'_> {
                 || !executor.can_execute()
                 || self.stop_reason.is_some()
             {
+                for ac in &gaps {
+                    follow_up_for(&mut follow_ups, ac);
+                }
                 self.stage
                     .extra
                     .insert("follow_ups".to_string(), json!(follow_ups));
                 return Ok(result);
             }
             for ac in gaps.iter().take(3) {
-                let idx = match follow_ups.iter().position(|f| &f.ac == ac) {
-                    Some(i) => i,
-                    None => {
-                        follow_ups.push(completion::FollowUp {
-                            step_id: format!("F{:02}", follow_ups.len() + 1),
-                            ac: ac.clone(),
-                            status: StepStatus::Pending,
-                            commit: None,
-                            reason_code: None,
-                        });
-                        follow_ups.len() - 1
-                    }
-                };
+                let idx = follow_up_for(&mut follow_ups, ac);
                 if follow_ups[idx].status == StepStatus::Done {
                     continue;
                 }
@@ -104,7 +96,7 @@ impl Coordinator<'_> {
     }
 
     pub(super) fn coverage_input(
-        &self,
+        &mut self,
         follow_ups: &[completion::FollowUp],
         iteration: u32,
         max_iterations: u32,
@@ -116,24 +108,81 @@ impl Coordinator<'_> {
             .iter()
             .map(|a| a.id.clone())
             .collect();
-        let mut covered = BTreeSet::new();
+        // The checks each proof commit on the branch carries (newest proof wins).
+        let mut checks: BTreeMap<String, Vec<Check>> = BTreeMap::new();
+        let range = format!("{}..{}", self.base_commit, self.tip);
+        for c in self.main.step_commits(&range)? {
+            if c.run_id == self.planning.run_id && c.completes_step() {
+                checks
+                    .entry(c.step_id.clone())
+                    .or_insert_with(|| c.checks.iter().filter_map(|t| Check::parse(t)).collect());
+            }
+        }
+        let mut linking: Vec<(String, Vec<String>, StepStatus)> = self
+            .planning
+            .steps
+            .iter()
+            .zip(&self.stage.steps)
+            .map(|(step, st)| (step.step_id.clone(), step.links_to_ac.clone(), st.status))
+            .collect();
+        for f in follow_ups {
+            linking.push((f.step_id.clone(), vec![f.ac.clone()], f.status));
+        }
         let mut linked = BTreeSet::new();
-        for (step, st) in self.planning.steps.iter().zip(&self.stage.steps) {
-            for ac in &step.links_to_ac {
+        let mut evidence = Vec::new();
+        for ac in &acs {
+            let mut e = AcEvidence {
+                ac: ac.clone(),
+                covered: false,
+                missing: Vec::new(),
+                evidence: Vec::new(),
+            };
+            for (step_id, _, status) in linking.iter().filter(|l| l.1.contains(ac)) {
                 linked.insert(ac.clone());
-                if st.status == StepStatus::Done {
-                    covered.insert(ac.clone());
+                let done = *status == StepStatus::Done;
+                let step_checks = checks.get(step_id).filter(|_| done);
+                match step_checks {
+                    Some(cs) if !cs.is_empty() => {
+                        e.covered |= cs.iter().all(Check::passed);
+                        for c in cs {
+                            let log = if c.kind == "diff" {
+                                self.paths.patch(step_id)
+                            } else {
+                                self.paths.step_log(step_id, "unit")
+                            };
+                            e.evidence.push(EvidenceItem {
+                                step_id: step_id.clone(),
+                                kind: c.kind.clone(),
+                                command: c.command.clone(),
+                                exit_code: c.exit_code,
+                                log: log.to_string_lossy().into_owned(),
+                            });
+                        }
+                    }
+                    _ => e.missing.push(format!(
+                        "{step_id}: {}",
+                        if done {
+                            "done without a verification"
+                        } else {
+                            dandori_report::step_status_str(*status)
+                        }
+                    )),
                 }
             }
+            evidence.push(e);
         }
-        for f in follow_ups {
-            if f.status == StepStatus::Done {
-                covered.insert(f.ac.clone());
-            }
-        }
+        let covered: Vec<String> = evidence
+            .iter()
+            .filter(|e| e.covered)
+            .map(|e| e.ac.clone())
+            .collect();
+        self.stage
+            .extra
+            .insert("ac_evidence".to_string(), json!(evidence));
+        self.ac_evidence = evidence;
         let numstat = self
             .main
-            .run(&["diff", "--numstat", &self.base_commit, "HEAD"])?;
+            .run(&["diff", "--numstat", &self.base_commit, &self.tip])?;
         let synthesis_size = numstat
             .lines()
             .map(|l| {
@@ -150,7 +199,7 @@ impl Coordinator<'_> {
                 .cloned()
                 .collect(),
             acceptance_criteria: acs,
-            covered: covered.into_iter().collect(),
+            covered,
             synthesis_size,
             iteration,
             max_iterations,
@@ -172,12 +221,15 @@ impl Coordinator<'_> {
             ),
             None => format!("Satisfy acceptance criterion {ac_id}"),
         };
-        let targets: BTreeSet<String> = self
+        // The plan's targets, and the whole repository: an acceptance criterion no
+        // step covered may need a change anywhere.
+        let mut targets: BTreeSet<String> = self
             .planning
             .steps
             .iter()
             .flat_map(|s| s.scope.target_paths.iter().cloned())
             .collect();
+        targets.insert(".".to_string());
         let unit = self
             .planning
             .context
@@ -257,26 +309,32 @@ impl Coordinator<'_> {
             self.main.remove_worktree(&wt)?;
         }
         dandori_fs::create_dir_all(&self.paths.worktrees)?;
-        self.main.add_worktree(&wt, "HEAD")?;
         self.emit(
             events::STEP_START,
             json!({"step_id": step.step_id, "follow_up_for": step.links_to_ac}),
         );
-        let r = step::run_step(&cx, usize::MAX, step, &wt);
+        let commits = vec![("work".to_string(), self.tip.clone())];
+        let base = step::StepBase {
+            commits: &commits,
+            main: &self.main,
+        };
+        let r = step::run_step_on_base(&cx, usize::MAX, step, &base, &wt);
         self.tokens.add(r.tokens);
         let out = match &r.result {
             StepResult::Committed { commits } => {
-                let mut head = Some(self.tip.clone());
-                for c in commits {
-                    head = self.main.cherry_pick(c, false)?;
-                    if head.is_none() {
-                        break;
-                    }
-                }
-                if let Some(head) = head {
+                let merged = match commits.last() {
+                    Some(proof) => self.main.merge_commits(
+                        &self.tip,
+                        proof,
+                        &format!("dandori: integrate {}", step.step_id),
+                    )?,
+                    None => Some(self.tip.clone()),
+                };
+                if let Some(head) = merged {
                     self.main.remove_worktree(&wt)?;
+                    self.main.set_branch(&self.planning.work_branch, &head)?;
                     self.tip = head.clone();
-                    (StepStatus::Done, Some(head), None)
+                    (StepStatus::Done, commits.last().cloned(), None)
                 } else {
                     (StepStatus::Failed, None, Some(reason::MERGE_CONFLICT))
                 }
@@ -338,6 +396,8 @@ impl Coordinator<'_> {
         };
         self.update_index();
         self.save()?;
+        self.main
+            .run(&["checkout", "--quiet", &self.planning.work_branch])?;
         report::write(&report::ReportInput {
             planning: &self.planning,
             stage: &self.stage,
@@ -346,6 +406,7 @@ impl Coordinator<'_> {
             completion: &completion,
             preds: &self.preds,
             paths: &self.paths,
+            ac_evidence: &self.ac_evidence,
         })?;
         self.emit(
             events::EXECUTION_END,
@@ -356,4 +417,19 @@ impl Coordinator<'_> {
             run_dir: self.paths.run_dir.clone(),
         })
     }
+}
+
+/// The index of `ac`'s follow-up step, added (pending) when it has none.
+fn follow_up_for(follow_ups: &mut Vec<completion::FollowUp>, ac: &str) -> usize {
+    if let Some(i) = follow_ups.iter().position(|f| f.ac == ac) {
+        return i;
+    }
+    follow_ups.push(completion::FollowUp {
+        step_id: format!("F{:02}", follow_ups.len() + 1),
+        ac: ac.to_string(),
+        status: StepStatus::Pending,
+        commit: None,
+        reason_code: None,
+    });
+    follow_ups.len() - 1
 }

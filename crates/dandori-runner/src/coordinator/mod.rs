@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::completion::{Completion, StepTiming};
+use crate::coverage::AcEvidence;
 use crate::environment::EnvironmentPhase;
 use crate::error::RunnerError;
 use crate::executor::command::CommandExecutor;
@@ -31,7 +32,7 @@ use crate::executor::none::NoneExecutor;
 use crate::executor::{Executor, TokenUsage};
 use crate::git::Git;
 use crate::plan::{self, RunPaths};
-use crate::step::{StepContext, StepReport};
+use crate::step::{self, StepContext, StepReport};
 use crate::{events, reason, report};
 
 /// Which executor a run uses. Stored in `stage.json` (`executor`) so `resume`
@@ -109,10 +110,21 @@ struct Coordinator<'o> {
     lessons: Vec<String>,
     environment: Value,
     masker: Masker,
-    /// Worktrees of merged steps, removed off the critical path.
-    to_remove: Vec<PathBuf>,
-    /// The work branch tip (HEAD of the main worktree).
+    /// The worktree pool: worktrees of merged steps, ready to be moved to the next
+    /// step's base (a failed step's worktree is kept for inspection instead).
+    idle: Vec<PathBuf>,
+    /// The worktree of each running step.
+    in_use: BTreeMap<usize, PathBuf>,
+    /// Pool worktrees created by this invocation (their names hold the process id,
+    /// so an agent orphaned by a killed run never writes into a new run's worktree).
+    pool_created: u32,
+    /// The work branch tip.
     tip: String,
+    /// Per acceptance criterion, the verifications that cover it (or not).
+    ac_evidence: Vec<AcEvidence>,
+    /// The work branch when the run first started: where steps without
+    /// dependencies start (`stage.json` `work_start`).
+    work_start: String,
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
@@ -147,7 +159,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
             .run(&["rev-parse", "--show-toplevel"])?
             .trim(),
     );
-    let main = Git::new(&repo_root);
+    let main = Git::new(&repo_root).with_fixed_date(&step::commit_date(&planning));
     let mut c = Coordinator {
         opts,
         paths: paths.clone(),
@@ -166,8 +178,12 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         lessons: Vec::new(),
         environment: Value::Null,
         masker,
-        to_remove: Vec::new(),
+        idle: Vec::new(),
+        in_use: BTreeMap::new(),
+        pool_created: 0,
         tip: String::new(),
+        ac_evidence: Vec::new(),
+        work_start: String::new(),
     };
     c.load_timings();
     if !warnings.is_empty() {
@@ -200,31 +216,29 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     } else {
         c.mark_waiting_for_model();
     }
+    c.settle_branch()?;
     let coverage = c.coverage_and_follow_ups(executor.as_ref(), &env)?;
     c.finish(executor.name(), coverage)
 }
 
 /// The run's masker: the configured patterns plus the literal values of every
-/// environment variable whose name looks secret (API keys handed to agents).
+/// secret environment variable (`dandori_trace::mask::is_secret_env`) and of every
+/// provider's `api_key_env`.
 fn run_masker(opts: &RunOptions) -> Masker {
     let logging = &opts.config.planning.logging;
-    let secret_name = |k: &str| {
-        let k = k.to_ascii_uppercase();
-        ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
-            .iter()
-            .any(|suffix| k.ends_with(suffix))
-            || k.contains("API_KEY")
-    };
+    let provider_keys = opts
+        .config
+        .llm
+        .providers
+        .iter()
+        .filter_map(|p| p.api_key_env.as_ref())
+        .filter_map(|var| opts.base_env.get(var).cloned());
     Masker::new(
         logging.mask_sensitive_data,
         logging.sensitive_patterns.clone(),
     )
-    .with_literal_secrets(
-        opts.base_env
-            .iter()
-            .filter(|(k, _)| secret_name(k))
-            .map(|(_, v)| v.clone()),
-    )
+    .with_env_secrets(&opts.base_env)
+    .with_literal_secrets(provider_keys)
 }
 
 fn load_stage(path: &Path, planning: &Planning) -> Result<Stage, RunnerError> {

@@ -1,30 +1,25 @@
 //! A finished step's way onto the work branch: its result recorded, its commits
 //! merged.
 
-use std::collections::BTreeMap;
-
 use dandori_plan::StepStatus;
 use dandori_trace::now_rfc3339;
 use serde_json::json;
 
 use crate::error::RunnerError;
-use crate::step::{self, StepReport, StepResult};
+use crate::step::{StepReport, StepResult};
 use crate::{events, reason};
 
 use super::Coordinator;
 
 impl Coordinator<'_> {
-    pub(super) fn receive(
-        &mut self,
-        r: StepReport,
-        finished: &mut BTreeMap<usize, StepReport>,
-    ) -> Result<(), RunnerError> {
+    /// Records a finished step; a committed one is merged onto the work branch now.
+    pub(super) fn receive(&mut self, r: StepReport) -> Result<(), RunnerError> {
         self.tokens.add(r.tokens);
         let budget = self.opts.config.llm.budgets.task;
         match &r.result {
             StepResult::Committed { .. } => {
                 self.consecutive_failures = 0;
-                finished.insert(r.index, r);
+                self.integrate(r)?;
             }
             StepResult::Failed {
                 reason_code,
@@ -115,42 +110,40 @@ impl Coordinator<'_> {
         ));
     }
 
-    /// Cherry-picks a finished step's commits onto the work branch.
+    /// Merges a finished step's proof commit (its last) into the work branch: a
+    /// fast-forward when the tip is an ancestor, a merge commit otherwise. The tip
+    /// between steps depends on timing; [`Coordinator::settle_branch`] replaces it
+    /// with the plan-ordered merge at the end, so the final history does not.
     pub(super) fn integrate(&mut self, r: StepReport) -> Result<(), RunnerError> {
         let StepResult::Committed { commits } = &r.result else {
             return Ok(());
         };
-        // While the tip is still the step's base, each commit's parent is the tip and
-        // git fast-forwards to it instead of copying it (same tree, same message).
-        let mut ff = r.base.as_deref() == Some(self.tip.as_str());
-        let mut head = None;
-        for c in commits {
-            head = self.main.cherry_pick(c, ff)?;
-            match &head {
-                Some(h) => ff = h == c,
-                None => break,
-            }
-        }
-        let attempt = self.stage.steps[r.index].attempts;
-        let wt = step::worktree_path(&self.paths, &r.step_id, attempt);
-        let head = match (head, commits.is_empty()) {
-            (Some(h), _) => Some(h),
-            (None, true) => Some(self.tip.clone()),
-            (None, false) => None,
+        let wt = self.in_use.remove(&r.index);
+        let merged = match commits.last() {
+            Some(proof) => self
+                .main
+                .merge_commits(
+                    &self.tip,
+                    proof,
+                    &format!("dandori: integrate {}", r.step_id),
+                )?
+                .map(|tip| (tip, proof.clone())),
+            None => Some((self.tip.clone(), self.tip.clone())),
         };
-        if let Some(head) = head {
-            self.tip = head.clone();
-            self.finish_step(&r, StepStatus::Done, None, None, Some(head));
-            self.to_remove.push(wt);
+        if let Some((tip, proof)) = merged {
+            self.main.set_branch(&self.planning.work_branch, &tip)?;
+            self.tip = tip;
+            self.finish_step(&r, StepStatus::Done, None, None, Some(proof));
+            self.idle.extend(wt);
         } else {
             self.finish_step(
                 &r,
                 StepStatus::Failed,
                 Some(reason::MERGE_CONFLICT),
                 Some(format!(
-                    "the commits of {} do not apply on the work branch (worktree kept at {})",
+                    "the commits of {} conflict with the work branch (worktree kept at {})",
                     r.step_id,
-                    wt.display()
+                    wt.map(|w| w.display().to_string()).unwrap_or_default()
                 )),
                 None,
             );
@@ -158,6 +151,48 @@ impl Coordinator<'_> {
         self.reports.insert(r.step_id.clone(), r);
         // stage.json is written once per scheduling round (execute_steps); a kill
         // before that is repaired by `reconcile`, which trusts the branch's commits.
+        Ok(())
+    }
+
+    /// Points the work branch at the plan-ordered merge of the done steps no done
+    /// step builds on (or at the follow-up chain built on it), and checks it out:
+    /// the same plan and the same step commits give the same branch, whatever
+    /// order the steps finished in.
+    pub(super) fn settle_branch(&mut self) -> Result<(), RunnerError> {
+        let n = self.stage.steps.len();
+        let done = |i: usize| self.stage.steps[i].status == StepStatus::Done;
+        let mut built_on = vec![false; n];
+        for i in (0..n).filter(|i| done(*i)) {
+            for p in &self.preds[i] {
+                built_on[*p] = true;
+            }
+        }
+        let mut commits = vec![("work".to_string(), self.work_start.clone())];
+        for i in (0..n).filter(|i| done(*i) && !built_on[*i]) {
+            let s = &self.stage.steps[i];
+            if let Some(c) = &s.commit {
+                commits.push((s.step_id.clone(), c.clone()));
+            }
+        }
+        let Some(settled) = self.main.merge_all(&commits, "work branch")? else {
+            self.lessons.push(
+                "the done steps conflict when merged in plan order; the work branch keeps the order they finished in"
+                    .to_string(),
+            );
+            return Ok(());
+        };
+        let follow_up = self
+            .follow_ups()
+            .iter()
+            .rev()
+            .find(|f| f.status == StepStatus::Done)
+            .and_then(|f| f.commit.clone());
+        let tip = match follow_up {
+            Some(f) if self.main.is_ancestor(&settled, &f)? => f,
+            _ => settled,
+        };
+        self.main.set_branch(&self.planning.work_branch, &tip)?;
+        self.tip = tip;
         Ok(())
     }
 }

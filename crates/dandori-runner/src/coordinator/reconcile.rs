@@ -96,6 +96,16 @@ impl Coordinator<'_> {
         }
         self.update_index();
         self.tip = self.main.rev_parse("HEAD")?;
+        let start = self
+            .stage
+            .extra
+            .entry("work_start".to_string())
+            .or_insert_with(|| json!(self.tip));
+        self.work_start = start.as_str().unwrap_or(&self.tip).to_string();
+        // Steps move the work branch without touching the files of the repository's
+        // worktree; it is detached meanwhile (so it never looks dirty after a kill)
+        // and checks the branch out again when the run ends.
+        self.main.run(&["checkout", "--quiet", "--detach"])?;
         Ok(())
     }
 }

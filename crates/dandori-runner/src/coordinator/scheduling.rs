@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dandori_plan::StepStatus;
+use dandori_plan::{StepStatus, WorkerStrategyType};
 use dandori_trace::now_rfc3339;
 use serde_json::{Value, json};
 
@@ -48,7 +48,7 @@ impl Coordinator<'_> {
         executor: &dyn Executor,
         env: &BTreeMap<String, String>,
     ) -> Result<(), RunnerError> {
-        let workers = self.opts.config.runner.max_parallel_workers.max(1) as usize;
+        let workers = self.workers();
         let total_timeout = Duration::from_secs(self.opts.config.planning.execution.total_timeout);
         let max_steps = self.planning.limits.max_steps_per_run.max(1);
         let revisions = self
@@ -63,32 +63,13 @@ impl Coordinator<'_> {
         let revisions = &shared.revisions;
         let (tx, rx) = mpsc::channel::<StepReport>();
         let n = planning.steps.len();
-        let mut finished: BTreeMap<usize, StepReport> = BTreeMap::new();
         let mut running = 0usize;
         let mut started_here: u64 = 0;
-        let mut next = 0usize;
         let result = std::thread::scope(|scope| -> Result<(), RunnerError> {
             loop {
-                // 1. Merge finished steps in step order.
-                while next < n {
-                    match self.stage.steps[next].status {
-                        StepStatus::Done
-                        | StepStatus::Failed
-                        | StepStatus::Skipped
-                        | StepStatus::NeedsInput => next += 1,
-                        StepStatus::Running => match finished.remove(&next) {
-                            Some(r) => {
-                                self.integrate(r)?;
-                                next += 1;
-                            }
-                            None => break,
-                        },
-                        StepStatus::Pending => break,
-                    }
-                }
-                // 2. Dependents of failed or waiting steps never run.
+                // 1. Dependents of failed or waiting steps never run.
                 self.block_dependents();
-                // 3. Run-level stops.
+                // 2. Run-level stops.
                 if self.stop_reason.is_none() && self.started.elapsed() >= total_timeout {
                     self.stop(
                         reason::TOTAL_TIMEOUT,
@@ -98,8 +79,8 @@ impl Coordinator<'_> {
                         ),
                     );
                 }
-                // 4. Start ready steps, on the current tip of the work branch.
-                let tip = self.tip.clone();
+                // 3. Start ready steps (every predecessor merged) in plan order, each on
+                //    the merge of its predecessors' commits, in a pool worktree.
                 for i in 0..n {
                     if running >= workers || self.stop_reason.is_some() || started_here >= max_steps
                     {
@@ -112,43 +93,29 @@ impl Coordinator<'_> {
                     {
                         continue;
                     }
+                    let commits = self.base_commits(i);
                     let wt = self.start_step(i)?;
                     running += 1;
                     started_here += 1;
                     let tx = tx.clone();
                     let cx = &cx;
                     let main = self.main.clone();
-                    let tip = tip.clone();
                     scope.spawn(move || {
-                        let r = step::run_step_in_new_worktree(
-                            cx,
-                            i,
-                            &cx.planning.steps[i],
-                            &main,
-                            &tip,
-                            &wt,
-                        );
+                        let base = step::StepBase {
+                            commits: &commits,
+                            main: &main,
+                        };
+                        let r = step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt);
                         let _ = tx.send(r);
                     });
-                }
-                // Merged steps' worktrees go now, while the new steps run.
-                for wt in std::mem::take(&mut self.to_remove) {
-                    self.main.remove_worktree(&wt)?;
                 }
                 self.stage.extra.insert(
                     "revisions".to_string(),
                     json!(revisions.load(Ordering::SeqCst)),
                 );
-                self.update_index_running(next);
+                self.update_index();
                 self.save()?;
                 if running == 0 {
-                    // Nothing in flight: merge what finished out of order (a stop left an
-                    // earlier step pending), then we are done.
-                    let rest: Vec<StepReport> =
-                        std::mem::take(&mut finished).into_values().collect();
-                    for r in rest {
-                        self.integrate(r)?;
-                    }
                     if self.stage.steps.iter().any(|s| {
                         s.status == StepStatus::Pending
                             && self.preds_done(s.step_id.as_str())
@@ -161,7 +128,8 @@ impl Coordinator<'_> {
                 }
                 let Ok(r) = rx.recv() else { break };
                 running -= 1;
-                self.receive(r, &mut finished)?;
+                // Merged at once: its dependents can start in this round.
+                self.receive(r)?;
             }
             Ok(())
         });
@@ -169,7 +137,7 @@ impl Coordinator<'_> {
             "revisions".to_string(),
             json!(revisions.load(Ordering::SeqCst)),
         );
-        for wt in std::mem::take(&mut self.to_remove) {
+        for wt in std::mem::take(&mut self.idle) {
             self.main.remove_worktree(&wt)?;
         }
         if started_here >= max_steps
@@ -189,6 +157,44 @@ impl Coordinator<'_> {
         result
     }
 
+    /// How many steps run at once: `runner.max_parallel_workers`, lowered by the
+    /// plan's `execution_plan.worker_strategy` (seed 003 §6.1: `single` is one
+    /// worker, otherwise its `max_parallel_workers`). `round_robin` and
+    /// `least_loaded` are the same here: every worker is a local worktree and a
+    /// ready step takes the next free one.
+    fn workers(&self) -> usize {
+        let configured = self.opts.config.runner.max_parallel_workers.max(1) as usize;
+        let planned = self
+            .planning
+            .execution_plan
+            .as_ref()
+            .and_then(|p| p.worker_strategy.as_ref())
+            .map(|w| match w.kind {
+                WorkerStrategyType::Single => 1,
+                WorkerStrategyType::RoundRobin | WorkerStrategyType::LeastLoaded => {
+                    w.max_parallel_workers.max(1) as usize
+                }
+            });
+        planned.map_or(configured, |p| p.min(configured))
+    }
+
+    /// What step `i` builds on: its predecessors' proof commits in plan order, or
+    /// the work branch start when it has none.
+    fn base_commits(&self, i: usize) -> Vec<(String, String)> {
+        let commits: Vec<(String, String)> = self.preds[i]
+            .iter()
+            .filter_map(|p| {
+                let s = &self.stage.steps[*p];
+                Some((s.step_id.clone(), s.commit.clone()?))
+            })
+            .collect();
+        if commits.is_empty() {
+            vec![("work".to_string(), self.work_start.clone())]
+        } else {
+            commits
+        }
+    }
+
     pub(super) fn preds_done(&self, step_id: &str) -> bool {
         let Some(i) = self.stage.steps.iter().position(|s| s.step_id == step_id) else {
             return false;
@@ -196,10 +202,6 @@ impl Coordinator<'_> {
         self.preds[i]
             .iter()
             .all(|p| self.stage.steps[*p].status == StepStatus::Done)
-    }
-
-    pub(super) fn update_index_running(&mut self, next: usize) {
-        self.stage.current_step_index = next.min(self.stage.steps.len());
     }
 
     pub(super) fn start_step(&mut self, i: usize) -> Result<PathBuf, RunnerError> {
@@ -213,11 +215,19 @@ impl Coordinator<'_> {
         s.message = None;
         let step_id = s.step_id.clone();
         let attempt = s.attempts;
-        let wt = step::worktree_path(&self.paths, &step_id, attempt);
-        if wt.exists() {
-            self.main.remove_worktree(&wt)?;
-        }
-        dandori_fs::create_dir_all(&self.paths.worktrees)?;
+        let wt = match self.idle.pop() {
+            Some(wt) => wt,
+            None => {
+                self.pool_created += 1;
+                dandori_fs::create_dir_all(&self.paths.worktrees)?;
+                self.paths.worktrees.join(format!(
+                    "pool-{}-{}",
+                    std::process::id(),
+                    self.pool_created
+                ))
+            }
+        };
+        self.in_use.insert(i, wt.clone());
         self.timings.insert(
             step_id.clone(),
             StepTiming {

@@ -1,0 +1,298 @@
+//! Real installs (PyPI, npm): dev groups without uv or poetry, the editable
+//! install fallback, the uv bootstrap into the tool cache, yarn 1 and pnpm
+//! without corepack. The tool cache is always a temporary directory.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use dandori_config::AnalysisConfig;
+use dandori_env::records::OverallStatus;
+use dandori_env::setup::{self, INSTALL_RUNG_FALLBACK, SetupOptions};
+use dandori_env::{Toolchain, activation, analyze, phase, select_environment_with, tools};
+use dandori_exec::{CommandSpec, run_command};
+
+use super::system_env;
+
+fn write(dir: &Path, files: &[(&str, &str)]) {
+    for (p, text) in files {
+        let path = dir.join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+fn git_init(dir: &Path) {
+    for args in [
+        vec!["init", "-q"],
+        vec!["add", "-A"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+}
+
+/// The system PATH (no uv, no poetry) and a tool cache in `cache`.
+fn env_with_cache(cache: &Path, bootstrap: bool) -> BTreeMap<String, String> {
+    let mut env = system_env();
+    env.insert(tools::TOOLS_DIR_VAR.into(), cache.display().to_string());
+    env.insert(
+        tools::TOOLS_BOOTSTRAP_VAR.into(),
+        if bootstrap { "1" } else { "0" }.into(),
+    );
+    env
+}
+
+fn run_in(
+    repo: &Path,
+    env: &BTreeMap<String, String>,
+    program: &str,
+    args: &[&str],
+) -> (bool, String) {
+    let spec =
+        CommandSpec::program(program, args.iter().map(|a| a.to_string()), repo).env(env.clone());
+    let o = run_command(&spec).unwrap();
+    (o.success(), format!("{}{}", o.stdout_tail, o.stderr_tail))
+}
+
+#[test]
+fn dependency_groups_and_tests_require_are_installed_with_pip_when_uv_is_absent() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        &[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
+                 [project]\nname = \"demo\"\nversion = \"0.1.0\"\ndependencies = []\n\n\
+                 [dependency-groups]\ntest = [\"iniconfig>=1\"]\ndocs = [\"this-package-does-not-exist-dandori\"]\n",
+            ),
+            ("demo/__init__.py", "VALUE = 1\n"),
+            (
+                "tests/test_demo.py",
+                "import demo\n\ndef test_value():\n    assert demo.VALUE == 1\n",
+            ),
+        ],
+    );
+    git_init(repo.path());
+    let env = env_with_cache(cache.path(), false);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
+    let install = sel.setup_commands.last().unwrap().clone();
+    assert!(
+        install.starts_with(".venv/bin/python -m pip install -e . "),
+        "{install}"
+    );
+    assert!(install.contains("'iniconfig>=1'"), "{install}");
+    assert!(
+        !install.contains("does-not-exist"),
+        "docs group stays out: {install}"
+    );
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = env.clone();
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::Success,
+        "{:#?}",
+        out.errors
+    );
+    assert_eq!(
+        out.setup_result.install_rung.as_deref(),
+        Some(setup::INSTALL_RUNG_EDITABLE)
+    );
+    let act = activation::env_for_with(repo.path(), &env);
+    let (ok, text) = run_in(
+        repo.path(),
+        &act,
+        "python",
+        &["-c", "import iniconfig, demo; print('OK')"],
+    );
+    assert!(ok, "{text}");
+    // The egg-info setuptools left behind is excluded: `git status` stays clean.
+    let (_, status) = run_in(repo.path(), &env, "git", &["status", "--porcelain"]);
+    assert_eq!(status.trim(), "", "setup dirtied the work tree");
+}
+
+#[test]
+fn a_flat_layout_falls_back_to_dependencies_and_a_source_path() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    // setuptools refuses `pip install -e .`: two top-level packages in a flat layout.
+    write(
+        repo.path(),
+        &[
+            (
+                "pyproject.toml",
+                "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
+                 [project]\nname = \"todo\"\nversion = \"0.1.0\"\ndependencies = [\"iniconfig\"]\n",
+            ),
+            ("todo/__init__.py", "NAME = 'todo'\n"),
+            ("requests/__init__.py", ""),
+            ("requests/r1.py", "X = 1\n"),
+        ],
+    );
+    git_init(repo.path());
+    let env = env_with_cache(cache.path(), false);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
+    let lines = RefCell::new(Vec::new());
+    let say = |s: &str| lines.borrow_mut().push(s.to_string());
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = env.clone();
+    opts.progress = Some(&say);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::Success,
+        "{:#?}",
+        out.setup_result
+    );
+    assert_eq!(
+        out.setup_result.install_rung.as_deref(),
+        Some(INSTALL_RUNG_FALLBACK)
+    );
+    assert!(
+        lines.borrow().iter().any(|l| l.contains("falling back")),
+        "{:?}",
+        lines.borrow()
+    );
+    let act = activation::env_for_with(repo.path(), &env);
+    let (ok, text) = run_in(
+        Path::new("/"),
+        &act,
+        "python",
+        &["-c", "import todo, iniconfig; print(todo.NAME)"],
+    );
+    assert!(ok && text.contains("todo"), "{text}");
+}
+
+#[test]
+fn uv_is_bootstrapped_once_into_the_tool_cache() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        &[
+            ("requirements.txt", "iniconfig\n"),
+            ("app.py", "import iniconfig\n"),
+        ],
+    );
+    let env = env_with_cache(cache.path(), true);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let lines = RefCell::new(Vec::new());
+    let say = |s: &str| lines.borrow_mut().push(s.to_string());
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    assert!(cache.path().join("bin/uv").exists());
+    assert!(
+        lines
+            .borrow()
+            .iter()
+            .any(|l| l.contains("installing it once from PyPI")),
+        "{:?}",
+        lines.borrow()
+    );
+    assert!(
+        sel.setup_commands[0].starts_with("uv venv"),
+        "{:?}",
+        sel.setup_commands
+    );
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = tools::with_tools_on_path(&env);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::Success,
+        "{:#?}",
+        out.errors
+    );
+    // uv is on the PATH of `env exec` too.
+    let act = activation::env_for_with(repo.path(), &env);
+    let (ok, text) = run_in(repo.path(), &act, "uv", &["--version"]);
+    assert!(ok && text.starts_with("uv "), "{text}");
+    // Once: the second selection installs nothing.
+    lines.borrow_mut().clear();
+    phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    assert!(lines.borrow().is_empty(), "{:?}", lines.borrow());
+}
+
+fn node_bootstrap(files: &[(&str, &str)], tool: &str, expect_install: &str) {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(repo.path(), files);
+    let env = env_with_cache(cache.path(), true);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let lines = RefCell::new(Vec::new());
+    let say = |s: &str| lines.borrow_mut().push(s.to_string());
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    assert!(
+        cache.path().join("bin").join(tool).exists(),
+        "{:?}",
+        lines.borrow()
+    );
+    assert_eq!(sel.setup_commands, vec![expect_install.to_string()]);
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = tools::with_tools_on_path(&env);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert!(
+        !out.setup_result
+            .commands_executed
+            .iter()
+            .any(|c| c.command.contains("corepack")),
+        "corepack was not used"
+    );
+    assert_ne!(
+        out.overall_status,
+        OverallStatus::Failed,
+        "{:#?}",
+        out.setup_result
+    );
+    let act = activation::env_for_with(repo.path(), &env);
+    let (ok, text) = run_in(repo.path(), &act, tool, &["--version"]);
+    assert!(ok, "`{tool}` on the PATH of env exec: {text}");
+}
+
+#[test]
+fn yarn_classic_is_bootstrapped_without_corepack() {
+    node_bootstrap(
+        &[
+            (
+                "package.json",
+                "{\"name\": \"demo\", \"version\": \"1.0.0\", \"private\": true}\n",
+            ),
+            (
+                "yarn.lock",
+                "# THIS IS AN AUTOGENERATED FILE. DO NOT EDIT THIS FILE DIRECTLY.\n# yarn lockfile v1\n\n\n",
+            ),
+        ],
+        "yarn",
+        "yarn install --frozen-lockfile",
+    );
+}
+
+#[test]
+fn pinned_pnpm_is_bootstrapped_without_corepack() {
+    node_bootstrap(
+        &[(
+            "package.json",
+            "{\"name\": \"demo\", \"version\": \"1.0.0\", \"private\": true, \"packageManager\": \"pnpm@9.1.0\"}\n",
+        )],
+        "pnpm",
+        "pnpm install",
+    );
+}
