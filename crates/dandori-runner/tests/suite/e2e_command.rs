@@ -399,8 +399,12 @@ fn secrets_in_the_environment_never_reach_logs_or_the_trace() {
     let repo = Repo::new();
     let agent =
         repo.agent(r#"echo "using key $DEMO_API_KEY"; mkdir -p src/S01; echo 1 > src/S01/x"#);
+    // Plan sanitisation refuses a unit command that names the secret variable
+    // (PLAN_SECRET_READ); a script the policy cannot see into still prints it.
+    let unit = agent.with_file_name("unit.sh");
+    std::fs::write(&unit, "#!/bin/sh\necho \"token=$DEMO_API_KEY\"\n").unwrap();
     let run_dir = repo.write_plan(&planning(
-        vec![S::new("S01").unit(r#"echo "token=$DEMO_API_KEY""#)],
+        vec![S::new("S01").unit(&format!("sh {}", unit.display()))],
         json!({}),
     ));
     let mut opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
@@ -420,4 +424,23 @@ fn secrets_in_the_environment_never_reach_logs_or_the_trace() {
     }
     let log = std::fs::read_to_string(run_dir.join("logs/step.S01.agent.log")).unwrap();
     assert!(log.contains("using key ***"), "{log}");
+}
+
+#[test]
+fn a_plan_the_sanitisation_refuses_never_starts() {
+    let repo = Repo::new();
+    let agent = repo.agent("mkdir -p src/S01; echo 1 > src/S01/x");
+    for (unit, code) in [
+        ("sudo make test", "PLAN_PRIVILEGE_ESCALATION"),
+        ("while true; do make test; done", "PLAN_INFINITE_LOOP"),
+        ("make serve & make test", "PLAN_BACKGROUND_PROCESS"),
+        ("cat /proc/self/environ", "PLAN_SECRET_READ"),
+    ] {
+        let run_dir = repo.write_plan(&planning(vec![S::new("S01").unit(unit)], json!({})));
+        let opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
+        let err = run(&opts).unwrap_err().to_string();
+        assert!(err.contains(code), "{unit}: {err}");
+        assert!(err.contains("steps[0].commands.unit[0]"), "{err}");
+        assert!(!repo.path.join("src/S01/x").exists());
+    }
 }
