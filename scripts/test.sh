@@ -12,6 +12,12 @@ if [ ! -x "$TOOLS/venv/bin/uv" ] || [ ! -x "$TOOLS/venv/bin/mcp-server-git" ]; t
   "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check uv mcp-server-git
 fi
 
+# The official MCP Python SDK client (PyPI `mcp`): the `dandori mcp` tests drive the
+# server with it, as agents do.
+if ! "$TOOLS/venv/bin/python" -c "import mcp.client.stdio" >/dev/null 2>&1; then
+  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check mcp
+fi
+
 # Node tools (the filesystem MCP server).
 if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
   mkdir -p "$TOOLS/node"
@@ -35,6 +41,12 @@ fi
 if ! command -v mvn >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   apt-get install -y -q maven >/dev/null 2>&1 \
     || echo "warning: could not install maven; dandori-env's blocked-Maven test will fail" >&2
+fi
+
+# The MCP Inspector CLI (`dandori mcp` is listed and called through it).
+if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
+  mkdir -p "$TOOLS/node"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/inspector >/dev/null
 fi
 
 export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$PATH"

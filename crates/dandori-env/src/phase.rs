@@ -100,6 +100,8 @@ pub fn prepare_run(
         .unwrap_or_else(|| run_dir.to_path_buf());
     opts.config = config.clone();
     opts.base_env = tools::with_tools_on_path(base_env);
+    // Setup logs and records hide the values of the secret variables too.
+    opts.masker = dandori_trace::Masker::default().with_env_secrets(base_env);
     opts.regenerator = regenerator;
     opts.progress = Some(progress);
     let out = setup::run(&selected, &opts)?;

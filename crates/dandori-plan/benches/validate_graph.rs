@@ -100,7 +100,55 @@ fn run<M: Measurement>(mut group: BenchmarkGroup<'_, M>) {
             |b, steps| b.iter(|| graph::analyze(steps).expect("acyclic")),
         );
     }
+    // Hostile plans (issue 9, point 10): 10 000 steps of globs over one directory
+    // plus plain files below it, and one step with 60 000 unknown dependency ids.
+    let overlaps = hostile_overlaps(10_000);
+    group.throughput(Throughput::Elements(10_000));
+    group.bench_with_input(
+        BenchmarkId::new("hostile_overlaps_validate+graph", 10_000),
+        &overlaps,
+        |b, text| {
+            b.iter(|| {
+                let checked = validation::check(text);
+                let planning = checked.planning.expect("plan");
+                graph::analyze(&planning.steps).expect("acyclic")
+            })
+        },
+    );
+    let unknown = hostile_unknown(60_000);
+    group.bench_with_input(
+        BenchmarkId::new("hostile_unknown_validate", 60_000),
+        &unknown,
+        |b, text| b.iter(|| validation::validate_str(text)),
+    );
     group.finish();
+}
+
+fn hostile_overlaps(n: usize) -> String {
+    let sample = include_str!("../tests/fixtures/seed004_sample.json");
+    let mut doc: Value = serde_json::from_str(sample).expect("sample");
+    let template = doc["steps"][0].clone();
+    let steps: Vec<Value> = (0..n)
+        .map(|i| {
+            let mut s = template.clone();
+            s["step_id"] = json!(format!("S{:02}", i + 1));
+            s["scope"]["target_paths"] = json!([
+                format!("src/**/m{}/*.py", i % 7),
+                format!("src/pkg/f{i}.py")
+            ]);
+            s
+        })
+        .collect();
+    doc["steps"] = Value::Array(steps);
+    serde_json::to_string(&doc).expect("serialise")
+}
+
+fn hostile_unknown(n: usize) -> String {
+    let sample = include_str!("../tests/fixtures/seed004_sample.json");
+    let mut doc: Value = serde_json::from_str(sample).expect("sample");
+    let deps: Vec<String> = (0..n).map(|i| format!("X{i:06}")).collect();
+    doc["steps"][0]["depends_on"] = json!(deps);
+    serde_json::to_string(&doc).expect("serialise")
 }
 
 /// CPU time of the current thread, from `/proc/thread-self/schedstat` (Linux).

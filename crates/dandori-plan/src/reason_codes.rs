@@ -67,3 +67,38 @@ pub const ALL: &[&str] = &[
     TOO_MANY_STEPS,
     TOO_MANY_ASSUMPTIONS,
 ];
+
+/// Plan sanitisation (seed 000 §12.1.2), reported by
+/// [`crate::validation::sanitise`] with the command policy as judge: a target or
+/// input path that is absolute, leaves the repository (`..`) or points into `.git`
+/// (FAIL).
+pub const PLAN_PATH_OUTSIDE_REPO: &str = "PLAN_PATH_OUTSIDE_REPO";
+/// A unit or e2e command the command policy refuses (FAIL); the message quotes the
+/// policy's reason code and rule.
+pub const PLAN_COMMAND_REFUSED: &str = "PLAN_COMMAND_REFUSED";
+/// A unit or e2e command whose program is not on the allowlist (WARN): it needs
+/// the user's approval (`allowed_commands`) to run.
+pub const PLAN_COMMAND_NEEDS_APPROVAL: &str = "PLAN_COMMAND_NEEDS_APPROVAL";
+/// A command that never ends: `while true`, `for ((;;))`, `yes |`, `sleep infinity`
+/// (FAIL).
+pub const PLAN_INFINITE_LOOP: &str = "PLAN_INFINITE_LOOP";
+/// A command that leaves a process behind: `&`, `nohup`, `setsid`, `disown` (FAIL).
+pub const PLAN_BACKGROUND_PROCESS: &str = "PLAN_BACKGROUND_PROCESS";
+/// `sudo`, `su`, `doas`, `chmod +s`, … (FAIL).
+pub const PLAN_PRIVILEGE_ESCALATION: &str = "PLAN_PRIVILEGE_ESCALATION";
+/// A read of secrets: environment dumps, `/proc/*/environ`, credential stores,
+/// secret-named variables (FAIL).
+pub const PLAN_SECRET_READ: &str = "PLAN_SECRET_READ";
+
+/// The sanitisation codes, in the order of `docs/REASON_CODES.md`. They need the
+/// command policy as judge, so they are not produced by the pure validators; each
+/// has a fixture under `tests/fixtures/sanitise/<CODE>.json`.
+pub const SANITISATION: &[&str] = &[
+    PLAN_PATH_OUTSIDE_REPO,
+    PLAN_COMMAND_REFUSED,
+    PLAN_COMMAND_NEEDS_APPROVAL,
+    PLAN_INFINITE_LOOP,
+    PLAN_BACKGROUND_PROCESS,
+    PLAN_PRIVILEGE_ESCALATION,
+    PLAN_SECRET_READ,
+];

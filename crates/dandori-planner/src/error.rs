@@ -29,6 +29,15 @@ pub enum PlannerError {
         message: String,
     },
 
+    /// The request is larger than [`crate::request::MAX_REQUEST_BYTES`]: planning
+    /// work grows with it, so a hostile request is refused before parsing.
+    #[error("request {origin}: {bytes} bytes exceeds the limit of {limit} bytes")]
+    RequestTooLarge {
+        origin: String,
+        bytes: usize,
+        limit: usize,
+    },
+
     /// The repository scan failed.
     #[error("scanning {}: {message}", root.display())]
     Scan { root: PathBuf, message: String },
@@ -71,6 +80,7 @@ impl PlannerError {
             PlannerError::RequestUnreadable { .. } => "REQUEST_UNREADABLE",
             PlannerError::EmptyRequest { .. } => "REQUEST_EMPTY",
             PlannerError::InvalidRequest { .. } => "REQUEST_INVALID",
+            PlannerError::RequestTooLarge { .. } => "REQUEST_TOO_LARGE",
             PlannerError::Scan { .. } => "REPO_SCAN_FAILED",
             PlannerError::Draft { .. } => "PLANNING_DRAFT_FAILED",
             PlannerError::UnclearGoal { .. } => "PLANNING_UNCLEAR_GOAL",
@@ -88,6 +98,7 @@ impl PlannerError {
             | PlannerError::RequestUnreadable { .. }
             | PlannerError::EmptyRequest { .. }
             | PlannerError::InvalidRequest { .. }
+            | PlannerError::RequestTooLarge { .. }
             | PlannerError::Provider { .. } => true,
             PlannerError::Scan { .. }
             | PlannerError::Draft { .. }

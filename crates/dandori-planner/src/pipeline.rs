@@ -42,6 +42,9 @@ pub struct PlanOptions<'a> {
     pub toolchain: Option<gathering::Toolchain>,
     /// Problems met while loading config (recorded in `PLANNING_START`).
     pub config_warnings: Vec<String>,
+    /// The environment whose secret variables' values are masked in the run
+    /// directory (`dandori_trace::mask::is_secret_env`); the CLI passes its own.
+    pub secret_env: std::collections::BTreeMap<String, String>,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -57,6 +60,7 @@ impl<'a> PlanOptions<'a> {
             progress: None,
             toolchain: None,
             config_warnings: Vec::new(),
+            secret_env: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -164,7 +168,8 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     let masker = Masker::new(
         opts.config.planning.logging.mask_sensitive_data,
         opts.config.planning.logging.sensitive_patterns.clone(),
-    );
+    )
+    .with_env_secrets(&opts.secret_env);
     let request_path = request_path(&repo, &request, &rd, &masker)?;
     let trace = TraceWriter::open(
         rd.path.join("trace.jsonl"),

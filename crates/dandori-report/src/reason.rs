@@ -29,8 +29,12 @@ pub const UNIT_TEST_TIMEOUT: &str = "UNIT_TEST_TIMEOUT";
 pub const E2E_REQUIRED: &str = "E2E_REQUIRED";
 pub const FORBIDDEN_PATH_CHANGED: &str = "FORBIDDEN_PATH_CHANGED";
 pub const COMMAND_FORBIDDEN: &str = "COMMAND_FORBIDDEN";
+/// The pre-commit secret scan found a secret in the step's change: nothing was
+/// committed (docs/security.md § Secrets).
+pub const SECRET_DETECTED: &str = "SECRET_DETECTED";
 pub const DEPENDENCY_FAILED: &str = "DEPENDENCY_FAILED";
 pub const MERGE_CONFLICT: &str = "MERGE_CONFLICT";
+pub const STEP_NO_CHANGE: &str = "STEP_NO_CHANGE";
 pub const LOOP_DETECTED: &str = "LOOP_DETECTED";
 pub const MAX_ITERATIONS: &str = "MAX_ITERATIONS";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "TOKEN_BUDGET_EXCEEDED";

@@ -12,6 +12,9 @@ pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
 pub const UNIT_TEST: &str = "UNIT_TEST";
 pub const AUTOFIX: &str = "AUTOFIX";
 pub const STEP_WARNING: &str = "STEP_WARNING";
+/// The pre-commit secret scan refused the step's change (file, line, kind; never
+/// the secret).
+pub const SECRET_DETECTED: &str = "SECRET_DETECTED";
 pub const STEP_END: &str = "STEP_END";
 pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
 pub const REFLECTION: &str = "REFLECTION";

@@ -1,8 +1,11 @@
 //! Runner: the execution coordinator of dandori. It executes a validated
 //! `planning.json` step by step (seed 004 §5–6): `stage.json` drives execution,
-//! every step runs in its own git worktree through an [`executor::Executor`], is
-//! checked (diff size, unit commands, autofix) and committed with trailers that
-//! prove it done, and the commits are merged onto the work branch in step order.
+//! every step runs in a pool worktree (one per worker) moved to the merge of its
+//! dependencies' commits, through an [`executor::Executor`], is checked (a change
+//! within its targets, diff size, unit commands, autofix) and committed with
+//! trailers that prove it done and carry its verification evidence, and is merged
+//! onto the work branch as soon as it is done; the history depends on the plan and
+//! the changes, not on timing.
 //! Reflection, coverage guardrails and run-level limits (seed 000 §5, §10–11,
 //! seed 001 §10.5) keep the run from looping or running away; a run killed at any
 //! moment resumes from `stage.json` reconciled with the work branch.

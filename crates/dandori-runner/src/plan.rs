@@ -75,11 +75,44 @@ impl RunPaths {
 /// Reads a planning.json and validates it with the core validator (seed 004 §4):
 /// any FAIL finding stops here with its reason code and JSON path, so a bad plan
 /// never starts a run. Returns the plan and its warnings.
+///
+/// Plan sanitisation (seed 000 §12.1.2) runs too, with `security` (the run's command
+/// policy config) as judge: a plan whose paths leave the repository or whose unit
+/// commands the policy refuses never starts either.
 pub fn load_planning(
     path: &Path,
+    security: &dandori_config::CommandPolicyConfig,
 ) -> Result<(Planning, Vec<dandori_plan::validation::Finding>), RunnerError> {
     let text = dandori_fs::read_to_string(path)?;
-    match dandori_plan::validation::parse(&text) {
+    let policy =
+        dandori_tools::tool_command_policy(security).map_err(|e| RunnerError::InvalidInput {
+            reason_code: reason::PLAN_INVALID,
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+    let judge = |line: &str| {
+        policy
+            .check(line)
+            .err()
+            .map(|v| dandori_plan::validation::CommandVerdict {
+                code: v.code.to_string(),
+                rule: v.rule,
+                message: v.message,
+            })
+    };
+    let parsed = dandori_plan::validation::parse(&text).and_then(|v| {
+        let value: serde_json::Value =
+            serde_json::to_value(&v.planning).unwrap_or(serde_json::Value::Null);
+        let sanitised = dandori_plan::validation::sanitise(&value, &judge);
+        if sanitised.has_fail() {
+            Err(sanitised)
+        } else {
+            let mut v = v;
+            v.report.findings.extend(sanitised.findings);
+            Ok(v)
+        }
+    });
+    match parsed {
         Ok(v) => Ok((v.planning, v.report.warnings().cloned().collect())),
         Err(report) => {
             let errors: Vec<_> = report.errors().collect();

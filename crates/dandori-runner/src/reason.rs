@@ -10,6 +10,7 @@ pub fn plan_code(code: &str) -> &'static str {
         "AC_TOO_FEW" => AC_TOO_FEW,
         _ => dandori_plan::reason_codes::ALL
             .iter()
+            .chain(dandori_plan::reason_codes::SANITISATION)
             .find(|c| **c == code)
             .copied()
             .unwrap_or(PLAN_INVALID),

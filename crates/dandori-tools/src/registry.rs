@@ -277,10 +277,15 @@ impl ToolRegistryBuilder {
         let forbid_gh = self.policy.forbid_gh();
         let command_policy: Arc<dyn CommandCheck> = match self.command_policy {
             Some(policy) => policy,
-            None => Arc::new(
-                tool_command_policy(&CommandPolicyConfig::default())
-                    .map_err(ToolsError::CommandPolicy)?,
-            ),
+            None => {
+                let mut p = tool_command_policy(&CommandPolicyConfig::default())
+                    .map_err(ToolsError::CommandPolicy)?
+                    .with_root(worktree.root());
+                for dir in &extra_writable {
+                    p = p.with_root(dir);
+                }
+                Arc::new(p)
+            }
         };
         Ok(ToolRegistry {
             ctx: Context {

@@ -1,9 +1,17 @@
 //! Secret masking (seed 000 §12.2.1): values under keys that look sensitive
-//! (`password`, `token`, `secret`, `api_key`, plus configured patterns) and strings
-//! that look like credentials (provider keys, bearer tokens, private keys) are
-//! replaced by `***`.
+//! (`password`, `token`, `secret`, `api_key`, plus configured patterns), strings
+//! that look like credentials (provider keys, bearer tokens, private keys, JWTs,
+//! `user:pass@` in URLs, `<sensitive name>=value` assignments) and the literal
+//! values of the secret environment variables ([`is_secret_env`]) are replaced by
+//! `***`.
+//!
+//! [`is_secret_env`] is the one definition of "a secret variable": the masker
+//! hides their values, the pre-commit scan looks for them, and the child
+//! environment filter drops them.
 
-use regex::Regex;
+use std::collections::BTreeMap;
+
+use regex::{Captures, Regex};
 use serde_json::Value;
 
 pub const MASK: &str = "***";
@@ -16,7 +24,148 @@ pub struct Masker {
     enabled: bool,
     key_patterns: Vec<String>,
     value_res: Vec<Regex>,
+    /// `<name containing a configured pattern> = value` in free text.
+    assignment_re: Option<Regex>,
+    /// Exact secret values, longest first.
+    literals: Vec<String>,
+    /// Secret value → the variable it came from, for findings that name it.
+    sources: BTreeMap<String, String>,
 }
+
+/// Words that make an environment variable name secret, matched against the
+/// name's `_`-separated parts (so `GIT_AUTHOR_NAME` and `MAX_TOKENS` are not).
+const SECRET_NAME_PARTS: &[&str] = &[
+    "KEY",
+    "APIKEY",
+    "TOKEN",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PWD",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "CREDS",
+    "AUTH",
+    "DSN",
+    "PAT",
+    "COOKIE",
+    "SESSION",
+    "PRIVATE",
+];
+
+/// Names that match [`SECRET_NAME_PARTS`] but hold no secret.
+const NOT_SECRET_NAMES: &[&str] = &["PWD", "OLDPWD", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"];
+
+/// Whether the variable `name` (with its `value`) holds a secret: its name has a
+/// secret word as a `_`-separated part or ends with `KEY` / `TOKEN` / `SECRET` /
+/// `PASSWORD` (`APIKEY`, `GHTOKEN`), or its value is a URL with a password
+/// (`DATABASE_URL=postgres://u:pw@host/db`, `PIP_INDEX_URL`), or its value has a
+/// known credential shape.
+pub fn is_secret_env(name: &str, value: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if NOT_SECRET_NAMES.contains(&upper.as_str()) {
+        return false;
+    }
+    let by_name = upper
+        .split(['_', '-', '.'])
+        .any(|part| SECRET_NAME_PARTS.contains(&part))
+        || ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+            .iter()
+            .any(|s| upper.ends_with(s));
+    by_name || url_password(value).is_some() || known_shape(value)
+}
+
+/// The values of the secret variables of `env` ([`is_secret_env`]) worth masking
+/// (at least 6 characters), plus the password of every URL with credentials.
+pub fn secret_env_values(env: &BTreeMap<String, String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, v) in env {
+        if !is_secret_env(k, v) {
+            continue;
+        }
+        if let Some(pw) = url_password(v) {
+            out.push(pw.to_string());
+        }
+        out.push(v.clone());
+    }
+    out.retain(|v| v.trim().chars().count() >= MIN_LITERAL);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Shorter values are not masked as literals: they would hide ordinary words.
+const MIN_LITERAL: usize = 6;
+
+/// The password of `scheme://user:password@host…`.
+fn url_password(value: &str) -> Option<&str> {
+    let (_, rest) = value.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let (userinfo, _) = authority.rsplit_once('@')?;
+    let (_, pw) = userinfo.split_once(':')?;
+    (!pw.is_empty()).then_some(pw)
+}
+
+fn known_shape(value: &str) -> bool {
+    shape_res().iter().any(|re| re.is_match(value))
+}
+
+fn shape_res() -> &'static [Regex] {
+    static RES: std::sync::OnceLock<Vec<Regex>> = std::sync::OnceLock::new();
+    RES.get_or_init(|| {
+        KEY_SHAPES
+            .iter()
+            .filter_map(|(_, p)| Regex::new(p).ok())
+            .collect()
+    })
+}
+
+/// Known credential shapes, by kind: masked wherever they appear, and what the
+/// pre-commit scan reports (by kind, never by value).
+pub const KEY_SHAPES: &[(&str, &str)] = &[
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    (
+        "openai_key",
+        r"\bsk-(?:proj-|svcacct-|admin-|or-)?[A-Za-z0-9_\-]{20,}",
+    ),
+    (
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+    ),
+    (
+        "gitlab_token",
+        r"\bgl(?:pat|dt|ptt|rt|cbt|oas)-[A-Za-z0-9_\-]{20,}",
+    ),
+    (
+        "aws_access_key_id",
+        r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+    ),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    (
+        "slack_webhook",
+        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}",
+    ),
+    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}"),
+    ("google_oauth_token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
+    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("pypi_token", r"\bpypi-AgE[A-Za-z0-9_\-]{50,}"),
+    (
+        "sendgrid_key",
+        r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
+    ),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}",
+    ),
+    (
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+    ),
+];
 
 impl Default for Masker {
     fn default() -> Self {
@@ -30,56 +179,108 @@ impl Default for Masker {
     }
 }
 
-/// Credential shapes that are masked wherever they appear in a string.
+/// Credential shapes masked wherever they appear in a string, besides
+/// [`KEY_SHAPES`] (looser forms, for masking only).
 const VALUE_PATTERNS: &[&str] = &[
-    // OpenAI / Anthropic / OpenRouter style keys
+    // OpenAI / Anthropic / OpenRouter style keys, shorter ones too
     r"sk-(?:ant-|proj-|or-)?[A-Za-z0-9_\-]{16,}",
-    // GitHub tokens
     r"gh[pousr]_[A-Za-z0-9]{20,}",
     r"github_pat_[A-Za-z0-9_]{20,}",
-    // GitLab
     r"glpat-[A-Za-z0-9_\-]{20,}",
-    // AWS access key id
-    r"AKIA[0-9A-Z]{16}",
-    // Slack
-    r"xox[abprs]-[A-Za-z0-9\-]{10,}",
-    // Google API key
-    r"AIza[0-9A-Za-z_\-]{35}",
-    // HuggingFace
-    r"hf_[A-Za-z0-9]{30,}",
     // Bearer / Basic authorisation values
     r"(?i)(?:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{12,}",
     // key=value / key: value assignments of sensitive names
     r#"(?i)(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key)\s*[=:]\s*["']?[^\s"',;]{4,}"#,
-    // PEM private keys
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    // PEM private keys: the whole block, or from the header on when cut
+    r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)",
 ];
+
+/// `scheme://user:password@`: the password is masked, the rest kept.
+const URL_USERINFO: &str = r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)[^/\s@]+@";
 
 impl Masker {
     /// `key_patterns` are matched case-insensitively as substrings of object keys.
+    /// In free text, `NAME=value` / `NAME: value` where NAME contains one of the
+    /// patterns has its value masked too (numbers and booleans are kept: token
+    /// counts are not secrets).
     pub fn new(enabled: bool, key_patterns: Vec<String>) -> Self {
+        // The looser patterns first: a private key block goes whole before its
+        // header alone would.
         let value_res = VALUE_PATTERNS
             .iter()
+            .copied()
+            .chain(KEY_SHAPES.iter().map(|(_, p)| *p))
             .filter_map(|p| Regex::new(p).ok())
             .collect();
+        let key_patterns: Vec<String> = key_patterns
+            .into_iter()
+            .map(|p| p.to_lowercase())
+            .filter(|p| !p.trim().is_empty())
+            .collect();
+        let assignment_re = (!key_patterns.is_empty())
+            .then(|| {
+                let alts: Vec<String> = key_patterns.iter().map(|p| regex::escape(p)).collect();
+                Regex::new(&format!(
+                    r#"(?i)([A-Za-z0-9_.\-]*(?:{})[A-Za-z0-9_.\-]*["']?\s*[=:]\s*["']?)([^\s"',;]{{4,}})"#,
+                    alts.join("|")
+                ))
+                .ok()
+            })
+            .flatten();
         Masker {
             enabled,
-            key_patterns: key_patterns.into_iter().map(|p| p.to_lowercase()).collect(),
+            key_patterns,
             value_res,
+            assignment_re,
+            literals: Vec::new(),
+            sources: BTreeMap::new(),
         }
     }
 
     /// A masker that also hides these exact secret values (e.g. the API key read
     /// from the environment), wherever they occur.
     pub fn with_literal_secrets<I: IntoIterator<Item = String>>(mut self, secrets: I) -> Self {
-        for s in secrets {
-            if s.len() >= 6
-                && let Ok(re) = Regex::new(&regex::escape(&s))
-            {
-                self.value_res.push(re);
+        self.literals.extend(
+            secrets
+                .into_iter()
+                .filter(|s| s.trim().chars().count() >= MIN_LITERAL),
+        );
+        // Longest first, so a secret containing another is hidden whole.
+        self.literals
+            .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        self.literals.dedup();
+        self
+    }
+
+    /// A masker that also hides the values of the secret variables of `env`
+    /// ([`secret_env_values`]).
+    pub fn with_env_secrets(mut self, env: &BTreeMap<String, String>) -> Self {
+        for (k, v) in env {
+            if is_secret_env(k, v) {
+                self.sources.insert(v.clone(), k.clone());
+                if let Some(pw) = url_password(v) {
+                    self.sources.insert(pw.to_string(), k.clone());
+                }
             }
         }
-        self
+        self.with_literal_secrets(secret_env_values(env))
+    }
+
+    /// The exact secret values this masker hides, each with the variable it came
+    /// from (`secret value` when it was given without one): what the pre-commit
+    /// scan looks for. Returned even when masking is turned off.
+    pub fn literal_secrets(&self) -> Vec<(String, String)> {
+        self.literals
+            .iter()
+            .map(|v| {
+                let name = self
+                    .sources
+                    .get(v)
+                    .cloned()
+                    .unwrap_or_else(|| "secret value".to_string());
+                (name, v.clone())
+            })
+            .collect()
     }
 
     fn key_is_sensitive(&self, key: &str) -> bool {
@@ -100,10 +301,39 @@ impl Masker {
             return s.to_string();
         }
         let mut out = s.to_string();
+        for lit in &self.literals {
+            if out.contains(lit.as_str()) {
+                out = out.replace(lit.as_str(), MASK);
+            }
+        }
         for re in &self.value_res {
             if re.is_match(&out) {
                 out = re.replace_all(&out, MASK).into_owned();
             }
+        }
+        if let Some(userinfo) = url_userinfo_re()
+            && userinfo.is_match(&out)
+        {
+            out = userinfo
+                .replace_all(&out, format!("${{1}}{MASK}@").as_str())
+                .into_owned();
+        }
+        if let Some(re) = &self.assignment_re
+            && re.is_match(&out)
+        {
+            out = re
+                .replace_all(&out, |c: &Captures| {
+                    let value = &c[2];
+                    let plain = value.parse::<f64>().is_ok()
+                        || matches!(value, "true" | "false" | "null" | "None")
+                        || value == MASK;
+                    if plain {
+                        c[0].to_string()
+                    } else {
+                        format!("{}{MASK}", &c[1])
+                    }
+                })
+                .into_owned();
         }
         out
     }
@@ -134,6 +364,11 @@ impl Masker {
             other => other,
         }
     }
+}
+
+fn url_userinfo_re() -> Option<&'static Regex> {
+    static RE: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| Regex::new(URL_USERINFO).ok()).as_ref()
 }
 
 #[cfg(test)]

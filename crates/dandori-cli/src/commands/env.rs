@@ -127,6 +127,7 @@ fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::
     )?;
     let regen = OfflineRegenerator;
     let mut opts = SetupOptions::new(&repo);
+    opts.masker = env_masker(&std::env::vars().collect());
     opts.base_env = dandori_env::tools::with_tools_on_path(&base_env);
     opts.record_dir = record_dir(a, &repo);
     opts.config = cfg.clone();
@@ -203,7 +204,7 @@ fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitC
         timeout,
         policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
         log_dir: verify::log_dir(&dir),
-        masker: dandori_trace::Masker::default(),
+        masker: env_masker(&std::env::vars().collect()),
         limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
         on_failure: cfg.verification.on_failure,
     };
@@ -278,4 +279,10 @@ impl EnvironmentPhase for EnvPhase {
             message: out.message,
         })
     }
+}
+
+/// Setup and verification logs hide the values of the secret variables of `env`
+/// (`dandori_trace::mask::is_secret_env`) besides the known key shapes.
+fn env_masker(env: &BTreeMap<String, String>) -> dandori_trace::Masker {
+    dandori_trace::Masker::default().with_env_secrets(env)
 }

@@ -10,9 +10,13 @@ use crate::cli::{Cli, Command, EvalCommand};
 
 mod env;
 mod graph;
+mod mcp;
+mod policy;
 mod resume;
 mod run;
+mod runs;
 mod schema;
+mod trust;
 mod validate;
 
 use std::path::Path;
@@ -34,6 +38,7 @@ pub fn load_config(
         env: env.clone(),
         overrides: sets.to_vec(),
         task_type: None,
+        user_config_path: None,
     })
     .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     for w in &loaded.warnings {
@@ -60,5 +65,19 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
+        // --
+        Command::Trust(args) => trust::trust(&args),
+        // --
+        Command::Mcp(args) => mcp::mcp(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Runs(args) => runs::runs(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Status(args) => runs::status(&args),
+        // --
+        Command::Report(args) => runs::report(&args),
+        // --
+        Command::Trace(args) => runs::trace(&args),
+        // --
+        Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
     }
 }

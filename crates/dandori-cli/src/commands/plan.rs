@@ -47,6 +47,8 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
                 warnings: Vec::new(),
                 config_file: None,
                 task_planning_file: None,
+                user_config_file: None,
+                repo_trusted: false,
             }
         }
     };
@@ -79,6 +81,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.config = loaded.config;
     opts.task_planning = loaded.task_planning;
     opts.config_warnings = config_warnings;
+    opts.secret_env = env.clone();
     opts.progress = Some(&progress);
     if let Some(planner) = &llm {
         opts.planner = Some(planner);

@@ -1,5 +1,6 @@
 //! `dandori validate FILE [--json]`: exit 0 without FAIL findings, 1 with, 2 for
-//! usage or IO errors (returned as `Err`).
+//! usage or IO errors (returned as `Err`). Includes plan sanitisation (seed 000
+//! §12.1.2) with the built-in command policy as judge.
 
 use std::process::ExitCode;
 
@@ -10,7 +11,20 @@ use crate::output;
 
 pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let bytes = dandori_fs::read(&args.file).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let report = validation::validate_bytes(&bytes);
+    // Plan sanitisation judges commands with the policy of `run_command`.
+    let policy = dandori_tools::tool_command_policy(&Default::default())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let judge = |line: &str| {
+        policy
+            .check(line)
+            .err()
+            .map(|v| validation::CommandVerdict {
+                code: v.code.to_string(),
+                rule: v.rule,
+                message: v.message,
+            })
+    };
+    let report = validation::validate_bytes_with(&bytes, &judge);
     let file = args.file.display();
     if args.json {
         output::json(&report.output());

@@ -4,9 +4,15 @@ mod eval_localize;
 // --
 mod graph;
 // --
+mod mcp;
+// --
+mod runs;
+// --
 mod plan;
 // --
 mod plan_llm;
+// --
+mod policy;
 // --
 mod run;
 // --
@@ -15,4 +21,6 @@ mod run_llm;
 mod schema;
 // --
 mod validate;
+// --
+mod trust;
 // --

@@ -91,7 +91,12 @@ hold "mid.$s$p"
     .unwrap();
     std::fs::write(
         ctl.join("unit.sh"),
-        format!("#!/bin/sh\n{hold}\nhold \"unit.$1\"\ntest -d \"src/$1\"\n"),
+        // With `ctl/junk`, S01's unit command leaves 20 000 untracked files behind,
+        // so the next move of its pool worktree (git clean) takes a while.
+        format!(
+            "#!/bin/sh\n{hold}\nhold \"unit.$1\"\nif [ -f \"{c}/junk\" ] && [ \"$1\" = S01 ]; then mkdir -p junk; (cd junk && seq 1 20000 | xargs touch); fi\ntest -d \"src/$1\"\n",
+            c = ctl.display()
+        ),
     )
     .unwrap();
     let unit = |id: &str| vec![format!("sh {}/unit.sh {id}", ctl.display())];
@@ -180,7 +185,13 @@ fn outcome(f: &Fixture) -> Outcome {
         .filter(|r| !r.trim().is_empty())
         .map(|r| {
             let (t, b) = r.trim_start().split_once('\x1f').unwrap();
-            (b.trim().to_string(), t.to_string())
+            // Unit commands (in Dandori-Check trailers) name the fixture's temp dir.
+            let b: Vec<&str> = b
+                .trim()
+                .split(' ')
+                .map(|w| if w.starts_with("/tmp/") { "[tmp]" } else { w })
+                .collect();
+            (b.join(" "), t.to_string())
         })
         .collect();
     let stage: Value =
@@ -311,17 +322,7 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
             .status();
         std::fs::remove_file(f.ctl.join("killpoint")).unwrap();
 
-        let out = dandori(&f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{point}: resume failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(outcome(&f), expected, "after a kill at {point}");
+        assert_eq!(resume(&f, point), expected, "after a kill at {point}");
         // The interrupted step really ran again (its first attempt left no commit).
         let stage: Value =
             serde_json::from_str(&std::fs::read_to_string(f.run_dir.join("stage.json")).unwrap())
@@ -348,10 +349,8 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
     }
 }
 
-#[test]
-fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
-    // A kill right after a step's stage write: poll stage.json and kill as soon as
-    // S01 is done (before, during or after S02 starts: all must resume the same).
+/// The outcome of an uninterrupted run of a fresh fixture.
+fn reference_outcome() -> Outcome {
     let reference = fixture();
     let args = run_args(&reference);
     dandori(
@@ -360,13 +359,40 @@ fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
     )
     .output()
     .unwrap();
-    let expected = outcome(&reference);
+    outcome(&reference)
+}
+
+/// `dandori resume` of `f`, which must succeed; then its outcome.
+fn resume(f: &Fixture, what: &str) -> Outcome {
+    let out = dandori(f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: resume failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    outcome(f)
+}
+
+/// `dandori run` of `f`, started and left running.
+fn spawn_run(f: &Fixture) -> std::process::Child {
+    let args = run_args(f);
+    dandori(f, &args.iter().map(String::as_str).collect::<Vec<_>>())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
+    // A kill right after a step's stage write: poll stage.json and kill as soon as
+    // S01 is done (before, during or after S02 starts: all must resume the same).
+    let expected = reference_outcome();
     for target in ["S01", "S02", "S03"] {
         let f = fixture();
-        let args = run_args(&f);
-        let mut child = dandori(&f, &args.iter().map(String::as_str).collect::<Vec<_>>())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_run(&f);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             assert!(Instant::now() < deadline, "{target}: never done");
@@ -398,4 +424,47 @@ fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
         );
         assert_eq!(outcome(&f), expected, "after a kill once {target} was done");
     }
+}
+
+#[test]
+fn killed_during_a_worktree_move_resume_ends_like_an_uninterrupted_run() {
+    let expected = reference_outcome();
+    let f = fixture();
+    std::fs::write(f.ctl.join("junk"), "").unwrap();
+    let mut child = spawn_run(&f);
+    // S02 is marked running as its worker starts moving S01's worktree to S02's base.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < deadline, "S02 never started");
+        let running = std::fs::read_to_string(f.run_dir.join("stage.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .is_some_and(|s| s["steps"][1]["status"] == "running");
+        if running {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "dandori ended early");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // The move was cut short: what S01's unit command left is still (partly) there.
+    let pool = std::fs::read_dir(f.run_dir.join("worktrees"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("pool-")
+        })
+        .unwrap();
+    assert!(pool.join("junk").exists(), "the kill missed the move");
+    // Let the orphaned `git clean` finish before resuming.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        resume(&f, "worktree move"),
+        expected,
+        "after a kill during a worktree move"
+    );
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 const KEY: &str = "sk-test-runllm0123456789abcdefFAKE";
 
 /// The binary with an explicit environment (the test process env is never touched).
-fn dandori(args: &[&str], cwd: &Path, home: &Path, env: &[(&str, &str)]) -> Output {
+pub fn dandori(args: &[&str], cwd: &Path, home: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dandori"));
     cmd.args(args)
         .current_dir(cwd)
@@ -59,7 +59,7 @@ fn calc_project() -> TempGitRepo {
     ])
 }
 
-fn completion(outcome: &str) -> Reply {
+pub fn completion(outcome: &str) -> Reply {
     Reply::openai_text(
         &json!({"phase": "completion", "summary": {"goal_achieved": true, "tasks_completed": 1,
             "tasks_failed": 0, "key_outcomes": [outcome], "lessons_learned": []},

@@ -294,3 +294,39 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn deeply_nested_config_is_refused_before_parsing() {
+    let dir = tempfile::tempdir().unwrap();
+    // 100 KB of unclosed `[`: the YAML scanner alone did not finish on this.
+    write(
+        dir.path(),
+        "config.yaml",
+        &format!("planning: {}", "[".repeat(100_000)),
+    );
+    let loaded = load(&opts(dir.path())).unwrap();
+    assert_eq!(loaded.config, Config::default());
+    assert!(
+        loaded.warnings[0]
+            .message
+            .contains("CONFIG_TOO_DEEP: line 1"),
+        "{}",
+        loaded.warnings[0]
+    );
+    // Brackets inside quotes and comments do not count.
+    write(
+        dir.path(),
+        "config.yaml",
+        &format!(
+            "# {}\nplanning:\n  max_subtasks: 4\n  x: \"{}\"\n",
+            "[".repeat(100),
+            "{".repeat(100)
+        ),
+    );
+    let loaded = load(&opts(dir.path())).unwrap();
+    assert_eq!(
+        loaded.config.planning.max_subtasks, 4,
+        "{:?}",
+        loaded.warnings
+    );
+}

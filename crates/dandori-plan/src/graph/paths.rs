@@ -32,6 +32,14 @@ use globset::{GlobBuilder, GlobMatcher};
 use super::NodeSpec;
 use crate::EdgeType;
 
+/// Glob checks and subtree visits the analysis may spend on one plan. Globs over
+/// one large directory make the trie walk quadratic (every glob scans the
+/// directory, every later target checks every glob); past this budget the
+/// analysis stops and orders every step that has targets after the previous one,
+/// the conservative answer (a false overlap only costs parallelism). Real plans
+/// of 10 000 steps use a few thousand.
+pub const RESOURCE_WORK_BUDGET: usize = 200_000;
+
 /// Resource edges by position, oriented along `order`.
 pub(crate) fn resource_edges<'a, S: AsRef<str>>(
     nodes: &[NodeSpec<'a, S>],
@@ -46,6 +54,9 @@ pub(crate) fn resource_edges<'a, S: AsRef<str>>(
         for raw in targets {
             trie.visit(step, Target::parse(raw.as_ref()), &mut preds);
         }
+        if trie.work > RESOURCE_WORK_BUDGET {
+            return serialised(nodes, order);
+        }
         preds.sort_unstable();
         preds.dedup();
         edges.extend(
@@ -56,6 +67,22 @@ pub(crate) fn resource_edges<'a, S: AsRef<str>>(
         );
     }
     edges
+}
+
+/// Every step with targets after the previous such step, in `order`.
+fn serialised<S: AsRef<str>>(
+    nodes: &[NodeSpec<'_, S>],
+    order: &[usize],
+) -> Vec<(usize, usize, EdgeType)> {
+    let with_targets: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&s| !nodes[s].target_paths.is_empty())
+        .collect();
+    with_targets
+        .windows(2)
+        .map(|w| (w[0], w[1], EdgeType::Resource))
+        .collect()
 }
 
 /// Whether two target paths overlap (the pairwise form of the rules above; the
@@ -85,6 +112,8 @@ fn is_prefix(dir: &[&str], path: &[&str]) -> bool {
 }
 
 struct Glob {
+    /// The whole pattern, normalised (components joined by `/`).
+    pattern: String,
     matcher: Option<GlobMatcher>,
     has_globstar: bool,
     components: usize,
@@ -134,6 +163,7 @@ impl<'a> Target<'a> {
                 Target {
                     prefix: comps[..k].to_vec(),
                     glob: Some(Glob {
+                        pattern,
                         matcher,
                         has_globstar: comps[k..].iter().any(|c| c.contains("**")),
                         components: comps.len(),
@@ -157,6 +187,8 @@ struct TrieNode<'a> {
 
 struct Trie<'a> {
     nodes: Vec<TrieNode<'a>>,
+    /// Glob checks and subtree visits so far (see [`RESOURCE_WORK_BUDGET`]).
+    work: usize,
 }
 
 impl<'a> Trie<'a> {
@@ -168,6 +200,7 @@ impl<'a> Trie<'a> {
                 last: None,
                 globs: Vec::new(),
             }],
+            work: 0,
         }
     }
 
@@ -197,6 +230,7 @@ impl<'a> Trie<'a> {
             let node = &self.nodes[cur];
             let at_target = depth == target.prefix.len();
             preds.extend(node.last);
+            self.work += node.globs.len();
             for (s, g) in &node.globs {
                 // A glob at an ancestor directory overlaps a deeper target only
                 // if it may reach into it; at the same node it always overlaps.
@@ -209,6 +243,10 @@ impl<'a> Trie<'a> {
         // The subtree below the target's node.
         let mut stack: Vec<usize> = self.nodes[cur].children.values().copied().collect();
         while let Some(v) = stack.pop() {
+            self.work += 1;
+            if self.work > RESOURCE_WORK_BUDGET {
+                return;
+            }
             let node = &self.nodes[v];
             if let Some(s) = node.last {
                 let hit = match &target.glob {
@@ -226,6 +264,7 @@ impl<'a> Trie<'a> {
                 Some(g) => g.matches_path(&node.path),
             };
             if deeper_globs_hit {
+                self.work += node.globs.len();
                 preds.extend(node.globs.iter().map(|(s, _)| *s));
             }
             stack.extend(node.children.values().copied());
@@ -239,7 +278,11 @@ impl<'a> Trie<'a> {
                 node.last = Some(step);
             }
             Some(g) => {
-                self.nodes[cur].globs.push((step, g));
+                // An earlier identical glob here is ordered before `step` (it was
+                // a predecessor above) and overlaps exactly what `g` overlaps.
+                let globs = &mut self.nodes[cur].globs;
+                globs.retain(|(_, old)| old.pattern != g.pattern);
+                globs.push((step, g));
             }
         }
     }

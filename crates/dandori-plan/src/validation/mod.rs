@@ -11,8 +11,11 @@
 //! `$`. A missing key's path is the path the key should have.
 
 mod fast;
+mod sanitise;
 mod shape;
 mod typed;
+
+pub use sanitise::{CommandJudge, CommandVerdict, sanitise};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -124,6 +127,16 @@ impl ValidationReport {
     fn warn(&mut self, code: &str, path: &str, message: String) {
         self.push(code, Severity::Warn, path, message);
     }
+}
+
+/// [`validate_bytes`] plus plan sanitisation ([`sanitise`]) with `judge` as the
+/// command policy: what `dandori validate` and the runner use.
+pub fn validate_bytes_with(bytes: &[u8], judge: &dyn CommandJudge) -> ValidationReport {
+    let mut report = validate_bytes(bytes);
+    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+        report.findings.extend(sanitise(&value, judge).findings);
+    }
+    report
 }
 
 /// Validates `planning.json` given as bytes (any bytes: invalid UTF-8 or JSON is a
@@ -794,15 +807,25 @@ fn check_graph(facts: &Facts<'_>, report: &mut ValidationReport) {
         }
     }
     let ordering = graph::ordering_edges(&nodes, &index);
+    // Raw positions of the string entries of one step's depends_on, built once per
+    // step: looking each unknown entry up by scanning was quadratic in the number
+    // of unknown ids of a step.
+    let mut raw_positions: (usize, Vec<usize>) = (usize::MAX, Vec::new());
     for u in &ordering.unknown {
+        if raw_positions.0 != u.step {
+            raw_positions = (
+                u.step,
+                steps[u.step]
+                    .depends_on
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_some())
+                    .map(|(k, _)| k)
+                    .collect(),
+            );
+        }
         // Position of the entry among all entries (non-strings included).
-        let raw_index = steps[u.step]
-            .depends_on
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.is_some())
-            .nth(u.entry)
-            .map_or(u.entry, |(k, _)| k);
+        let raw_index = raw_positions.1.get(u.entry).copied().unwrap_or(u.entry);
         report.fail(
             rc::UNKNOWN_DEPENDENCY,
             &format!("steps[{}].depends_on[{raw_index}]", u.step),

@@ -117,7 +117,7 @@ fn reason_codes_doc_lists_every_code() {
     let doc_path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/REASON_CODES.md");
     let doc = std::fs::read_to_string(&doc_path).unwrap();
-    for code in reason_codes::ALL {
+    for code in reason_codes::ALL.iter().chain(reason_codes::SANITISATION) {
         assert!(
             doc.contains(&format!("`{code}`")),
             "docs/REASON_CODES.md misses {code}"
@@ -187,4 +187,62 @@ fn arb_json() -> impl Strategy<Value = serde_json::Value> {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// The command policy of `run_command` as the judge of sanitisation.
+fn judge(line: &str) -> Option<validation::CommandVerdict> {
+    let policy =
+        dandori_exec::CommandPolicy::new(&dandori_config::CommandPolicyConfig::default()).unwrap();
+    policy
+        .check(line)
+        .err()
+        .map(|v| validation::CommandVerdict {
+            code: v.code.to_string(),
+            rule: v.rule,
+            message: v.message,
+        })
+}
+
+#[test]
+fn every_sanitisation_code_has_a_fixture_producing_exactly_it() {
+    for code in reason_codes::SANITISATION {
+        let text = fixture(&format!("sanitise/{code}.json"));
+        let report = validation::validate_bytes_with(text.as_bytes(), &judge);
+        assert_eq!(report.codes(), vec![*code], "fixture {code}: {report:#?}");
+        let f = &report.findings[0];
+        assert!(f.path.starts_with("steps[0]."), "{f:?}");
+    }
+    let count = std::fs::read_dir(fixture_dir().join("sanitise"))
+        .unwrap()
+        .count();
+    assert_eq!(count, reason_codes::SANITISATION.len());
+    // The sample plan is clean.
+    let report = validation::validate_bytes_with(sample().as_bytes(), &judge);
+    assert_eq!(report.findings, Vec::<Finding>::new());
+}
+
+#[test]
+fn sanitisation_reports_json_paths_and_policy_codes() {
+    let mut doc: serde_json::Value = serde_json::from_str(&sample()).unwrap();
+    doc["steps"][0]["scope"]["target_paths"] = serde_json::json!(["src", "/etc/cron.d/x"]);
+    doc["steps"][0]["inputs"]["context_files"] = serde_json::json!([".git/config"]);
+    doc["steps"][0]["commands"]["unit"] =
+        serde_json::json!(["php artisan test", "yes | php artisan migrate"]);
+    doc["context"]["test_instructions"]["unit"] = serde_json::json!("nohup php artisan queue:work");
+    let report = validation::sanitise(&doc, &judge);
+    let got: Vec<(&str, &str)> = report
+        .findings
+        .iter()
+        .map(|f| (f.code.as_str(), f.path.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("PLAN_PATH_OUTSIDE_REPO", "steps[0].scope.target_paths[1]"),
+            ("PLAN_PATH_OUTSIDE_REPO", "steps[0].inputs.context_files[0]"),
+            ("PLAN_INFINITE_LOOP", "steps[0].commands.unit[1]"),
+            ("PLAN_BACKGROUND_PROCESS", "context.test_instructions.unit"),
+        ]
+    );
+    assert!(report.findings[2].message.contains("POLICY_INFINITE_LOOP"));
 }

@@ -125,6 +125,12 @@ impl Request {
     }
 }
 
+/// The largest request accepted (`REQUEST_TOO_LARGE` above): real requests are a
+/// few KiB; planning work grows with the text.
+pub const MAX_REQUEST_BYTES: usize = 128 * 1024;
+/// At most this many mentioned paths are kept (the first ones, in text order).
+pub const MAX_MENTIONED_PATHS: usize = 500;
+
 /// Parses a request text. `fallback_id` is used when front matter has no `id:`;
 /// `origin` names the source in errors.
 pub fn parse(
@@ -133,6 +139,13 @@ pub fn parse(
     origin: &str,
     source_path: Option<PathBuf>,
 ) -> Result<Request, PlannerError> {
+    if raw.len() > MAX_REQUEST_BYTES {
+        return Err(PlannerError::RequestTooLarge {
+            origin: origin.to_string(),
+            bytes: raw.len(),
+            limit: MAX_REQUEST_BYTES,
+        });
+    }
     let (front, body, body_line) = split_front_matter(raw, origin)?;
     let id = match front.get("id") {
         Some(id) => id.clone(),
@@ -289,11 +302,13 @@ pub fn truncate_chars(s: &str, max: usize) -> String {
     out
 }
 
+/// Order-keeping dedup, linear (a hash set, not `Vec::contains`).
 fn dedup(v: Vec<String>) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<String> = Vec::new();
     for s in v {
         let s = s.trim().to_string();
-        if !s.is_empty() && !out.contains(&s) {
+        if !s.is_empty() && seen.insert(s.clone()) {
             out.push(s);
         }
     }
@@ -415,11 +430,7 @@ fn scalar(v: &serde_yaml::Value) -> Option<String> {
 /// Paths mentioned in the text: backticked tokens that look like paths, and bare
 /// tokens with a `/` or a known source extension.
 pub fn mentioned_paths(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for token in crate::text::path_like_tokens(text) {
-        if !out.contains(&token) {
-            out.push(token);
-        }
-    }
+    let mut out = dedup(crate::text::path_like_tokens(text));
+    out.truncate(MAX_MENTIONED_PATHS);
     out
 }

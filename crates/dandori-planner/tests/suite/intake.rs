@@ -139,3 +139,35 @@ fn empty_and_bad_requests_are_errors() {
     let e = parse("---\nid: x\n# never closed\n", "x", "open.md", None).unwrap_err();
     assert!(e.to_string().contains("never closed"), "{e}");
 }
+
+#[test]
+fn oversized_requests_are_refused_and_paths_are_capped() {
+    use dandori_planner::request::{MAX_MENTIONED_PATHS, MAX_REQUEST_BYTES};
+    let big = format!("# Title\n\n{}", "x".repeat(MAX_REQUEST_BYTES));
+    let err = parse(&big, "RQ-big", "big.md", None).unwrap_err();
+    assert_eq!(err.code(), "REQUEST_TOO_LARGE");
+    assert!(err.to_string().contains("big.md"), "{err}");
+
+    // Many backticked paths: deduplicated in one pass and capped.
+    let mut text = String::from("# Touch files\n\n");
+    for i in 0..1_000 {
+        text.push_str(&format!("`src/m{i}/f.py` `src/m{i}/f.py` "));
+    }
+    let r = parse(&text, "RQ-paths", "paths.md", None).unwrap();
+    assert_eq!(r.mentioned_paths.len(), MAX_MENTIONED_PATHS);
+    assert_eq!(r.mentioned_paths[1], "src/m1/f.py");
+}
+
+mod fuzz {
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any request text gives a request or an error, never a panic.
+        #[test]
+        fn any_request_text_parses_or_errors(text in "(# |## |- |1\\. |`|src/|\\.py|---\n|id: |前提|期待|Given |When |Then |\n|[a-z ]{1,12}|、|。|\\[|\\]|\\*){0,60}") {
+            let _ = dandori_planner::request::parse(&text, "RQ-fuzz", "fuzz.md", None);
+        }
+    }
+}

@@ -50,7 +50,7 @@ impl Executor for CommandExecutor {
     }
 
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
-        dandori_fs::write_atomic(req.prompt_file, req.prompt)?;
+        dandori_fs::write_atomic(req.prompt_file, req.masker.mask_str(req.prompt))?;
         let argv = self.argv(req);
         let out = process::run(&process::ProcSpec {
             argv: &argv,

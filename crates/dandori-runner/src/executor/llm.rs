@@ -153,7 +153,8 @@ impl LlmExecutor {
     fn registry(&self, req: &ExecRequest<'_>) -> Result<ToolRegistry, RunnerError> {
         let tools_err = |e: dandori_tools::ToolsError| RunnerError::Executor(e.to_string());
         let commands = dandori_tools::tool_command_policy(&self.command_policy)
-            .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?;
+            .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?
+            .with_root(req.workdir);
         let mut b = ToolRegistry::builder(req.workdir)
             .policy(ToolPolicy::from_config(&self.security, true).map_err(tools_err)?)
             .command_policy(Arc::new(commands))
@@ -278,7 +279,10 @@ impl Executor for LlmExecutor {
         };
         let tooling = json!({"sandbox": sandbox,
             "tools": specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
-        let mut messages = vec![Message::system(SYSTEM_PROMPT), Message::user(req.prompt)];
+        let mut messages = vec![
+            Message::system(SYSTEM_PROMPT),
+            Message::user(req.masker.mask_str(req.prompt)),
+        ];
         let mut nudged = false;
         let finish = |st: LoopState, outcome: ExecOutcome, summary: String| StepExecution {
             outcome,
@@ -385,6 +389,11 @@ impl Executor for LlmExecutor {
                             )
                         };
                         st.actions += 1;
+                        // Secrets never reach the model, the trace or the reflection.
+                        let result = dandori_tools::ToolResult {
+                            content: req.masker.mask_str(&result.content),
+                            ..result
+                        };
                         let content = cut(&result.content);
                         let key = format!("{name}\u{1f}{args}\u{1f}{}", result.content);
                         let n = st.seen.entry(key).or_insert(0);

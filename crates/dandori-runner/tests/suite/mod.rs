@@ -1,6 +1,8 @@
 mod e2e_command;
+mod evidence;
 mod guardrails;
 mod llm_loop;
 mod parallel;
+mod secrets;
 mod snapshots_report;
 mod support;

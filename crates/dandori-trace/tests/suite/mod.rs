@@ -1,0 +1,2 @@
+mod mask;
+mod secret_scan;
