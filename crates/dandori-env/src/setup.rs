@@ -381,6 +381,7 @@ pub fn run(
         .unwrap_or_default();
     let fallback_lines: Vec<String> = fallbacks.keys().cloned().collect();
     let untracked_before = git_untracked(&repo, &opts.base_env);
+    let mut blocked_before_fallback: Option<Blocked> = None;
     let mut commands = selected.setup_commands.clone();
     let mut i = 0;
     let mut setup_ok = true;
@@ -536,8 +537,11 @@ pub fn run(
                             kind.as_str(),
                             rung.join(" && ")
                         ));
-                        // The fallback may well reach what the first try could not.
-                        setup.blocked = None;
+                        // The fallback may well reach what the first try could not;
+                        // if it fails too, the first reason stands.
+                        if let Some(b) = setup.blocked.take() {
+                            blocked_before_fallback = Some(b);
+                        }
                         if selected.name == crate::analyzer::PYTHON {
                             setup.install_rung = Some(INSTALL_RUNG_FALLBACK.to_string());
                         }
@@ -687,6 +691,9 @@ pub fn run(
         break verification;
     };
     setup.setup_commands = commands;
+    if !setup_ok && setup.blocked.is_none() {
+        setup.blocked = blocked_before_fallback;
+    }
     setup.overall_status = if setup.blocked.is_some() {
         OverallStatus::Blocked
     } else if !setup_ok {
