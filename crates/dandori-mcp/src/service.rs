@@ -133,6 +133,7 @@ impl Service {
             env: self.opts.base_env.clone(),
             overrides: self.opts.sets.clone(),
             task_type: None,
+            user_config_path: None,
         })
         .map_err(|e| McpError::invalid("CONFIG_INVALID", e.to_string()))
     }
