@@ -29,6 +29,11 @@ pub const UNIT_TEST_TIMEOUT: &str = "UNIT_TEST_TIMEOUT";
 pub const E2E_REQUIRED: &str = "E2E_REQUIRED";
 pub const FORBIDDEN_PATH_CHANGED: &str = "FORBIDDEN_PATH_CHANGED";
 pub const COMMAND_FORBIDDEN: &str = "COMMAND_FORBIDDEN";
+/// No sandbox mechanism works and the user did not opt out (`--sandbox off`).
+pub const SANDBOX_UNAVAILABLE: &str = "SANDBOX_UNAVAILABLE";
+/// A step changed the repository's `.git/config`, hooks or `info/attributes`;
+/// the change was reverted.
+pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const DEPENDENCY_FAILED: &str = "DEPENDENCY_FAILED";
 pub const MERGE_CONFLICT: &str = "MERGE_CONFLICT";
 pub const LOOP_DETECTED: &str = "LOOP_DETECTED";

@@ -109,6 +109,12 @@ struct Coordinator<'o> {
     to_remove: Vec<PathBuf>,
     /// The work branch tip (HEAD of the main worktree).
     tip: String,
+    /// The sandbox of every command run on the plan's or the model's behalf.
+    sandbox: dandori_exec::Sandbox,
+    /// The command policy of unit and e2e commands.
+    command_policy: Arc<dandori_exec::CommandPolicy>,
+    /// The main repository's git config, hooks and attributes before the run.
+    git_guard: Option<dandori_exec::git::ConfigGuard>,
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
@@ -141,6 +147,17 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
             .trim(),
     );
     let main = Git::new(&repo_root);
+    let sandbox = dandori_exec::Sandbox::detect(
+        &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
+    );
+    if let Some(p) = &opts.progress {
+        p(&sandbox.status().summary());
+    }
+    let command_policy = Arc::new(
+        dandori_exec::CommandPolicy::new(&opts.config.planning.environment_setup.security)
+            .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?,
+    );
+    let git_guard = dandori_exec::git::ConfigGuard::capture(&repo_root);
     let mut c = Coordinator {
         opts,
         paths: paths.clone(),
@@ -161,6 +178,9 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         masker,
         to_remove: Vec::new(),
         tip: String::new(),
+        sandbox,
+        command_policy,
+        git_guard,
     };
     c.load_timings();
     if !warnings.is_empty() {
@@ -175,18 +195,42 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         } else {
             events::EXECUTION_START
         },
-        json!({"run_dir": c.paths.run_dir, "steps": c.planning.steps.len()}),
+        json!({"run_dir": c.paths.run_dir, "steps": c.planning.steps.len(),
+               "sandbox": c.sandbox.status()}),
     );
     let executor = c.resolve_executor()?;
+    if executor.can_execute()
+        && let Some(reason) = c.sandbox.refusal()
+    {
+        return Err(RunnerError::Gate {
+            gate: "sandbox",
+            reason_code: reason::SANDBOX_UNAVAILABLE,
+            message: reason,
+        });
+    }
     c.gates(stage_exists)?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
     c.stage.status = RunStatus::Running;
     c.save()?;
+    // Children inherit the user's environment minus secrets and the provider keys.
+    let provider_keys: Vec<String> = opts
+        .config
+        .llm
+        .providers
+        .iter()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect();
     let mut env = opts.base_env.clone();
     for (k, v) in activation {
         env.insert(k, v);
     }
+    let mut env = dandori_exec::child_env::filter(
+        &env,
+        &opts.config.shell_environment_policy,
+        &provider_keys,
+    )
+    .env;
     env = c.child_env(env)?;
     if executor.can_execute() {
         c.execute_steps(executor.as_ref(), &env)?;
@@ -320,13 +364,12 @@ impl Coordinator<'_> {
                             "--executor command needs --agent-cmd or runner.agent_cmd".to_string(),
                         )
                     })?;
-                Arc::new(CommandExecutor::new(&t)?)
+                Arc::new(CommandExecutor::new(&t)?.with_sandbox(self.sandbox.clone()))
             }
-            ExecutorKind::Llm => Arc::new(LlmExecutor::from_config(
-                cfg,
-                &self.opts.base_env,
-                self.opts.approve,
-            )?),
+            ExecutorKind::Llm => Arc::new(
+                LlmExecutor::from_config(cfg, &self.opts.base_env, self.opts.approve)?
+                    .with_sandbox(self.sandbox.clone()),
+            ),
         };
         self.stage.extra.insert(
             "executor".to_string(),
@@ -620,6 +663,9 @@ impl Coordinator<'_> {
         let paths = self.paths.clone();
         let masker = self.masker.clone();
         let trace = self.trace.clone();
+        let sandbox = self.sandbox.clone();
+        let command_policy = self.command_policy.clone();
+        let git_guard = self.git_guard.clone();
         let rcfg = &self.opts.config.planning;
         let cx = StepContext {
             planning: &planning,
@@ -634,6 +680,9 @@ impl Coordinator<'_> {
             revisions: &revisions,
             max_revisions: rcfg.revision.max_revisions,
             masker: &masker,
+            sandbox: &sandbox,
+            command_policy: &command_policy,
+            git_guard: git_guard.as_ref(),
         };
         let (tx, rx) = mpsc::channel::<StepReport>();
         let n = planning.steps.len();
@@ -1246,6 +1295,9 @@ impl Coordinator<'_> {
         let paths = self.paths.clone();
         let masker = self.masker.clone();
         let trace = self.trace.clone();
+        let sandbox = self.sandbox.clone();
+        let command_policy = self.command_policy.clone();
+        let git_guard = self.git_guard.clone();
         let rcfg = &self.opts.config.planning;
         let cx = StepContext {
             planning: &planning,
@@ -1260,6 +1312,9 @@ impl Coordinator<'_> {
             revisions: &revisions,
             max_revisions: 0,
             masker: &masker,
+            sandbox: &sandbox,
+            command_policy: &command_policy,
+            git_guard: git_guard.as_ref(),
         };
         let wt = step::worktree_path(&self.paths, &step.step_id, 1);
         if wt.exists() {

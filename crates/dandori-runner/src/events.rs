@@ -12,6 +12,8 @@ pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
 pub const UNIT_TEST: &str = "UNIT_TEST";
 pub const AUTOFIX: &str = "AUTOFIX";
 pub const STEP_WARNING: &str = "STEP_WARNING";
+/// A step changed the repository's git config, hooks or attributes (reverted).
+pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const STEP_END: &str = "STEP_END";
 pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
 pub const REFLECTION: &str = "REFLECTION";

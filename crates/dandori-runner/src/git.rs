@@ -2,7 +2,6 @@
 //! in its error.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::error::RunnerError;
 
@@ -72,12 +71,9 @@ impl Git {
 
     /// Runs git and returns (success, stdout, stderr).
     pub fn output(&self, args: &[&str]) -> Result<(bool, String, String), RunnerError> {
-        let out = Command::new("git")
+        let out = dandori_exec::git::git_command(&self.dir, dandori_exec::git::GlobalConfig::Keep)
             .args(args)
-            .current_dir(&self.dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C")
-            .stdin(Stdio::null())
             .output()
             .map_err(|e| self.err(args, format!("could not start git: {e}")))?;
         Ok((

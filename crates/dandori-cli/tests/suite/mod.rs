@@ -12,6 +12,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod sandbox;
+// --
 mod schema;
 // --
 mod validate;

@@ -1,3 +1,4 @@
 mod policy;
 mod policy_props;
+mod git_hardening;
 mod run;

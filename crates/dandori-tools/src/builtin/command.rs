@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use dandori_exec::sandbox::{Origin, SandboxPolicy};
 use dandori_exec::{CommandPolicy, CommandSpec, run_command as run};
 
 use regex::Regex;
@@ -70,12 +71,16 @@ pub(crate) fn run_command(ctx: &Context, args: &Value) -> Result<String, ToolErr
         Some(s) => Duration::from_secs(s).min(ctx.command_timeout),
         None => ctx.command_timeout,
     };
-    let argv = ctx.sandbox.wrap(
-        vec!["sh".to_string(), "-c".to_string(), line.to_string()],
-        ctx.worktree.root(),
-        &cwd.absolute,
-        &ctx.extra_writable,
-    );
+    let policy = SandboxPolicy::worktree(ctx.worktree.root(), &ctx.extra_writable);
+    let argv = ctx
+        .sandbox
+        .wrap(
+            vec!["sh".to_string(), "-c".to_string(), line.to_string()],
+            &policy,
+            &cwd.absolute,
+            Origin::Issued,
+        )
+        .map_err(|e| ToolError::new(ReasonCode::SandboxUnavailable, e.to_string()))?;
     let outcome = run(&exec_spec(ctx, argv, &cwd.absolute, timeout)).map_err(|e| {
         ToolError::new(
             ReasonCode::CommandFailed,
