@@ -46,6 +46,24 @@ pub enum Command {
     Run(RunArgs),
     /// Resume a run directory where it stopped.
     Resume(ResumeArgs),
+    /// Trust a repository: its own dandori.yaml may then set providers, MCP servers,
+    /// commands and sandbox settings (user config `trusted_projects`).
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The repository directory (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// List the trusted repositories.
+    #[arg(long, conflicts_with_all = ["remove", "dir"])]
+    pub list: bool,
+    /// Stop trusting DIR.
+    #[arg(long)]
+    pub remove: bool,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -78,14 +78,17 @@ pub const DROPPED_GIT_VARS: &[&str] = &[
     "VISUAL",
 ];
 
-/// Driver settings that name a program (`filter.<driver>.clean`, …).
-const DRIVER_PROGRAM_KEYS: &[(&str, &str)] = &[
-    ("filter", "clean"),
-    ("filter", "smudge"),
-    ("filter", "process"),
-    ("diff", "textconv"),
-    ("diff", "command"),
-    ("merge", "driver"),
+/// Driver settings that name a program, and the harmless value each gets:
+/// an empty filter is skipped by git; `cat` is the identity text conversion;
+/// external diff and merge drivers cannot be unset from the command line, so they
+/// fail closed (`false`: git reports the driver failed, nothing else runs).
+const DRIVER_PROGRAM_KEYS: &[(&str, &str, &str)] = &[
+    ("filter", "clean", ""),
+    ("filter", "smudge", ""),
+    ("filter", "process", ""),
+    ("diff", "textconv", "cat"),
+    ("diff", "command", "false"),
+    ("merge", "driver", "false"),
 ];
 
 /// Whether git's global config (`~/.gitconfig`) is read.
@@ -144,15 +147,24 @@ pub fn harden_env(cmd: &mut Command, global: GlobalConfig) {
     }
 }
 
-/// `-c <section>.<driver>.<key>=` for every driver program configured for `dir`
-/// (an empty command disables the driver; `required` is cleared so a disabled
-/// filter is not an error).
+/// `-c <section>.<driver>.<key>=<harmless>` for every driver program the
+/// repository configures for `dir` (see [`DRIVER_PROGRAM_KEYS`]; `required` is
+/// cleared so a disabled filter is not an error).
 pub fn driver_overrides(dir: &Path) -> Vec<String> {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir).stdin(Stdio::null());
     harden_env(&mut cmd, GlobalConfig::Keep);
     let out = cmd
-        .args(["config", "--null", "--name-only", "--get-regexp"])
+        // The repository's own config (and the files it includes): drivers of the
+        // user's global config are the user's choice and keep working.
+        .args([
+            "config",
+            "--local",
+            "--includes",
+            "--null",
+            "--name-only",
+            "--get-regexp",
+        ])
         .arg(r"^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver|required)$")
         .stderr(Stdio::null())
         .output();
@@ -170,10 +182,10 @@ pub fn driver_overrides(dir: &Path) -> Vec<String> {
         if !seen.insert((section.to_ascii_lowercase(), driver.to_string())) {
             continue;
         }
-        for (s, key) in DRIVER_PROGRAM_KEYS {
+        for (s, key, value) in DRIVER_PROGRAM_KEYS {
             if s.eq_ignore_ascii_case(section) {
                 args.push("-c".to_string());
-                args.push(format!("{s}.{driver}.{key}="));
+                args.push(format!("{s}.{driver}.{key}={value}"));
             }
         }
         if section.eq_ignore_ascii_case("filter") {

@@ -186,6 +186,9 @@ pub fn next_action(step_id: &str, code: &str) -> String {
         reason::AGENT_FAILED | reason::AGENT_TIMEOUT => format!(
             "{step_id}: read logs/step.{step_id}.agent.log; check the agent command and its login"
         ),
+        reason::STEP_NO_CHANGE => format!(
+            "{step_id}: the agent changed nothing under scope.target_paths; read logs/step.{step_id}.agent.log, or mark the step check-only (role reviewer/qa, expected_diff.lines_max 0), then `dandori resume`"
+        ),
         reason::MERGE_CONFLICT => format!(
             "{step_id}: its change conflicts with an earlier step; add a dependency between them and plan again"
         ),

@@ -13,6 +13,7 @@ mod graph;
 mod resume;
 mod run;
 mod schema;
+mod trust;
 mod validate;
 
 use std::path::Path;
@@ -34,6 +35,7 @@ pub fn load_config(
         env: env.clone(),
         overrides: sets.to_vec(),
         task_type: None,
+        user_config_path: None,
     })
     .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     for w in &loaded.warnings {
@@ -68,5 +70,7 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
+        // --
+        Command::Trust(args) => trust::trust(&args),
     }
 }

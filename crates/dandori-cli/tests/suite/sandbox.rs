@@ -32,7 +32,11 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
         .output()
         .unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
 }
 
 /// Not under /tmp: bubblewrap's private /tmp would hide the outside files anyway,
@@ -139,7 +143,10 @@ fn contained(mode: &str) {
             !target.exists(),
             "[{mode}] {name} wrote outside the repository: {text}"
         );
-        assert!(!text.contains(SECRET), "[{mode}] {name} read ~/.ssh: {text}");
+        assert!(
+            !text.contains(SECRET),
+            "[{mode}] {name} read ~/.ssh: {text}"
+        );
     }
     // Persistence in the user's profile.
     let (_, text) = exec(&w, mode, "echo pwned | tee -a ~/.profile");
@@ -181,7 +188,9 @@ fn contained(mode: &str) {
     let (code, text) = exec(
         &w,
         mode,
-        &format!("echo ok > built.txt && {python} -c \"import tempfile; tempfile.NamedTemporaryFile().write(b'x')\""),
+        &format!(
+            "echo ok > built.txt && {python} -c \"import tempfile; tempfile.NamedTemporaryFile().write(b'x')\""
+        ),
     );
     assert_eq!(code, 0, "[{mode}] {text}");
     assert_eq!(

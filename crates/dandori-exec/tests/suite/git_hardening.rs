@@ -15,7 +15,11 @@ fn plain_git(dir: &Path, args: &[&str]) {
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn hardened(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -45,14 +49,20 @@ fn planted_hooks_filters_pagers_and_fsmonitor_never_run() {
     std::fs::write(&hook, format!("#!/bin/sh\n{}\n", touch("hook"))).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-    plain_git(&repo, &["config", "core.hooksPath", &hooks.display().to_string()]);
+    plain_git(
+        &repo,
+        &["config", "core.hooksPath", &hooks.display().to_string()],
+    );
     plain_git(&repo, &["config", "filter.x.clean", &touch("clean")]);
     plain_git(&repo, &["config", "filter.x.smudge", &touch("smudge")]);
     plain_git(&repo, &["config", "filter.x.required", "true"]);
     plain_git(&repo, &["config", "core.fsmonitor", &touch("fsmonitor")]);
     plain_git(&repo, &["config", "core.pager", &touch("pager")]);
     plain_git(&repo, &["config", "diff.x.textconv", &touch("textconv")]);
-    plain_git(&repo, &["config", "alias.st", &format!("!{}", touch("alias"))]);
+    plain_git(
+        &repo,
+        &["config", "alias.st", &format!("!{}", touch("alias"))],
+    );
     std::fs::write(repo.join(".gitattributes"), "*.txt filter=x diff=x\n").unwrap();
     let git_hook = repo.join(".git/hooks/post-commit");
     std::fs::write(&git_hook, format!("#!/bin/sh\n{}\n", touch("githook"))).unwrap();
@@ -91,7 +101,13 @@ fn planted_hooks_filters_pagers_and_fsmonitor_never_run() {
     let changed = guard.restore().unwrap();
     let paths: Vec<String> = changed
         .iter()
-        .map(|t| format!("{} {}", t.path.file_name().unwrap().to_string_lossy(), t.change))
+        .map(|t| {
+            format!(
+                "{} {}",
+                t.path.file_name().unwrap().to_string_lossy(),
+                t.change
+            )
+        })
         .collect();
     assert_eq!(paths, vec!["config modified", "post-commit created"]);
     assert_eq!(

@@ -1,4 +1,5 @@
-mod policy;
-mod policy_props;
 mod git_hardening;
+mod policy;
+mod policy_corpus;
+mod policy_props;
 mod run;

@@ -14,6 +14,9 @@ use crate::{process, reason};
 pub struct CommandExecutor {
     template: Vec<String>,
     sandbox: Option<dandori_exec::Sandbox>,
+    /// Variables removed from plan commands as secrets that the agent still gets
+    /// (its own API key); masked in its log like every secret.
+    secrets: std::collections::BTreeMap<String, String>,
 }
 
 /// Where external agents keep their own state under `HOME` (writable inside the
@@ -41,6 +44,7 @@ impl CommandExecutor {
         Ok(CommandExecutor {
             template: words,
             sandbox: None,
+            secrets: Default::default(),
         })
     }
 
@@ -49,6 +53,11 @@ impl CommandExecutor {
     /// its model), credential stores hidden.
     pub fn with_sandbox(mut self, sandbox: dandori_exec::Sandbox) -> Self {
         self.sandbox = Some(sandbox);
+        self
+    }
+
+    pub fn with_secrets(mut self, secrets: std::collections::BTreeMap<String, String>) -> Self {
+        self.secrets = secrets;
         self
     }
 
@@ -100,10 +109,14 @@ impl Executor for CommandExecutor {
                 .wrap(argv, &policy, req.workdir, dandori_exec::Origin::Issued)
                 .map_err(|e| RunnerError::Executor(e.to_string()))?;
         }
+        let mut env = req.env.clone();
+        for (k, v) in &self.secrets {
+            env.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         let out = process::run(&process::ProcSpec {
             argv: &argv,
             cwd: req.workdir,
-            env: req.env,
+            env: &env,
             timeout: req.timeout,
             log: req.log,
             masker: Some(req.masker),

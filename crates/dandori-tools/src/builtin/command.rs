@@ -158,7 +158,7 @@ fn exec_spec(
 /// run scripts it wrote (`sh check.sh`). `sh -c LINE` is checked recursively by the
 /// policy, and a script file is no more powerful than `python x.py`, which the
 /// built-in allowlist already permits; the sandbox confines both.
-pub const TOOL_EXTRA_ALLOWED_COMMANDS: &[&str] = &["sh", "bash"];
+pub const TOOL_EXTRA_ALLOWED_COMMANDS: &[&str] = &["sh", "bash", "exit"];
 
 /// The command policy of `run_command`: dandori-exec's built-in policy extended by
 /// `config` (`planning.environment_setup.security`) and [`TOOL_EXTRA_ALLOWED_COMMANDS`].

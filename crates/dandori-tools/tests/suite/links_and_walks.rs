@@ -47,7 +47,14 @@ fn list_dir_and_search_work_in_a_worktree_under_the_runs_root() {
     // What dandori writes at the top of its state directory.
     repo.write(".dandori/.gitignore", "*\n");
     let wt = repo.path().join(".dandori/runs/req/run1/worktrees/S01.1");
-    repo.git(&["worktree", "add", "-q", "--detach", &wt.display().to_string(), "HEAD"]);
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        &wt.display().to_string(),
+        "HEAD",
+    ]);
     std::fs::write(wt.join("src/ignored.log"), "x\n").unwrap();
     std::fs::write(wt.join(".gitignore"), "target/\n*.log\n").unwrap();
     let reg = ToolRegistry::builder(&wt).env(env()).build().unwrap();
