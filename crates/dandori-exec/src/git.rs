@@ -48,8 +48,6 @@ pub const HARDENING_ARGS: &[&str] = &[
     "-c",
     "protocol.ext.allow=never",
     "-c",
-    "diff.external=",
-    "-c",
     "uploadpack.packObjectsHook=",
 ];
 
@@ -165,7 +163,7 @@ pub fn driver_overrides(dir: &Path) -> Vec<String> {
             "--name-only",
             "--get-regexp",
         ])
-        .arg(r"^(filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver|required)$")
+        .arg(r"^((filter|diff|merge)\..+\.(clean|smudge|process|textconv|command|driver|required)|diff\.external)$")
         .stderr(Stdio::null())
         .output();
     let Ok(out) = out else { return Vec::new() };
@@ -173,6 +171,12 @@ pub fn driver_overrides(dir: &Path) -> Vec<String> {
     let mut seen = std::collections::BTreeSet::new();
     for name in out.stdout.split(|b| *b == 0) {
         let name = String::from_utf8_lossy(name).trim().to_string();
+        if name.eq_ignore_ascii_case("diff.external") {
+            // Cannot be unset from the command line: fail closed.
+            args.push("-c".to_string());
+            args.push("diff.external=false".to_string());
+            continue;
+        }
         let Some((section, rest)) = name.split_once('.') else {
             continue;
         };

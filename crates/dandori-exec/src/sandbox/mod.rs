@@ -574,11 +574,12 @@ fn bwrap_argv(
     if !policy.network {
         out.push("--unshare-net".to_string());
     }
-    // The private /tmp hides whatever lives under the host's /tmp; keep the program
-    // and the PATH tools visible (read-only) when they live there.
-    let program = argv.first().map(Path::new).filter(|p| p.is_absolute());
+    // The private /tmp hides whatever lives under the host's /tmp; keep the program,
+    // the files named by absolute arguments (`sh /tmp/x/agent.sh`) and the PATH
+    // tools visible (read-only) when they live there.
+    let named = argv.iter().map(Path::new).filter(|p| p.is_absolute());
     let mut shown = shown_tmp_dirs.to_vec();
-    shown.extend(tmp_roots(program.into_iter()));
+    shown.extend(tmp_roots(named));
     shown.sort();
     shown.dedup();
     for d in &shown {
