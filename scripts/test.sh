@@ -7,9 +7,9 @@ TOOLS="$PWD/target/test-tools"
 mkdir -p "$TOOLS"
 
 # Python tools (uv, mcp-server-git) in their own virtual environment.
-if [ ! -x "$TOOLS/venv/bin/uv" ] || [ ! -x "$TOOLS/venv/bin/mcp-server-git" ]; then
+if [ ! -x "$TOOLS/venv/bin/uv" ] || [ ! -x "$TOOLS/venv/bin/mcp-server-git" ] || [ ! -x "$TOOLS/venv/bin/pytest" ]; then
   python3 -m venv "$TOOLS/venv"
-  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check uv mcp-server-git
+  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check uv mcp-server-git pytest
 fi
 
 # The official MCP Python SDK client (PyPI `mcp`): the `dandori mcp` tests drive the
@@ -24,11 +24,15 @@ if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/server-filesystem >/dev/null
 fi
 
-# The command sandbox (bubblewrap) is a system package: install it when we can
-# (root with apt), otherwise the sandbox tests fail and say so.
-if ! command -v bwrap >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    apt-get update -qq >/dev/null && apt-get install -y -qq bubblewrap >/dev/null
+# The command sandbox (bubblewrap): unpacked from the Debian package into
+# target/test-tools/bubblewrap (no system-wide install). The built-in fallback
+# (namespaces + Landlock, no external binary) is tested too, forced by setting.
+if ! command -v bwrap >/dev/null 2>&1 && [ ! -x "$TOOLS/bubblewrap/usr/bin/bwrap" ]; then
+  if command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+    mkdir -p "$TOOLS/deb"
+    (cd "$TOOLS/deb" && apt-get download bubblewrap >/dev/null 2>&1) \
+      && dpkg -x "$(ls "$TOOLS"/deb/bubblewrap_*.deb | head -n 1)" "$TOOLS/bubblewrap" \
+      || echo "warning: could not fetch bubblewrap; the bubblewrap sandbox tests fail" >&2
   else
     echo "warning: bwrap (bubblewrap) not found; install it (apt-get install -y bubblewrap) or the sandbox tests fail" >&2
   fi
@@ -49,6 +53,6 @@ if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/inspector >/dev/null
 fi
 
-export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$PATH"
+export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/bubblewrap/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 exec cargo test --workspace --locked "$@"

@@ -17,6 +17,11 @@ pub struct Cli {
     /// Override a config value: `-c planning.max_subtasks=5` (repeatable).
     #[arg(short = 'c', global = true, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// The command sandbox: auto (bubblewrap, else the built-in Landlock fallback,
+    /// else refuse), bubblewrap, landlock, or off (run commands unconfined).
+    /// Same as `-c sandbox.mode=MODE`.
+    #[arg(long, global = true, value_name = "MODE")]
+    pub sandbox: Option<dandori_config::SandboxMode>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -303,6 +308,12 @@ pub struct EnvSetupArgs {
 pub struct EnvExecArgs {
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
+    /// Run the command unconfined (default: inside the command sandbox).
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Allow network access inside the sandbox (default: off).
+    #[arg(long)]
+    pub network: bool,
     /// The command and its arguments, after `--`.
     #[arg(trailing_var_arg = true, required = true)]
     pub cmd: Vec<String>,

@@ -15,6 +15,7 @@ pub mod load;
 pub mod mcp;
 pub mod planning;
 pub mod runner;
+pub mod sandbox;
 pub mod task_planning;
 pub mod trust;
 
@@ -27,6 +28,7 @@ pub use load::{ConfigWarning, LoadOptions, Loaded, load};
 pub use mcp::*;
 pub use planning::*;
 pub use runner::*;
+pub use sandbox::*;
 pub use task_planning::*;
 
 /// The one error type of configuration loading.
@@ -74,6 +76,8 @@ pub struct Config {
     pub runs: RunsConfig,
     pub runner: RunnerConfig,
     pub mcp: McpConfig,
+    pub sandbox: SandboxConfig,
+    pub shell_environment_policy: ShellEnvironmentPolicy,
 }
 
 /// Where run directories go.

@@ -99,6 +99,7 @@ pub fn exec(
     repo: &Path,
     argv: &[String],
     base: &BTreeMap<String, String>,
+    sandbox: Option<(dandori_exec::Sandbox, dandori_exec::SandboxPolicy)>,
 ) -> Result<Option<i32>, EnvError> {
     let Some((program, args)) = argv.split_first() else {
         return Err(EnvError::Record {
@@ -106,8 +107,11 @@ pub fn exec(
             message: "no command given".into(),
         });
     };
-    let spec = CommandSpec::program(program.clone(), args.iter().cloned(), repo)
+    let mut spec = CommandSpec::program(program.clone(), args.iter().cloned(), repo)
         .env(env_for_with(repo, base))
         .inherit_output();
+    if let Some((sandbox, policy)) = sandbox {
+        spec = spec.sandbox(sandbox, policy, dandori_exec::Origin::User);
+    }
     Ok(run_command(&spec)?.exit_code)
 }

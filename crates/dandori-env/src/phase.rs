@@ -63,6 +63,7 @@ pub fn prepare_run(
     run_dir: &Path,
     regenerator: Option<&dyn CommandRegenerator>,
     progress: &dyn Fn(&str),
+    sandbox: Option<dandori_exec::Sandbox>,
 ) -> Result<RunEnvironment, EnvError> {
     let planned: Option<SelectedEnvironment> =
         dandori_fs::read_to_string(run_dir.join("planning.json"))
@@ -104,6 +105,7 @@ pub fn prepare_run(
     opts.masker = dandori_trace::Masker::default().with_env_secrets(base_env);
     opts.regenerator = regenerator;
     opts.progress = Some(progress);
+    opts.sandbox = sandbox;
     let out = setup::run(&selected, &opts)?;
     let record = out.record_dir.join(SETUP_FILE);
     let message = match out.overall_status {

@@ -196,6 +196,10 @@ pub struct SetupOptions<'a> {
     pub limits: Option<ResourceLimits>,
     /// Progress lines (the CLI prints them).
     pub progress: Option<&'a dyn Fn(&str)>,
+    /// The sandbox of setup commands (network on, the repository and package
+    /// caches writable) and of verification commands (network off). `None`: run
+    /// unconfined (library callers that confine the whole process themselves).
+    pub sandbox: Option<dandori_exec::Sandbox>,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -216,6 +220,7 @@ impl<'a> SetupOptions<'a> {
             masker: Masker::default(),
             limits: None,
             progress: None,
+            sandbox: None,
         }
     }
 
@@ -442,12 +447,18 @@ pub fn run(
                                     String::new()
                                 }
                             ));
-                            let spec = CommandSpec::shell(parsed, &repo)
+                            let mut spec = CommandSpec::shell(parsed, &repo)
                                 .env(env.clone())
                                 .timeout(timeout)
                                 .logs(&log_dir, &format!("setup.{step:02}"))
                                 .masker(opts.masker.clone())
                                 .limits(limits.clone());
+                            if let Some(s) = &opts.sandbox {
+                                let policy =
+                                    dandori_exec::SandboxPolicy::environment_setup(&repo, &env);
+                                spec =
+                                    spec.sandbox(s.clone(), policy, dandori_exec::Origin::Issued);
+                            }
                             match run_command(&spec) {
                                 Ok(o) => {
                                     record.exit_code = o.exit_code;
@@ -636,6 +647,7 @@ pub fn run(
                 masker: opts.masker.clone(),
                 limits: limits.clone(),
                 on_failure: opts.config.verification.on_failure,
+                sandbox: opts.sandbox.clone(),
             };
             verify::run(&verify::checks_from(&verification_cmds), &vopts)
         };

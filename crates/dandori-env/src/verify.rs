@@ -55,6 +55,8 @@ pub struct VerifyOptions {
     pub masker: Masker,
     pub limits: ResourceLimits,
     pub on_failure: OnFailure,
+    /// Run the checks in this sandbox (the repository writable, no network).
+    pub sandbox: Option<dandori_exec::Sandbox>,
 }
 
 /// An expected result written as prose (the seed's `"パッケージ一覧表示"`) cannot
@@ -120,12 +122,19 @@ pub fn run(checks: &[VerificationCheck], opts: &VerifyOptions) -> VerificationRe
                 continue;
             }
         };
-        let spec = CommandSpec::shell(parsed, &opts.repo)
+        let mut spec = CommandSpec::shell(parsed, &opts.repo)
             .env(opts.env.clone())
             .timeout(opts.timeout)
             .logs(&opts.log_dir, &format!("verify.{:02}", i + 1))
             .masker(opts.masker.clone())
             .limits(opts.limits.clone());
+        if let Some(s) = &opts.sandbox {
+            spec = spec.sandbox(
+                s.clone(),
+                dandori_exec::SandboxPolicy::worktree(&opts.repo, &[]),
+                dandori_exec::Origin::Issued,
+            );
+        }
         let outcome = match run_command(&spec) {
             Ok(o) => o,
             Err(e) => {

@@ -3,11 +3,18 @@
 //! killed on timeout and on drop, output streamed to log files with tails kept in
 //! memory, resource limits of seed 002 §11.2 where the platform allows.
 
+pub mod child_env;
+pub mod git;
 pub mod policy;
 pub mod run;
+pub mod sandbox;
 
+pub use child_env::secret_env_values;
 pub use policy::{CommandPolicy, ParsedCommand, PolicyViolation};
 pub use run::{CommandLine, CommandOutcome, CommandSpec, ResourceLimits, run_command};
+pub use sandbox::{
+    Origin, Sandbox, SandboxKind, SandboxMode, SandboxOptions, SandboxPolicy, SandboxStatus,
+};
 
 use std::path::PathBuf;
 
@@ -37,6 +44,10 @@ pub enum ExecError {
         #[source]
         source: std::io::Error,
     },
+    #[error(
+        "`{command}` refused: no sandbox works here ({reason}); install bubblewrap, or run with `--sandbox off` to run model- and plan-issued commands unconfined [SANDBOX_UNAVAILABLE]"
+    )]
+    SandboxUnavailable { command: String, reason: String },
     #[error(transparent)]
     Fs(#[from] dandori_fs::FsError),
 }

@@ -26,49 +26,10 @@ use serde::Serialize;
 
 use crate::ExecError;
 use crate::policy::ParsedCommand;
+use crate::sandbox::{Origin, Sandbox, SandboxPolicy};
 
 /// Default number of bytes of each stream kept in memory.
 pub const DEFAULT_TAIL_BYTES: usize = 16 * 1024;
-/// Variables taken from the parent by [`base_env`].
-pub const BASE_ENV_VARS: &[&str] = &[
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TERM",
-    "TMPDIR",
-    "TZ",
-    "SHELL",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "REQUESTS_CA_BUNDLE",
-    "NODE_EXTRA_CA_CERTS",
-    "CARGO_HOME",
-    "RUSTUP_HOME",
-    "GOPATH",
-    "GOMODCACHE",
-    "GOPROXY",
-    "GOFLAGS",
-    "JAVA_HOME",
-    "MAVEN_OPTS",
-    "UV_CACHE_DIR",
-    "UV_INDEX_URL",
-    "PIP_INDEX_URL",
-    "npm_config_registry",
-    "npm_config_cache",
-    "XDG_CACHE_HOME",
-    "CONDA_EXE",
-    "MAMBA_EXE",
-];
 const FALLBACK_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 /// What to run.
@@ -170,6 +131,8 @@ pub struct CommandSpec {
     /// Interactive mode (`env exec`): the child inherits stdin, stdout and stderr
     /// and stays in our process group (so the terminal's Ctrl-C reaches it).
     pub inherit_output: bool,
+    /// Run inside this sandbox under this policy.
+    pub sandbox: Option<(Sandbox, SandboxPolicy, Origin)>,
 }
 
 impl CommandSpec {
@@ -185,6 +148,7 @@ impl CommandSpec {
             limits: ResourceLimits::default(),
             masker: None,
             inherit_output: false,
+            sandbox: None,
         }
     }
 
@@ -235,6 +199,13 @@ impl CommandSpec {
         self
     }
 
+    /// Confines the command (see [`crate::sandbox`]); an [`Origin::Issued`] command
+    /// is refused when no sandbox mechanism works.
+    pub fn sandbox(mut self, sandbox: Sandbox, policy: SandboxPolicy, origin: Origin) -> Self {
+        self.sandbox = Some((sandbox, policy, origin));
+        self
+    }
+
     pub fn inherit_output(mut self) -> Self {
         self.inherit_output = true;
         self
@@ -277,15 +248,16 @@ impl CommandOutcome {
     }
 }
 
-/// `BASE_ENV_VARS` as set in this process (read only), `PATH` always present.
+/// This process's environment minus secrets (the default
+/// `shell_environment_policy`, see [`crate::child_env`]), `PATH` always present.
 pub fn base_env() -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = BASE_ENV_VARS
-        .iter()
-        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-        .collect();
-    env.entry("PATH".to_string())
-        .or_insert_with(|| FALLBACK_PATH.to_string());
-    env
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    crate::child_env::filter(
+        &env,
+        &dandori_config::ShellEnvironmentPolicy::default(),
+        &[],
+    )
+    .env
 }
 
 /// Finds `program` the way `execvp` would with `path` (a `PATH` value); a program
@@ -449,6 +421,16 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
             program: program.clone(),
             path: path.clone(),
         })?;
+    let (resolved, args) = match &spec.sandbox {
+        Some((sandbox, policy, origin)) => {
+            let mut argv = vec![resolved.to_string_lossy().into_owned()];
+            argv.extend(args);
+            let mut wrapped = sandbox.wrap(argv, policy, &spec.cwd, *origin)?.into_iter();
+            let program = PathBuf::from(wrapped.next().unwrap_or_default());
+            (program, wrapped.collect::<Vec<String>>())
+        }
+        None => (resolved, args),
+    };
     let (prelude, limits_applied) = spec.limits.prelude();
     let mut cmd = if spec.limits.is_empty() {
         let mut c = Command::new(&resolved);

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use serde::{Deserialize, Serialize};
 
@@ -402,16 +401,16 @@ impl Checkout {
         dandori_fs::create_dir_all(&work)?;
         let index_file = tmp.path().join("index");
         let git = |args: &[&str]| -> Result<(), String> {
-            let out = Command::new("git")
-                .arg("--git-dir")
-                .arg(&git_dir)
-                .arg("--work-tree")
-                .arg(&work)
-                .args(args)
-                .env("GIT_INDEX_FILE", &index_file)
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("running git: {e}"))?;
+            let out =
+                dandori_exec::git::git_command(tmp.path(), dandori_exec::git::GlobalConfig::Ignore)
+                    .arg("--git-dir")
+                    .arg(&git_dir)
+                    .arg("--work-tree")
+                    .arg(&work)
+                    .args(args)
+                    .env("GIT_INDEX_FILE", &index_file)
+                    .output()
+                    .map_err(|e| format!("running git: {e}"))?;
             if out.status.success() {
                 Ok(())
             } else {
@@ -434,11 +433,8 @@ impl Checkout {
 }
 
 fn git_output(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = dandori_exec::git::git_command(dir, dandori_exec::git::GlobalConfig::Ignore)
         .args(args)
-        .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("running git: {e}"))?;
     if out.status.success() {

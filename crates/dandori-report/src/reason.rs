@@ -32,6 +32,11 @@ pub const COMMAND_FORBIDDEN: &str = "COMMAND_FORBIDDEN";
 /// The pre-commit secret scan found a secret in the step's change: nothing was
 /// committed (docs/security.md § Secrets).
 pub const SECRET_DETECTED: &str = "SECRET_DETECTED";
+/// No sandbox mechanism works and the user did not opt out (`--sandbox off`).
+pub const SANDBOX_UNAVAILABLE: &str = "SANDBOX_UNAVAILABLE";
+/// A step changed the repository's `.git/config`, hooks or `info/attributes`;
+/// the change was reverted.
+pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const DEPENDENCY_FAILED: &str = "DEPENDENCY_FAILED";
 pub const MERGE_CONFLICT: &str = "MERGE_CONFLICT";
 pub const STEP_NO_CHANGE: &str = "STEP_NO_CHANGE";

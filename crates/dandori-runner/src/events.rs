@@ -15,6 +15,8 @@ pub const STEP_WARNING: &str = "STEP_WARNING";
 /// The pre-commit secret scan refused the step's change (file, line, kind; never
 /// the secret).
 pub const SECRET_DETECTED: &str = "SECRET_DETECTED";
+/// A step changed the repository's git config, hooks or attributes (reverted).
+pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const STEP_END: &str = "STEP_END";
 pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
 pub const REFLECTION: &str = "REFLECTION";

@@ -2,7 +2,6 @@
 //! in its error.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::error::RunnerError;
 
@@ -88,12 +87,9 @@ impl Git {
 
     /// Runs git and returns (success, stdout, stderr).
     pub fn output(&self, args: &[&str]) -> Result<(bool, String, String), RunnerError> {
-        let mut cmd = Command::new("git");
-        cmd.args(args)
-            .current_dir(&self.dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null());
+        let mut cmd =
+            dandori_exec::git::git_command(&self.dir, dandori_exec::git::GlobalConfig::Keep);
+        cmd.args(args).env("LC_ALL", "C");
         if let Some(date) = &self.fixed_date {
             cmd.env("GIT_AUTHOR_DATE", date)
                 .env("GIT_COMMITTER_DATE", date);

@@ -37,6 +37,13 @@ pub struct StepContext<'a> {
     pub max_revisions: u32,
     /// Masks secrets in logs.
     pub masker: &'a dandori_trace::Masker,
+    /// The sandbox of unit commands (and of the agent command).
+    pub sandbox: &'a dandori_exec::Sandbox,
+    /// The command policy every unit and e2e command passes first.
+    pub command_policy: &'a dandori_exec::CommandPolicy,
+    /// The main repository's git config, hooks and attributes as they were before
+    /// the run: changed files are reverted after each action (`GIT_CONFIG_TAMPERED`).
+    pub git_guard: Option<&'a dandori_exec::git::ConfigGuard>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -574,6 +581,9 @@ impl Worker<'_, '_> {
             timeout: self.agent_timeout(),
             masker: self.cx.masker,
         })?;
+        if let Some(r) = self.git_tampered("the agent")? {
+            return Ok(Some(r));
+        }
         self.report.tokens.add(exec.tokens);
         if let Some(t) = &exec.tooling {
             self.emit(
@@ -609,6 +619,33 @@ impl Worker<'_, '_> {
                 message,
             }),
         })
+    }
+
+    /// Reverts changes to the repository's git config, hooks and attributes made
+    /// by `who`; a change fails the step with `GIT_CONFIG_TAMPERED`.
+    fn git_tampered(&self, who: &str) -> Result<Option<StepResult>, RunnerError> {
+        let Some(guard) = self.cx.git_guard else {
+            return Ok(None);
+        };
+        let changed = guard.restore()?;
+        if changed.is_empty() {
+            return Ok(None);
+        }
+        let files: Vec<String> = changed
+            .iter()
+            .map(|t| format!("{} ({})", t.path.display(), t.change))
+            .collect();
+        self.emit(
+            events::GIT_CONFIG_TAMPERED,
+            json!({"step_id": self.step_id(), "by": who, "files": files, "reverted": true}),
+        );
+        Ok(Some(StepResult::Failed {
+            reason_code: reason::GIT_CONFIG_TAMPERED,
+            message: format!(
+                "{who} changed the repository's git configuration; reverted: {}",
+                files.join(", ")
+            ),
+        }))
     }
 
     /// `max_files_changed` is a warning (seed 004 §3.2), recorded, never a stop.
@@ -760,12 +797,32 @@ impl Worker<'_, '_> {
                 message: format!("unit command {bad:?} calls gh; gates.forbid_gh forbids it"),
             }));
         }
+        for c in &commands {
+            if let Err(v) = self.cx.command_policy.check(c) {
+                return Ok(Some(StepResult::Failed {
+                    reason_code: reason::COMMAND_FORBIDDEN,
+                    message: format!(
+                        "unit command {c:?} refused by the command policy [{}]: {}",
+                        v.code, v.message
+                    ),
+                }));
+            }
+        }
+        if let Some(reason) = self.cx.sandbox.refusal() {
+            return Ok(Some(StepResult::Failed {
+                reason_code: reason::SANDBOX_UNAVAILABLE,
+                message: format!("unit commands not run: {reason}"),
+            }));
+        }
         let max_cycles = self.cx.planning.limits.max_autofix_cycles;
         let mut last_failure: Option<(String, String)> = None;
         // A unit command may touch the index itself; the patch is taken afresh.
         self.staged_patch = None;
         loop {
-            let failure = self.run_units(&commands)?;
+            let failure = match self.run_units(&commands)? {
+                Ok(f) => f,
+                Err(tampered) => return Ok(Some(tampered)),
+            };
             let Some((output, timed_out)) = failure else {
                 self.report.unit_passed = Some(true);
                 return Ok(None);
@@ -862,14 +919,37 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// What unit commands may touch: the worktree (its git directories read-only),
+    /// the run directory; no network.
+    fn sandbox_policy(&self) -> dandori_exec::SandboxPolicy {
+        sandbox_policy(self.wt, &self.cx.paths.run_dir)
+    }
+
     /// Runs every unit command; `Some((output, timed_out))` on the first failure.
-    fn run_units(&mut self, commands: &[String]) -> Result<Option<(String, bool)>, RunnerError> {
+    /// `Err(result)`: a command tampered with the git configuration (the step ends).
+    #[allow(clippy::type_complexity)]
+    fn run_units(
+        &mut self,
+        commands: &[String],
+    ) -> Result<Result<Option<(String, bool)>, StepResult>, RunnerError> {
         let log = self.cx.paths.step_log(self.step_id(), "unit");
         let e2e = self.e2e_commands();
         self.report.checks.clear();
         let timeout = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
         for cmd in commands {
-            let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
+            let argv = self
+                .cx
+                .sandbox
+                .wrap(
+                    vec!["sh".to_string(), "-c".to_string(), cmd.clone()],
+                    &self.sandbox_policy(),
+                    self.wt,
+                    dandori_exec::Origin::Issued,
+                )
+                .map_err(|e| RunnerError::Process {
+                    command: cmd.clone(),
+                    message: e.to_string(),
+                })?;
             let out = process::run(&process::ProcSpec {
                 argv: &argv,
                 cwd: self.wt,
@@ -890,11 +970,14 @@ impl Worker<'_, '_> {
                 command: cmd.clone(),
                 exit_code: if out.timed_out { None } else { out.exit_code },
             });
+            if let Some(r) = self.git_tampered(&format!("unit command {cmd:?}"))? {
+                return Ok(Err(r));
+            }
             if !out.success() {
-                return Ok(Some((format!("$ {cmd}\n{}", out.tail), out.timed_out)));
+                return Ok(Ok(Some((format!("$ {cmd}\n{}", out.tail), out.timed_out))));
             }
         }
-        Ok(None)
+        Ok(Ok(None))
     }
 
     /// The step's commit message: the step, its ACs, and the trailers that make the
@@ -925,6 +1008,20 @@ impl Worker<'_, '_> {
         }
         m
     }
+}
+
+/// The sandbox policy of commands in a step worktree: the worktree and the run
+/// directory writable, the worktree's `.git` and the repository's git directories
+/// read-only, no network.
+pub fn sandbox_policy(
+    wt: &std::path::Path,
+    run_dir: &std::path::Path,
+) -> dandori_exec::SandboxPolicy {
+    let mut p = dandori_exec::SandboxPolicy::worktree(wt, &[run_dir.to_path_buf()]);
+    if let Some((gitdir, common)) = dandori_exec::git::git_dirs(wt) {
+        p = p.read_only(gitdir).read_only(common);
+    }
+    p
 }
 
 /// How many parts a too-large step is split into: enough for each to fit, at

@@ -19,12 +19,14 @@ pub mod error;
 pub mod mcp;
 pub mod policy;
 pub mod registry;
-pub mod sandbox;
 pub mod spec;
 pub mod worktree;
 
 pub use builtin::command::{TOOL_EXTRA_ALLOWED_COMMANDS, tool_command_policy};
 pub use builtin::{CommandCheck, CommandRefusal};
+pub use dandori_exec::sandbox::{
+    Origin, Sandbox, SandboxKind, SandboxMode, SandboxOptions, SandboxPolicy, SandboxStatus,
+};
 pub use error::ToolsError;
 pub use mcp::{McpHub, McpStartOptions};
 pub use policy::{
@@ -32,6 +34,5 @@ pub use policy::{
     TerminalApprover, ToolPolicy, session_approver,
 };
 pub use registry::{ToolRegistry, ToolRegistryBuilder};
-pub use sandbox::{Sandbox, SandboxKind, SandboxMode, SandboxStatus};
 pub use spec::{ReasonCode, ToolCall, ToolError, ToolResult, ToolSpec, ToolStatus};
 pub use worktree::{Access, ResolvedPath, Worktree};

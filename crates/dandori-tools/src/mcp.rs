@@ -21,8 +21,8 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
 
 use crate::error::ToolsError;
-use crate::sandbox::Sandbox;
 use crate::spec::{ReasonCode, ToolError, ToolSpec};
+use dandori_exec::sandbox::{Origin, Sandbox, SandboxPolicy};
 
 /// Separates the server name from the tool name.
 pub const NAMESPACE_SEPARATOR: &str = "__";
@@ -310,9 +310,14 @@ async fn start_server(
         .chain(config.args.iter().map(|a| expand(a)))
         .collect();
     let argv = match &options.sandbox {
-        Some(sandbox) if config.sandbox => {
-            sandbox.wrap(argv, &options.worktree, &options.worktree, &[])
-        }
+        Some(sandbox) if config.sandbox => sandbox
+            .wrap(
+                argv,
+                &SandboxPolicy::worktree(&options.worktree, &[]),
+                &options.worktree,
+                Origin::Issued,
+            )
+            .map_err(|e| fail(e.to_string()))?,
         Some(_) | None => argv,
     };
     let Some((program, args)) = argv.split_first() else {

@@ -18,9 +18,9 @@ use crate::mcp::McpHub;
 use crate::policy::{
     ApprovalDecision, ApprovalRequest, Approver, DenyNonInteractive, PolicyDecision, ToolPolicy,
 };
-use crate::sandbox::{Sandbox, SandboxMode, SandboxStatus};
 use crate::spec::{ReasonCode, ToolCall, ToolError, ToolResult, ToolSpec};
 use crate::worktree::Worktree;
+use dandori_exec::sandbox::{Sandbox, SandboxMode, SandboxOptions, SandboxStatus};
 
 type Handler = fn(&Context, &serde_json::Value) -> Result<String, ToolError>;
 
@@ -267,7 +267,7 @@ impl ToolRegistryBuilder {
             .unwrap_or_else(|| std::env::vars().collect::<BTreeMap<_, _>>());
         let sandbox = match self.sandbox {
             Some(s) => s,
-            None => Sandbox::detect(self.sandbox_mode, env.get("PATH").map(String::as_str)),
+            None => Sandbox::detect(&SandboxOptions::new(self.sandbox_mode).env(&env)),
         };
         let extra_writable = self
             .extra_writable

@@ -132,6 +132,8 @@ pub enum ReasonCode {
     SymlinkWriteRefused,
     GitDirProtected,
     PathForbidden,
+    /// A file with more than one hard link (it may be a file outside the worktree).
+    HardLinkRefused,
     // Files.
     NotFound,
     NotAFile,
@@ -147,6 +149,8 @@ pub enum ReasonCode {
     GhForbidden,
     CommandFailed,
     CommandTimeout,
+    /// No sandbox mechanism works and the user did not switch the sandbox off.
+    SandboxUnavailable,
     // Git.
     GitFailed,
     // MCP servers.
@@ -169,6 +173,7 @@ impl ReasonCode {
             ReasonCode::SymlinkWriteRefused => "SYMLINK_WRITE_REFUSED",
             ReasonCode::GitDirProtected => "GIT_DIR_PROTECTED",
             ReasonCode::PathForbidden => "PATH_FORBIDDEN",
+            ReasonCode::HardLinkRefused => "HARD_LINK_REFUSED",
             ReasonCode::NotFound => "NOT_FOUND",
             ReasonCode::NotAFile => "NOT_A_FILE",
             ReasonCode::NotADirectory => "NOT_A_DIRECTORY",
@@ -182,6 +187,7 @@ impl ReasonCode {
             ReasonCode::GhForbidden => "GH_FORBIDDEN",
             ReasonCode::CommandFailed => "COMMAND_FAILED",
             ReasonCode::CommandTimeout => "COMMAND_TIMEOUT",
+            ReasonCode::SandboxUnavailable => "SANDBOX_UNAVAILABLE",
             ReasonCode::GitFailed => "GIT_FAILED",
             ReasonCode::McpError => "MCP_ERROR",
             ReasonCode::McpToolError => "MCP_TOOL_ERROR",

@@ -154,10 +154,78 @@ impl Worktree {
                 return Err(git_dir_error(&relative));
             }
         }
+        // An existing file must really live in the worktree and have no other
+        // name: a hard link made by a command (`ln /etc/shadow x`) shares the
+        // outside file's inode, which no path check can see.
+        if let Ok(meta) = std::fs::metadata(&current) {
+            use std::os::unix::fs::MetadataExt;
+            if meta.is_file() && meta.nlink() > 1 {
+                return Err(ToolError::new(
+                    ReasonCode::HardLinkRefused,
+                    format!(
+                        "`{relative}` has {} hard links; it may be a file outside the worktree, refusing it",
+                        meta.nlink()
+                    ),
+                ));
+            }
+            match std::fs::canonicalize(&current) {
+                Ok(real) if real.starts_with(&self.root) => {}
+                Ok(real) => {
+                    return Err(ToolError::new(
+                        ReasonCode::PathOutsideWorktree,
+                        format!(
+                            "`{relative}` resolves to {} outside the worktree",
+                            real.display()
+                        ),
+                    ));
+                }
+                Err(e) => {
+                    return Err(ToolError::new(
+                        ReasonCode::IoError,
+                        format!("resolving `{relative}`: {e}"),
+                    ));
+                }
+            }
+        }
         Ok(ResolvedPath {
             relative,
             absolute: current,
         })
+    }
+
+    /// An ignore walk of `dir` (inside the worktree) that reads the ignore files of
+    /// the worktree only: from its root down to `dir`, never those of directories
+    /// above the worktree (a step worktree under `.dandori/runs` sits below a
+    /// `.gitignore` of `*`, which would hide everything).
+    pub fn walker(&self, dir: &Path) -> ignore::WalkBuilder {
+        let mut walker = ignore::WalkBuilder::new(dir);
+        walker
+            .parents(false)
+            .hidden(false)
+            .require_git(false)
+            .follow_links(false)
+            .filter_entry(|e| e.file_name() != ".git");
+        if let Ok(rel) = dir.strip_prefix(&self.root) {
+            let mut ancestor = self.root.clone();
+            let mut add = |d: &Path| {
+                for name in [".gitignore", ".ignore"] {
+                    let f = d.join(name);
+                    if f.is_file() {
+                        let _ = walker.add_ignore(&f);
+                    }
+                }
+            };
+            // `dir` itself is read by the walk; its ancestors up to the root are not.
+            let comps: Vec<_> = rel.components().collect();
+            if !comps.is_empty() {
+                add(&ancestor);
+                for c in &comps[..comps.len() - 1] {
+                    ancestor.push(c);
+                    add(&ancestor);
+                }
+            }
+        }
+        walker
     }
 }
 

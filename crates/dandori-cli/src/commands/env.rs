@@ -26,11 +26,21 @@ pub const EXIT_PARTIAL: u8 = 4;
 
 pub fn env(config: Option<&Path>, sets: &[String], cmd: EnvCommand) -> anyhow::Result<ExitCode> {
     match cmd {
-        EnvCommand::Detect(a) => detect(&load(config, sets, &a.repo)?, &a),
+        EnvCommand::Detect(a) => {
+            detect(&load(config, sets, &a.repo)?.planning.environment_setup, &a)
+        }
         EnvCommand::Setup(a) => setup_cmd(&load(config, sets, &a.common.repo)?, &a.common, a.force),
         EnvCommand::Verify(a) => verify_cmd(&load(config, sets, &a.repo)?, &a),
-        EnvCommand::Exec(a) => exec(&a),
+        EnvCommand::Exec(a) => exec(&load(config, sets, &a.repo)?, &a),
     }
+}
+
+/// The sandbox of commands run for `config` with `env` (`sandbox.mode`).
+pub fn detect_sandbox(
+    config: &dandori_config::Config,
+    env: &BTreeMap<String, String>,
+) -> dandori_exec::Sandbox {
+    dandori_exec::Sandbox::detect(&dandori_exec::SandboxOptions::new(config.sandbox.mode).env(env))
 }
 
 /// The `planning.environment_setup` section of the shared loader (defaults < config
@@ -39,12 +49,30 @@ fn load(
     file: Option<&Path>,
     sets: &[String],
     repo: &Path,
-) -> anyhow::Result<EnvironmentSetupConfig> {
+) -> anyhow::Result<dandori_config::Config> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
-    Ok(super::load_config(file, sets, repo, &env)?
-        .config
-        .planning
-        .environment_setup)
+    Ok(super::load_config(file, sets, repo, &env)?.config)
+}
+
+/// This process's environment for children under `config`'s
+/// `shell_environment_policy` (secrets removed).
+pub fn child_env(config: &dandori_config::Config) -> BTreeMap<String, String> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    dandori_exec::child_env::filter(
+        &env,
+        &config.shell_environment_policy,
+        &provider_keys(config),
+    )
+    .env
+}
+
+fn provider_keys(config: &dandori_config::Config) -> Vec<String> {
+    config
+        .llm
+        .providers
+        .iter()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect()
 }
 
 fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
@@ -113,7 +141,12 @@ fn print_selected(s: &SelectedEnvironment) {
     }
 }
 
-fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::Result<ExitCode> {
+fn setup_cmd(
+    config: &dandori_config::Config,
+    a: &EnvArgs,
+    force: bool,
+) -> anyhow::Result<ExitCode> {
+    let cfg = &config.planning.environment_setup;
     let repo = repo_dir(&a.repo)?;
     let analysis = analyzer::analyze(&repo, &cfg.analysis);
     let say = |s: &str| output::progress(s);
@@ -133,6 +166,12 @@ fn setup_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs, force: bool) -> anyhow::
     opts.config = cfg.clone();
     opts.force = force;
     opts.regenerator = Some(&regen);
+    opts.base_env = child_env(config);
+    let sandbox = detect_sandbox(config, &opts.base_env);
+    if !a.json {
+        output::progress(&sandbox.status().summary());
+    }
+    opts.sandbox = Some(sandbox);
     if !a.json {
         opts.progress = Some(&say);
         output::progress(&format!(
@@ -191,22 +230,26 @@ fn setup_exit_code(out: &dandori_env::setup::SetupOutcome) -> u8 {
     }
 }
 
-fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode> {
+fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let cfg = &config.planning.environment_setup;
     let repo = repo_dir(&a.repo)?;
     let analysis = analyzer::analyze(&repo, &cfg.analysis);
     let selected = selection::select_environment(&analysis, a.language.as_deref());
     let dir = record_dir(a, &repo);
     let timeout = Duration::from_secs(cfg.execution.command_timeout_seconds);
+    let base = child_env(config);
+    let sandbox = detect_sandbox(config, &base);
     let opts = VerifyOptions {
         repo: repo.clone(),
         environment: selected.name.clone(),
-        env: activation::env_for(&repo),
+        env: activation::env_for_with(&repo, &base),
         timeout,
         policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
         log_dir: verify::log_dir(&dir),
         masker: env_masker(&std::env::vars().collect()),
         limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
         on_failure: cfg.verification.on_failure,
+        sandbox: Some(sandbox),
     };
     let record: VerificationRecord = verify::run(&verify::checks_from(&selected), &opts);
     dandori_env::records::write_json(&dir, dandori_env::records::VERIFICATION_FILE, &record)?;
@@ -240,9 +283,30 @@ fn verify_cmd(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitC
     })
 }
 
-fn exec(a: &EnvExecArgs) -> anyhow::Result<ExitCode> {
+/// The user's own command: no command policy, but the same sandbox as every other
+/// command (the repository writable, no network) unless `--no-sandbox`.
+fn exec(config: &dandori_config::Config, a: &EnvExecArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&a.repo)?;
-    let code = activation::exec(&repo, &a.cmd, &dandori_exec::run::base_env())?;
+    let base = child_env(config);
+    let sandbox = if a.no_sandbox {
+        None
+    } else {
+        let s = detect_sandbox(config, &base);
+        if let Some(reason) = &s.status().fallback_reason
+            && s.status().kind == dandori_exec::SandboxKind::None
+            && !s.status().disabled
+        {
+            output::progress(&format!(
+                "warning: running unsandboxed: no sandbox works here ({reason})"
+            ));
+        }
+        let mut policy = dandori_exec::SandboxPolicy::worktree(&repo, &[]).with_network(a.network);
+        if let Some((gitdir, common)) = dandori_exec::git::git_dirs(&repo) {
+            policy = policy.read_only(gitdir).read_only(common);
+        }
+        Some((s, policy))
+    };
+    let code = activation::exec(&repo, &a.cmd, &base, sandbox)?;
     Ok(match code {
         Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
         None => ExitCode::from(1),
@@ -253,7 +317,10 @@ fn exec(a: &EnvExecArgs) -> anyhow::Result<ExitCode> {
 /// run's config, mapped onto the runner's types.
 pub struct EnvPhase {
     pub config: EnvironmentSetupConfig,
+    /// The children's environment (secrets removed).
     pub base_env: BTreeMap<String, String>,
+    /// The sandbox of setup and verification commands.
+    pub sandbox: Option<dandori_exec::Sandbox>,
 }
 
 impl EnvironmentPhase for EnvPhase {
@@ -267,6 +334,7 @@ impl EnvironmentPhase for EnvPhase {
             run_dir,
             Some(&regen),
             &say,
+            self.sandbox.clone(),
         )
         .map_err(|e| e.to_string())?;
         Ok(EnvironmentReport {

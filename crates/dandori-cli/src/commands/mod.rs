@@ -47,7 +47,15 @@ pub fn load_config(
     Ok(loaded)
 }
 
-pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
+    // `--sandbox MODE` is `-c sandbox.mode=MODE`, applied last.
+    if let Some(mode) = cli.sandbox
+        && let Some(name) = serde_json::to_value(mode)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+    {
+        cli.set.push(format!("sandbox.mode={name}"));
+    }
     // One arm per command, separated so that each command's owner edits one line.
     match cli.command {
         Command::Plan(args) => plan::run(args, cli.config.as_deref(), &cli.set),

@@ -18,6 +18,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod sandbox;
+// --
 mod schema;
 // --
 mod validate;

@@ -1,3 +1,4 @@
+mod git_hardening;
 mod policy;
 mod policy_corpus;
 mod policy_props;

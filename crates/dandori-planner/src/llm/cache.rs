@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -64,11 +64,9 @@ impl RepoState {
     /// e.g. `.dandori`, the runs root) so a plan's own output does not change it.
     pub fn read(repo: &Path, exclude: &[String]) -> RepoState {
         let git = |args: &[&str]| -> Option<String> {
-            let mut cmd = Command::new("git");
-            cmd.args(args)
-                .current_dir(repo)
-                .stdin(Stdio::null())
-                .stderr(Stdio::null());
+            let mut cmd =
+                dandori_exec::git::git_command(repo, dandori_exec::git::GlobalConfig::Ignore);
+            cmd.args(args).stderr(Stdio::null());
             let out = cmd.output().ok()?;
             out.status
                 .success()

@@ -125,6 +125,12 @@ struct Coordinator<'o> {
     /// The work branch when the run first started: where steps without
     /// dependencies start (`stage.json` `work_start`).
     work_start: String,
+    /// The sandbox of every command run on the plan's or the model's behalf.
+    sandbox: dandori_exec::Sandbox,
+    /// The command policy of unit and e2e commands.
+    command_policy: Arc<dandori_exec::CommandPolicy>,
+    /// The main repository's git config, hooks and attributes before the run.
+    git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
 }
 
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
@@ -160,6 +166,18 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
             .trim(),
     );
     let main = Git::new(&repo_root).with_fixed_date(&step::commit_date(&planning));
+    let sandbox = dandori_exec::Sandbox::detect(
+        &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
+    );
+    if let Some(p) = &opts.progress {
+        p(&sandbox.status().summary());
+    }
+    // Plan commands get the same policy as the model's `run_command`.
+    let command_policy = Arc::new(
+        dandori_tools::tool_command_policy(&opts.config.planning.environment_setup.security)
+            .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?,
+    );
+    let git_guard = dandori_exec::git::ConfigGuard::capture(&repo_root).map(Arc::new);
     let mut c = Coordinator {
         opts,
         paths: paths.clone(),
@@ -184,6 +202,9 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         tip: String::new(),
         ac_evidence: Vec::new(),
         work_start: String::new(),
+        sandbox,
+        command_policy,
+        git_guard,
     };
     c.load_timings();
     if !warnings.is_empty() {
@@ -198,9 +219,19 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
         } else {
             events::EXECUTION_START
         },
-        json!({"run_dir": c.paths.run_dir, "steps": c.planning.steps.len()}),
+        json!({"run_dir": c.paths.run_dir, "steps": c.planning.steps.len(),
+               "sandbox": c.sandbox.status()}),
     );
     let executor = c.resolve_executor()?;
+    if executor.can_execute()
+        && let Some(reason) = c.sandbox.refusal()
+    {
+        return Err(RunnerError::Gate {
+            gate: "sandbox",
+            reason_code: reason::SANDBOX_UNAVAILABLE,
+            message: reason,
+        });
+    }
     c.gates(stage_exists)?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
@@ -210,7 +241,15 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     for (k, v) in activation {
         env.insert(k, v);
     }
-    env = c.child_env(env)?;
+    // Children inherit the user's environment minus secrets and the provider keys.
+    let provider_keys = provider_keys(&opts.config);
+    let env = dandori_exec::child_env::filter(
+        &env,
+        &opts.config.shell_environment_policy,
+        &provider_keys,
+    )
+    .env;
+    let env = c.child_env(env)?;
     if executor.can_execute() {
         c.execute_steps(executor.as_ref(), &env)?;
     } else {
@@ -219,6 +258,16 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     c.settle_branch()?;
     let coverage = c.coverage_and_follow_ups(executor.as_ref(), &env)?;
     c.finish(executor.name(), coverage)
+}
+
+/// The variables holding the configured providers' API keys.
+fn provider_keys(config: &Config) -> Vec<String> {
+    config
+        .llm
+        .providers
+        .iter()
+        .filter_map(|p| p.api_key_env.clone())
+        .collect()
 }
 
 /// The run's masker: the configured patterns plus the literal values of every
@@ -341,13 +390,32 @@ impl Coordinator<'_> {
                             "--executor command needs --agent-cmd or runner.agent_cmd".to_string(),
                         )
                     })?;
-                Arc::new(CommandExecutor::new(&t)?)
+                // The user's own agent keeps the secrets removed from plan
+                // commands (its API key), never dandori's provider keys.
+                let provider_keys = provider_keys(cfg);
+                let kept = dandori_exec::child_env::filter(
+                    &self.opts.base_env,
+                    &cfg.shell_environment_policy,
+                    &provider_keys,
+                )
+                .env;
+                let secrets = self
+                    .opts
+                    .base_env
+                    .iter()
+                    .filter(|(k, _)| !kept.contains_key(*k) && !provider_keys.contains(*k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                Arc::new(
+                    CommandExecutor::new(&t)?
+                        .with_sandbox(self.sandbox.clone())
+                        .with_secrets(secrets),
+                )
             }
-            ExecutorKind::Llm => Arc::new(LlmExecutor::from_config(
-                cfg,
-                &self.opts.base_env,
-                self.opts.approve,
-            )?),
+            ExecutorKind::Llm => Arc::new(
+                LlmExecutor::from_config(cfg, &self.opts.base_env, self.opts.approve)?
+                    .with_sandbox(self.sandbox.clone()),
+            ),
         };
         self.stage.extra.insert(
             "executor".to_string(),
@@ -371,6 +439,9 @@ impl Coordinator<'_> {
             trigger_interval: rcfg.reflection.trigger_interval,
             reflection_enabled: rcfg.reflection.enabled,
             max_revisions,
+            sandbox: self.sandbox.clone(),
+            command_policy: self.command_policy.clone(),
+            git_guard: self.git_guard.clone(),
         }
     }
 
@@ -412,6 +483,9 @@ struct StepShared {
     trigger_interval: u32,
     reflection_enabled: bool,
     max_revisions: u32,
+    sandbox: dandori_exec::Sandbox,
+    command_policy: Arc<dandori_exec::CommandPolicy>,
+    git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
 }
 
 impl StepShared {
@@ -433,6 +507,9 @@ impl StepShared {
             revisions: &self.revisions,
             max_revisions: self.max_revisions,
             masker: &self.masker,
+            sandbox: &self.sandbox,
+            command_policy: &self.command_policy,
+            git_guard: self.git_guard.as_deref(),
         }
     }
 }

@@ -13,7 +13,23 @@ use crate::{process, reason};
 #[derive(Debug, Clone)]
 pub struct CommandExecutor {
     template: Vec<String>,
+    sandbox: Option<dandori_exec::Sandbox>,
+    /// Variables removed from plan commands as secrets that the agent still gets
+    /// (its own API key); masked in its log like every secret.
+    secrets: std::collections::BTreeMap<String, String>,
 }
+
+/// Where external agents keep their own state under `HOME` (writable inside the
+/// sandbox when they exist).
+const AGENT_STATE_PATHS: &[&str] = &[
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".aider",
+    ".cache",
+    ".config/claude",
+    ".local/state",
+];
 
 impl CommandExecutor {
     pub fn new(template: &str) -> Result<Self, RunnerError> {
@@ -25,7 +41,24 @@ impl CommandExecutor {
                 "agent command template is empty".to_string(),
             ));
         }
-        Ok(CommandExecutor { template: words })
+        Ok(CommandExecutor {
+            template: words,
+            sandbox: None,
+            secrets: Default::default(),
+        })
+    }
+
+    /// Runs the agent inside `sandbox`: the worktree, the run directory and the
+    /// agent's own state under `HOME` writable, the network on (the agent talks to
+    /// its model), credential stores hidden.
+    pub fn with_sandbox(mut self, sandbox: dandori_exec::Sandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    pub fn with_secrets(mut self, secrets: std::collections::BTreeMap<String, String>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     /// The argv for one request.
@@ -51,11 +84,39 @@ impl Executor for CommandExecutor {
 
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
         dandori_fs::write_atomic(req.prompt_file, req.masker.mask_str(req.prompt))?;
-        let argv = self.argv(req);
+        let mut argv = self.argv(req);
+        if let Some(sandbox) = &self.sandbox {
+            let mut extra: Vec<std::path::PathBuf> = req
+                .prompt_file
+                .parent()
+                .into_iter()
+                .chain(req.log.parent())
+                .map(std::path::Path::to_path_buf)
+                .collect();
+            if let Some(home) = req.env.get("HOME") {
+                extra.extend(
+                    AGENT_STATE_PATHS
+                        .iter()
+                        .map(|p| std::path::Path::new(home).join(p)),
+                );
+            }
+            let mut policy =
+                dandori_exec::SandboxPolicy::worktree(req.workdir, &extra).with_network(true);
+            if let Some((gitdir, common)) = dandori_exec::git::git_dirs(req.workdir) {
+                policy = policy.read_only(gitdir).read_only(common);
+            }
+            argv = sandbox
+                .wrap(argv, &policy, req.workdir, dandori_exec::Origin::Issued)
+                .map_err(|e| RunnerError::Executor(e.to_string()))?;
+        }
+        let mut env = req.env.clone();
+        for (k, v) in &self.secrets {
+            env.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         let out = process::run(&process::ProcSpec {
             argv: &argv,
             cwd: req.workdir,
-            env: req.env,
+            env: &env,
             timeout: req.timeout,
             log: req.log,
             masker: Some(req.masker),

@@ -92,6 +92,8 @@ pub struct LlmExecutor {
     limits: LlmLoopLimits,
     /// Tokens per reflection call (`llm.budgets.reflection`, seed 000 §13.4).
     reflection_budget: u64,
+    /// The run's sandbox (detected once); `None`: the registry detects its own.
+    sandbox: Option<dandori_tools::Sandbox>,
 }
 
 impl std::fmt::Debug for LlmExecutor {
@@ -142,7 +144,14 @@ impl LlmExecutor {
             approve,
             limits: LlmLoopLimits::from_config(config),
             reflection_budget: config.llm.budgets.reflection,
+            sandbox: None,
         })
+    }
+
+    /// Runs `run_command` and the MCP servers inside this sandbox.
+    pub fn with_sandbox(mut self, sandbox: dandori_tools::Sandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     pub fn with_limits(mut self, limits: LlmLoopLimits) -> Self {
@@ -161,12 +170,13 @@ impl LlmExecutor {
             .approver(Arc::from(dandori_tools::session_approver(self.approve)))
             .env(req.env.clone())
             .command_timeout(self.limits.action_timeout);
+        if let Some(s) = &self.sandbox {
+            b = b.sandbox(s.clone());
+        }
         if !self.mcp.is_empty() {
-            let hub = McpHub::start(
-                &self.mcp,
-                &McpStartOptions::new(req.workdir, req.env.clone()),
-            )
-            .map_err(tools_err)?;
+            let mut options = McpStartOptions::new(req.workdir, req.env.clone());
+            options.sandbox = self.sandbox.clone();
+            let hub = McpHub::start(&self.mcp, &options).map_err(tools_err)?;
             b = b.mcp(Arc::new(hub));
         }
         b.build().map_err(tools_err)

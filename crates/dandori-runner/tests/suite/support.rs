@@ -214,10 +214,15 @@ pub fn env() -> BTreeMap<String, String> {
 }
 
 pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOptions {
+    // The scripted agents of these orchestration tests report to a control
+    // directory outside the worktree, which the sandbox forbids (as it should);
+    // the sandbox itself is tested end to end in the CLI and tools suites.
+    let mut config = Config::default();
+    config.sandbox.mode = dandori_config::SandboxMode::Off;
     RunOptions {
         target: run_dir.to_path_buf(),
         repo: repo.path.clone(),
-        config: Config::default(),
+        config,
         executor: Some(match &agent_cmd {
             Some(_) => ExecutorChoice {
                 kind: ExecutorKind::Command,

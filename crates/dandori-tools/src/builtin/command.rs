@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use dandori_exec::sandbox::{Origin, SandboxPolicy};
 use dandori_exec::{CommandPolicy, CommandSpec, run_command as run};
 
 use regex::Regex;
@@ -70,12 +71,16 @@ pub(crate) fn run_command(ctx: &Context, args: &Value) -> Result<String, ToolErr
         Some(s) => Duration::from_secs(s).min(ctx.command_timeout),
         None => ctx.command_timeout,
     };
-    let argv = ctx.sandbox.wrap(
-        vec!["sh".to_string(), "-c".to_string(), line.to_string()],
-        ctx.worktree.root(),
-        &cwd.absolute,
-        &ctx.extra_writable,
-    );
+    let policy = SandboxPolicy::worktree(ctx.worktree.root(), &ctx.extra_writable);
+    let argv = ctx
+        .sandbox
+        .wrap(
+            vec!["sh".to_string(), "-c".to_string(), line.to_string()],
+            &policy,
+            &cwd.absolute,
+            Origin::Issued,
+        )
+        .map_err(|e| ToolError::new(ReasonCode::SandboxUnavailable, e.to_string()))?;
     let outcome = run(&exec_spec(ctx, argv, &cwd.absolute, timeout)).map_err(|e| {
         ToolError::new(
             ReasonCode::CommandFailed,
@@ -153,7 +158,7 @@ fn exec_spec(
 /// run scripts it wrote (`sh check.sh`). `sh -c LINE` is checked recursively by the
 /// policy, and a script file is no more powerful than `python x.py`, which the
 /// built-in allowlist already permits; the sandbox confines both.
-pub const TOOL_EXTRA_ALLOWED_COMMANDS: &[&str] = &["sh", "bash"];
+pub const TOOL_EXTRA_ALLOWED_COMMANDS: &[&str] = &["sh", "bash", "exit"];
 
 /// The command policy of `run_command`: dandori-exec's built-in policy extended by
 /// `config` (`planning.environment_setup.security`) and [`TOOL_EXTRA_ALLOWED_COMMANDS`].

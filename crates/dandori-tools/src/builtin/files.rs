@@ -152,12 +152,7 @@ pub(crate) fn list_dir(ctx: &Context, args: &Value) -> Result<String, ToolError>
             format!("`{}` is not a directory", resolved.relative),
         ));
     }
-    let mut walker = ignore::WalkBuilder::new(&resolved.absolute);
-    walker
-        .hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git");
+    let mut walker = ctx.worktree.walker(&resolved.absolute);
     if !args.recursive {
         walker.max_depth(Some(1));
     }

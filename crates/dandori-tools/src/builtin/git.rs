@@ -1,7 +1,5 @@
 //! `git_status`, `git_diff`: read-only views of the worktree's git state.
 
-use std::process::{Command, Stdio};
-
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -92,18 +90,15 @@ pub(crate) fn git_diff(ctx: &Context, args: &Value) -> Result<String, ToolError>
     Ok(out)
 }
 
-/// Runs git in the worktree with the tool environment. Hooks, fsmonitor and optional
-/// locks are off: these tools only look.
+/// Runs git in the worktree with the tool environment, hardened
+/// (`dandori_exec::git`): no hook, filter, pager or fsmonitor runs; these tools only look.
 fn git(ctx: &Context, args: &[&str]) -> Result<String, ToolError> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-c")
-        .arg("core.fsmonitor=false")
-        .args(args)
-        .current_dir(ctx.worktree.root())
-        .stdin(Stdio::null())
-        .env_clear()
-        .envs(&ctx.env)
-        .env("GIT_OPTIONAL_LOCKS", "0");
+    let mut cmd = dandori_exec::git::git_command_with_env(
+        ctx.worktree.root(),
+        dandori_exec::git::GlobalConfig::Ignore,
+        &ctx.env,
+    );
+    cmd.args(args);
     let out = cmd.output().map_err(|e| {
         ToolError::new(
             ReasonCode::GitFailed,

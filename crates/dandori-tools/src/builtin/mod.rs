@@ -18,9 +18,9 @@ use dandori_trace::Masker;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::sandbox::Sandbox;
 use crate::spec::{ReasonCode, ToolError, ToolSpec};
 use crate::worktree::Worktree;
+use dandori_exec::sandbox::Sandbox;
 
 /// A refusal of the command policy (seed 002 §11): its reason code and message.
 #[derive(Debug, Clone, PartialEq, Eq)]

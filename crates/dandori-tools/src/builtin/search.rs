@@ -78,13 +78,8 @@ pub(crate) fn search(ctx: &Context, args: &Value) -> Result<String, ToolError> {
         .clamp(1, SEARCH_MAX_RESULTS);
     let resolved = ctx.worktree.resolve(&args.path, Access::Read)?;
     let root = ctx.worktree.root();
-    let mut walker = ignore::WalkBuilder::new(&resolved.absolute);
-    walker
-        .hidden(false)
-        .require_git(false)
-        .follow_links(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .sort_by_file_path(|a, b| a.cmp(b));
+    let mut walker = ctx.worktree.walker(&resolved.absolute);
+    walker.sort_by_file_path(|a, b| a.cmp(b));
     let mut out = Vec::new();
     let mut files_with_matches = 0usize;
     let mut cut = false;
@@ -95,7 +90,11 @@ pub(crate) fn search(ctx: &Context, args: &Value) -> Result<String, ToolError> {
         }
         if entry
             .metadata()
-            .map(|m| m.len() > SEARCH_MAX_FILE_BYTES)
+            // A hard-linked file may be a file outside the worktree: skipped.
+            .map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                m.len() > SEARCH_MAX_FILE_BYTES || m.nlink() > 1
+            })
             .unwrap_or(true)
         {
             continue;

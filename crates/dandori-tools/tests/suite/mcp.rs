@@ -8,8 +8,8 @@ use serde_json::json;
 
 use dandori_config::{McpServerConfig, SecurityConfig};
 use dandori_tools::{
-    McpHub, McpStartOptions, ReasonCode, Sandbox, SandboxKind, SandboxMode, ToolPolicy,
-    ToolRegistry, ToolStatus,
+    McpHub, McpStartOptions, ReasonCode, Sandbox, SandboxKind, SandboxMode, SandboxOptions,
+    ToolPolicy, ToolRegistry, ToolStatus,
 };
 
 use super::{Repo, call, env, tool_on_path};
@@ -188,7 +188,7 @@ fn a_server_that_cannot_start_is_a_clear_error() {
 fn servers_run_inside_the_sandbox() {
     tool_on_path("bwrap");
     let repo = Repo::new();
-    let sandbox = Sandbox::detect(SandboxMode::Auto, None);
+    let sandbox = Sandbox::detect(&SandboxOptions::new(SandboxMode::Bubblewrap));
     if sandbox.status().kind == SandboxKind::None {
         let reason = sandbox.status().fallback_reason.clone().unwrap_or_default();
         assert!(

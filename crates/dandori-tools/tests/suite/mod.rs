@@ -6,6 +6,7 @@ mod command;
 mod escape;
 mod files;
 mod git;
+mod links_and_walks;
 mod mcp;
 mod properties;
 mod sandbox;

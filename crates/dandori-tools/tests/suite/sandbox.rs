@@ -4,7 +4,9 @@
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use dandori_tools::{ReasonCode, Sandbox, SandboxKind, SandboxMode, ToolRegistry, ToolStatus};
+use dandori_tools::{
+    ReasonCode, Sandbox, SandboxKind, SandboxMode, SandboxOptions, ToolRegistry, ToolStatus,
+};
 
 use super::{Repo, call, env, tool_on_path};
 
@@ -124,20 +126,17 @@ fn extra_writable_directories_are_writable() {
 }
 
 #[test]
-fn without_a_sandbox_the_fallback_reason_is_stated() {
-    let off = Sandbox::detect(SandboxMode::Off, None);
+fn without_a_sandbox_issued_commands_are_refused_unless_switched_off() {
+    let off = Sandbox::detect(&SandboxOptions::new(SandboxMode::Off));
     assert_eq!(off.status().kind, SandboxKind::None);
-    assert_eq!(
-        off.status().fallback_reason.as_deref(),
-        Some(
-            "sandbox disabled by the caller; commands run unsandboxed (file tools stay confined to the worktree; Landlock is not used)"
-        )
-    );
+    assert!(off.status().disabled);
+    assert_eq!(off.refusal(), None);
     let empty_path = tempfile::tempdir().unwrap();
-    let missing = Sandbox::detect(
-        SandboxMode::Auto,
-        Some(&empty_path.path().display().to_string()),
-    );
+    let missing = Sandbox::detect(&SandboxOptions {
+        mode: SandboxMode::Bubblewrap,
+        path_var: Some(empty_path.path().display().to_string()),
+        ..SandboxOptions::default()
+    });
     assert_eq!(missing.status().kind, SandboxKind::None);
     assert!(
         missing
@@ -151,4 +150,19 @@ fn without_a_sandbox_the_fallback_reason_is_stated() {
     );
     let json = serde_json::to_value(missing.status()).unwrap();
     assert_eq!(json["kind"], "none");
+    // run_command refuses instead of running unconfined.
+    let repo = Repo::new();
+    let reg = ToolRegistry::builder(repo.path())
+        .env(env())
+        .sandbox(missing)
+        .build()
+        .unwrap();
+    let r = call(&reg, "run_command", json!({"command": "touch made-anyway"}));
+    assert_eq!(
+        r.code(),
+        Some(ReasonCode::SandboxUnavailable),
+        "{}",
+        r.content
+    );
+    assert!(!repo.path().join("made-anyway").exists());
 }

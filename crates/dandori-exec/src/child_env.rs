@@ -1,0 +1,264 @@
+//! The environment of children (config `shell_environment_policy`): the user's
+//! environment minus secrets, keeping tool configuration (`RUSTUP_*`, `CARGO_*`,
+//! `PIP_*`, `UV_*`, `NPM_CONFIG_*`, proxies, `PATH`, `HOME`, `LANG`, …).
+//!
+//! A variable is a secret when a word of its name (split at `_`, `-`, `.`) is one
+//! of [`SECRET_NAME_WORDS`] or ends in one of [`SECRET_NAME_SUFFIXES`], when its
+//! value is a URL carrying credentials (`scheme://user:password@host`), when it is
+//! a provider key variable (`llm.providers[].api_key_env`), or when it matches
+//! `exclude`. `keep` wins over every rule but the provider keys.
+
+use std::collections::BTreeMap;
+
+use dandori_config::{EnvInherit, ShellEnvironmentPolicy};
+
+/// Name words that mark a secret (`AWS_SECRET_ACCESS_KEY`, `DB_PASS`, `SENTRY_DSN`).
+pub const SECRET_NAME_WORDS: &[&str] = &[
+    "KEY",
+    "KEYS",
+    "APIKEY",
+    "TOKEN",
+    "TOKENS",
+    "SECRET",
+    "SECRETS",
+    "PASSWORD",
+    "PASSWD",
+    "PASS",
+    "PASSPHRASE",
+    "CREDENTIAL",
+    "CREDENTIALS",
+    "CREDS",
+    "AUTH",
+    "DSN",
+    "COOKIE",
+];
+/// Name endings that mark a secret even inside one word (`GHTOKEN`, `DBPASSWORD`).
+pub const SECRET_NAME_SUFFIXES: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "APIKEY", "CREDENTIALS"];
+/// Names never treated as secrets (the shell's working directory, the SSH agent is
+/// not among them on purpose).
+const NEVER_SECRET: &[&str] = &["PWD", "OLDPWD"];
+/// `inherit: core`.
+const CORE_VARS: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR", "TZ",
+];
+/// Secret values shorter than this are not reported for masking (masking `1`
+/// everywhere would destroy every log).
+const MIN_MASKED_LEN: usize = 6;
+
+/// Why a variable was removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Removal {
+    /// A secret rule (name, credential URL, provider key): its value is masked.
+    Secret,
+    /// `inherit` or `exclude` (not necessarily a secret).
+    Policy,
+}
+
+/// The result of filtering an environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChildEnv {
+    pub env: BTreeMap<String, String>,
+    /// Names removed as secrets, sorted.
+    pub removed_secrets: Vec<String>,
+    /// Values of the removed secrets (for masking by value), longest first.
+    pub secret_values: Vec<String>,
+}
+
+/// True when the name alone marks a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if NEVER_SECRET.contains(&upper.as_str()) {
+        return false;
+    }
+    let words: Vec<&str> = upper
+        .split(['_', '-', '.'])
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().any(|w| SECRET_NAME_WORDS.contains(w))
+        || words
+            .iter()
+            .any(|w| SECRET_NAME_SUFFIXES.iter().any(|s| w.ends_with(s)))
+        || upper.contains("API_KEY")
+        || upper.contains("ACCESS_KEY")
+}
+
+/// True when the value holds a URL with a password (`postgres://u:p@db/x`).
+pub fn carries_credentials(value: &str) -> bool {
+    let mut rest = value;
+    while let Some(i) = rest.find("://") {
+        let after = &rest[i + 3..];
+        let end = after
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace())
+            .unwrap_or(after.len());
+        let authority = &after[..end];
+        if let Some(at) = authority.rfind('@') {
+            let userinfo = &authority[..at];
+            // `user:password@` or a bare token as user (`https://TOKEN@github.com`).
+            if userinfo.contains(':') || userinfo.len() >= 20 {
+                return true;
+            }
+        }
+        rest = after;
+    }
+    false
+}
+
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.to_ascii_uppercase().chars().collect();
+    let n: Vec<char> = name.to_ascii_uppercase().chars().collect();
+    // Iterative wildcard matching with one backtrack point: linear-ish, no recursion.
+    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
+    while ni < n.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
+            pi += 1;
+            ni += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = ni;
+            pi += 1;
+        } else if let Some(s) = star {
+            pi = s + 1;
+            mark += 1;
+            ni = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
+}
+
+/// Filters `parent` for a child. `provider_keys` are the variables holding model
+/// API keys; they are removed whatever `keep` says.
+pub fn filter(
+    parent: &BTreeMap<String, String>,
+    policy: &ShellEnvironmentPolicy,
+    provider_keys: &[String],
+) -> ChildEnv {
+    let mut out = ChildEnv::default();
+    for (name, value) in parent {
+        let verdict = classify(name, value, policy, provider_keys);
+        match verdict {
+            None => {
+                out.env.insert(name.clone(), value.clone());
+            }
+            Some(Removal::Secret) => {
+                out.removed_secrets.push(name.clone());
+                if value.len() >= MIN_MASKED_LEN {
+                    out.secret_values.push(value.clone());
+                }
+            }
+            Some(Removal::Policy) => {}
+        }
+    }
+    for (k, v) in &policy.set {
+        out.env.insert(k.clone(), v.clone());
+    }
+    if !out.env.contains_key("PATH") {
+        out.env.insert(
+            "PATH".to_string(),
+            "/usr/local/bin:/usr/bin:/bin".to_string(),
+        );
+    }
+    out.secret_values
+        .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    out.secret_values.dedup();
+    out
+}
+
+fn classify(
+    name: &str,
+    value: &str,
+    policy: &ShellEnvironmentPolicy,
+    provider_keys: &[String],
+) -> Option<Removal> {
+    if provider_keys.iter().any(|k| k == name) {
+        return Some(Removal::Secret);
+    }
+    let kept = policy.keep.iter().any(|k| k == name);
+    if !kept
+        && !policy.ignore_default_excludes
+        && (is_secret_name(name) || carries_credentials(value))
+    {
+        return Some(Removal::Secret);
+    }
+    if !kept && policy.exclude.iter().any(|p| glob_match(p, name)) {
+        return Some(Removal::Secret);
+    }
+    let inherited = match policy.inherit {
+        EnvInherit::All => true,
+        EnvInherit::Core => CORE_VARS.contains(&name) || name.starts_with("LC_"),
+        EnvInherit::None => false,
+    };
+    if inherited || kept {
+        None
+    } else {
+        Some(Removal::Policy)
+    }
+}
+
+/// The values of the secret variables of this process's environment under the
+/// default policy (longest first): what the masking code masks by value.
+pub fn secret_env_values() -> Vec<String> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    filter(&env, &ShellEnvironmentPolicy::default(), &[]).secret_values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names() {
+        for yes in [
+            "OPENAI_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_ACCESS_KEY_ID",
+            "GITHUB_TOKEN",
+            "GHTOKEN",
+            "DB_PASS",
+            "MY_SERVICE_CREDENTIAL",
+            "SENTRY_DSN",
+            "NPM_CONFIG__AUTH",
+            "CARGO_REGISTRY_TOKEN",
+            "SSH_AUTH_SOCK",
+            "db.password",
+        ] {
+            assert!(is_secret_name(yes), "{yes}");
+        }
+        for no in [
+            "PATH",
+            "PWD",
+            "RUSTUP_AUTO_INSTALL",
+            "CARGO_HOME",
+            "GIT_AUTHOR_NAME",
+            "KEYBOARD_LAYOUT",
+            "PIP_INDEX_URL",
+            "HTTPS_PROXY",
+            "MONKEY",
+        ] {
+            assert!(!is_secret_name(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn credential_urls() {
+        assert!(carries_credentials("postgres://app:hunter2@db:5432/x"));
+        assert!(carries_credentials(
+            "https://ghp_0123456789abcdefghijklmn@github.com/x"
+        ));
+        assert!(!carries_credentials("https://pypi.org/simple"));
+        assert!(!carries_credentials("git@github.com:x/y"));
+        assert!(!carries_credentials("http://proxy:3128"));
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("*_INTERNAL", "corp_internal"));
+        assert!(glob_match("A?C*", "ABCDEF"));
+        assert!(!glob_match("A?C", "ABCD"));
+        assert!(glob_match("*", ""));
+    }
+}
