@@ -423,8 +423,8 @@ impl Checkout {
             }
         };
         let commit = format!("{}^{{commit}}", inst.base_commit);
-        git(&["read-tree", &commit]).map_err(&fail)?;
-        git(&["checkout-index", "--all", "--force"]).map_err(&fail)?;
+        git(&["read-tree", &commit]).map_err(fail)?;
+        git(&["checkout-index", "--all", "--force"]).map_err(fail)?;
         let _ = std::fs::remove_file(&index_file);
         Ok(Checkout::Temporary {
             tree: work,

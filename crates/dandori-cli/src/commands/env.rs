@@ -275,6 +275,8 @@ impl EnvironmentPhase for EnvPhase {
         opts.config = self.config.clone();
         opts.base_env = self.base_env.clone();
         opts.regenerator = Some(&regen);
+        let say = |line: &str| crate::output::progress(&format!("environment: {line}"));
+        opts.progress = Some(&say);
         let out = setup::run(&selected, &opts).map_err(|e| e.to_string())?;
         Ok(EnvironmentReport {
             status: match out.overall_status {

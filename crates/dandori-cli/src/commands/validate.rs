@@ -1,5 +1,5 @@
-//! `dandori validate FILE [--json]`: exit 0 without FAIL findings, 1 with, 2 for
-//! usage or IO errors (returned as `Err`).
+//! `dandori validate FILE|RUN_DIR [--json]`: exit 0 without FAIL findings, 1 with,
+//! 2 for usage or IO errors (returned as `Err`) and for input that is not JSON.
 
 use std::process::ExitCode;
 
@@ -9,9 +9,13 @@ use crate::cli::ValidateArgs;
 use crate::output;
 
 pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let bytes = dandori_fs::read(&args.file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (path, bytes) = super::read_planning(&args.file)?;
     let report = validation::validate_bytes(&bytes);
-    let file = args.file.display();
+    let file = path.display();
+    // Not JSON at all: the wrong file was passed (a usage error), not a bad plan.
+    let not_json = report
+        .errors()
+        .any(|f| f.code == dandori_plan::reason_codes::JSON_PARSE_ERROR);
     if args.json {
         output::json(&report.output());
     } else {
@@ -26,6 +30,13 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             plural(errors),
             plural(warnings)
         ));
+    }
+    if not_json {
+        output::error(&format!(
+            "{}: {file} is not JSON; pass a planning.json or a run directory (.dandori/runs/<request-id>/<run-id>)",
+            dandori_plan::reason_codes::JSON_PARSE_ERROR
+        ));
+        return Ok(ExitCode::from(2));
     }
     Ok(if report.has_fail() {
         ExitCode::from(1)

@@ -2,11 +2,15 @@ mod env;
 // --
 mod eval_localize;
 // --
+mod first_run;
+// --
 mod graph;
 // --
 mod plan;
 // --
 mod plan_llm;
+// --
+mod readme;
 // --
 mod run;
 // --
