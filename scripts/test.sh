@@ -16,6 +16,13 @@ if [ ! -x "$TOOLS/venv/bin/uv" ] || [ ! -x "$TOOLS/venv/bin/mcp-server-git" ]; t
   "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check uv mcp-server-git
 fi
 
+# The official MCP Python SDK client (PyPI `mcp`): the `dandori mcp` tests drive the
+# server with it, as agents do.
+if ! "$TOOLS/venv/bin/python" -c "import mcp.client.stdio" >/dev/null 2>&1; then
+  say "installing the MCP Python SDK (mcp) from PyPI into $TOOLS/venv (dandori mcp tests)"
+  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check mcp
+fi
+
 # Node tools: the filesystem MCP server (dandori-tools' MCP tests).
 if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
   say "installing @modelcontextprotocol/server-filesystem from npm into $TOOLS/node (MCP tests; ~30 s)"
@@ -55,6 +62,13 @@ if ! command -v mvn >/dev/null 2>&1; then
   else
     say "warning: mvn not found (apt-get install maven); dandori-env's blocked-Maven test will fail"
   fi
+fi
+
+# The MCP Inspector CLI (`dandori mcp` is listed and called through it).
+if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
+  say "installing @modelcontextprotocol/inspector from npm into $TOOLS/node (dandori mcp tests)"
+  mkdir -p "$TOOLS/node"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/inspector >/dev/null
 fi
 
 export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"

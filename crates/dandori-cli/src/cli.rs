@@ -48,6 +48,19 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print a man page (roff) generated from these definitions: `dandori man plan | man -l -`.
     Man(ManArgs),
+    /// Trust a repository: its own dandori.yaml may then set providers, MCP servers,
+    /// commands and sandbox settings (user config `trusted_projects`).
+    Trust(TrustArgs),
+    /// Serve dandori over MCP (stdio): plan, then be the executor of a run step by step.
+    Mcp(McpArgs),
+    /// List the runs of a repository with their state, newest first.
+    Runs(RunsArgs),
+    /// Show one run's progress: steps, groups, current step, tokens, time.
+    Status(StatusArgs),
+    /// Render a finished run's report.md again from its records and print it.
+    Report(ReportArgs),
+    /// Filter and pretty-print a run's trace.jsonl.
+    Trace(TraceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,6 +83,94 @@ pub struct DemoArgs {
     #[arg(default_value = "dandori-demo", value_name = "DIR")]
     pub dir: PathBuf,
     /// Print the run's completion record as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// The repository directory (default: the current directory).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// List the trusted repositories.
+    #[arg(long, conflicts_with_all = ["remove", "dir"])]
+    pub list: bool,
+    /// Stop trusting DIR.
+    #[arg(long)]
+    pub remove: bool,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum McpToolSet {
+    /// plan, next, step, step_update, report.
+    Core,
+    /// core + validate, graph, status, runs, env_detect, locate.
+    Standard,
+    /// standard + trace.
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// Which tools to expose (smaller sets cost the client less context).
+    #[arg(long, value_enum, default_value = "core")]
+    pub tools: McpToolSet,
+    /// Print the tool list with the size of its schemas instead of serving.
+    #[arg(long)]
+    pub list: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The repository whose runs to list.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// Root of run directories (default from config `runs.root`).
+    #[arg(long)]
+    pub runs_root: Option<PathBuf>,
+    /// Print the runs as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// A run directory.
+    pub run_dir: PathBuf,
+    /// Print the status as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A run directory.
+    pub run_dir: PathBuf,
+    /// Print only the path of the re-rendered report.md.
+    #[arg(long)]
+    pub path_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// A run directory (or its trace.jsonl).
+    pub run_dir: PathBuf,
+    /// Only these events (repeatable, or comma-separated), e.g. `--event STEP_END`.
+    #[arg(long, value_delimiter = ',')]
+    pub event: Vec<String>,
+    /// Only events of this step (`data.step_id`).
+    #[arg(long)]
+    pub step: Option<String>,
+    /// Only events since an RFC 3339 time or a duration back from now (`15m`, `2h`).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Keep printing new events until the run ends (`EXECUTION_END`).
+    #[arg(long)]
+    pub follow: bool,
+    /// One JSON event per line instead of the readable form.
     #[arg(long)]
     pub json: bool,
 }

@@ -16,6 +16,7 @@ pub mod mcp;
 pub mod planning;
 pub mod runner;
 pub mod task_planning;
+pub mod trust;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,12 @@ pub enum ConfigError {
     /// A `-c` key that names no configuration value.
     #[error("-c {key}: unknown configuration key")]
     UnknownKey { key: String },
+    /// The user-level config (`trusted_projects`) cannot be read for an update.
+    #[error("{}: {reason}", path.display())]
+    UserConfig {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     /// The defaults could not be represented (a bug).
     #[error("internal configuration error: {0}")]
     Internal(String),

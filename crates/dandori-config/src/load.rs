@@ -1,14 +1,21 @@
-//! Loading the configuration: defaults < file < environment < `-c key=value`.
+//! Loading the configuration: defaults < user config < file < environment <
+//! `-c key=value`.
 //!
 //! 1. **Defaults**: the `Default` of every section.
-//! 2. **File**: `config.yaml` (seed 000 §9.1, seed 002 §8.1), deep-merged over the
+//! 2. **User config**: the user-level `config.yaml` ([`crate::trust::user_config_path`]:
+//!    `$DANDORI_CONFIG_HOME`, `$XDG_CONFIG_HOME/dandori`, `~/.config/dandori`), trusted;
+//!    its `trusted_projects` say which repositories are trusted.
+//! 3. **File**: `config.yaml` (seed 000 §9.1, seed 002 §8.1), deep-merged over the
 //!    defaults; then, when a task type is given, `planning.task_specific.<type>`
 //!    merged over `planning` (seed 000 §9.3). A file that cannot be read as the
 //!    config (bad YAML, a wrong type) is ignored with a warning: defaults are used
 //!    (seed 003 §9.1). A file named with `--config` that does not exist is an error.
-//! 3. **Environment**: the variables of [`crate::env_vars`], each applied on its own;
+//!    A file found in the repository of an untrusted repository is filtered by
+//!    [`crate::trust::filter_untrusted`] first (a warning per ignored key); a file
+//!    named with `--config` is the user's own and is not filtered.
+//! 4. **Environment**: the variables of [`crate::env_vars`], each applied on its own;
 //!    a value of the wrong type is ignored with a warning.
-//! 4. **`-c key=value`**: a dotted key and a YAML value
+//! 5. **`-c key=value`**: a dotted key and a YAML value
 //!    (`-c planning.max_subtasks=5`, `-c 'planning.security.forbidden_tools=[git_push]'`).
 //!    Keys starting with `task_planning.` set `task-planning.json` values. A
 //!    malformed argument, an unknown key or a wrong type is an error: it was typed
@@ -26,7 +33,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::{Config, ConfigError, TaskPlanningConfig, env_vars};
+use crate::{Config, ConfigError, TaskPlanningConfig, env_vars, trust};
 
 /// Config files looked for in the repository when `--config` is not given.
 pub const DEFAULT_CONFIG_FILES: &[&str] = &["dandori.yaml", "config.yaml", ".dandori/config.yaml"];
@@ -56,6 +63,10 @@ pub struct LoadOptions {
     pub overrides: Vec<String>,
     /// Task type for `planning.task_specific` (`github_issue`, `github_pr`, …).
     pub task_type: Option<String>,
+    /// The user-level config file; `None` = found from `env`
+    /// ([`crate::trust::user_config_path`]). Tests point it into a temporary
+    /// directory (or leave `env` without `HOME`) so the real one is never read.
+    pub user_config_path: Option<PathBuf>,
 }
 
 /// Something ignored while loading: the run goes on with the previous layer.
@@ -81,14 +92,40 @@ pub struct Loaded {
     pub config_file: Option<PathBuf>,
     /// The task-planning file used, if any.
     pub task_planning_file: Option<PathBuf>,
+    /// The user-level config file read, if any.
+    pub user_config_file: Option<PathBuf>,
+    /// Whether the repository's own config file was taken whole: the repository is
+    /// trusted, or the file was named with `--config`, or there was none.
+    pub repo_trusted: bool,
 }
 
 /// Loads the configuration (see the module docs for precedence).
 pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
 
-    // ---- config.yaml ----
+    // ---- user config ----
     let mut config = to_json(&Config::default())?;
+    let user_config_file = opts
+        .user_config_path
+        .clone()
+        .or_else(|| trust::user_config_path(&opts.env))
+        .filter(|p| p.is_file());
+    let mut trusted = Vec::new();
+    if let Some(path) = &user_config_file {
+        match read_yaml(path).and_then(|file| {
+            let (file, listed) = take_trusted_projects(file);
+            trusted = listed;
+            merge_checked(&config, file)
+        }) {
+            Ok(merged) => config = merged,
+            Err(message) => warnings.push(ConfigWarning {
+                source: path.display().to_string(),
+                message: format!("{message}; the user config is ignored"),
+            }),
+        }
+    }
+
+    // ---- config.yaml ----
     let config_file = match &opts.config_path {
         Some(p) => {
             dandori_fs::metadata(p)?;
@@ -96,11 +133,27 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         }
         None => first_existing(&opts.repo, DEFAULT_CONFIG_FILES),
     };
+    let repo_trusted = opts.config_path.is_some()
+        || config_file.is_none()
+        || trust::is_trusted(&trusted, &opts.repo);
     if let Some(path) = &config_file {
         match read_yaml(path).and_then(|file| {
-            let mut merged = config.clone();
-            merge(&mut merged, file);
-            check::<Config>(&merged).map(|()| merged)
+            // Trust is the user's to give, never the repository's.
+            let (mut file, _) = take_trusted_projects(file);
+            if !repo_trusted {
+                let (kept, ignored) = trust::filter_untrusted(file, &config);
+                file = kept;
+                for key in ignored {
+                    warnings.push(ConfigWarning {
+                        source: path.display().to_string(),
+                        message: format!(
+                            "`{key}` ignored: the repository is not trusted (trust it with `dandori trust {}`)",
+                            opts.repo.display()
+                        ),
+                    });
+                }
+            }
+            merge_checked(&config, file)
         }) {
             Ok(merged) => config = merged,
             Err(message) => warnings.push(ConfigWarning {
@@ -227,7 +280,25 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         warnings,
         config_file,
         task_planning_file,
+        user_config_file,
+        repo_trusted,
     })
+}
+
+/// `file` deep-merged over `config`, if the result still reads as a [`Config`].
+fn merge_checked(config: &Value, file: Value) -> Result<Value, String> {
+    let mut merged = config.clone();
+    merge(&mut merged, file);
+    check::<Config>(&merged).map(|()| merged)
+}
+
+/// A config file without its `trusted_projects`, and what they listed.
+fn take_trusted_projects(mut file: Value) -> (Value, Vec<PathBuf>) {
+    let listed = trust::trusted_projects(&file);
+    if let Some(m) = file.as_object_mut() {
+        m.remove(trust::TRUSTED_PROJECTS);
+    }
+    (file, listed)
 }
 
 fn first_existing(repo: &Path, names: &[&str]) -> Option<PathBuf> {
@@ -252,7 +323,7 @@ fn check<T: DeserializeOwned>(value: &Value) -> Result<(), String> {
     }
 }
 
-fn read_yaml(path: &Path) -> Result<Value, String> {
+pub(crate) fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = dandori_fs::read_to_string(path).map_err(|e| e.to_string())?;
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));

@@ -64,7 +64,8 @@ pub fn environment(
         }
     }
     env.insert("PATH".into(), path.join(":"));
-    env
+    // Package managers dandori bootstrapped (uv, yarn, pnpm) come last.
+    crate::tools::with_tools_on_path(&env)
 }
 
 /// The environment for commands in `repo`, on top of this process's base

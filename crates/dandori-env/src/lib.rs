@@ -8,10 +8,12 @@
 pub mod activation;
 pub mod analyzer;
 pub mod classify;
+pub mod phase;
 pub mod records;
 pub mod reuse;
 pub mod selection;
 pub mod setup;
+pub mod tools;
 pub mod verify;
 
 pub use analyzer::{EnvironmentAnalysis, analyze, analyze_paths};

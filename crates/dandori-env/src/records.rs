@@ -32,6 +32,9 @@ pub enum OverallStatus {
     Success,
     PartialSuccess,
     Failed,
+    /// Detected, but cannot be prepared on this machine (tool missing,
+    /// registry unreachable): `blocked` in the records says why.
+    Blocked,
 }
 
 impl OverallStatus {
@@ -40,6 +43,7 @@ impl OverallStatus {
             OverallStatus::Success => "success",
             OverallStatus::PartialSuccess => "partial_success",
             OverallStatus::Failed => "failed",
+            OverallStatus::Blocked => "blocked",
         }
     }
 }
@@ -142,6 +146,14 @@ pub struct SetupRecord {
     pub blocked: Option<Blocked>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub regenerations: Vec<RegenerationRecord>,
+    /// Which rung of the Python install chain succeeded: `editable`, or
+    /// `dependencies_without_project` after the editable install failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install_rung: Option<String>,
+    /// Untracked paths the setup created, excluded in `.git/info/exclude` and
+    /// left out of the reuse fingerprint.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_files: Vec<String>,
     /// Variables later commands need (`activation`).
     #[serde(default)]
     pub variables: BTreeMap<String, String>,
@@ -186,6 +198,7 @@ pub fn error_report(setup: &SetupRecord, verification: &VerificationRecord) -> S
     let status = match (&setup.blocked, setup.overall_status) {
         (Some(_), _) => "blocked (cannot be prepared here)",
         (None, OverallStatus::Failed) => "failed",
+        (None, OverallStatus::Blocked) => "blocked (cannot be prepared here)",
         (None, OverallStatus::PartialSuccess) => "partial success",
         (None, OverallStatus::Success) => "success",
     };
@@ -423,6 +436,11 @@ pub fn compute_stats(stats_dir: &Path) -> Result<StatsFile, EnvError> {
             OverallStatus::Failed => {
                 s.failed += 1;
                 "failed"
+            }
+            // Not prepared either; `by_environment` tells it apart.
+            OverallStatus::Blocked => {
+                s.failed += 1;
+                "blocked"
             }
         };
         let by = s.by_environment.entry(a.environment.clone()).or_default();

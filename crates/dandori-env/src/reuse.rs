@@ -51,7 +51,13 @@ pub fn state_dir(repo: &Path) -> PathBuf {
 
 /// SHA-256 over the environment name, the setup commands and every environment
 /// file's path and contents.
-pub fn fingerprint(repo: &Path, selected: &SelectedEnvironment) -> Result<String, EnvError> {
+/// Files in `created` (made by the last setup, such as a generated
+/// `Cargo.lock`) are left out, so a setup does not invalidate itself.
+pub fn fingerprint(
+    repo: &Path,
+    selected: &SelectedEnvironment,
+    created: &[String],
+) -> Result<String, EnvError> {
     let mut h = Sha256::new();
     h.update(b"dandori-environment-v1\n");
     h.update(selected.name.as_bytes());
@@ -64,6 +70,11 @@ pub fn fingerprint(repo: &Path, selected: &SelectedEnvironment) -> Result<String
         .detected_files
         .iter()
         .filter(|f| !NOT_HASHED.contains(&f.rsplit('/').next().unwrap_or(f)))
+        .filter(|f| {
+            !created
+                .iter()
+                .any(|c| c == *f || (c.ends_with('/') && f.starts_with(c.as_str())))
+        })
         .collect();
     files.sort();
     files.dedup();

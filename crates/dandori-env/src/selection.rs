@@ -18,6 +18,10 @@ pub const CONDA_PREFIX_DIR: &str = ".conda-env";
 /// only makes the result `partial_success` (§5.5.3).
 pub const OPTIONAL_VERIFICATION_KEY: &str = "optional_verification_commands";
 
+/// Key in `SelectedEnvironment.extra`: setup command → the commands that
+/// replace it when it fails (the editable-install fallback chain).
+pub const FALLBACK_KEY: &str = "fallback_commands";
+
 /// Preference order when nothing else decides (rule 3 of §4.2.2, then §4.2.3).
 const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST];
 
@@ -302,6 +306,9 @@ pub fn select_environment_with(
         extra.insert("test_command".into(), json!(cd_prefix(&eco.dir, t)));
     }
     extra.insert(OPTIONAL_VERIFICATION_KEY.into(), json!(cmds.optional));
+    if !cmds.fallbacks.is_empty() {
+        extra.insert(FALLBACK_KEY.into(), json!(cmds.fallbacks));
+    }
     let others: Vec<serde_json::Value> = analysis
         .ecosystems
         .iter()
@@ -340,6 +347,9 @@ fn analyzer_default(name: &str) -> Ecosystem {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Commands {
     pub setup: Vec<String>,
+    /// Setup command → the commands that replace it when it fails (the
+    /// fallback rung, seed 002 §9.2.2 without a model).
+    pub fallbacks: BTreeMap<String, Vec<String>>,
     pub verification: Vec<String>,
     pub optional: Vec<String>,
     pub expected: BTreeMap<String, String>,
@@ -388,6 +398,81 @@ fn version_pattern(prefix: &str, v: &str, parts: usize) -> Option<String> {
     Some(format!("{prefix}{}", nums.join(r"\.")))
 }
 
+/// A regex matching a version line whose `major.minor` is at least `v`'s
+/// (`rust-version = "1.68"` accepts `rustc 1.95.0`).
+fn at_least_pattern(prefix: &str, v: &str, parts: usize) -> Option<String> {
+    let v = v.trim().trim_start_matches(['v', '=', '>']).trim();
+    // Java's `1.8` is release 8.
+    let v = if parts == 1 {
+        v.strip_prefix("1.").unwrap_or(v)
+    } else {
+        v
+    };
+    let mut it = v.split('.');
+    let major: u64 = it.next()?.parse().ok()?;
+    if parts == 1 {
+        return Some(format!(r"{prefix}{}\b", at_least_int(major)));
+    }
+    let minor: u64 = it.next().unwrap_or("0").parse().ok()?;
+    Some(format!(
+        r"{prefix}(?:{major}\.{}\b|{}\.)",
+        at_least_int(minor),
+        at_least_int(major + 1)
+    ))
+}
+
+/// A regex for a decimal integer ≥ `n` (no leading zeros).
+fn at_least_int(n: u64) -> String {
+    let d: Vec<u32> = n
+        .to_string()
+        .chars()
+        .filter_map(|c| c.to_digit(10))
+        .collect();
+    let mut alts = vec![format!(r"[1-9]\d{{{},}}", d.len())];
+    for i in 0..d.len() {
+        if d[i] < 9 {
+            let prefix: String = d[..i].iter().map(u32::to_string).collect();
+            let rest = d.len() - i - 1;
+            alts.push(format!(
+                r"{prefix}[{}-9]{}",
+                d[i] + 1,
+                if rest > 0 {
+                    format!(r"\d{{{rest}}}")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    alts.push(n.to_string());
+    format!("(?:{})", alts.join("|"))
+}
+
+/// The version check of a runtime: exact pins (`.python-version`, `.nvmrc`,
+/// `rust-toolchain(.toml)` with a number, go.mod `toolchain`, `.java-version`)
+/// must match; minimums (`rust-version`, the go directive, Maven/Gradle release
+/// levels) accept any later version.
+fn runtime_pattern(e: &Ecosystem, prefix: &str, parts: usize) -> Option<String> {
+    let v = e.runtime_version.as_ref()?;
+    let src = file_name_of(&v.source);
+    let minimum = match e.name.as_str() {
+        RUST => src == "Cargo.toml",
+        // The go directive is a minimum; so is `toolchain` for a newer local Go.
+        GO => true,
+        JAVA => src != ".java-version" && src != ".sdkmanrc",
+        _ => false,
+    };
+    if minimum {
+        at_least_pattern(prefix, &v.value, parts)
+    } else {
+        version_pattern(prefix, &v.value, parts)
+    }
+}
+
+fn file_name_of(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
 /// Default commands for one ecosystem.
 pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
     let mut c = Commands::default();
@@ -399,11 +484,7 @@ pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
         JAVA => java_commands(e, &mut c, &at),
         GO => {
             c.setup.push(at("go mod download".into()));
-            let pat = e
-                .runtime_version
-                .as_ref()
-                .and_then(|v| version_pattern("go", &v.value, 2))
-                .unwrap_or_else(|| r"go1\.".to_string());
+            let pat = runtime_pattern(e, "go", 2).unwrap_or_else(|| r"go1\.".to_string());
             c.verify("go version".into(), Some(pat), true);
             c.verify(at("go build -n ./...".into()), None, true);
             c.verify(at("go list -m all".into()), None, false);
@@ -412,11 +493,7 @@ pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
             c.setup.push(at("cargo fetch".into()));
             c.setup.push(at("cargo build".into()));
             c.verify("cargo --version".into(), Some(r"^cargo 1\.".into()), true);
-            let pat = e
-                .runtime_version
-                .as_ref()
-                .and_then(|v| version_pattern("rustc ", &v.value, 2))
-                .unwrap_or_else(|| "rustc ".to_string());
+            let pat = runtime_pattern(e, "rustc ", 2).unwrap_or_else(|| "rustc ".to_string());
             c.verify("rustc --version".into(), Some(pat), true);
             c.verify(at("cargo test --no-run".into()), None, false);
         }
@@ -448,7 +525,16 @@ fn python_commands(
     let mut handled = false;
     match e.package_manager.as_str() {
         "uv" if uv && has("uv.lock") => {
-            c.setup.push(at("uv sync".into()));
+            // `uv sync` installs the `dev` group; test groups and test extras are
+            // asked for by name (only those the project declares).
+            let mut line = "uv sync".to_string();
+            for g in test_groups(e, false) {
+                line.push_str(&format!(" --group {}", q(&g)));
+            }
+            for x in test_groups(e, true) {
+                line.push_str(&format!(" --extra {}", q(&x)));
+            }
+            c.setup.push(at(line));
             handled = true;
         }
         "poetry" if tools.has("poetry") => {
@@ -499,23 +585,38 @@ fn python_commands(
             args.push("-r".into());
             args.push(q(f));
         }
+        let dev = explicit_dev_requirements(e);
         if project {
-            let extras: BTreeSet<&str> = e
-                .dependencies
-                .iter()
-                .filter(|d| d.optional && d.kind == DependencyKind::Dev)
-                .filter_map(|d| d.group.as_deref())
-                .filter(|g| matches!(*g, "dev" | "test" | "tests" | "testing"))
-                .collect();
-            args.push("-e".into());
-            if extras.is_empty() {
-                args.push(".".into());
+            let extras = test_groups(e, true);
+            let target = if extras.is_empty() {
+                ".".to_string()
             } else {
-                args.push(q(&format!(
-                    ".[{}]",
-                    extras.into_iter().collect::<Vec<_>>().join(",")
-                )));
+                format!(".[{}]", extras.join(","))
+            };
+            let installer = if uv {
+                format!("uv pip install --python {py_bin}")
+            } else {
+                format!("{py_bin} -m pip install")
+            };
+            let mut editable = args.clone();
+            editable.push("-e".into());
+            editable.push(q(&target));
+            editable.extend(dev.iter().cloned());
+            let line = at(format!("{installer} {}", editable.join(" ")));
+            // §9.2.2 without a model: when the editable install fails (flat layout,
+            // broken build backend), install the declared dependencies without the
+            // project and make the project importable from its directory.
+            let mut plain = args.clone();
+            plain.extend(dependencies_without_project(e));
+            plain.extend(dev.iter().cloned());
+            let mut rung = Vec::new();
+            if !plain.is_empty() {
+                rung.push(at(format!("{installer} {}", plain.join(" "))));
             }
+            rung.push(at(importable_from_source(&py_bin)));
+            c.fallbacks.insert(line.clone(), rung);
+            c.setup.push(line);
+            args.clear();
         } else if has("Pipfile") {
             // No pipenv here: install what the Pipfile declares.
             for d in &e.dependencies {
@@ -525,6 +626,9 @@ fn python_commands(
                     .filter(|s| !s.starts_with("git") && !s.starts_with("path"));
                 args.push(q(&format!("{}{}", d.name, spec.unwrap_or(""))));
             }
+        }
+        if !project && !has("Pipfile") {
+            args.extend(dev);
         }
         if !args.is_empty() {
             let line = if uv {
@@ -585,6 +689,130 @@ fn python_commands(
             false,
         );
     }
+}
+
+/// A dependency group or extra that the tests need (`test`, `tests`,
+/// `testing`, `dev`, `unit-tests`, …), not docs, lint or typing.
+fn is_test_group(g: &str) -> bool {
+    let n = g.to_ascii_lowercase();
+    n.contains("test") || matches!(n.as_str(), "dev" | "develop" | "development")
+}
+
+/// Test-like `[project.optional-dependencies]` extras (`extras`) or PEP 735
+/// `[dependency-groups]` (`!extras`) that the project declares.
+fn test_groups(e: &Ecosystem, extras: bool) -> Vec<String> {
+    let set: BTreeSet<String> = e
+        .dependencies
+        .iter()
+        .filter(|d| d.kind == DependencyKind::Dev && d.optional == extras)
+        .filter(|d| !d.source.ends_with(".txt"))
+        .filter_map(|d| d.group.clone())
+        .filter(|g| is_test_group(g))
+        .collect();
+    if !extras && e.package_manager == "poetry" {
+        // Poetry groups are not PEP 735 groups: `uv sync --group` does not know them.
+        return Vec::new();
+    }
+    set.into_iter().collect()
+}
+
+/// The test and development requirements no installer reads on its own when the
+/// project's tool (uv, poetry, pdm) is absent: `tests_require`, PEP 735
+/// dependency groups, poetry's dev dependencies and groups, pdm and uv dev
+/// dependencies, Pipfile dev packages. PEP 508 strings, quoted for the shell.
+fn explicit_dev_requirements(e: &Ecosystem) -> Vec<String> {
+    let own = e
+        .package_name
+        .as_deref()
+        .map(|n| n.to_ascii_lowercase().replace('_', "-"));
+    let mut seen = BTreeSet::new();
+    e.dependencies
+        .iter()
+        .filter(|d| d.kind == DependencyKind::Dev && !d.optional)
+        .filter(|d| !d.source.ends_with(".txt"))
+        .filter(|d| d.group.as_deref().is_none_or(is_test_group))
+        .filter(|d| own.as_deref() != Some(d.name.to_ascii_lowercase().replace('_', "-").as_str()))
+        .filter_map(pep508)
+        .filter(|r| seen.insert(r.clone()))
+        .map(|r| q(&r))
+        .collect()
+}
+
+/// What the project itself would have installed: its runtime dependencies and
+/// its test extras, as PEP 508 strings quoted for the shell.
+fn dependencies_without_project(e: &Ecosystem) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    e.dependencies
+        .iter()
+        .filter(|d| !d.source.ends_with(".txt"))
+        .filter(|d| {
+            (d.kind == DependencyKind::Prod && !d.optional)
+                || (d.optional && d.group.as_deref().is_some_and(is_test_group))
+        })
+        .filter_map(pep508)
+        .filter(|r| seen.insert(r.clone()))
+        .map(|r| q(&r))
+        .collect()
+}
+
+/// One dependency as a PEP 508 requirement; poetry constraints (`^1.2`,
+/// `~1.2`, `1.2.3`) are translated, git and path sources skipped.
+fn pep508(d: &analyzer::Dependency) -> Option<String> {
+    let Some(spec) = d.version_spec.as_deref().map(str::trim) else {
+        return Some(d.name.clone());
+    };
+    if spec.starts_with("git") || spec.starts_with("path") || spec.contains('@') {
+        return None;
+    }
+    if spec.is_empty() || spec == "*" || spec.contains("||") {
+        return Some(d.name.clone());
+    }
+    let nums = |v: &str| -> Option<Vec<u64>> {
+        v.trim()
+            .split('.')
+            .map(|p| p.trim_end_matches('*').parse::<u64>().ok())
+            .collect()
+    };
+    let translated = if let Some(v) = spec.strip_prefix('^') {
+        let n = nums(v)?;
+        let upper = match n.iter().position(|x| *x != 0) {
+            Some(i) => {
+                let mut u: Vec<u64> = n[..=i].to_vec();
+                u[i] += 1;
+                u
+            }
+            None => {
+                let mut u = n.clone();
+                if let Some(last) = u.last_mut() {
+                    *last += 1;
+                }
+                u
+            }
+        };
+        let up: Vec<String> = upper.iter().map(u64::to_string).collect();
+        format!(">={},<{}", v.trim(), up.join("."))
+    } else if let Some(v) = spec.strip_prefix('~').filter(|v| !v.starts_with('=')) {
+        let n = nums(v)?;
+        let upper = if n.len() >= 2 {
+            format!("{}.{}", n[0], n[1] + 1)
+        } else {
+            format!("{}", n.first()? + 1)
+        };
+        format!(">={},<{upper}", v.trim())
+    } else if spec.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        format!("=={spec}")
+    } else {
+        spec.replace(' ', "")
+    };
+    Some(format!("{}{translated}", d.name))
+}
+
+/// The last rung of the editable-install fallback: a `.pth` file in the
+/// environment's site-packages that puts the project directory (and `src/` when
+/// the project uses that layout) on `sys.path`.
+fn importable_from_source(py_bin: &str) -> String {
+    let code = "import os, sysconfig; d = os.getcwd(); s = os.path.join(d, 'src'); paths = [d] + ([s] if os.path.isdir(s) else []); open(os.path.join(sysconfig.get_paths()['purelib'], '_dandori_project.pth'), 'w').write(chr(10).join(paths) + chr(10)); print('OK')";
+    format!("{py_bin} -c {}", dq(code))
 }
 
 fn analyzer_dir_of(f: &str, e: &Ecosystem) -> bool {
@@ -654,43 +882,58 @@ fn node_commands(
     let lock = |names: &[&str]| names.iter().any(|n| e.has_file(n));
     let pinned = e.package_manager_version.as_deref();
     let corepack = tools.has("corepack");
-    // A pinned (or berry) package manager runs through corepack, which fetches
-    // exactly that version from the npm registry.
-    let runner = |pm: &str| -> String {
-        if (pinned.is_some()
-            || (pm == "yarn" && e.package_manager_flavor.as_deref() == Some("berry")))
-            && corepack
-        {
-            format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}")
-        } else if tools.has(pm) {
-            pm.to_string()
-        } else if corepack {
-            format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}")
+    let berry = e.package_manager_flavor.as_deref() == Some("berry");
+    // yarn classic and pnpm run as installed (dandori bootstraps them into its
+    // tool cache when missing, at the pinned version); yarn berry goes through
+    // corepack, with the installed yarn (which runs the repository's `yarnPath`
+    // release) as the fallback when corepack cannot fetch it.
+    let runner = |pm: &str| -> (String, Option<String>) {
+        let direct = tools.has(pm).then(|| pm.to_string());
+        let via_corepack =
+            corepack.then(|| format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}"));
+        let classic = pm == "yarn" && !berry;
+        let npx = format!(
+            "npx --yes {pm}@{}",
+            pinned.unwrap_or(if classic { "1" } else { "latest" })
+        );
+        if pm == "yarn" && berry {
+            match (via_corepack, direct) {
+                (Some(c), d) => (c, d),
+                (None, Some(d)) => (d, None),
+                (None, None) => (npx, None),
+            }
         } else {
-            format!("npx --yes {pm}@{}", pinned.unwrap_or("latest"))
+            match (direct, via_corepack) {
+                (Some(d), _) => (d, None),
+                (None, Some(c)) => (c, Some(npx)),
+                (None, None) => (npx, None),
+            }
         }
     };
+    let mut alt: Option<String> = None;
     let (install, list) = match e.package_manager.as_str() {
         "pnpm" => {
-            let r = runner("pnpm");
+            let (r, a) = runner("pnpm");
+            alt = a;
             let frozen = if lock(&["pnpm-lock.yaml"]) {
                 " --frozen-lockfile"
             } else {
                 ""
             };
+            alt = alt.map(|a| format!("{a} install{frozen}"));
             (
                 format!("{r} install{frozen}"),
                 format!("{r} list --depth 0"),
             )
         }
         "yarn" => {
-            let r = runner("yarn");
-            let berry = e.package_manager_flavor.as_deref() == Some("berry");
+            let (r, a) = runner("yarn");
             let frozen = match (lock(&["yarn.lock"]), berry) {
                 (false, _) => "",
                 (true, true) => " --immutable",
                 (true, false) => " --frozen-lockfile",
             };
+            alt = a.map(|a| format!("{a} install{frozen}"));
             (format!("{r} install{frozen}"), format!("{r} --version"))
         }
         "bun" => {
@@ -710,6 +953,9 @@ fn node_commands(
             (install.to_string(), "npm ls --depth=0".to_string())
         }
     };
+    if let Some(a) = alt {
+        c.fallbacks.insert(at(install.clone()), vec![at(a)]);
+    }
     c.setup.push(at(install));
     let pat = e
         .runtime_version
@@ -752,10 +998,6 @@ fn java_commands(e: &Ecosystem, c: &mut Commands, at: &dyn Fn(String) -> String)
             true,
         );
     }
-    let pat = e
-        .runtime_version
-        .as_ref()
-        .and_then(|v| version_pattern(r#"version "(1\.)?"#, &v.value, 1))
-        .unwrap_or_else(|| "version".to_string());
+    let pat = runtime_pattern(e, r#"version "(1\.)?"#, 1).unwrap_or_else(|| "version".to_string());
     c.verify("java -version".into(), Some(pat), true);
 }

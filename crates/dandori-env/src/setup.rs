@@ -23,7 +23,7 @@ use crate::records::{
     Handover, OverallStatus, RegenerationRecord, SetupRecord, VerificationRecord,
 };
 use crate::reuse::{self, PreparedState};
-use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
+use crate::selection::{CONDA_PREFIX_DIR, FALLBACK_KEY, VENV_DIR};
 use crate::verify::{self, VerifyOptions};
 
 /// §9.2.1 default base wait.
@@ -294,14 +294,22 @@ pub fn run(
     let started_at = now();
     let repo = dandori_fs::canonicalize(&opts.repo)?;
     let root = root_of(selected);
-    let fingerprint = reuse::fingerprint(&repo, selected)?;
+    let previous = reuse::load(&repo);
+    let created = previous
+        .as_ref()
+        .map(|s| s.setup.created_files.clone())
+        .unwrap_or_default();
+    let fingerprint = reuse::fingerprint(&repo, selected, &created)?;
     dandori_fs::create_dir_all(&opts.record_dir)?;
 
     // 7. Reuse.
     if !opts.force
-        && let Some(state) = reuse::load(&repo)
+        && let Some(state) = previous
         && state.fingerprint == fingerprint
-        && state.overall_status != OverallStatus::Failed
+        && !matches!(
+            state.overall_status,
+            OverallStatus::Failed | OverallStatus::Blocked
+        )
         && reuse::artifacts_present(&repo, &state.environment, &state.root)
     {
         opts.say(&format!(
@@ -348,6 +356,8 @@ pub fn run(
         overall_status: OverallStatus::Failed,
         blocked: None,
         regenerations: Vec::new(),
+        install_rung: None,
+        created_files: Vec::new(),
         variables: BTreeMap::new(),
         limits_applied: Vec::new(),
         warnings: Vec::new(),
@@ -364,6 +374,13 @@ pub fn run(
         return finish(opts, &repo, selected, setup, v, false);
     }
 
+    let mut fallbacks: BTreeMap<String, Vec<String>> = selected
+        .extra
+        .get(FALLBACK_KEY)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    let fallback_lines: Vec<String> = fallbacks.keys().cloned().collect();
+    let untracked_before = git_untracked(&repo, &opts.base_env);
     let mut commands = selected.setup_commands.clone();
     let mut i = 0;
     let mut setup_ok = true;
@@ -461,6 +478,9 @@ pub fn run(
                     }
                 };
                 let Some(mut kind) = kind else {
+                    if fallback_lines.contains(&line) {
+                        setup.install_rung = Some(INSTALL_RUNG_EDITABLE.to_string());
+                    }
                     setup.commands_executed.push(record);
                     i += 1;
                     continue 'commands;
@@ -501,6 +521,28 @@ pub fn run(
                             wait.as_secs_f64()
                         ));
                         std::thread::sleep(wait);
+                    }
+                    ErrorClass::Fixable | ErrorClass::Fatal
+                        if fallbacks.contains_key(&line) && has_fallback(kind) =>
+                    {
+                        let rung = fallbacks.remove(&line).unwrap_or_default();
+                        opts.say(&format!(
+                            "`{line}` failed ({}): falling back to `{}`",
+                            kind.as_str(),
+                            rung.join(" && ")
+                        ));
+                        setup.warnings.push(format!(
+                            "`{line}` failed ({}); fell back to `{}`",
+                            kind.as_str(),
+                            rung.join(" && ")
+                        ));
+                        // The fallback may well reach what the first try could not.
+                        setup.blocked = None;
+                        if selected.name == crate::analyzer::PYTHON {
+                            setup.install_rung = Some(INSTALL_RUNG_FALLBACK.to_string());
+                        }
+                        commands.splice(i..=i, rung);
+                        continue 'commands;
                     }
                     ErrorClass::Fixable => {
                         let can = opts.config.regeneration.enabled
@@ -645,7 +687,9 @@ pub fn run(
         break verification;
     };
     setup.setup_commands = commands;
-    setup.overall_status = if !setup_ok {
+    setup.overall_status = if setup.blocked.is_some() {
+        OverallStatus::Blocked
+    } else if !setup_ok {
         OverallStatus::Failed
     } else if !verification.performed {
         OverallStatus::Success
@@ -655,6 +699,7 @@ pub fn run(
             opts.config.verification.on_failure,
         ) {
             (OverallStatus::Success, _) => OverallStatus::Success,
+            (OverallStatus::Blocked, _) => OverallStatus::Blocked,
             (OverallStatus::PartialSuccess, _) => OverallStatus::PartialSuccess,
             (OverallStatus::Failed, OnFailure::Fail) => OverallStatus::Failed,
             (OverallStatus::Failed, OnFailure::Warn) => {
@@ -676,7 +721,100 @@ pub fn run(
     }
     setup.finished_at = now();
     setup.duration_ms = started.elapsed().as_millis() as u64;
+    if let Some(before) = untracked_before {
+        setup.created_files = exclude_created(&repo, &before, &opts.base_env)?;
+    }
     finish(opts, &repo, selected, setup, verification, false)
+}
+
+/// Failures a fallback rung may get around (a broken build backend, a package
+/// manager that corepack cannot fetch); not a missing tool, a full disk or a
+/// policy refusal.
+fn has_fallback(kind: ErrorKind) -> bool {
+    match kind {
+        ErrorKind::CommandFailed
+        | ErrorKind::PackageNotFound
+        | ErrorKind::VersionConflict
+        | ErrorKind::ConfigSyntaxError
+        | ErrorKind::LockfileOutOfSync
+        | ErrorKind::RuntimeUnavailable
+        | ErrorKind::RegistryUnreachable
+        | ErrorKind::PermissionDenied
+        | ErrorKind::NetworkError
+        | ErrorKind::TemporaryServerError => true,
+        ErrorKind::LockContention
+        | ErrorKind::PolicyViolation
+        | ErrorKind::ToolMissing
+        | ErrorKind::DiskFull
+        | ErrorKind::OutOfMemory
+        | ErrorKind::CommandTimeout
+        | ErrorKind::SpawnFailed => false,
+    }
+}
+
+/// `install_rung` when the project's editable install worked.
+pub const INSTALL_RUNG_EDITABLE: &str = "editable";
+/// `install_rung` when it failed and the fallback ran: dependencies installed
+/// without the project, the project importable from its directory (`.pth`).
+pub const INSTALL_RUNG_FALLBACK: &str = "dependencies_without_project";
+
+fn git(repo: &Path, args: &[&str], base: &BTreeMap<String, String>) -> Option<String> {
+    let spec = CommandSpec::program("git", args.iter().map(|a| a.to_string()), repo)
+        .env(base.clone())
+        .timeout(Duration::from_secs(60));
+    let out = run_command(&spec).ok()?;
+    out.success().then_some(out.stdout_tail)
+}
+
+/// Untracked paths of the work tree (`None` outside a git repository).
+fn git_untracked(repo: &Path, base: &BTreeMap<String, String>) -> Option<Vec<String>> {
+    let out = git(
+        repo,
+        &["status", "--porcelain", "--untracked-files=normal"],
+        base,
+    )?;
+    Some(
+        out.lines()
+            .filter_map(|l| l.strip_prefix("?? "))
+            .map(|p| p.trim_matches('"').to_string())
+            .collect(),
+    )
+}
+
+/// Setup must leave `git status` clean: what it created (`*.egg-info/`, a
+/// generated `Cargo.lock`, build directories) goes into `.git/info/exclude`,
+/// which is local to this clone and never committed. Returns those paths.
+fn exclude_created(
+    repo: &Path,
+    before: &[String],
+    base: &BTreeMap<String, String>,
+) -> Result<Vec<String>, EnvError> {
+    let Some(after) = git_untracked(repo, base) else {
+        return Ok(Vec::new());
+    };
+    let created: Vec<String> = after.into_iter().filter(|p| !before.contains(p)).collect();
+    if created.is_empty() {
+        return Ok(created);
+    }
+    let Some(rel) = git(repo, &["rev-parse", "--git-path", "info/exclude"], base) else {
+        return Ok(created);
+    };
+    let exclude = repo.join(rel.trim());
+    let mut text = dandori_fs::read_to_string(&exclude).unwrap_or_default();
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    for p in &created {
+        let line = format!("/{p}");
+        if !text.lines().any(|l| l == line) {
+            text.push_str(&format!("{line}\n"));
+        }
+    }
+    if let Some(parent) = exclude.parent() {
+        dandori_fs::create_dir_all(parent)?;
+    }
+    dandori_fs::write_atomic(&exclude, text)?;
+    Ok(created)
 }
 
 fn skipped_verification(
@@ -716,8 +854,14 @@ fn finish(
     let mut warnings = setup.warnings.clone();
     warnings.extend(verification.warnings.iter().cloned());
     let errors = setup.errors.clone();
-    let proceed = status != OverallStatus::Failed;
-    let handover = handover(repo, &setup, &warnings, proceed);
+    let proceed = !matches!(status, OverallStatus::Failed | OverallStatus::Blocked);
+    // Ready only when every required check passed (on_failure: warn lets the
+    // run proceed, but does not make a failed check pass).
+    let required_failed = verification
+        .verification_results
+        .iter()
+        .any(|v| v.required && v.status != "success");
+    let handover = handover(repo, &setup, &warnings, proceed && !required_failed);
 
     records::write_json(&opts.record_dir, records::SETUP_FILE, &setup)?;
     records::write_json(&opts.record_dir, records::VERIFICATION_FILE, &verification)?;

@@ -79,7 +79,7 @@ impl TokenUsage {
 }
 
 /// Coverage of the acceptance criteria after the steps ran (seed 001 §10.5).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CoverageResult {
     pub overall_coverage: f64,
     pub critical_gaps: Vec<String>,
@@ -115,7 +115,7 @@ pub struct FollowUp {
     pub reason_code: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub goal_achieved: bool,
     pub tasks_completed: usize,
@@ -128,11 +128,11 @@ pub struct Summary {
     pub reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub current_state: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recommendations: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepSummary {
     pub step_id: String,
     pub title: String,
@@ -149,8 +149,10 @@ pub struct StepSummary {
 
 /// The completion record: seed 000's `{"phase": "completion", …}` plus the run's
 /// steps. `dandori run --json` prints it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Completion {
+    /// Always `"completion"` (read back from a trace as such).
+    #[serde(skip_deserializing, default = "completion_phase")]
     pub phase: &'static str,
     pub status: CompletionStatus,
     pub summary: Summary,
@@ -166,6 +168,11 @@ pub struct Completion {
     pub tokens: TokenUsage,
     pub environment: Value,
     pub exit_code: u8,
+}
+
+/// `phase` of a completion read back (from `EXECUTION_END` in trace.jsonl).
+fn completion_phase() -> &'static str {
+    "completion"
 }
 
 /// The next action a human should take for a step stopped with `code`.
@@ -185,6 +192,9 @@ pub fn next_action(step_id: &str, code: &str) -> String {
         }
         reason::AGENT_FAILED | reason::AGENT_TIMEOUT => format!(
             "{step_id}: read logs/step.{step_id}.agent.log; check the agent command and its login"
+        ),
+        reason::STEP_NO_CHANGE => format!(
+            "{step_id}: the agent changed nothing under scope.target_paths; read logs/step.{step_id}.agent.log, or mark the step check-only (role reviewer/qa, expected_diff.lines_max 0), then `dandori resume`"
         ),
         reason::MERGE_CONFLICT => format!(
             "{step_id}: its change conflicts with an earlier step; add a dependency between them and plan again"

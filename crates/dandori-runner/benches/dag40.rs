@@ -1,11 +1,15 @@
 //! A 40-step DAG (8 levels of 5 steps, each step depending on two steps of the level
-//! above) run by a fake executor of fixed latency, on a real temporary git
-//! repository with real worktrees, commits and cherry-picks.
+//! above) run by a fake executor of fixed latency, on real generated git
+//! repositories (40, 5 000 and 20 000 files) with real worktrees, commits and merges.
 //!
-//! Reported (stderr, one run each, then criterion's timing):
-//! * wall time ÷ the critical-path bound (8 levels × latency) with 5 workers;
-//! * dandori's own overhead per step: a zero-latency executor with one worker,
-//!   wall time ÷ 40.
+//! Reported (stderr, one run each, then criterion's timing of the smallest case):
+//! for every repository size, latency per step and worker count, the wall time and
+//! wall ÷ the critical-path bound (8 levels × latency with 5 workers, 40 steps ×
+//! latency with 1 worker); dandori's own overhead per step is the zero-latency run
+//! with one worker, wall ÷ 40.
+//!
+//! `DANDORI_BENCH_FILES` (default `40,5000,20000`), `DANDORI_BENCH_LATENCY_MS`
+//! (default `1000,200,0`) and `DANDORI_BENCH_WORKERS` (default `1,5`) choose the grid.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
@@ -98,8 +102,15 @@ fn plan() -> serde_json::Value {
     })
 }
 
-/// A fresh repository with the plan; returns (tempdir guard, repo, run dir).
-fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
+/// A repository of `files` files (spread over 200 × 13 directories, like a real
+/// source tree) committed on `main`.
+struct BenchRepo {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    run_dir: PathBuf,
+}
+
+fn generate(files: usize) -> BenchRepo {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
@@ -107,16 +118,36 @@ fn setup() -> (tempfile::TempDir, PathBuf, PathBuf) {
     git(&repo, &["config", "user.name", "Bench"]);
     git(&repo, &["config", "user.email", "bench@example.invalid"]);
     std::fs::write(repo.join("README.md"), "bench\n").unwrap();
+    for i in 1..files {
+        let d = repo.join(format!("d{}/e{}", i % 200, i % 13));
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
+    }
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-q", "-m", "initial"]);
     let run_dir = repo.join(".dandori/runs/RQ-B/bench");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    std::fs::write(run_dir.join("planning.json"), plan().to_string()).unwrap();
-    (dir, repo, run_dir)
+    BenchRepo {
+        _dir: dir,
+        repo,
+        run_dir,
+    }
 }
 
-fn run_once(latency: Duration, workers: u32) -> Duration {
-    let (_guard, repo, run_dir) = setup();
+/// Back to `main` with no work branch and a fresh run directory.
+fn reset(r: &BenchRepo) {
+    git(&r.repo, &["checkout", "-q", "main"]);
+    let _ = Command::new("git")
+        .args(["branch", "-q", "-D", "dandori/bench"])
+        .current_dir(&r.repo)
+        .output();
+    let _ = std::fs::remove_dir_all(&r.run_dir);
+    git(&r.repo, &["worktree", "prune"]);
+    std::fs::create_dir_all(&r.run_dir).unwrap();
+    std::fs::write(r.run_dir.join("planning.json"), plan().to_string()).unwrap();
+}
+
+fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> Duration {
+    reset(r);
     let mut config = Config::default();
     config.runner.max_parallel_workers = workers;
     config.planning.reflection.enabled = false;
@@ -126,8 +157,8 @@ fn run_once(latency: Duration, workers: u32) -> Duration {
         std::env::var("PATH").unwrap_or_default(),
     );
     let opts = RunOptions {
-        target: run_dir,
-        repo,
+        target: r.run_dir.clone(),
+        repo: r.repo.clone(),
         config,
         executor: None,
         executor_override: Some(Arc::new(FixedLatency(latency))),
@@ -144,50 +175,61 @@ fn run_once(latency: Duration, workers: u32) -> Duration {
     wall
 }
 
-/// Latencies per step from `DANDORI_BENCH_LATENCY_MS` (comma-separated), default
-/// 1000 and 200; criterion times the first.
-fn latencies() -> Vec<Duration> {
-    let v = std::env::var("DANDORI_BENCH_LATENCY_MS").unwrap_or_else(|_| "1000,200".to_string());
-    let ms: Vec<Duration> = v
+fn grid(var: &str, default: &str) -> Vec<u64> {
+    std::env::var(var)
+        .unwrap_or_else(|_| default.to_string())
         .split(',')
         .filter_map(|x| x.trim().parse().ok())
-        .map(Duration::from_millis)
-        .collect();
-    if ms.is_empty() {
-        vec![Duration::from_millis(1000)]
-    } else {
-        ms
-    }
+        .collect()
 }
 
 fn bench(c: &mut Criterion) {
-    let lats = latencies();
-    let lat = lats[0];
-    // The longest dependency chain has LEVELS steps, each taking at least `l`.
-    for &l in &lats {
-        let bound = l * LEVELS as u32;
-        let wall = run_once(l, WIDTH as u32);
-        eprintln!(
-            "dag40: latency {} ms, {WIDTH} workers: wall {:.2} s / critical-path bound {:.2} s = {:.3}",
-            l.as_millis(),
-            wall.as_secs_f64(),
-            bound.as_secs_f64(),
-            wall.as_secs_f64() / bound.as_secs_f64()
-        );
+    let files = grid("DANDORI_BENCH_FILES", "40,5000,20000");
+    let latencies = grid("DANDORI_BENCH_LATENCY_MS", "1000,200,0");
+    let workers = grid("DANDORI_BENCH_WORKERS", "1,5");
+    for &n in &files {
+        let r = generate(n as usize);
+        for &ms in &latencies {
+            for &w in &workers {
+                let l = Duration::from_millis(ms);
+                let wall = run_once(&r, l, w as u32);
+                // The longest chain has LEVELS steps; one worker runs all 40 in a row.
+                let chain = if w as usize >= WIDTH {
+                    LEVELS
+                } else {
+                    LEVELS * WIDTH
+                };
+                let bound = l * chain as u32;
+                let ratio = if bound.is_zero() {
+                    "-".to_string()
+                } else {
+                    format!("{:.3}", wall.as_secs_f64() / bound.as_secs_f64())
+                };
+                eprintln!(
+                    "dag40: {n} files, latency {ms} ms, {w} workers: wall {:.2} s, bound {:.2} s, ratio {ratio}{}",
+                    wall.as_secs_f64(),
+                    bound.as_secs_f64(),
+                    if ms == 0 && w == 1 {
+                        format!(
+                            ", overhead per step {:.1} ms",
+                            wall.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64
+                        )
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
     }
-    let overhead = run_once(Duration::ZERO, 1);
-    eprintln!(
-        "dag40: overhead per step (zero latency, 1 worker): {:.1} ms ({:.2} s / 40 steps)",
-        overhead.as_secs_f64() * 1000.0 / 40.0,
-        overhead.as_secs_f64()
-    );
+    let small = generate(40);
     let mut g = c.benchmark_group("dag40");
     g.sample_size(10);
-    g.bench_function("zero_latency_1_worker", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_once(Duration::ZERO, 1)).sum())
-    });
-    g.bench_function("fixed_latency_5_workers", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_once(lat, WIDTH as u32)).sum())
+    g.bench_function("zero_latency_1_worker_40_files", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| run_once(&small, Duration::ZERO, 1))
+                .sum()
+        })
     });
     g.finish();
 }

@@ -9,7 +9,8 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CoverageInput {
     pub acceptance_criteria: Vec<String>,
-    /// ACs linked by a step that is done.
+    /// ACs verified by a done step: its unit / e2e commands (or, without any, the
+    /// runner's checks of a non-empty change) ran after its change and passed.
     pub covered: Vec<String>,
     /// ACs linked by no step at all (a gap in the plan, fixable by a follow-up).
     pub unplanned: Vec<String>,
@@ -21,10 +22,31 @@ pub struct CoverageInput {
 
 pub use dandori_report::CoverageResult;
 
+/// Why an acceptance criterion is (not) covered: the verifications of the done
+/// steps linking it, as they ran after the change (seed 001 §10.5–10.8).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AcEvidence {
+    pub ac: String,
+    pub covered: bool,
+    /// Steps linking the AC and their state, when none verified it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<String>,
+    pub evidence: Vec<EvidenceItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EvidenceItem {
+    pub step_id: String,
+    pub kind: String,
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub log: String,
+}
+
 /// Below this many committed lines a high coverage claim is not trusted (rule 4).
 const MIN_SYNTHESIS_LINES: u64 = 5;
 
-/// The deterministic assessment: coverage is the share of ACs with a done step.
+/// The deterministic assessment: coverage is the share of ACs with evidence.
 pub fn assess(input: &CoverageInput) -> CoverageResult {
     let total = input.acceptance_criteria.len().max(1) as f64;
     let covered = input

@@ -11,6 +11,8 @@ pub const TRAILER_RUN: &str = "Dandori-Run";
 pub const TRAILER_STEP: &str = "Dandori-Step";
 pub const TRAILER_PART: &str = "Dandori-Part";
 pub const TRAILER_AC: &str = "Dandori-AC";
+/// One verification that ran after the step's change: `<kind> exit=<code> <command>`.
+pub const TRAILER_CHECK: &str = "Dandori-Check";
 
 /// `git worktree add` reads every other worktree's admin directory and fails when
 /// one is being created or removed at the same moment, so worktree changes (and the
@@ -29,6 +31,9 @@ fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
+    /// Author and committer date of every commit this handle creates, so the same
+    /// plan and the same changes give the same commit hashes whatever the timing.
+    fixed_date: Option<String>,
 }
 
 /// A commit on the work branch carrying dandori trailers.
@@ -39,6 +44,8 @@ pub struct StepCommit {
     pub step_id: String,
     /// `(i, k)` for part i of k of a split step.
     pub part: Option<(u32, u32)>,
+    /// The `Dandori-Check` trailers: what verified the step, and how it ended.
+    pub checks: Vec<String>,
 }
 
 impl StepCommit {
@@ -53,7 +60,16 @@ impl StepCommit {
 
 impl Git {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Git { dir: dir.into() }
+        Git {
+            dir: dir.into(),
+            fixed_date: None,
+        }
+    }
+
+    /// This handle with every commit it creates dated `date` (RFC 3339).
+    pub fn with_fixed_date(mut self, date: &str) -> Self {
+        self.fixed_date = Some(date.to_string());
+        self
     }
 
     pub fn dir(&self) -> &Path {
@@ -72,12 +88,17 @@ impl Git {
 
     /// Runs git and returns (success, stdout, stderr).
     pub fn output(&self, args: &[&str]) -> Result<(bool, String, String), RunnerError> {
-        let out = Command::new("git")
-            .args(args)
+        let mut cmd = Command::new("git");
+        cmd.args(args)
             .current_dir(&self.dir)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C")
-            .stdin(Stdio::null())
+            .stdin(Stdio::null());
+        if let Some(date) = &self.fixed_date {
+            cmd.env("GIT_AUTHOR_DATE", date)
+                .env("GIT_COMMITTER_DATE", date);
+        }
+        let out = cmd
             .output()
             .map_err(|e| self.err(args, format!("could not start git: {e}")))?;
         Ok((
@@ -227,6 +248,7 @@ impl Git {
             let mut run_id = None;
             let mut step_id = None;
             let mut part = None;
+            let mut checks = Vec::new();
             for line in body.lines() {
                 if let Some((k, v)) = line.split_once(": ") {
                     let v = v.trim().to_string();
@@ -238,6 +260,7 @@ impl Git {
                                 Some((i.trim().parse().ok()?, k.trim().parse().ok()?))
                             })
                         }
+                        TRAILER_CHECK => checks.push(v),
                         _ => {}
                     }
                 }
@@ -248,6 +271,7 @@ impl Git {
                     run_id,
                     step_id,
                     part,
+                    checks,
                 });
             }
         }
@@ -258,6 +282,73 @@ impl Git {
         let p = path.to_string_lossy();
         let _turn = worktree_lock();
         self.run(&["worktree", "add", "--quiet", "--detach", &p, rev])?;
+        Ok(())
+    }
+
+    /// Moves a worktree to `rev`, whatever state a previous step left it in: files
+    /// that differ between its HEAD and `rev` are rewritten (git compares stat data,
+    /// it does not rewrite the others), changes and every untracked or ignored file
+    /// are removed, so the worktree is what a fresh `git worktree add` would give.
+    pub fn move_worktree(&self, rev: &str) -> Result<(), RunnerError> {
+        self.run(&["reset", "--quiet", "--hard", rev])?;
+        self.run(&["clean", "-ffdxq"])?;
+        Ok(())
+    }
+
+    /// The commit holding both `a` and `b`: one of them when it contains the other,
+    /// otherwise a merge commit (parents `a`, `b`, dated by this handle) of the tree
+    /// `git merge-tree` writes. `None` when they conflict.
+    pub fn merge_commits(
+        &self,
+        a: &str,
+        b: &str,
+        message: &str,
+    ) -> Result<Option<String>, RunnerError> {
+        let base = self.run(&["merge-base", a, b])?;
+        let base = base.trim();
+        if base == b {
+            return Ok(Some(a.to_string()));
+        }
+        if base == a {
+            return Ok(Some(b.to_string()));
+        }
+        let (ok, out, _) = self.output(&["merge-tree", "--write-tree", "--no-messages", a, b])?;
+        if !ok {
+            return Ok(None);
+        }
+        let tree = out.lines().next().unwrap_or_default().trim().to_string();
+        let commit = self.run(&["commit-tree", &tree, "-p", a, "-p", b, "-m", message])?;
+        Ok(Some(commit.trim().to_string()))
+    }
+
+    /// Folds `commits` (each named by its step, in the order given) into one commit
+    /// with [`Git::merge_commits`]; merge messages say `what` and which steps they
+    /// hold. `None` when two of them conflict.
+    pub fn merge_all(
+        &self,
+        commits: &[(String, String)],
+        what: &str,
+    ) -> Result<Option<String>, RunnerError> {
+        let mut iter = commits.iter();
+        let Some((first_id, first)) = iter.next() else {
+            return Ok(None);
+        };
+        let mut acc = first.clone();
+        let mut merged = vec![first_id.as_str()];
+        for (id, commit) in iter {
+            merged.push(id);
+            let message = format!("dandori: {what}: merge {}", merged.join(", "));
+            match self.merge_commits(&acc, commit, &message)? {
+                Some(c) => acc = c,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(acc))
+    }
+
+    /// Points `refs/heads/<branch>` at `commit` without touching any worktree.
+    pub fn set_branch(&self, branch: &str, commit: &str) -> Result<(), RunnerError> {
+        self.run(&["update-ref", &format!("refs/heads/{branch}"), commit])?;
         Ok(())
     }
 

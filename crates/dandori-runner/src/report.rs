@@ -7,6 +7,7 @@ use dandori_plan::{Planning, Stage};
 use dandori_report::{StepMetrics, errors, markdown};
 
 use crate::completion::{Completion, StepTiming};
+use crate::coverage::AcEvidence;
 use crate::error::RunnerError;
 use crate::plan::RunPaths;
 use crate::step::StepReport;
@@ -19,6 +20,7 @@ pub struct ReportInput<'a> {
     pub completion: &'a Completion,
     pub preds: &'a [BTreeSet<usize>],
     pub paths: &'a RunPaths,
+    pub ac_evidence: &'a [AcEvidence],
 }
 
 /// What report.md shows of each step report.
@@ -40,13 +42,61 @@ fn metrics(reports: &BTreeMap<String, StepReport>) -> BTreeMap<String, StepMetri
 }
 
 pub fn render(i: &ReportInput<'_>) -> String {
-    markdown::render(&markdown::ReportInput {
+    let mut md = markdown::render(&markdown::ReportInput {
         planning: i.planning,
         completion: i.completion,
         metrics: &metrics(i.reports),
         timings: i.timings,
         preds: i.preds,
-    })
+    });
+    md.push_str(&evidence_section(i.ac_evidence, &i.paths.run_dir));
+    md
+}
+
+/// Per acceptance criterion: covered or not, and the verifications that say so
+/// (command, exit code, log), paths relative to the run directory.
+fn evidence_section(evidence: &[AcEvidence], run_dir: &std::path::Path) -> String {
+    if evidence.is_empty() {
+        return String::new();
+    }
+    let rel = |p: &str| {
+        std::path::Path::new(p)
+            .strip_prefix(run_dir)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| p.to_string())
+    };
+    let mut md = String::from(
+        "\n## Acceptance criteria evidence\n\n| AC | covered | step | check | command | exit | log |\n|---|---|---|---|---|---|---|\n",
+    );
+    for e in evidence {
+        let covered = if e.covered { "yes" } else { "**no**" };
+        if e.evidence.is_empty() {
+            md.push_str(&format!(
+                "| {} | {covered} | {} | — | — | — | — |\n",
+                e.ac,
+                if e.missing.is_empty() {
+                    "no step links it".to_string()
+                } else {
+                    e.missing.join("; ")
+                }
+            ));
+        }
+        for x in &e.evidence {
+            let exit = x
+                .exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "timeout".to_string());
+            md.push_str(&format!(
+                "| {} | {covered} | {} | {} | `{}` | {exit} | `{}` |\n",
+                e.ac,
+                x.step_id,
+                x.kind,
+                x.command.replace('|', "\\|").replace('`', "'"),
+                rel(&x.log)
+            ));
+        }
+    }
+    md
 }
 
 pub fn write(i: &ReportInput<'_>) -> Result<(), RunnerError> {

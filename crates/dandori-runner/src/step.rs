@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use dandori_plan::{Planning, Step};
+use dandori_plan::{Planning, Role, Step};
 use dandori_trace::TraceWriter;
 use serde_json::{Value, json};
 
 use crate::error::RunnerError;
 use crate::executor::{ExecOutcome, ExecRequest, Executor, TokenUsage};
-use crate::git::{Git, TRAILER_AC, TRAILER_PART, TRAILER_RUN, TRAILER_STEP};
+use crate::git::{Git, TRAILER_AC, TRAILER_CHECK, TRAILER_PART, TRAILER_RUN, TRAILER_STEP};
 use crate::plan::RunPaths;
 use crate::prompt::{self, Feedback};
 use crate::reflection::{self, ReflectionStatus, Trigger};
@@ -67,9 +67,95 @@ pub struct StepReport {
     pub duration: Duration,
     /// Why the report says what it says (for report.md next actions).
     pub notes: Vec<String>,
-    /// The commit the step's worktree started at, when the coordinator chose it (the
-    /// work branch tip); the coordinator fast-forwards when the tip has not moved.
+    /// The commit the step's worktree started at.
     pub base: Option<String>,
+    /// The verifications that ran after the step's last change (recorded in its
+    /// commit as `Dandori-Check` trailers): the evidence its ACs are covered.
+    pub checks: Vec<Check>,
+}
+
+impl StepReport {
+    /// A report of nothing measured yet.
+    fn new(index: usize, step_id: &str, result: StepResult, base: Option<&str>) -> StepReport {
+        StepReport {
+            index,
+            step_id: step_id.to_string(),
+            result,
+            tokens: TokenUsage::default(),
+            diff_lines: 0,
+            files_changed: Vec::new(),
+            autofix_cycles: 0,
+            splits: 0,
+            unit_passed: None,
+            duration: Duration::ZERO,
+            notes: Vec::new(),
+            base: base.map(str::to_string),
+            checks: Vec::new(),
+        }
+    }
+}
+
+/// One verification of a step: `kind` is `unit`, `e2e`, or `diff` (the runner's own
+/// checks of a step without commands: a change within scope, under the size limit,
+/// outside forbidden paths); `exit_code` is `None` on a timeout.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Check {
+    pub kind: String,
+    pub command: String,
+    pub exit_code: Option<i32>,
+}
+
+impl Check {
+    pub fn passed(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+
+    /// The `Dandori-Check` trailer value.
+    pub fn trailer(&self) -> String {
+        let exit = match self.exit_code {
+            Some(c) => c.to_string(),
+            None => "timeout".to_string(),
+        };
+        let command: String = self
+            .command
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        format!("{} exit={exit} {command}", self.kind)
+    }
+
+    /// Parses [`Check::trailer`]; `None` for anything else.
+    pub fn parse(trailer: &str) -> Option<Check> {
+        let (kind, rest) = trailer.split_once(' ')?;
+        let (exit, command) = rest.strip_prefix("exit=")?.split_once(' ')?;
+        Some(Check {
+            kind: kind.to_string(),
+            command: command.to_string(),
+            exit_code: match exit {
+                "timeout" => None,
+                c => Some(c.parse().ok()?),
+            },
+        })
+    }
+}
+
+/// A step that verifies instead of changing files (seed 004 `role` `reviewer` or
+/// `qa`, or `expected_diff.lines_max` 0): an empty diff is its expected outcome.
+pub fn check_only(step: &Step) -> bool {
+    matches!(step.role, Role::Reviewer | Role::Qa) || step.expected_diff.lines_max == 0
+}
+
+/// Whether `file` (repository-relative) lies under one of `targets` (files or
+/// directories; a glob counts from its first wildcard's directory).
+fn in_targets(file: &str, targets: &[String]) -> bool {
+    targets.iter().any(|t| {
+        let t = match t.find(['*', '?', '[']) {
+            Some(i) => t[..i].rsplit_once('/').map_or("", |(d, _)| d),
+            None => t.as_str(),
+        };
+        let t = t.trim_start_matches("./").trim_end_matches('/');
+        t.is_empty() || t == "." || file == t || file.starts_with(&format!("{t}/"))
+    })
 }
 
 /// Where the step's worktree lives. The attempt number is part of the path, so an
@@ -90,38 +176,88 @@ struct Worker<'c, 'a> {
     staged_patch: Option<String>,
 }
 
-/// Adds `worktree` (detached at `rev` of the repository `main`), then runs the step
-/// in it. Worktrees are added by the workers, in parallel.
-pub fn run_step_in_new_worktree<'a>(
+/// Where a step starts: the commits it builds on, oldest dependency first, each
+/// named by the step that made it (the base commit of the run is named `base`).
+/// The step's base is their deterministic merge, so it depends on the plan and on
+/// what the dependencies produced, never on which step finished first.
+pub struct StepBase<'b> {
+    pub commits: &'b [(String, String)],
+    /// The repository the run's worktrees belong to.
+    pub main: &'b Git,
+}
+
+/// Folds `base.commits` into one commit (merge commits dated by the plan), moves the
+/// pool `worktree` there (or adds it when it does not exist yet), then runs the step.
+pub fn run_step_on_base<'a>(
     cx: &StepContext<'a>,
     index: usize,
     step: &'a Step,
-    main: &Git,
-    rev: &str,
+    base: &StepBase<'_>,
     worktree: &Path,
 ) -> StepReport {
-    match main.add_worktree(worktree, rev) {
-        Ok(()) => run_step_at(cx, index, step, worktree, Some(rev)),
-        Err(e) => StepReport {
+    let prepared = fold_base(cx, step, base).and_then(|rev| match rev {
+        Some(rev) => {
+            if worktree.join(".git").exists() {
+                Git::new(worktree).move_worktree(&rev)?;
+            } else {
+                base.main.add_worktree(worktree, &rev)?;
+            }
+            Ok(Ok(rev))
+        }
+        None => Ok(Err(())),
+    });
+    let failed = |reason_code: &'static str, message: String, note: &str| StepReport {
+        notes: vec![note.to_string()],
+        ..StepReport::new(
             index,
-            step_id: step.step_id.clone(),
-            result: StepResult::Failed {
-                reason_code: e.reason_code(),
-                message: e.to_string(),
+            &step.step_id,
+            StepResult::Failed {
+                reason_code,
+                message,
             },
-            tokens: TokenUsage::default(),
-            diff_lines: 0,
-            files_changed: Vec::new(),
-            autofix_cycles: 0,
-            splits: 0,
-            unit_passed: None,
-            duration: Duration::ZERO,
-            notes: vec![
-                "the step's worktree could not be created; `dandori resume` retries".to_string(),
-            ],
-            base: None,
-        },
+            None,
+        )
+    };
+    match prepared {
+        Ok(Ok(rev)) => run_step_at(cx, index, step, worktree, Some(&rev)),
+        Ok(Err(())) => failed(
+            reason::MERGE_CONFLICT,
+            format!(
+                "the commits of {} conflict with each other",
+                base.commits
+                    .iter()
+                    .map(|(id, _)| id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "the step's dependencies changed the same lines; make one depend on the other in the plan",
+        ),
+        Err(e) => failed(
+            e.reason_code(),
+            e.to_string(),
+            "the step's worktree could not be prepared; `dandori resume` retries",
+        ),
     }
+}
+
+/// The author and committer date of every commit of the run: the plan's
+/// `created_at` (a fixed, valid date when it is not RFC 3339), so commit hashes
+/// depend on the plan and the changes only.
+pub fn commit_date(planning: &Planning) -> String {
+    match chrono::DateTime::parse_from_rfc3339(&planning.created_at) {
+        Ok(t) => t.to_rfc3339(),
+        Err(_) => "2000-01-01T00:00:00+00:00".to_string(),
+    }
+}
+
+/// The merge of the step's base commits, in the order given; `None` on a conflict.
+fn fold_base(
+    cx: &StepContext<'_>,
+    step: &Step,
+    base: &StepBase<'_>,
+) -> Result<Option<String>, RunnerError> {
+    let git = base.main.clone().with_fixed_date(&commit_date(cx.planning));
+    git.merge_all(base.commits, &format!("base of {}", step.step_id))
 }
 
 /// Runs `step` (index `index` in the plan; follow-up steps have none) in `worktree`.
@@ -147,26 +283,18 @@ fn run_step_at<'a>(
     let mut w = Worker {
         cx,
         step,
-        git: Git::new(worktree),
+        git: Git::new(worktree).with_fixed_date(&commit_date(cx.planning)),
         wt: worktree,
         base: base.map(str::to_string),
         staged_patch: None,
-        report: StepReport {
+        report: StepReport::new(
             index,
-            step_id: step.step_id.clone(),
-            result: StepResult::Committed {
+            &step.step_id,
+            StepResult::Committed {
                 commits: Vec::new(),
             },
-            tokens: TokenUsage::default(),
-            diff_lines: 0,
-            files_changed: Vec::new(),
-            autofix_cycles: 0,
-            splits: 0,
-            unit_passed: None,
-            duration: Duration::ZERO,
-            notes: Vec::new(),
-            base: base.map(str::to_string),
-        },
+            base,
+        ),
     };
     let result = match w.run() {
         Ok(r) => r,
@@ -314,6 +442,9 @@ impl Worker<'_, '_> {
                 let (lines, files, patch) = self.git.staged_numstat()?;
                 self.staged_patch = (parts == 1).then_some(patch);
                 if let Some(r) = self.check_forbidden(&files) {
+                    return Ok(r);
+                }
+                if let Some(r) = self.check_changed(&files) {
                     return Ok(r);
                 }
                 if lines > self.limit() {
@@ -484,6 +615,32 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// Seed 001 §10.5: a step that had to change files and changed none of its
+    /// targets did not do its work, whatever the agent said (`STEP_NO_CHANGE`).
+    fn check_changed(&mut self, files: &[String]) -> Option<StepResult> {
+        if check_only(self.step) {
+            return None;
+        }
+        let targets = &self.step.scope.target_paths;
+        if files.iter().any(|f| in_targets(f, targets)) {
+            return None;
+        }
+        let message = if files.is_empty() {
+            "the agent finished without changing any file".to_string()
+        } else {
+            format!(
+                "the agent changed only files outside scope.target_paths ({}): {}",
+                targets.join(", "),
+                files.join(", ")
+            )
+        };
+        self.report.files_changed = files.to_vec();
+        Some(StepResult::Failed {
+            reason_code: reason::STEP_NO_CHANGE,
+            message,
+        })
+    }
+
     fn check_forbidden(&self, files: &[String]) -> Option<StepResult> {
         let forbidden = self.step.scope.forbidden_paths.as_deref().unwrap_or(&[]);
         let hit: Vec<&String> = files
@@ -522,6 +679,17 @@ impl Worker<'_, '_> {
             commands.extend(self.e2e_commands());
         }
         if commands.is_empty() {
+            if self.report.diff_lines > 0 {
+                self.report.checks = vec![Check {
+                    kind: "diff".to_string(),
+                    command: format!(
+                        "{} lines in {} files within scope (no unit or e2e command)",
+                        self.report.diff_lines,
+                        self.report.files_changed.len()
+                    ),
+                    exit_code: Some(0),
+                }];
+            }
             return Ok(None);
         }
         if let Some(bad) = commands.iter().find(|c| invokes_gh(c)) {
@@ -630,8 +798,10 @@ impl Worker<'_, '_> {
     }
 
     /// Runs every unit command; `Some((output, timed_out))` on the first failure.
-    fn run_units(&self, commands: &[String]) -> Result<Option<(String, bool)>, RunnerError> {
+    fn run_units(&mut self, commands: &[String]) -> Result<Option<(String, bool)>, RunnerError> {
         let log = self.cx.paths.step_log(self.step_id(), "unit");
+        let e2e = self.e2e_commands();
+        self.report.checks.clear();
         let timeout = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
         for cmd in commands {
             let argv = vec!["sh".to_string(), "-c".to_string(), cmd.clone()];
@@ -650,6 +820,11 @@ impl Worker<'_, '_> {
                        "log": out.log}),
             );
             self.action_done(cmd, out.success());
+            self.report.checks.push(Check {
+                kind: if e2e.contains(cmd) { "e2e" } else { "unit" }.to_string(),
+                command: cmd.clone(),
+                exit_code: if out.timed_out { None } else { out.exit_code },
+            });
             if !out.success() {
                 return Ok(Some((format!("$ {cmd}\n{}", out.tail), out.timed_out)));
             }
@@ -679,6 +854,9 @@ impl Worker<'_, '_> {
         }
         if !acs.is_empty() {
             m.push_str(&format!("{TRAILER_AC}: {acs}\n"));
+        }
+        for c in &self.report.checks {
+            m.push_str(&format!("{TRAILER_CHECK}: {}\n", c.trailer()));
         }
         m
     }

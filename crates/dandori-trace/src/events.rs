@@ -8,3 +8,7 @@ pub const DEPENDENCY_ANALYSIS: &str = "DEPENDENCY_ANALYSIS";
 pub const EXECUTION_PLAN: &str = "EXECUTION_PLAN";
 pub const PLANNING_END: &str = "PLANNING_END";
 pub const PLANNING_SKIPPED: &str = "PLANNING_SKIPPED";
+/// Config settings that were ignored (an untrusted repository's widening keys, a
+/// broken file, a bad variable), recorded by `run` / `resume`; `plan` records them
+/// in `PLANNING_START.config_warnings`.
+pub const CONFIG_WARNING: &str = "CONFIG_WARNING";

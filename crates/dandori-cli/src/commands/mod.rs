@@ -12,9 +12,12 @@ mod demo;
 mod docs;
 mod env;
 mod graph;
+mod mcp;
 mod resume;
 mod run;
+mod runs;
 mod schema;
+mod trust;
 mod validate;
 
 use std::path::Path;
@@ -36,6 +39,7 @@ pub fn load_config(
         env: env.clone(),
         overrides: sets.to_vec(),
         task_type: None,
+        user_config_path: None,
     })
     .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     for w in &loaded.warnings {
@@ -99,5 +103,17 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Completions(args) => docs::completions(&args),
         // --
         Command::Man(args) => docs::man(&args),
+        // --
+        Command::Trust(args) => trust::trust(&args),
+        // --
+        Command::Mcp(args) => mcp::mcp(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Runs(args) => runs::runs(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Status(args) => runs::status(&args),
+        // --
+        Command::Report(args) => runs::report(&args),
+        // --
+        Command::Trace(args) => runs::trace(&args),
     }
 }

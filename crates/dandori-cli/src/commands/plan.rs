@@ -51,6 +51,8 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
                 warnings: Vec::new(),
                 config_file: None,
                 task_planning_file: None,
+                user_config_file: None,
+                repo_trusted: false,
             }
         }
     };

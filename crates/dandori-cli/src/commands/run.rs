@@ -105,7 +105,9 @@ fn execute(
         json,
     } = inv;
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
-    let config = super::load_config(config, sets, repo, &base_env)?.config;
+    let loaded = super::load_config(config, sets, repo, &base_env)?;
+    record_config_warnings(target, &loaded.warnings);
+    let config = loaded.config;
     let progress: Option<dandori_runner::Progress> = if json {
         None
     } else {
@@ -183,4 +185,35 @@ pub(crate) fn word<T: serde::Serialize>(status: &T) -> String {
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default()
+}
+
+/// Config warnings (ignored untrusted keys among them) go to the run's trace as
+/// well as stderr, so the audit record says what the repository tried to set.
+/// Best effort: a target that is no run directory is reported by the runner itself.
+fn record_config_warnings(target: &Path, warnings: &[dandori_config::ConfigWarning]) {
+    if warnings.is_empty() {
+        return;
+    }
+    let Ok(paths) = dandori_runner::plan::RunPaths::locate(target) else {
+        return;
+    };
+    let ids = dandori_fs::read_to_string(&paths.planning)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|v| {
+            let id = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+            (id("run_id"), id("request_id"))
+        })
+        .unwrap_or_default();
+    if let Ok(trace) = dandori_trace::TraceWriter::open(
+        &paths.trace,
+        ids.0,
+        ids.1,
+        dandori_trace::Masker::default(),
+    ) {
+        let _ = trace.emit(
+            dandori_trace::events::CONFIG_WARNING,
+            serde_json::json!({ "config_warnings": warnings }),
+        );
+    }
 }

@@ -26,6 +26,8 @@ fn fixture_copy(name: &str) -> tempfile::TempDir {
 fn dandori(args: &[&str], path: Option<&str>) -> (i32, String, String) {
     let mut c = Command::new(BIN);
     c.args(args);
+    // Never bootstrap into the user's cache from a test.
+    c.env("DANDORI_TOOLS_BOOTSTRAP", "0");
     if let Some(p) = path {
         c.env("PATH", p);
     }
@@ -77,7 +79,9 @@ fn blocked_environment_exits_3_with_a_report() {
     );
     assert_eq!(code, 3);
     let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["overall_status"], "failed");
+    assert_eq!(v["overall_status"], "blocked");
+    assert_eq!(v["setup_result"]["overall_status"], "blocked");
+    assert_eq!(v["handover"]["environment_ready"], false);
     assert_eq!(v["setup_result"]["blocked"]["code"], "ENV_TOOL_MISSING");
     assert!(
         repo.path()

@@ -6,6 +6,10 @@ mod first_run;
 // --
 mod graph;
 // --
+mod mcp;
+// --
+mod runs;
+// --
 mod plan;
 // --
 mod plan_llm;

@@ -180,7 +180,13 @@ fn outcome(f: &Fixture) -> Outcome {
         .filter(|r| !r.trim().is_empty())
         .map(|r| {
             let (t, b) = r.trim_start().split_once('\x1f').unwrap();
-            (b.trim().to_string(), t.to_string())
+            // Unit commands (in Dandori-Check trailers) name the fixture's temp dir.
+            let b: Vec<&str> = b
+                .trim()
+                .split(' ')
+                .map(|w| if w.starts_with("/tmp/") { "[tmp]" } else { w })
+                .collect();
+            (b.join(" "), t.to_string())
         })
         .collect();
     let stage: Value =

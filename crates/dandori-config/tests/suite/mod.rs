@@ -1,2 +1,3 @@
 mod load;
 mod schema;
+mod trust;

@@ -254,7 +254,7 @@ fn detected_go_without_a_toolchain_is_blocked_at_once() {
     let mut opts = SetupOptions::new(repo.path());
     opts.base_env = system_env();
     let out = setup::run(&sel, &opts).unwrap();
-    assert_eq!(out.overall_status, OverallStatus::Failed);
+    assert_eq!(out.overall_status, OverallStatus::Blocked);
     let b = out.setup_result.blocked.clone().unwrap();
     assert_eq!(b.code, ENV_TOOL_MISSING);
     assert!(b.reason.contains("`go` is not installed"), "{}", b.reason);
@@ -275,7 +275,7 @@ fn maven_without_its_registry_is_blocked_after_bounded_retries() {
     opts.config.execution.max_retries = 1;
     opts.backoff_base = Duration::from_millis(10);
     let out = setup::run(&sel, &opts).unwrap();
-    assert_eq!(out.overall_status, OverallStatus::Failed);
+    assert_eq!(out.overall_status, OverallStatus::Blocked);
     let kinds: Vec<Option<ErrorKind>> = out
         .setup_result
         .commands_executed

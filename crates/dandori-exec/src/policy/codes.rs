@@ -37,7 +37,8 @@ pub const POLICY_SHELL_FUNCTION: &str = "POLICY_SHELL_FUNCTION";
 /// Metacharacter abuse: consecutive or dangling operators (`;;`, `&& &&`, a
 /// trailing `|`), an empty command between operators.
 pub const POLICY_OPERATOR_ABUSE: &str = "POLICY_OPERATOR_ABUSE";
-/// A command sent to the background with `&`: it would outlive its check.
+/// A command sent to the background (`&`, `nohup`, `setsid`, `disown`,
+/// `screen`, `tmux`): it would outlive its check.
 pub const POLICY_BACKGROUND_PROCESS: &str = "POLICY_BACKGROUND_PROCESS";
 /// The program name itself is computed at run time (`$CMD`, `$(…)`).
 pub const POLICY_DYNAMIC_COMMAND: &str = "POLICY_DYNAMIC_COMMAND";
@@ -49,6 +50,36 @@ pub const POLICY_DANGEROUS_ENV: &str = "POLICY_DANGEROUS_ENV";
 pub const POLICY_FORBIDDEN_PATTERN: &str = "POLICY_FORBIDDEN_PATTERN";
 /// Command substitutions nested deeper than the policy follows.
 pub const POLICY_TOO_DEEP: &str = "POLICY_TOO_DEEP";
+
+/// A path outside the worktree in a read or write position: `..` that climbs out,
+/// the home directory, an absolute path outside the worktree and the temp dirs
+/// (writes), `cd` out of the worktree followed by a write.
+pub const POLICY_OUTSIDE_WORKTREE: &str = "POLICY_OUTSIDE_WORKTREE";
+/// An expansion the policy cannot resolve (`${X:-/}`, `$(…)`, an unknown
+/// variable, arguments read by `xargs`) in a destructive or write position.
+pub const POLICY_UNRESOLVED_EXPANSION: &str = "POLICY_UNRESOLVED_EXPANSION";
+/// A git option, config key or environment variable that makes git run a program
+/// (`-c core.pager=…`, `alias.x=!…`, `core.fsmonitor`, `core.sshCommand`,
+/// `core.hooksPath`, `filter.*`, `diff.external`, `GIT_SSH_COMMAND`, `--upload-pack`).
+pub const POLICY_GIT_EXEC_OPTION: &str = "POLICY_GIT_EXEC_OPTION";
+/// A write into `.git/` (hooks, config) or a deletion of it.
+pub const POLICY_GIT_INTERNALS: &str = "POLICY_GIT_INTERNALS";
+/// A read of secrets: environment dumps (`env`, `printenv`, `export -p`, `set`,
+/// `declare -x`), `/proc/*/environ`, secret-named variables (`$OPENAI_API_KEY`).
+pub const POLICY_SECRET_READ: &str = "POLICY_SECRET_READ";
+/// Changes that outlive the run: shell start-up files, `crontab`, `at`,
+/// `pip install --user`, `npm -g`, `git config --global`, `cargo install`,
+/// `rustup default`.
+pub const POLICY_PERSISTENCE: &str = "POLICY_PERSISTENCE";
+/// A symbolic or hard link to a path outside the worktree (`ln -s / r`).
+pub const POLICY_LINK_OUTSIDE: &str = "POLICY_LINK_OUTSIDE";
+/// Inline interpreter code (`python -c`, `node -e`, `perl -e`, `awk`, `sed e`)
+/// that runs programs, reads the environment, deletes files or names paths
+/// outside the worktree.
+pub const POLICY_INTERPRETER_CODE: &str = "POLICY_INTERPRETER_CODE";
+/// A loop or command that never ends: `while true`, `until false`, `for ((;;))`,
+/// `yes`, `watch`, `sleep infinity`, `tail -f`.
+pub const POLICY_INFINITE_LOOP: &str = "POLICY_INFINITE_LOOP";
 
 /// Every code, for documentation checks.
 pub const ALL: &[&str] = &[
@@ -74,4 +105,13 @@ pub const ALL: &[&str] = &[
     POLICY_DANGEROUS_ENV,
     POLICY_FORBIDDEN_PATTERN,
     POLICY_TOO_DEEP,
+    POLICY_OUTSIDE_WORKTREE,
+    POLICY_UNRESOLVED_EXPANSION,
+    POLICY_GIT_EXEC_OPTION,
+    POLICY_GIT_INTERNALS,
+    POLICY_SECRET_READ,
+    POLICY_PERSISTENCE,
+    POLICY_LINK_OUTSIDE,
+    POLICY_INTERPRETER_CODE,
+    POLICY_INFINITE_LOOP,
 ];

@@ -310,6 +310,13 @@ fn lex_dollar(
         }
         Some('{') => {
             let end = find_char(chars, i + 2, '}').ok_or_else(|| unterminated(line, "${"))?;
+            if chars[i + 2..end].iter().any(|&c| c == '`' || c == '(') {
+                // `${X:-$(cmd)}`: a substitution the policy would not see.
+                return Err(PolicyViolation::new(
+                    codes::POLICY_UNSUPPORTED_SYNTAX,
+                    format!("command substitution inside `${{…}}` in `{line}`"),
+                ));
+            }
             w.text.extend(&chars[i..=end]);
             w.expands = true;
             Ok(end + 1)

@@ -7,6 +7,11 @@
 
 pub mod codes;
 mod lexer;
+mod paths;
+mod rules;
+mod verdict;
+
+pub use verdict::{Decision, Verdict};
 
 use std::collections::BTreeSet;
 
@@ -16,6 +21,8 @@ use serde::Serialize;
 
 use crate::ExecError;
 use lexer::{Token, Word};
+use paths::LineState;
+use rules::Args;
 
 /// Longest command line accepted.
 pub const MAX_LINE_LEN: usize = 16 * 1024;
@@ -28,6 +35,9 @@ const MAX_DEPTH: usize = 4;
 pub struct PolicyViolation {
     /// One of [`codes`].
     pub code: &'static str,
+    /// The rule that decided, e.g. `git-exec-config`, `write-outside`; by default
+    /// the code in kebab case without its `POLICY_` prefix.
+    pub rule: String,
     pub message: String,
 }
 
@@ -35,8 +45,18 @@ impl PolicyViolation {
     pub fn new(code: &'static str, message: impl Into<String>) -> Self {
         PolicyViolation {
             code,
+            rule: code
+                .trim_start_matches("POLICY_")
+                .to_ascii_lowercase()
+                .replace('_', "-"),
             message: message.into(),
         }
+    }
+
+    /// Names the rule that decided.
+    pub fn with_rule(mut self, rule: &str) -> Self {
+        self.rule = rule.to_string();
+        self
     }
 }
 
@@ -45,6 +65,9 @@ impl PolicyViolation {
 pub struct Redirection {
     pub operator: String,
     pub target: String,
+    /// The target as lexed, for resolving its expansions.
+    #[serde(skip)]
+    pub(crate) word: Word,
 }
 
 /// One simple command of a checked line.
@@ -157,6 +180,44 @@ pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
     "export",
     "tee",
     "chmod",
+    // developer tools: linters, type checkers, search, text utilities
+    "ruff",
+    "mypy",
+    "black",
+    "isort",
+    "flake8",
+    "pylint",
+    "pyright",
+    "pyflakes",
+    "coverage",
+    "prettier",
+    "eslint",
+    "biome",
+    "rustfmt",
+    "golangci-lint",
+    "rg",
+    "sed",
+    "awk",
+    "gawk",
+    "find",
+    "diff",
+    "cmp",
+    "uniq",
+    "cut",
+    "tr",
+    "jq",
+    "file",
+    "stat",
+    "du",
+    "realpath",
+    "readlink",
+    "date",
+    "sleep",
+    "seq",
+    "nl",
+    "tree",
+    "rmdir",
+    "read",
 ];
 
 const PRIVILEGE: &[&str] = &[
@@ -228,7 +289,6 @@ const SYSTEM: &[&str] = &[
     "insmod",
     "rmmod",
     "sysctl",
-    "crontab",
     "useradd",
     "userdel",
     "usermod",
@@ -236,6 +296,7 @@ const SYSTEM: &[&str] = &[
     "passwd",
     "chpasswd",
     "visudo",
+    "loginctl",
     "kill",
     "pkill",
     "killall",
@@ -269,8 +330,15 @@ const INTERPRETERS: &[&str] = &[
 /// Programs that run another program given as an argument.
 const WRAPPERS: &[&str] = &[
     "env", "nice", "nohup", "timeout", "time", "stdbuf", "xargs", "command", "builtin", "ionice",
-    "setsid", "exec", "watch", "strace", "ltrace",
+    "setsid", "exec", "strace", "ltrace", "chronic", "unbuffer",
 ];
+/// Wrappers whose program keeps running after the command returns.
+const BACKGROUND_WRAPPERS: &[&str] = &["nohup", "setsid"];
+/// Shell reserved words that open or continue a compound command: the command
+/// after them is checked as if it stood alone.
+const KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "!", "{", "time"];
+/// Reserved words that close a compound command.
+const CLOSERS: &[&str] = &["fi", "done", "}", "esac"];
 const DANGEROUS_ENV: &[&str] = &[
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
@@ -285,7 +353,9 @@ const DANGEROUS_ENV: &[&str] = &[
     "NODE_OPTIONS_PRELOAD",
 ];
 /// Shell builtins: their presence needs `sh -c`.
-const BUILTINS: &[&str] = &["cd", "export", "test", "[", "type", "pwd", "true", "false"];
+const BUILTINS: &[&str] = &[
+    "cd", "export", "test", "[", "type", "pwd", "true", "false", "read",
+];
 
 const PROTECTED_PREFIXES: &[&str] = &[
     "/etc",
@@ -301,17 +371,7 @@ const PROTECTED_PREFIXES: &[&str] = &[
     "/var/lib/dpkg",
     "/var/lib/apt",
 ];
-const SAFE_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/stdin",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/tty",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/fd",
-];
+use paths::SAFE_DEVICES;
 const CREDENTIAL_PARTS: &[&str] = &[
     ".ssh",
     ".aws",
@@ -332,6 +392,8 @@ const CREDENTIAL_PARTS: &[&str] = &[
 pub struct CommandPolicy {
     allowed: BTreeSet<String>,
     forbidden: Vec<(String, Regex)>,
+    /// The worktree as an absolute path: absolute paths under it are inside.
+    root: Option<String>,
 }
 
 impl Default for CommandPolicy {
@@ -342,6 +404,7 @@ impl Default for CommandPolicy {
                 .map(|s| s.to_string())
                 .collect(),
             forbidden: Vec::new(),
+            root: None,
         }
     }
 }
@@ -365,6 +428,19 @@ impl CommandPolicy {
         Ok(policy)
     }
 
+    /// Absolute paths under `root` count as inside the worktree (without it,
+    /// only relative paths that stay below the working directory do).
+    pub fn with_root(mut self, root: &std::path::Path) -> Self {
+        self.root = Some(paths::normalize_abs(&root.to_string_lossy()));
+        self
+    }
+
+    /// The three-way verdict on `line`: allowed, refused, or needs approval (only
+    /// an executable missing from the allowlist, with nothing else wrong).
+    pub fn evaluate(&self, line: &str) -> Verdict {
+        Verdict::of(line, self.check(line))
+    }
+
     /// The executables allowed, sorted.
     pub fn allowed_commands(&self) -> impl Iterator<Item = &str> {
         self.allowed.iter().map(String::as_str)
@@ -375,7 +451,11 @@ impl CommandPolicy {
         self.check_depth(line, 0)
     }
 
-    fn check_depth(&self, line: &str, depth: usize) -> Result<ParsedCommand, PolicyViolation> {
+    pub(crate) fn check_depth(
+        &self,
+        line: &str,
+        depth: usize,
+    ) -> Result<ParsedCommand, PolicyViolation> {
         if depth > MAX_DEPTH {
             return Err(PolicyViolation::new(
                 codes::POLICY_TOO_DEEP,
@@ -409,13 +489,31 @@ impl CommandPolicy {
                 format!("`{line}` pipes output into a shell or interpreter"),
             ));
         }
+        // A program missing from the allowlist is only "needs approval": keep
+        // checking the rest of the line, a later refusal wins.
+        let mut not_allowed = None;
+        let mut st = LineState::new();
         for cmd in &parsed.commands {
-            self.check_simple(cmd, depth)?;
+            match self.check_simple(cmd, depth, &mut st) {
+                Ok(()) => {}
+                Err(v) if v.code == codes::POLICY_NOT_ALLOWED => {
+                    not_allowed.get_or_insert(v);
+                }
+                Err(v) => return Err(v),
+            }
         }
-        Ok(parsed)
+        match not_allowed {
+            Some(v) => Err(v),
+            None => Ok(parsed),
+        }
     }
 
-    fn check_simple(&self, cmd: &SimpleCommand, depth: usize) -> Result<(), PolicyViolation> {
+    fn check_simple(
+        &self,
+        cmd: &SimpleCommand,
+        depth: usize,
+        st: &mut LineState,
+    ) -> Result<(), PolicyViolation> {
         if SHELLS.contains(&basename(&cmd.program))
             && cmd
                 .words
@@ -431,22 +529,80 @@ impl CommandPolicy {
                 ),
             ));
         }
-        for w in cmd.words.iter().chain(&cmd.other_words) {
+        for w in cmd
+            .words
+            .iter()
+            .chain(&cmd.other_words)
+            .chain(cmd.redirections.iter().map(|r| &r.word))
+        {
+            if w.expands && w.text.contains("${!") {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_SECRET_READ,
+                    format!("`{}`: indirect expansion can read any variable", w.text),
+                )
+                .with_rule("indirect-expansion"));
+            }
+            for name in rules::referenced_vars(&w.text) {
+                if rules::is_secret_name(name) {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_SECRET_READ,
+                        format!("`${name}` holds a secret"),
+                    )
+                    .with_rule("secret-variable"));
+                }
+            }
             for sub in &w.substitutions {
                 self.check_depth(sub, depth + 1).map_err(|v| {
+                    let rule = v.rule.clone();
                     PolicyViolation::new(
                         v.code,
                         format!("in command substitution `{sub}`: {}", v.message),
                     )
+                    .with_rule(&rule)
                 })?;
             }
         }
-        for (name, value) in &cmd.assignments {
+        let assignment_words: Vec<&Word> = cmd
+            .other_words
+            .iter()
+            .filter(|w| w.text.split_once('=').is_some_and(|(n, _)| is_name(n)))
+            .collect();
+        for (k, (name, value)) in cmd.assignments.iter().enumerate() {
             check_assignment(name)?;
             check_path_like(value)?;
+            if cmd.program.is_empty() {
+                let resolved = assignment_words.get(k).and_then(|w| {
+                    let mut v = (*w).clone();
+                    v.text = value.clone();
+                    paths::resolve(&v, st)
+                });
+                st.vars.insert(name.clone(), resolved);
+            }
         }
+        let effective = effective_program(cmd);
         for r in &cmd.redirections {
             check_path_like(&r.target)?;
+            let value = paths::resolve(&r.word, st);
+            match r.operator.trim_start_matches(|c: char| c.is_ascii_digit()) {
+                ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => {
+                    self.check_write(value.as_deref(), &r.target, st, "redirection target")?;
+                }
+                "<<<" => {
+                    // A here-string is stdin: for a shell or an interpreter, code.
+                    let stem = effective.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+                    if SHELLS.contains(&effective) {
+                        self.check_depth(&r.target, depth + 1)?;
+                    } else if INTERPRETERS.contains(&stem) || EVAL.contains(&effective) {
+                        rules::check_inline_code(effective, &r.target)?;
+                    }
+                }
+                ">&" | "<&" => {
+                    if !r.target.chars().all(|c| c.is_ascii_digit() || c == '-') {
+                        self.check_write(value.as_deref(), &r.target, st, "redirection target")?;
+                    }
+                }
+                _ => self.check_read(value.as_deref(), st)?,
+            }
         }
         if cmd.program.is_empty() {
             return Ok(());
@@ -481,15 +637,21 @@ impl CommandPolicy {
             &cmd.args,
             cmd.words.get(1..).unwrap_or(&[]),
             depth,
+            st,
+            false,
         )
     }
 
+    /// Checks one program with its arguments. `stdin_args`: more arguments come
+    /// from stdin at run time (`xargs`).
     fn check_program(
         &self,
         program: &str,
         args: &[String],
         arg_words: &[Word],
         depth: usize,
+        st: &mut LineState,
+        stdin_args: bool,
     ) -> Result<(), PolicyViolation> {
         let base = basename(program);
         let refuse = |code: &'static str, what: &str| {
@@ -498,6 +660,75 @@ impl CommandPolicy {
                 format!("`{base}` is refused: {what}"),
             ))
         };
+        if matches!(base, "while" | "until") && program == base {
+            let cond: Vec<&str> = args.iter().map(String::as_str).collect();
+            let endless = matches!(
+                (base, cond.as_slice()),
+                (
+                    "while",
+                    ["true" | ":"] | ["[" | "test", "1", ..] | ["sleep", ..]
+                ) | ("until", ["false"] | ["!", "true"])
+            );
+            if endless {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_INFINITE_LOOP,
+                    format!("`{base} {}` never ends", cond.join(" ")),
+                )
+                .with_rule("endless-loop"));
+            }
+        }
+        // Reserved words: the command after them is what runs.
+        if (KEYWORDS.contains(&base) || matches!(base, "while" | "until")) && program == base {
+            return match args.first() {
+                Some(next) => self.check_program(
+                    next,
+                    &args[1..],
+                    arg_words.get(1..).unwrap_or(&[]),
+                    depth,
+                    st,
+                    stdin_args,
+                ),
+                None => Ok(()),
+            };
+        }
+        if CLOSERS.contains(&base) && program == base {
+            return Ok(());
+        }
+        match base {
+            "for" | "select" => {
+                if let Some(var) = args.first() {
+                    st.vars.insert(var.clone(), None);
+                }
+                return Ok(());
+            }
+            "case" | "coproc" => {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_UNSUPPORTED_SYNTAX,
+                    format!("`{base}` is not accepted by the policy"),
+                ));
+            }
+            "export" | "readonly" | "local" | "declare" | "typeset" if !args.is_empty() => {
+                for a in args.iter().filter(|a| !a.starts_with('-')) {
+                    if let Some((name, value)) = a.split_once('=')
+                        && is_name(name)
+                    {
+                        check_assignment(name)?;
+                        let w = arg_words.iter().find(|w| w.text == *a).map(|w| Word {
+                            text: value.to_string(),
+                            ..w.clone()
+                        });
+                        let resolved = w.and_then(|w| paths::resolve(&w, st));
+                        st.vars.insert(name.to_string(), resolved);
+                    }
+                }
+            }
+            "read" | "mapfile" | "readarray" => {
+                for a in args.iter().filter(|a| !a.starts_with('-')) {
+                    st.vars.insert(a.clone(), None);
+                }
+            }
+            _ => {}
+        }
         if PRIVILEGE.contains(&base) {
             return refuse(codes::POLICY_PRIVILEGE_ESCALATION, "privilege escalation");
         }
@@ -513,23 +744,58 @@ impl CommandPolicy {
         if WRAPPERS.contains(&base) {
             // Check the program the wrapper runs as if it stood alone.
             let inner = wrapped_command(base, args);
-            if let Some(i) = inner {
-                for a in &args[..i] {
-                    if let Some((name, _)) = a.split_once('=')
-                        && is_name(name)
+            for (k, a) in args[..inner.unwrap_or(args.len())].iter().enumerate() {
+                if let Some((name, value)) = a.split_once('=')
+                    && is_name(name)
+                {
+                    check_assignment(name)?;
+                    let _ = value;
+                } else if base == "env" && (a == "-C" || a == "--chdir") {
+                    let v = args.get(k + 1).cloned();
+                    if let Some(v) = v
+                        && !matches!(
+                            paths::classify(&v, st, self.root.as_deref()),
+                            paths::Place::Inside
+                        )
                     {
-                        check_assignment(name)?;
+                        return Err(PolicyViolation::new(
+                            codes::POLICY_OUTSIDE_WORKTREE,
+                            format!("`env -C {v}` runs outside the worktree"),
+                        ));
                     }
-                    check_path_like(a)?;
                 }
-                return self.check_program(
-                    &args[i],
-                    &args[i + 1..],
-                    arg_words.get(i + 1..).unwrap_or(&[]),
-                    depth,
-                );
+                check_path_like(a)?;
+            }
+            let Some(i) = inner else {
+                return match base {
+                    "env" => self.check_lifetime("env", args),
+                    _ => Ok(()),
+                };
+            };
+            self.check_program(
+                &args[i],
+                &args[i + 1..],
+                arg_words.get(i + 1..).unwrap_or(&[]),
+                depth,
+                st,
+                stdin_args || base == "xargs",
+            )?;
+            if BACKGROUND_WRAPPERS.contains(&base) {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_BACKGROUND_PROCESS,
+                    format!("`{base}` detaches `{}` from the command", args[i]),
+                )
+                .with_rule("background-wrapper"));
             }
             return Ok(());
+        }
+        self.check_lifetime(base, args)?;
+        if stdin_args && (SHELLS.contains(&base) || INTERPRETERS.contains(&base) || base == "git") {
+            return Err(PolicyViolation::new(
+                codes::POLICY_UNRESOLVED_EXPANSION,
+                format!("`{base}` would run with arguments read from stdin (xargs)"),
+            )
+            .with_rule("xargs-program"));
         }
         if SHELLS.contains(&base) {
             if arg_words.iter().any(|w| !w.substitutions.is_empty()) {
@@ -538,11 +804,50 @@ impl CommandPolicy {
                     "a shell fed with the output of a command substitution",
                 );
             }
-            if let Some(pos) = args.iter().position(|a| a == "-c")
-                && let Some(script) = args.get(pos + 1)
+            // `-c`, also in clusters: `bash -lc`, `sh -ec`.
+            if let Some(pos) = args.iter().position(|a| {
+                a == "-c"
+                    || (a.starts_with('-')
+                        && !a.starts_with("--")
+                        && a.ends_with('c')
+                        && a[1..].chars().all(|c| c.is_ascii_alphabetic()))
+            }) && let Some(script) = args.get(pos + 1)
             {
                 self.check_depth(script, depth + 1)?;
             }
+        }
+        if let Some((lang, code)) = rules::inline_code(base, args) {
+            rules::check_inline_code(lang, code)?;
+        }
+        // `python -m pip …` is pip.
+        let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        if stem == "python"
+            && let Some(m) = args.iter().position(|a| a == "-m")
+            && let Some(module) = args.get(m + 1)
+            && matches!(module.as_str(), "pip" | "pip3")
+        {
+            self.check_lifetime("pip", &args[m + 2..])?;
+        }
+        if let Some(i) = self.runner_target(base, args, depth)? {
+            let target = rules::package_program(&args[i]);
+            // The package's program, as if it stood alone.
+            let mut words: Vec<Word> = arg_words.get(i + 1..).unwrap_or(&[]).to_vec();
+            words.truncate(args.len() - i - 1);
+            let inner_args = &args[i + 1..];
+            return self.check_program(&target, inner_args, &words, depth, st, stdin_args);
+        }
+        if base == "git" {
+            self.check_git(
+                &Args {
+                    args,
+                    words: arg_words,
+                },
+                depth,
+                st,
+            )?;
+        }
+        if base == "find" {
+            self.check_find(args, arg_words, depth, st)?;
         }
         for a in args {
             check_path_like(a)?;
@@ -552,11 +857,120 @@ impl CommandPolicy {
             "chmod" | "chown" | "chgrp" => check_permissions(base, args)?,
             _ => {}
         }
+        if rules::is_deleter(base) && base != "rm" {
+            let mut with_r = vec!["-r".to_string()];
+            with_r.extend(args.iter().cloned());
+            check_rm(&with_r)?;
+        }
+        self.check_effects(
+            base,
+            &Args {
+                args,
+                words: arg_words,
+            },
+            st,
+            stdin_args,
+        )?;
         if !self.is_allowed(program, base) {
             return refuse(
                 codes::POLICY_NOT_ALLOWED,
                 "not on the allowlist (planning.environment_setup.security.allowed_commands)",
             );
+        }
+        Ok(())
+    }
+
+    /// `find`: its starting points are read, `-delete` deletes under them,
+    /// `-exec`/`-ok` run a program on what it finds, `-fprint*` write files.
+    fn check_find(
+        &self,
+        args: &[String],
+        arg_words: &[Word],
+        depth: usize,
+        st: &mut LineState,
+    ) -> Result<(), PolicyViolation> {
+        let roots: Vec<usize> = (0..args.len())
+            .take_while(|&i| !args[i].starts_with('-') && args[i] != "(" && args[i] != "!")
+            .collect();
+        let root_values: Vec<Option<String>> = roots
+            .iter()
+            .map(|&i| {
+                Args {
+                    args,
+                    words: arg_words,
+                }
+                .value(i, st)
+            })
+            .collect();
+        let first_root = match root_values.first() {
+            Some(v) => v.clone(),
+            None => Some(".".to_string()),
+        };
+        let mut i = roots.len();
+        while i < args.len() {
+            match args[i].as_str() {
+                "-delete" => {
+                    for (k, v) in root_values.iter().enumerate() {
+                        let inside = v.as_deref().is_some_and(|v| {
+                            matches!(
+                                paths::classify(v, st, self.root.as_deref()),
+                                paths::Place::Inside | paths::Place::Temp
+                            )
+                        });
+                        if !inside {
+                            return Err(PolicyViolation::new(
+                                codes::POLICY_DESTRUCTIVE_DELETE,
+                                format!(
+                                    "`find {} -delete` deletes outside the worktree",
+                                    args[roots[k]]
+                                ),
+                            )
+                            .with_rule("find-delete"));
+                        }
+                    }
+                }
+                "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                    let end = (i + 1..args.len())
+                        .find(|&j| args[j] == ";" || args[j] == "+")
+                        .unwrap_or(args.len());
+                    if i + 1 < end {
+                        // `{}` is a file found under the first starting point.
+                        let found = first_root
+                            .as_deref()
+                            .map(|r| format!("{}/found", r.trim_end_matches('/')));
+                        let inner: Vec<String> = args[i + 1..end]
+                            .iter()
+                            .map(|a| match (&found, a.contains("{}")) {
+                                (Some(f), true) => a.replace("{}", f),
+                                _ => a.clone(),
+                            })
+                            .collect();
+                        let unknown = found.is_none();
+                        let mut sub = st.clone();
+                        self.check_program(
+                            &inner[0],
+                            &inner[1..],
+                            &[],
+                            depth + 1,
+                            &mut sub,
+                            unknown,
+                        )?;
+                    }
+                    i = end;
+                }
+                "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                    if let Some(f) = args.get(i + 1) {
+                        let v = Args {
+                            args,
+                            words: arg_words,
+                        }
+                        .value(i + 1, st);
+                        self.check_write(v.as_deref(), f, st, "`find` output file")?;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
         }
         Ok(())
     }
@@ -588,7 +1002,26 @@ fn check_assignment(name: &str) -> Result<(), PolicyViolation> {
             format!("setting `{name}` is refused"),
         ));
     }
-    Ok(())
+    rules::check_git_env(name)
+}
+
+/// The program a simple command finally runs, through wrappers.
+fn effective_program(cmd: &SimpleCommand) -> &str {
+    let mut program = basename(&cmd.program);
+    let mut args: &[String] = &cmd.args;
+    for _ in 0..8 {
+        if !WRAPPERS.contains(&program) {
+            break;
+        }
+        match wrapped_command(program, args) {
+            Some(i) => {
+                program = basename(&args[i]);
+                args = &args[i + 1..];
+            }
+            None => break,
+        }
+    }
+    program
 }
 
 /// Index in `args` of the program a wrapper runs, if any.
@@ -653,27 +1086,10 @@ fn reads_code_from_stdin(cmd: &SimpleCommand) -> bool {
     if INTERPRETERS.contains(&program) || INTERPRETERS.contains(&stem) {
         return args.is_empty() || args.iter().all(|a| a == "-" || a == "-s" || a == "-u");
     }
-    program == "xargs"
+    false
 }
 
-/// Normalises an absolute path lexically (`//`, `/./`, `/../`).
-fn normalize_abs(p: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    format!("/{}", parts.join("/"))
-}
-
-fn under(path: &str, prefix: &str) -> bool {
-    path == prefix || path.starts_with(&format!("{prefix}/"))
-}
+use paths::{normalize_abs, under};
 
 /// Checks a word that may name a path (also the value of `--opt=value`).
 fn check_path_like(word: &str) -> Result<(), PolicyViolation> {
@@ -880,6 +1296,7 @@ fn parse(line: &str, tokens: Vec<Token>) -> Result<ParsedCommand, PolicyViolatio
                     cmd.redirections.push(Redirection {
                         operator: op,
                         target: w.text.clone(),
+                        word: w.clone(),
                     });
                     cmd.other_words.push(w);
                     continue;
@@ -927,7 +1344,8 @@ fn parse(line: &str, tokens: Vec<Token>) -> Result<ParsedCommand, PolicyViolatio
                     if let Some(Token::Word(w)) = iter.next() {
                         cmd.redirections.push(Redirection {
                             operator: op,
-                            target: w.text,
+                            target: w.text.clone(),
+                            word: w,
                         });
                     }
                 } else {
@@ -935,6 +1353,12 @@ fn parse(line: &str, tokens: Vec<Token>) -> Result<ParsedCommand, PolicyViolatio
                 }
             }
             Token::Op("(") => {
+                if let Some(cmd) = &b.cmd
+                    && cmd.program == "for"
+                    && cmd.args.is_empty()
+                {
+                    return Err(c_style_for(line, &mut iter));
+                }
                 if let Some(cmd) = &b.cmd {
                     // `name ( )`: a function definition.
                     if cmd.args.is_empty() && matches!(iter.peek(), Some(Token::Op(")"))) {
@@ -1051,6 +1475,41 @@ fn parse(line: &str, tokens: Vec<Token>) -> Result<ParsedCommand, PolicyViolatio
         operators,
         needs_shell,
     })
+}
+
+/// `for ((init; cond; step))`: refused, as an endless loop when `cond` is empty.
+fn c_style_for(line: &str, iter: &mut impl Iterator<Item = Token>) -> PolicyViolation {
+    // Tokens up to the closing `))`: `;` separates the three clauses (`;;` is two).
+    let mut clause = 0usize;
+    let mut cond_words = 0usize;
+    let mut parens = 1i32;
+    for t in iter {
+        match t {
+            Token::Op("(") => parens += 1,
+            Token::Op(")") => {
+                parens -= 1;
+                if parens <= 0 {
+                    break;
+                }
+            }
+            Token::Op(";") => clause += 1,
+            Token::Op(";;") => clause += 2,
+            Token::Word(_) if clause == 1 => cond_words += 1,
+            _ => {}
+        }
+    }
+    if cond_words == 0 {
+        PolicyViolation::new(
+            codes::POLICY_INFINITE_LOOP,
+            format!("`{line}` has a `for ((…))` loop without a condition"),
+        )
+        .with_rule("endless-loop")
+    } else {
+        PolicyViolation::new(
+            codes::POLICY_UNSUPPORTED_SYNTAX,
+            format!("arithmetic `for ((…))` loops are not accepted in `{line}`"),
+        )
+    }
 }
 
 #[cfg(test)]

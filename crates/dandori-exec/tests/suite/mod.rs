@@ -1,3 +1,4 @@
 mod policy;
+mod policy_corpus;
 mod policy_props;
 mod run;

@@ -50,7 +50,11 @@ fn bodies(server: &FakeLlmServer) -> Vec<Value> {
 fn tool_calls_create_files_run_tests_and_fix_a_failure() {
     let repo = Repo::new();
     let run_dir = repo.write_plan(&planning(
-        vec![S::new("S01").unit("sh check.sh")],
+        vec![
+            S::new("S01")
+                .unit("sh check.sh")
+                .targets(&["answer.txt", "check.sh"]),
+        ],
         json!({}),
     ));
     let server = FakeLlmServer::start(vec![
@@ -488,7 +492,11 @@ fn tools_of_a_real_mcp_server_are_offered_and_called_namespaced() {
 fn reflection_fits_the_default_budget_and_succeeds() {
     let repo = Repo::new();
     let run_dir = repo.write_plan(&planning(
-        vec![S::new("S01").unit("sh check.sh")],
+        vec![
+            S::new("S01")
+                .unit("sh check.sh")
+                .targets(&["answer.txt", "check.sh"]),
+        ],
         json!({}),
     ));
     let reflection = json!({"phase": "reflection", "reflection": {"action_evaluated": "run_command",

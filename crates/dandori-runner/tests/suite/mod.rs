@@ -1,4 +1,5 @@
 mod e2e_command;
+mod evidence;
 mod guardrails;
 mod llm_loop;
 mod parallel;

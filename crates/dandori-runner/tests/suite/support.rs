@@ -70,6 +70,21 @@ impl Repo {
         .collect()
     }
 
+    /// A copy of this repository (same commits, same hashes) in a new temp dir.
+    pub fn copy(&self) -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().canonicalize().unwrap().join("repo");
+        let ok = Command::new("cp")
+            .arg("-a")
+            .arg(&self.path)
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cp -a {}", self.path.display());
+        Repo { _dir: dir, path }
+    }
+
     /// A shell script agent in the test's temp dir.
     pub fn agent(&self, body: &str) -> PathBuf {
         let p = self.path.parent().unwrap().join("agent.sh");
@@ -111,6 +126,10 @@ impl S {
     }
     pub fn unit(mut self, u: &str) -> S {
         self.unit.push(u.to_string());
+        self
+    }
+    pub fn targets(mut self, t: &[&str]) -> S {
+        self.targets = t.iter().map(|t| t.to_string()).collect();
         self
     }
     pub fn acs(mut self, a: &[&'static str]) -> S {

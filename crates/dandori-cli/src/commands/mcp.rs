@@ -1,0 +1,80 @@
+//! `dandori mcp [--tools core|standard|all]`: a thin adapter over
+//! `dandori_mcp::DandoriServer`. The host gives the server the same environment
+//! phase as `dandori run` and the same planner choice as `dandori plan`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use dandori_config::{Config, Loaded};
+use dandori_mcp::{DandoriServer, Host, ServiceOptions, ToolSet};
+use dandori_planner::llm::provider::ProviderFlags;
+use dandori_planner::{DraftPlanner, PlannerError};
+use dandori_runner::environment::EnvironmentPhase;
+
+use crate::cli::{McpArgs, McpToolSet};
+use crate::output;
+
+struct CliHost {
+    base_env: BTreeMap<String, String>,
+}
+
+impl Host for CliHost {
+    fn environment(&self, config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
+        Some(Arc::new(super::env::EnvPhase {
+            config: config.planning.environment_setup.clone(),
+            base_env: self.base_env.clone(),
+        }))
+    }
+
+    fn planner(&self, loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError> {
+        Ok(
+            super::plan_llm::select(&ProviderFlags::default(), loaded, &self.base_env)?
+                .map(|p| Box::new(p) as Box<dyn DraftPlanner>),
+        )
+    }
+}
+
+pub fn mcp(config: Option<&Path>, sets: &[String], args: &McpArgs) -> anyhow::Result<ExitCode> {
+    let set = match args.tools {
+        McpToolSet::Core => ToolSet::Core,
+        McpToolSet::Standard => ToolSet::Standard,
+        McpToolSet::All => ToolSet::All,
+    };
+    if args.list {
+        for t in dandori_mcp::tools::tools(set) {
+            output::line(&format!(
+                "{:<12} {}",
+                t.name,
+                t.description.as_deref().unwrap_or("")
+            ));
+        }
+        output::line(&format!(
+            "{} tools, {} characters of schemas",
+            dandori_mcp::tools::tools(set).len(),
+            dandori_mcp::tools::schema_chars(set)
+        ));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let base_env: BTreeMap<String, String> = std::env::vars().collect();
+    let server = DandoriServer::new(
+        set,
+        ServiceOptions {
+            cwd: std::env::current_dir()?,
+            config_path: config.map(Path::to_path_buf),
+            sets: sets.to_vec(),
+            base_env: base_env.clone(),
+            host: Arc::new(CliHost { base_env }),
+        },
+    );
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(server.serve_stdio())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Runs still waiting for this client stay resumable from stage.json.
+    rt.shutdown_background();
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,403 @@
+//! `dandori mcp` driven by the official MCP Python SDK client (PyPI `mcp`,
+//! installed by scripts/test.sh): the client lists the tools, probes bad inputs,
+//! plans a request and executes the plan step by step as the executor. A second
+//! test checks that a plan executed through MCP ends with the same commits, stage
+//! and report as `dandori run --executor command` making the same edits.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+
+pub(super) fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/mcp")
+        .join(name)
+}
+
+/// The first `python3` on PATH that has the MCP SDK.
+fn python_with_mcp() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    for dir in std::env::split_paths(&path) {
+        let py = dir.join("python3");
+        if py.is_file()
+            && Command::new(&py)
+                .args(["-c", "import mcp.client.stdio"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        {
+            return py;
+        }
+    }
+    panic!(
+        "no python3 with the MCP SDK (`mcp`) on PATH: run the tests with ./scripts/test.sh, which installs it into target/test-tools/venv and puts it on PATH"
+    );
+}
+
+pub(super) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn new_repo(root: &Path, name: &str) -> PathBuf {
+    let repo = root.join(name);
+    std::fs::create_dir_all(repo.join("notes")).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["config", "user.name", "Test"]);
+    git(&repo, &["config", "user.email", "test@example.invalid"]);
+    std::fs::write(repo.join("README.md"), "# notes\n\nA tiny notes tool.\n").unwrap();
+    std::fs::write(
+        repo.join("notes/calc.py"),
+        "def add(a, b):\n    return a + b\n",
+    )
+    .unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "initial"]);
+    repo
+}
+
+fn agent(config: Value) -> Value {
+    let out = Command::new(python_with_mcp())
+        .arg(fixture("agent.py"))
+        .arg(config.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "agent.py failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn python_sdk_client_plans_and_executes_a_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = new_repo(&dir.path().canonicalize().unwrap(), "repo");
+    let out = agent(json!({
+        "bin": BIN, "cwd": repo, "tools": "core", "edit": fixture("edit.py"),
+        "plan": {"text": "Add a subtract function to notes/calc.py and document it in README.md"},
+        "probe_errors": true,
+    }));
+    assert_eq!(
+        out["tools"],
+        json!(["plan", "next", "step", "step_update", "report"])
+    );
+    let chars = out["schema_chars"].as_u64().unwrap();
+    assert!(chars <= 4000, "core tool set costs {chars} characters");
+    assert_eq!(
+        out["errors"],
+        json!({"no_run_dir": "RUN_DIR_INVALID", "missing_arg": "ARGUMENT_INVALID",
+               "bad_step": "STEP_UNKNOWN", "not_ready": "STEP_NOT_READY",
+               "bad_type": "ARGUMENT_INVALID", "unknown_tool": "TOOL_UNKNOWN"})
+    );
+    let plan = &out["plan"];
+    assert_eq!(plan["valid"], json!(true));
+    let steps: Vec<String> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!steps.is_empty());
+    // Every step was handed to the client once and committed.
+    let mut order: Vec<String> = out["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect();
+    order.sort();
+    assert_eq!(order, steps);
+    for v in out["verdicts"].as_array().unwrap() {
+        assert!(
+            ["done", "committed"].contains(&v["status"].as_str().unwrap()),
+            "{v}"
+        );
+    }
+    assert_eq!(out["completion"]["status"], json!("completed"));
+    assert_eq!(out["report"]["status"], json!("done"));
+    assert_eq!(out["report"]["done"], json!(steps.len()));
+    assert_eq!(out["report"]["total"], json!(steps.len()));
+    assert!(out["report_md_chars"].as_u64().unwrap() > 200);
+    assert_eq!(
+        out["resources"],
+        json!(["planning.json", "report.md", "stage.json", "trace.jsonl"])
+    );
+    // The work is on the work branch, one commit per step with dandori's trailers.
+    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let planning: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
+            .unwrap();
+    let branch = planning["work_branch"].as_str().unwrap();
+    let log = git(&repo, &["log", "--format=%B", &format!("main..{branch}")]);
+    for id in &steps {
+        assert!(log.contains(&format!("Dandori-Step: {id}")), "{log}");
+        // (S02's draft stays: this plan has no unit command to reject it.)
+        assert!(!git(&repo, &["show", &format!("{branch}:src/{id}/main.txt")]).is_empty());
+    }
+}
+
+fn step(id: &str, unit: &str, deps: &[&str]) -> Value {
+    json!({
+        "step_id": id, "title": format!("Write {id}"), "role": "implementer",
+        "intent": format!("Write the files of {id}"),
+        "scope": {"target_paths": [format!("src/{id}")], "max_diff_lines": 100},
+        "inputs": {"request_path": "requests/RQ-7.md"},
+        "commands": {"unit": [unit]},
+        "success_criteria": ["files exist"],
+        "links_to_ac": ["AC-01", "AC-02", "AC-03"],
+        "depends_on": deps,
+        "expected_diff": {"lines_max": 100, "files_max": 5, "risk_level": "low"},
+        "outputs": {"patch_path": format!("patches/{id}.patch"), "log_prefix": format!("logs/step.{id}")}
+    })
+}
+
+/// A repository with a hand-written three-step plan: S02 after S01, S03
+/// independent; S02's unit command fails on the first attempt (autofix).
+pub(super) fn planned_repo(root: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let repo = new_repo(root, name);
+    let plan = json!({
+        "version": "1.0", "request_id": "RQ-7", "run_id": "run-7",
+        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
+        "work_branch": "dandori/RQ-7/run-7",
+        "limits": {"max_diff_lines": 100, "timeout_sec": 120, "max_steps_per_run": 10, "max_autofix_cycles": 1},
+        "context": {
+            "summary": "Write files", "constraints": [],
+            "acceptance_criteria": [
+                {"id": "AC-01", "given": "g", "when": "w", "then": "t1"},
+                {"id": "AC-02", "given": "g", "when": "w", "then": "t2"},
+                {"id": "AC-03", "given": "g", "when": "w", "then": "t3"}
+            ],
+            "test_instructions": {}
+        },
+        "steps": [
+            step("S01", "test -f src/S01/main.txt", &[]),
+            step("S02", "grep -q work src/S02/main.txt", &["S01"]),
+            step("S03", "test -f src/S03/main.txt", &[]),
+        ],
+        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
+                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
+        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
+    });
+    let run_dir = repo.join(".dandori/runs/RQ-7/run-7");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(repo.join(".dandori/.gitignore"), "*\n").unwrap();
+    std::fs::write(
+        run_dir.join("planning.json"),
+        serde_json::to_string_pretty(&plan).unwrap(),
+    )
+    .unwrap();
+    (repo, run_dir)
+}
+
+/// What must be equal between two runs of the same plan: commit messages (with
+/// trailers) and trees in order, the stage, and report.md with hashes, times and
+/// the executor's name blanked.
+fn outcome(repo: &Path, run_dir: &Path) -> Value {
+    let branch = "dandori/RQ-7/run-7";
+    let commits: Vec<Value> = git(
+        repo,
+        &[
+            "log",
+            "--reverse",
+            "--format=%T%x1f%B%x1e",
+            &format!("main..{branch}"),
+        ],
+    )
+    .split('\x1e')
+    .map(str::trim)
+    .filter(|r| !r.is_empty())
+    .map(|r| {
+        let (tree, msg) = r.split_once('\x1f').unwrap();
+        json!({"tree": tree, "message": msg.trim()})
+    })
+    .collect();
+    let stage: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
+            .unwrap();
+    let steps: Vec<Value> = stage["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| json!([s["step_id"], s["status"], s["attempts"], s["reason_code"]]))
+        .collect();
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    let hash = regex::Regex::new(r"`[0-9a-f]{10}`").unwrap();
+    let secs = regex::Regex::new(r"\d+\.\d s").unwrap();
+    let gantt = regex::Regex::new(r"(S\d\d : \w+, S\d\d), \d+, \d+").unwrap();
+    let report = hash.replace_all(&report, "`HASH`");
+    let report = secs.replace_all(&report, "T s");
+    let report = gantt.replace_all(&report, "$1, T");
+    let report = report
+        .replace("**Executor:** mcp", "**Executor:** X")
+        .replace("**Executor:** command", "**Executor:** X");
+    json!({"status": stage["status"], "commits": commits, "steps": steps, "report": report})
+}
+
+#[test]
+fn a_plan_executed_through_mcp_ends_like_the_command_executor() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let python = python_with_mcp();
+
+    let (repo_a, run_a) = planned_repo(&root, "by-command");
+    let agent_cmd = format!(
+        "{} {} {{step_id}} {{workdir}} {{prompt_file}}",
+        python.display(),
+        fixture("edit.py").display()
+    );
+    let out = Command::new(BIN)
+        .args(["run"])
+        .arg(&run_a)
+        .arg("--repo")
+        .arg(&repo_a)
+        .args(["--executor", "command", "--agent-cmd", &agent_cmd, "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let (repo_b, run_b) = planned_repo(&root, "by-mcp");
+    let out = agent(json!({
+        "bin": BIN, "cwd": repo_b, "tools": "core", "edit": fixture("edit.py"),
+        "run_dir": run_b,
+    }));
+    assert_eq!(out["completion"]["status"], json!("completed"));
+    // S02 came back once: its unit command failed after the draft.
+    let s02: Vec<&Value> = out["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["step_id"] == "S02")
+        .collect();
+    assert_eq!(s02.len(), 2, "{}", out["verdicts"]);
+    assert_eq!(s02[0]["status"], json!("retry"));
+
+    let a = outcome(&repo_a, &run_a);
+    let b = outcome(&repo_b, &run_b);
+    assert_eq!(a, b);
+    assert_eq!(a["commits"].as_array().unwrap().len(), 3);
+}
+
+/// The first `mcp-inspector` on PATH (npm `@modelcontextprotocol/inspector`,
+/// installed by scripts/test.sh).
+fn inspector() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("mcp-inspector"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "`mcp-inspector` is not on PATH: run the tests with ./scripts/test.sh, which installs it into target/test-tools/node and puts it on PATH"
+            )
+        })
+}
+
+fn inspect(cwd: &Path, args: &[&str]) -> Value {
+    let out = Command::new(inspector())
+        .args(["--cli", BIN, "mcp", "--tools", "all", "--method"])
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mcp-inspector {args:?}:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn mcp_inspector_cli_lists_and_calls_the_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, run_dir) = planned_repo(&dir.path().canonicalize().unwrap(), "repo");
+    let listed = inspect(&repo, &["tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "plan",
+            "next",
+            "step",
+            "step_update",
+            "report",
+            "validate",
+            "graph",
+            "status",
+            "runs",
+            "env_detect",
+            "locate",
+            "trace"
+        ]
+    );
+    let run = run_dir.to_str().unwrap();
+    let graph = inspect(
+        &repo,
+        &[
+            "tools/call",
+            "--tool-name",
+            "graph",
+            "--tool-arg",
+            &format!("path={run}"),
+        ],
+    );
+    assert_eq!(
+        graph["structuredContent"]["groups"],
+        json!([["S01", "S03"], ["S02"]])
+    );
+    let status = inspect(
+        &repo,
+        &[
+            "tools/call",
+            "--tool-name",
+            "status",
+            "--tool-arg",
+            &format!("run_dir={run}"),
+        ],
+    );
+    assert_eq!(status["structuredContent"]["status"], json!("planned"));
+    assert_eq!(status["structuredContent"]["current_step"], json!("S01"));
+    // A bad step id is a tool error, not a dead server.
+    let step = inspect(
+        &repo,
+        &[
+            "tools/call",
+            "--tool-name",
+            "step",
+            "--tool-arg",
+            &format!("run_dir={run}"),
+            "--tool-arg",
+            "step_id=S42",
+        ],
+    );
+    assert_eq!(step["isError"], json!(true));
+    assert_eq!(
+        step["structuredContent"]["error"]["code"],
+        json!("STEP_UNKNOWN")
+    );
+}

@@ -1,0 +1,250 @@
+//! dandori's own tool cache: package managers the generated commands prefer
+//! (uv for Python, yarn classic and pnpm for Node) are installed here once,
+//! from PyPI and npm, when they are not on `PATH`. Nothing global is touched:
+//! the cache is a directory of dandori's, its `bin` goes last on the `PATH` of
+//! setup, verification, `dandori env exec` and the runner's commands.
+//!
+//! Where: `$DANDORI_TOOLS_DIR`, else `$XDG_CACHE_HOME/dandori/tools`, else
+//! `$HOME/.cache/dandori/tools`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use dandori_exec::{CommandSpec, run_command};
+
+use crate::EnvError;
+use crate::analyzer::{Ecosystem, NODE, PYTHON};
+
+/// Overrides the tool cache directory (tests, shared CI caches).
+pub const TOOLS_DIR_VAR: &str = "DANDORI_TOOLS_DIR";
+/// `0` / `false` turns the bootstrap off: only tools already on `PATH` are used.
+pub const TOOLS_BOOTSTRAP_VAR: &str = "DANDORI_TOOLS_BOOTSTRAP";
+
+const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The tool cache directory for an environment (`PATH`, `HOME`, …).
+pub fn tools_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    let set = |k: &str| var(env, k).map(PathBuf::from);
+    set(TOOLS_DIR_VAR)
+        .or_else(|| set("XDG_CACHE_HOME").map(|c| c.join("dandori/tools")))
+        .or_else(|| set("HOME").map(|h| h.join(".cache/dandori/tools")))
+}
+
+/// `<tools>/bin`, where the bootstrapped programs are linked.
+pub fn bin_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
+    tools_dir(env).map(|d| d.join("bin"))
+}
+
+/// `env` with the tool cache's `bin` (when it exists) last on `PATH`, so a tool
+/// the user installed always wins.
+pub fn with_tools_on_path(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut env = env.clone();
+    if let Some(bin) = bin_dir(&env).filter(|b| b.is_dir()) {
+        let bin = bin.display().to_string();
+        let path = env.get("PATH").cloned().unwrap_or_default();
+        if !path.split(':').any(|p| p == bin) {
+            let joined = if path.is_empty() {
+                bin
+            } else {
+                format!("{path}:{bin}")
+            };
+            env.insert("PATH".into(), joined);
+        }
+    }
+    env
+}
+
+fn on_path(tool: &str, env: &BTreeMap<String, String>) -> bool {
+    let path = env.get("PATH").map(String::as_str).unwrap_or("");
+    dandori_exec::run::find_program(tool, path, Path::new("/")).is_some()
+}
+
+/// `k` from `env`, else from this process's environment (the child
+/// environment of commands does not carry dandori's own variables).
+fn var(env: &BTreeMap<String, String>, k: &str) -> Option<String> {
+    env.get(k)
+        .cloned()
+        .or_else(|| std::env::var(k).ok())
+        .filter(|v| !v.is_empty())
+}
+
+fn bootstrap_enabled(env: &BTreeMap<String, String>) -> bool {
+    !matches!(
+        var(env, TOOLS_BOOTSTRAP_VAR).map(|v| v.trim().to_ascii_lowercase()),
+        Some(v) if v == "0" || v == "false" || v == "no"
+    )
+}
+
+/// One bootstrapped tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bootstrapped {
+    pub tool: String,
+    pub path: PathBuf,
+}
+
+/// Installs the package manager the ecosystem's commands prefer when it is
+/// missing: uv for Python, yarn 1 (which also runs a repository's own
+/// `yarnPath` release) or the pinned pnpm for Node. Returns what was installed;
+/// `Ok(None)` when nothing was needed. `progress` gets a line saying so.
+pub fn ensure_for(
+    eco: &Ecosystem,
+    env: &BTreeMap<String, String>,
+    progress: &dyn Fn(&str),
+) -> Result<Option<Bootstrapped>, EnvError> {
+    if !bootstrap_enabled(env) {
+        return Ok(None);
+    }
+    let env = with_tools_on_path(env);
+    let (tool, package) = match (eco.name.as_str(), eco.package_manager.as_str()) {
+        (PYTHON, _) => ("uv", "uv".to_string()),
+        (NODE, "yarn") => ("yarn", "yarn@1".to_string()),
+        (NODE, "pnpm") => (
+            "pnpm",
+            format!(
+                "pnpm@{}",
+                eco.package_manager_version.as_deref().unwrap_or("latest")
+            ),
+        ),
+        _ => return Ok(None),
+    };
+    if on_path(tool, &env) {
+        return Ok(None);
+    }
+    let Some(dir) = tools_dir(&env) else {
+        return Ok(None);
+    };
+    let installed = if tool == "uv" {
+        install_from_pypi(&dir, tool, &package, &env, progress)?
+    } else {
+        install_from_npm(&dir, tool, &package, &env, progress)?
+    };
+    Ok(installed.map(|path| Bootstrapped {
+        tool: tool.to_string(),
+        path,
+    }))
+}
+
+fn run_quiet(argv: &[String], cwd: &Path, env: &BTreeMap<String, String>) -> Result<(), String> {
+    let Some((program, args)) = argv.split_first() else {
+        return Err("empty command".into());
+    };
+    let spec = CommandSpec::program(program.clone(), args.iter().cloned(), cwd)
+        .env(env.clone())
+        .timeout(INSTALL_TIMEOUT);
+    match run_command(&spec) {
+        Ok(o) if o.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "`{}` exited with {:?}: {}",
+            argv.join(" "),
+            o.exit_code,
+            o.stderr_tail.trim()
+        )),
+        Err(e) => Err(format!("`{}`: {e}", argv.join(" "))),
+    }
+}
+
+fn link(target: &Path, bin: &Path, tool: &str) -> Result<PathBuf, EnvError> {
+    dandori_fs::create_dir_all(bin)?;
+    let dest = bin.join(tool);
+    if dest.exists() || dest.is_symlink() {
+        dandori_fs::remove_file(&dest)?;
+    }
+    std::os::unix::fs::symlink(target, &dest).map_err(|e| EnvError::Record {
+        path: dest.display().to_string(),
+        message: format!("linking {}: {e}", target.display()),
+    })?;
+    Ok(dest)
+}
+
+fn bootstrap_failed(tool: &str, message: String, progress: &dyn Fn(&str)) {
+    progress(&format!(
+        "could not bootstrap {tool} into dandori's tool cache ({message}); continuing without it"
+    ));
+}
+
+/// uv from PyPI into `<tools>/uv` (a virtual environment of its own).
+fn install_from_pypi(
+    dir: &Path,
+    tool: &str,
+    package: &str,
+    env: &BTreeMap<String, String>,
+    progress: &dyn Fn(&str),
+) -> Result<Option<PathBuf>, EnvError> {
+    let venv = dir.join(tool);
+    let exe = venv.join("bin").join(tool);
+    if !exe.exists() {
+        let python = ["python3", "python"]
+            .into_iter()
+            .find(|p| on_path(p, env))
+            .unwrap_or("python3");
+        progress(&format!(
+            "{tool} not found: installing it once from PyPI into dandori's tool cache {}",
+            dir.display()
+        ));
+        dandori_fs::create_dir_all(dir)?;
+        let venv_s = venv.display().to_string();
+        let pip = venv.join("bin/python").display().to_string();
+        let steps = [
+            vec![python.to_string(), "-m".into(), "venv".into(), venv_s],
+            vec![
+                pip,
+                "-m".into(),
+                "pip".into(),
+                "install".into(),
+                "--quiet".into(),
+                "--disable-pip-version-check".into(),
+                package.to_string(),
+            ],
+        ];
+        for s in &steps {
+            if let Err(m) = run_quiet(s, dir, env) {
+                bootstrap_failed(tool, m, progress);
+                return Ok(None);
+            }
+        }
+    }
+    let linked = link(&exe, &dir.join("bin"), tool)?;
+    Ok(Some(linked))
+}
+
+/// yarn / pnpm from npm into `<tools>/<package@version>` (no corepack, no
+/// global npm prefix).
+fn install_from_npm(
+    dir: &Path,
+    tool: &str,
+    package: &str,
+    env: &BTreeMap<String, String>,
+    progress: &dyn Fn(&str),
+) -> Result<Option<PathBuf>, EnvError> {
+    let prefix = dir.join(package.replace('/', "_"));
+    let exe = prefix.join("node_modules/.bin").join(tool);
+    if !exe.exists() {
+        if !on_path("npm", env) {
+            return Ok(None);
+        }
+        progress(&format!(
+            "{tool} not found: installing {package} once from npm into dandori's tool cache {}",
+            dir.display()
+        ));
+        dandori_fs::create_dir_all(&prefix)?;
+        let argv: Vec<String> = [
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--no-save",
+            "--prefix",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([prefix.display().to_string(), package.to_string()])
+        .collect();
+        if let Err(m) = run_quiet(&argv, &prefix, env) {
+            bootstrap_failed(tool, m, progress);
+            return Ok(None);
+        }
+    }
+    let linked = link(&exe, &dir.join("bin"), tool)?;
+    Ok(Some(linked))
+}

@@ -1,0 +1,347 @@
+//! Where a path points, decided lexically: after `..` resolution against the
+//! line's working directory (tracked through `cd`), after resolving the variables
+//! the line itself assigned, and with glob characters matched against the names
+//! they could expand to (`/e*c/shadow` and `/???/shadow` are `/etc/shadow`).
+
+use std::collections::BTreeMap;
+
+use super::lexer::Word;
+
+/// The state a line builds up from left to right: variables it assigned and
+/// where `cd` took it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LineState {
+    /// `None`: assigned, but from something the policy cannot know.
+    pub vars: BTreeMap<String, Option<String>>,
+    /// Directories below the worktree root; `None` once `cd` left the worktree
+    /// or went somewhere unknown.
+    pub cwd_depth: Option<usize>,
+}
+
+impl LineState {
+    pub fn new() -> Self {
+        LineState {
+            vars: BTreeMap::new(),
+            cwd_depth: Some(0),
+        }
+    }
+}
+
+/// The final value of a word, when the policy can know it. `~` stands for the
+/// home directory in the value.
+pub(crate) fn resolve(word: &Word, st: &LineState) -> Option<String> {
+    if !word.substitutions.is_empty() {
+        return None;
+    }
+    if !word.expands {
+        return Some(word.text.clone());
+    }
+    let chars: Vec<char> = word.text.chars().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '$' {
+            let (name, end, has_op) = match chars.get(i + 1) {
+                Some('{') => {
+                    let close = (i + 2..chars.len()).find(|&j| chars[j] == '}')?;
+                    let inner: String = chars[i + 2..close].iter().collect();
+                    let name_len = inner
+                        .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                        .unwrap_or(inner.len());
+                    let name = inner[..name_len].to_string();
+                    (name, close + 1, name_len != inner.len())
+                }
+                Some(n) if n.is_ascii_alphabetic() || *n == '_' => {
+                    let mut j = i + 1;
+                    while j < chars.len() && (chars[j].is_ascii_alphanumeric() || chars[j] == '_') {
+                        j += 1;
+                    }
+                    (chars[i + 1..j].iter().collect(), j, false)
+                }
+                // `$1`, `$@`, `$(…)`, `$((…))`: unknown.
+                Some(_) => return None,
+                None => {
+                    out.push('$');
+                    i += 1;
+                    continue;
+                }
+            };
+            let value = match name.as_str() {
+                "HOME" => Some("~".to_string()),
+                "PWD" => Some(".".to_string()),
+                "TMPDIR" => Some("/tmp".to_string()),
+                _ => st.vars.get(&name).cloned().flatten(),
+            };
+            match value {
+                // `${X:-…}` of a known, non-empty X is X; anything else is unknown.
+                Some(v) if !(has_op && v.is_empty()) => out.push_str(&v),
+                _ => return None,
+            }
+            i = end;
+        } else if c == '`' {
+            return None;
+        } else if c == '~' && i == 0 {
+            out.push('~');
+            i += 1;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// The text of a word with every expansion replaced by `*`, for lexical
+/// reasoning about where an unknown value could point.
+pub(crate) fn as_glob(text: &str) -> String {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    match RE
+        .get_or_init(|| {
+            regex::Regex::new(r"\$\{[^}]*\}|\$\([^)]*\)\)?|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`")
+                .ok()
+        })
+        .as_ref()
+    {
+        Some(re) => re.replace_all(text, "*").into_owned(),
+        None => "*".to_string(),
+    }
+}
+
+/// What a resolved path points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Inside the worktree.
+    Inside,
+    /// `/tmp`, `/var/tmp`, `/dev/shm`.
+    Temp,
+    /// `/dev/null` and friends.
+    SafeDevice,
+    /// Under the home directory; the part after `~/`.
+    Home(String),
+    /// Another absolute path, normalised.
+    Abs(String),
+    /// A relative path that climbs out of the worktree (or `cd` went away).
+    Escapes,
+}
+
+pub(crate) const SAFE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/tty",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/fd",
+];
+const TEMP_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+
+pub(crate) fn classify(path: &str, st: &LineState, root: Option<&str>) -> Place {
+    if path == "~" || path.starts_with("~/") {
+        return Place::Home(path.trim_start_matches('~').trim_start_matches('/').into());
+    }
+    if let Some(user) = path.strip_prefix('~') {
+        // `~user/…`: another user's home.
+        return Place::Abs(normalize_abs(&format!("/home/{user}")));
+    }
+    if path.starts_with('/') {
+        let n = normalize_abs(path);
+        if let Some(r) = root
+            && under(&n, r)
+        {
+            return Place::Inside;
+        }
+        if SAFE_DEVICES.iter().any(|d| under(&n, d)) {
+            return Place::SafeDevice;
+        }
+        if TEMP_DIRS.iter().any(|d| under(&n, d)) {
+            return Place::Temp;
+        }
+        return Place::Abs(n);
+    }
+    let Some(mut depth) = st.cwd_depth else {
+        return Place::Escapes;
+    };
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if depth == 0 {
+                    return Place::Escapes;
+                }
+                depth -= 1;
+            }
+            // `.*` and `.?` match `..` in many shells.
+            // (A leading `.` must be written out: `*` never matches it.)
+            s if s.starts_with('.') && has_glob(s) && glob_match(s, "..") => {
+                return Place::Escapes;
+            }
+            _ => depth += 1,
+        }
+    }
+    Place::Inside
+}
+
+/// Normalises an absolute path lexically (`//`, `/./`, `/../`).
+pub(crate) fn normalize_abs(p: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+pub(crate) fn under(path: &str, prefix: &str) -> bool {
+    path == prefix
+        || (path.starts_with(prefix)
+            && (prefix.ends_with('/') || path.as_bytes().get(prefix.len()) == Some(&b'/')))
+}
+
+pub(crate) fn has_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// True when the normalised absolute `path` is, or could glob-expand to, a path
+/// under `prefix` (both absolute). Segment by segment, so the cost is linear.
+pub(crate) fn could_be_under(path: &str, prefix: &str) -> bool {
+    let p: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let q: Vec<&str> = prefix.split('/').filter(|s| !s.is_empty()).collect();
+    if p.len() < q.len() {
+        // `/*` could be `/etc` itself only when the prefix has one segment.
+        return false;
+    }
+    p.iter().zip(&q).all(|(a, b)| {
+        if has_glob(a) {
+            glob_match(a, b)
+        } else {
+            a == b
+        }
+    })
+}
+
+/// Shell glob matching of one path segment: `*`, `?`, `[…]` (with `!`/`^`
+/// negation and ranges). Iterative with one backtrack point: O(len²) worst case on
+/// a segment, and segments are short.
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        if pi < p.len() {
+            match p[pi] {
+                '*' => {
+                    star = Some((pi, ni));
+                    pi += 1;
+                    continue;
+                }
+                '?' => {
+                    pi += 1;
+                    ni += 1;
+                    continue;
+                }
+                '[' => {
+                    if let Some((matched, next)) = class_match(&p, pi, n[ni]) {
+                        if matched {
+                            pi = next;
+                            ni += 1;
+                            continue;
+                        }
+                    } else if n[ni] == '[' {
+                        pi += 1;
+                        ni += 1;
+                        continue;
+                    }
+                }
+                c if c == n[ni] => {
+                    pi += 1;
+                    ni += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((sp, sn)) => {
+                pi = sp + 1;
+                ni = sn + 1;
+                star = Some((sp, sn + 1));
+            }
+            None => return false,
+        }
+    }
+    p[pi..].iter().all(|&c| c == '*')
+}
+
+/// Matches `c` against the class starting at `p[start] == '['`; returns whether it
+/// matched and the index after the class, or `None` for an unterminated class.
+fn class_match(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
+    let mut i = start + 1;
+    let negate = matches!(p.get(i), Some('!' | '^'));
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    while i < p.len() {
+        if p[i] == ']' && !first {
+            return Some((matched != negate, i + 1));
+        }
+        first = false;
+        if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+            if p[i] <= c && c <= p[i + 2] {
+                matched = true;
+            }
+            i += 3;
+        } else {
+            if p[i] == c {
+                matched = true;
+            }
+            i += 1;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("e*c", "etc"));
+        assert!(glob_match("???", "etc"));
+        assert!(glob_match("[e]tc", "etc"));
+        assert!(glob_match("[!a]tc", "etc"));
+        assert!(!glob_match("???", "proc"));
+        assert!(glob_match(".*", ".."));
+        assert!(could_be_under("/e*c/shadow", "/etc"));
+        assert!(could_be_under("/???/shadow", "/etc"));
+        assert!(!could_be_under("/opt/x", "/etc"));
+    }
+
+    #[test]
+    fn places() {
+        let st = LineState::new();
+        assert_eq!(classify("src/../x", &st, None), Place::Inside);
+        assert_eq!(classify("../x", &st, None), Place::Escapes);
+        assert_eq!(
+            classify("~/.bashrc", &st, None),
+            Place::Home(".bashrc".into())
+        );
+        assert_eq!(classify("/tmp/x", &st, None), Place::Temp);
+        assert_eq!(
+            classify("/usr/local/bin", &st, None),
+            Place::Abs("/usr/local/bin".into())
+        );
+        assert_eq!(classify("/w/a/b", &st, Some("/w/a")), Place::Inside);
+    }
+}

@@ -1,0 +1,1622 @@
+//! The rules that need to know what a program does with its arguments: which
+//! arguments it writes, deletes or links, which options make it run another
+//! program (git, interpreters, package runners, `find -exec`), and what outlives
+//! the run (persistence). Every rule refuses with a reason code and a rule name.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::codes;
+use super::lexer::Word;
+use super::paths::{self, LineState, Place};
+use super::{CommandPolicy, PolicyViolation};
+
+/// System directories: a write there is refused as `POLICY_SYSTEM_PATH`.
+pub(crate) const SYSTEM_DIRS: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/boot",
+    "/dev",
+    "/proc",
+    "/sys",
+    "/var",
+    "/root",
+    "/opt",
+    "/srv",
+    "/run",
+    "/snap",
+    "/home",
+    "/mnt",
+    "/media",
+    "/nix",
+    "/Library",
+    "/System",
+    "/Applications",
+    "/private",
+    "/Users",
+];
+/// Absolute locations that may not even be read.
+pub(crate) const READ_PROTECTED: &[&str] = &[
+    "/etc",
+    "/root",
+    "/boot",
+    "/sys",
+    "/proc",
+    "/var/log",
+    "/var/lib",
+    "/var/spool",
+    "/var/mail",
+    "/var/run",
+    "/run",
+    "/lib/modules",
+    "/home",
+    "/Users",
+];
+/// `/proc` entries that describe the machine, not a process: readable.
+const PROC_READABLE: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/loadavg",
+    "/proc/version",
+    "/proc/uptime",
+    "/proc/stat",
+    "/proc/self/status",
+];
+/// Credential stores below the home directory (also matched by glob).
+const HOME_CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".config/gh",
+    ".config/gcloud",
+    ".azure",
+    ".docker",
+    ".kube",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/hub",
+    ".password-store",
+    ".vault-token",
+];
+/// Files and directories below `~` that run code at login, at shell start or on a
+/// schedule, or configure tools for every later run.
+const HOME_PERSISTENCE: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".cshrc",
+    ".tcshrc",
+    ".kshrc",
+    ".inputrc",
+    ".xinitrc",
+    ".xprofile",
+    ".gitconfig",
+    ".config",
+    ".local",
+    ".pam_environment",
+    ".ssh",
+    ".cargo",
+    ".rustup",
+    ".npm",
+    ".pip",
+    ".condarc",
+    ".vimrc",
+    ".emacs",
+    ".emacs.d",
+    "Library/LaunchAgents",
+];
+/// Programs that write every operand (after their options).
+const WRITES_OPERANDS: &[&str] = &[
+    "touch", "mkdir", "rmdir", "unlink", "truncate", "shred", "tee",
+];
+/// Programs that take a destination (the last operand or `-t DIR`).
+const COPIES: &[&str] = &["cp", "mv", "install", "rsync"];
+/// Programs that delete like `rm -r`.
+const DELETERS: &[&str] = &["rimraf", "del-cli", "del", "trash", "trash-put", "rm"];
+/// Options whose value is a path a program writes to.
+const OUTPUT_OPTIONS: &[&str] = &[
+    "-o",
+    "--output",
+    "--out",
+    "--outfile",
+    "--out-file",
+    "--output-file",
+    "--output-document",
+    "--out-dir",
+    "--outdir",
+    "--output-dir",
+    "--target-dir",
+    "--target",
+    "-t",
+    "--prefix",
+    "--root",
+    "--install-dir",
+    "--destdir",
+    "--dest",
+    "--cache-dir",
+    "--log-file",
+    "--junitxml",
+    "--cov-report",
+    "--basetemp",
+];
+/// Package runners and where the program they run starts.
+const RUNNERS: &[(&str, &[&str])] = &[
+    ("npx", &[]),
+    ("bunx", &[]),
+    ("uvx", &[]),
+    ("pnpx", &[]),
+    ("npm", &["exec", "x"]),
+    ("pnpm", &["dlx", "exec"]),
+    ("yarn", &["dlx", "exec"]),
+    ("bun", &["x"]),
+    ("pipx", &["run"]),
+    ("uv", &["run"]),
+    ("poetry", &["run"]),
+    ("pdm", &["run"]),
+    ("hatch", &["run"]),
+    ("pipenv", &["run"]),
+    ("conda", &["run"]),
+    ("mamba", &["run"]),
+    ("micromamba", &["run"]),
+    ("corepack", &[]),
+];
+/// Runner options that take a separate value.
+const RUNNER_VALUE_OPTIONS: &[&str] = &[
+    "-p",
+    "--package",
+    "--from",
+    "--with",
+    "--python",
+    "-n",
+    "--name",
+    "--prefix",
+    "--env",
+    "-e",
+    "--spec",
+];
+
+fn refuse(code: &'static str, rule: &'static str, msg: String) -> Result<(), PolicyViolation> {
+    Err(PolicyViolation::new(code, msg).with_rule(rule))
+}
+
+fn unresolved(rule: &'static str, what: &str, shown: &str) -> Result<(), PolicyViolation> {
+    refuse(
+        codes::POLICY_UNRESOLVED_EXPANSION,
+        rule,
+        format!("{what} `{shown}` depends on an expansion the policy cannot resolve"),
+    )
+}
+
+/// Arguments of one program with their words, for resolution.
+pub(crate) struct Args<'a> {
+    pub args: &'a [String],
+    pub words: &'a [Word],
+}
+
+impl Args<'_> {
+    /// The resolved value of argument `i` (`None`: unknown).
+    pub fn value(&self, i: usize, st: &LineState) -> Option<String> {
+        match self.words.get(i) {
+            Some(w) if w.text == self.args[i] => paths::resolve(w, st),
+            _ => Some(self.args[i].clone()),
+        }
+    }
+}
+
+fn operand_indices(args: &[String], value_opts: &[&str]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut end_of_opts = false;
+    while i < args.len() {
+        let a = &args[i];
+        if !end_of_opts && a == "--" {
+            end_of_opts = true;
+        } else if !end_of_opts && a.starts_with('-') && a.len() > 1 {
+            if value_opts.contains(&a.as_str()) {
+                i += 1;
+            }
+        } else {
+            out.push(i);
+        }
+        i += 1;
+    }
+    out
+}
+
+impl CommandPolicy {
+    /// A path the command writes to (or deletes).
+    pub(crate) fn check_write(
+        &self,
+        value: Option<&str>,
+        shown: &str,
+        st: &LineState,
+        what: &str,
+    ) -> Result<(), PolicyViolation> {
+        let Some(v) = value else {
+            return unresolved("unresolved-write-target", what, shown);
+        };
+        match paths::classify(v, st, self.root.as_deref()) {
+            Place::Inside => {
+                if v.split('/').any(|s| s == ".git") {
+                    return refuse(
+                        codes::POLICY_GIT_INTERNALS,
+                        "git-internals",
+                        format!("{what} `{shown}` is inside `.git`"),
+                    );
+                }
+                Ok(())
+            }
+            Place::Temp | Place::SafeDevice => Ok(()),
+            Place::Home(rest) => {
+                let persistent = HOME_PERSISTENCE.iter().any(|p| {
+                    let first = rest.split('/').next().unwrap_or("");
+                    paths::under(&rest, p)
+                        || (paths::has_glob(first) && paths::glob_match(first, p))
+                });
+                if persistent || rest.is_empty() {
+                    refuse(
+                        codes::POLICY_PERSISTENCE,
+                        "home-startup-file",
+                        format!(
+                            "{what} `{shown}` changes the home directory (persists after the run)"
+                        ),
+                    )
+                } else {
+                    refuse(
+                        codes::POLICY_OUTSIDE_WORKTREE,
+                        "write-outside",
+                        format!("{what} `{shown}` is in the home directory, outside the worktree"),
+                    )
+                }
+            }
+            Place::Abs(p) => {
+                if SYSTEM_DIRS.iter().any(|d| paths::could_be_under(&p, d)) || p == "/" {
+                    refuse(
+                        codes::POLICY_SYSTEM_PATH,
+                        "write-system-dir",
+                        format!("{what} `{shown}` is a system location"),
+                    )
+                } else {
+                    refuse(
+                        codes::POLICY_OUTSIDE_WORKTREE,
+                        "write-outside",
+                        format!("{what} `{shown}` is outside the worktree"),
+                    )
+                }
+            }
+            Place::Escapes => refuse(
+                codes::POLICY_OUTSIDE_WORKTREE,
+                "write-outside",
+                format!("{what} `{shown}` leaves the worktree"),
+            ),
+        }
+    }
+
+    /// A path the command reads. Unknown values pass: reading is not destructive.
+    pub(crate) fn check_read(
+        &self,
+        value: Option<&str>,
+        st: &LineState,
+    ) -> Result<(), PolicyViolation> {
+        let Some(v) = value else { return Ok(()) };
+        match paths::classify(v, st, self.root.as_deref()) {
+            Place::Abs(p) => {
+                if paths::could_be_under(&p, "/proc") {
+                    let segs: Vec<&str> = p.split('/').collect();
+                    if segs.iter().any(|s| {
+                        ["environ", "cmdline", "mem", "maps", "auxv"]
+                            .iter()
+                            .any(|n| paths::glob_match(s, n))
+                    }) {
+                        return refuse(
+                            codes::POLICY_SECRET_READ,
+                            "proc-environ",
+                            format!("`{v}` exposes a process's environment or memory"),
+                        );
+                    }
+                    if PROC_READABLE.iter().any(|r| p == *r) {
+                        return Ok(());
+                    }
+                }
+                let protected = READ_PROTECTED.iter().any(|d| paths::could_be_under(&p, d))
+                    || (paths::could_be_under(&p, "/dev")
+                        && !paths::SAFE_DEVICES.iter().any(|d| paths::under(&p, d)));
+                if protected {
+                    return refuse(
+                        codes::POLICY_SYSTEM_PATH,
+                        "read-system-dir",
+                        format!("`{v}` is a protected system location"),
+                    );
+                }
+                Ok(())
+            }
+            Place::Home(rest) => {
+                if is_credential(&rest) {
+                    return refuse(
+                        codes::POLICY_CREDENTIAL_ACCESS,
+                        "credential-store",
+                        format!("`{v}` points into a credential store"),
+                    );
+                }
+                refuse(
+                    codes::POLICY_OUTSIDE_WORKTREE,
+                    "read-outside",
+                    format!("`{v}` is in the home directory, outside the worktree"),
+                )
+            }
+            Place::Escapes => refuse(
+                codes::POLICY_OUTSIDE_WORKTREE,
+                "read-outside",
+                format!("`{v}` leaves the worktree"),
+            ),
+            Place::Inside | Place::Temp | Place::SafeDevice => Ok(()),
+        }
+    }
+
+    /// Write targets, deletions, links and option values of one program.
+    pub(crate) fn check_effects(
+        &self,
+        base: &str,
+        a: &Args<'_>,
+        st: &mut LineState,
+        stdin_args: bool,
+    ) -> Result<(), PolicyViolation> {
+        let args = a.args;
+        let destructive = DELETERS.contains(&base)
+            || WRITES_OPERANDS.contains(&base)
+            || COPIES.contains(&base)
+            || matches!(base, "ln" | "chmod" | "chown" | "chgrp")
+            || (base == "sed"
+                && args
+                    .iter()
+                    .any(|x| x.starts_with("-i") || x == "--in-place"));
+        if stdin_args && destructive {
+            return refuse(
+                codes::POLICY_UNRESOLVED_EXPANSION,
+                "xargs-destructive",
+                format!("`{base}` would act on arguments read from stdin (xargs)"),
+            );
+        }
+        // Reads: every operand and every `--opt=value` (link targets are not
+        // read: the link rule below resolves them from the link's directory).
+        for (i, arg) in args.iter().enumerate().filter(|_| base != "ln") {
+            // An unknown expansion may be anything: reason about it as `*`.
+            let v = a.value(i, st).or_else(|| Some(paths::as_glob(arg)));
+            let v = match (arg.starts_with('-'), v) {
+                (true, Some(v)) => match v.split_once('=') {
+                    Some((_, val)) => Some(val.to_string()),
+                    None => continue,
+                },
+                (_, v) => v,
+            };
+            self.check_read(v.as_deref(), st)?;
+        }
+        // Option values that name an output.
+        let mut i = 0;
+        while i < args.len() {
+            let arg = &args[i];
+            let (opt, val_idx, inline) = match arg.split_once('=') {
+                Some((o, v)) if o.starts_with('-') => (o, None, Some(v.to_string())),
+                _ => (arg.as_str(), Some(i + 1), None),
+            };
+            let is_out = OUTPUT_OPTIONS.contains(&opt)
+                && (opt != "-t" || COPIES.contains(&base) || base.starts_with("pip"));
+            if is_out {
+                let value = match (inline, val_idx) {
+                    (Some(v), _) => Some(v),
+                    (None, Some(j)) if j < args.len() => a.value(j, st),
+                    _ => None,
+                };
+                if inline_or_next_exists(arg, i, args) {
+                    let shown = value.clone().unwrap_or_else(|| arg.clone());
+                    // `pytest -o key=value` is an ini override, not a file.
+                    if !(opt == "-o" && shown.contains('=')) {
+                        self.check_write(value.as_deref(), &shown, st, &format!("`{opt}`"))?;
+                    }
+                }
+            }
+            i += 1;
+        }
+        match base {
+            _ if DELETERS.contains(&base) => {
+                let recursive = base != "rm"
+                    || args.iter().any(|x| {
+                        x == "--recursive"
+                            || (x.starts_with('-')
+                                && !x.starts_with("--")
+                                && (x.contains('r') || x.contains('R')))
+                    });
+                for i in operand_indices(args, &[]) {
+                    let v = a.value(i, st);
+                    if let Some(v) = &v
+                        && recursive
+                        && !matches!(
+                            paths::classify(v, st, self.root.as_deref()),
+                            Place::Inside | Place::Temp
+                        )
+                    {
+                        return refuse(
+                            codes::POLICY_DESTRUCTIVE_DELETE,
+                            "delete-outside",
+                            format!("`{base}` of `{}` deletes outside the worktree", args[i]),
+                        );
+                    }
+                    self.check_write(v.as_deref(), &args[i], st, &format!("`{base}` target"))?;
+                }
+            }
+            _ if WRITES_OPERANDS.contains(&base) => {
+                let skip = if base == "truncate" {
+                    &["-s", "--size", "-r"][..]
+                } else {
+                    &["-m", "--mode"][..]
+                };
+                for i in operand_indices(args, skip) {
+                    self.check_write(
+                        a.value(i, st).as_deref(),
+                        &args[i],
+                        st,
+                        &format!("`{base}` target"),
+                    )?;
+                }
+            }
+            "chmod" | "chown" | "chgrp" => {
+                for i in operand_indices(args, &["--reference"]).into_iter().skip(1) {
+                    self.check_write(
+                        a.value(i, st).as_deref(),
+                        &args[i],
+                        st,
+                        &format!("`{base}` target"),
+                    )?;
+                }
+            }
+            _ if COPIES.contains(&base) => {
+                let ops = operand_indices(
+                    args,
+                    &[
+                        "-t", "-S", "--suffix", "-m", "--mode", "-o", "-g", "--owner", "--group",
+                    ],
+                );
+                let target_dir = args
+                    .iter()
+                    .position(|x| x == "-t")
+                    .map(|p| p + 1)
+                    .filter(|p| *p < args.len());
+                let links = args.iter().any(|x| {
+                    matches!(x.as_str(), "-l" | "-s" | "--link" | "--symbolic-link")
+                        || (x.starts_with('-')
+                            && !x.starts_with("--")
+                            && (x.contains('l') || x.contains('s'))
+                            && base == "cp")
+                });
+                let (dest, sources): (Option<usize>, Vec<usize>) = match target_dir {
+                    Some(t) => (Some(t), ops.clone()),
+                    None => match ops.split_last() {
+                        Some((last, rest)) => (Some(*last), rest.to_vec()),
+                        None => (None, Vec::new()),
+                    },
+                };
+                if let Some(d) = dest {
+                    self.check_write(
+                        a.value(d, st).as_deref(),
+                        &args[d],
+                        st,
+                        &format!("`{base}` destination"),
+                    )?;
+                }
+                for s in sources {
+                    if base == "mv" {
+                        self.check_write(a.value(s, st).as_deref(), &args[s], st, "`mv` source")?;
+                    }
+                    if links {
+                        self.check_link_target(a.value(s, st).as_deref(), &args[s], st)?;
+                    }
+                }
+            }
+            "ln" => {
+                let ops = operand_indices(args, &["-t", "-S", "--suffix"]);
+                let (targets, name): (Vec<usize>, Option<usize>) = if ops.len() == 1 {
+                    (ops.clone(), None)
+                } else {
+                    match ops.split_last() {
+                        Some((last, rest)) => (rest.to_vec(), Some(*last)),
+                        None => (Vec::new(), None),
+                    }
+                };
+                let symbolic = args.iter().any(|x| {
+                    x == "--symbolic"
+                        || (x.starts_with('-') && !x.starts_with("--") && x.contains('s'))
+                });
+                // A relative symlink target is resolved from the link's directory.
+                let link_dir = name
+                    .and_then(|n| a.value(n, st))
+                    .map(|n| match n.rsplit_once('/') {
+                        Some((dir, _)) if !n.ends_with('/') => format!("{dir}/"),
+                        _ if n.ends_with('/') => n.clone(),
+                        _ => String::new(),
+                    })
+                    .unwrap_or_default();
+                for t in targets {
+                    let v = a.value(t, st).map(|v| {
+                        if symbolic && !v.starts_with('/') && !v.starts_with('~') {
+                            format!("{link_dir}{v}")
+                        } else {
+                            v
+                        }
+                    });
+                    self.check_link_target(v.as_deref(), &args[t], st)?;
+                }
+                if let Some(n) = name {
+                    self.check_write(a.value(n, st).as_deref(), &args[n], st, "`ln` link name")?;
+                }
+            }
+            "sed" => self.check_sed(a, st)?,
+            "awk" | "gawk" | "mawk" | "nawk" => check_awk(args)?,
+            "cd" => {
+                let target = match args.iter().find(|x| !x.starts_with('-')) {
+                    Some(_) => {
+                        let i = args.iter().position(|x| !x.starts_with('-')).unwrap_or(0);
+                        a.value(i, st)
+                    }
+                    None => Some("~".to_string()),
+                };
+                st.cwd_depth = match target
+                    .as_deref()
+                    .map(|t| paths::classify(t, st, self.root.as_deref()))
+                {
+                    Some(Place::Inside) => target.as_deref().map(|t| relative_depth(t, st)),
+                    _ => None,
+                };
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn check_link_target(
+        &self,
+        value: Option<&str>,
+        shown: &str,
+        st: &LineState,
+    ) -> Result<(), PolicyViolation> {
+        let Some(v) = value else {
+            return unresolved("unresolved-link-target", "link target", shown);
+        };
+        match paths::classify(v, st, self.root.as_deref()) {
+            Place::Inside => Ok(()),
+            _ => refuse(
+                codes::POLICY_LINK_OUTSIDE,
+                "link-outside",
+                format!("a link to `{shown}` would reach outside the worktree"),
+            ),
+        }
+    }
+
+    fn check_sed(&self, a: &Args<'_>, st: &LineState) -> Result<(), PolicyViolation> {
+        let args = a.args;
+        let mut scripts = Vec::new();
+        let mut explicit = false;
+        let mut i = 0;
+        while i < args.len() {
+            let x = &args[i];
+            if x == "-e" || x == "--expression" {
+                explicit = true;
+                if let Some(s) = args.get(i + 1) {
+                    scripts.push(s.clone());
+                }
+                i += 2;
+                continue;
+            }
+            if let Some(s) = x.strip_prefix("--expression=") {
+                explicit = true;
+                scripts.push(s.to_string());
+            }
+            if x == "-f" || x == "--file" {
+                explicit = true;
+                i += 2;
+                continue;
+            }
+            i += 1;
+        }
+        let ops = operand_indices(
+            args,
+            &["-e", "--expression", "-f", "--file", "-l", "--line-length"],
+        );
+        let files: Vec<usize> = if explicit {
+            ops
+        } else {
+            if let Some(first) = ops.first() {
+                scripts.push(args[*first].clone());
+            }
+            ops.into_iter().skip(1).collect()
+        };
+        for s in &scripts {
+            if let Some(file) = sed_executes_or_writes(s)? {
+                self.check_write(Some(&file), &file, st, "`sed w` file")?;
+            }
+        }
+        if args
+            .iter()
+            .any(|x| x.starts_with("-i") || x == "--in-place" || x.starts_with("--in-place="))
+        {
+            for f in files {
+                self.check_write(a.value(f, st).as_deref(), &args[f], st, "`sed -i` file")?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Persistence, secret dumps, loops and background helpers by program name.
+    pub(crate) fn check_lifetime(
+        &self,
+        base: &str,
+        args: &[String],
+    ) -> Result<(), PolicyViolation> {
+        let has = |flags: &[&str]| args.iter().any(|x| flags.contains(&x.as_str()));
+        let sub = args
+            .iter()
+            .find(|x| !x.starts_with('-'))
+            .map(String::as_str)
+            .unwrap_or("");
+        match base {
+            "printenv" => refuse(
+                codes::POLICY_SECRET_READ,
+                "env-dump",
+                "`printenv` prints the environment, secrets included".into(),
+            ),
+            "env" => refuse(
+                codes::POLICY_SECRET_READ,
+                "env-dump",
+                "`env` without a command prints the environment".into(),
+            ),
+            "export" | "declare" | "typeset" | "readonly"
+                if args.is_empty()
+                    || args
+                        .iter()
+                        .all(|x| x.starts_with('-') && (x.contains('p') || x.contains('x'))) =>
+            {
+                refuse(
+                    codes::POLICY_SECRET_READ,
+                    "env-dump",
+                    format!("`{base}` without names lists the environment"),
+                )
+            }
+            "set" if args.is_empty() => refuse(
+                codes::POLICY_SECRET_READ,
+                "env-dump",
+                "`set` lists every variable".into(),
+            ),
+            "compgen" if has(&["-v", "-e", "-A"]) => refuse(
+                codes::POLICY_SECRET_READ,
+                "env-dump",
+                "`compgen` lists variables".into(),
+            ),
+            "yes" => refuse(
+                codes::POLICY_INFINITE_LOOP,
+                "endless-output",
+                "`yes` never ends".into(),
+            ),
+            "watch" => refuse(
+                codes::POLICY_INFINITE_LOOP,
+                "endless-loop",
+                "`watch` repeats forever".into(),
+            ),
+            "sleep" if args.iter().any(|x| x.starts_with("inf")) => refuse(
+                codes::POLICY_INFINITE_LOOP,
+                "endless-sleep",
+                "`sleep infinity` never ends".into(),
+            ),
+            "tail"
+                if args.iter().any(|x| {
+                    x == "-f"
+                        || x == "-F"
+                        || x.starts_with("--follow")
+                        || (x.starts_with('-') && !x.starts_with("--") && x.contains(['f', 'F']))
+                }) =>
+            {
+                refuse(
+                    codes::POLICY_INFINITE_LOOP,
+                    "endless-follow",
+                    "`tail -f` never ends".into(),
+                )
+            }
+            "disown" | "screen" | "tmux" | "daemonize" | "start-stop-daemon" | "bg" => refuse(
+                codes::POLICY_BACKGROUND_PROCESS,
+                "background",
+                format!("`{base}` keeps a process running after the command"),
+            ),
+            "crontab" | "at" | "batch" | "launchctl" | "update-rc.d" | "chkconfig" => refuse(
+                codes::POLICY_PERSISTENCE,
+                "scheduler",
+                format!("`{base}` schedules work that outlives the run"),
+            ),
+            "pip" | "pip3" if has(&["--user"]) || matches!(sub, "config") => refuse(
+                codes::POLICY_PERSISTENCE,
+                "pip-user",
+                "`pip --user` / `pip config` change the user's installation".into(),
+            ),
+            "uv" if sub == "tool" && args.iter().any(|x| x == "install") || has(&["--user"]) => {
+                refuse(
+                    codes::POLICY_PERSISTENCE,
+                    "uv-tool-install",
+                    "`uv tool install` installs for the user".into(),
+                )
+            }
+            "npm" | "pnpm" | "yarn" | "bun"
+                if has(&["-g", "--global", "--location=global"])
+                    || args
+                        .windows(2)
+                        .any(|w| w[0] == "--location" && w[1] == "global")
+                    || sub == "global"
+                    || (matches!(sub, "config" | "set") && !has(&["--location=project"]))
+                    || (sub == "link" && args.len() == 1) =>
+            {
+                refuse(
+                    codes::POLICY_PERSISTENCE,
+                    "npm-global",
+                    format!("`{base}` global install or config changes the user's installation"),
+                )
+            }
+            "cargo"
+                if sub == "install"
+                    && !args
+                        .iter()
+                        .any(|x| x == "--root" || x.starts_with("--root=")) =>
+            {
+                refuse(
+                    codes::POLICY_PERSISTENCE,
+                    "cargo-install",
+                    "`cargo install` writes to ~/.cargo/bin (use --root inside the worktree)"
+                        .into(),
+                )
+            }
+            "go" if sub == "install" || (sub == "env" && has(&["-w", "-u"])) => refuse(
+                codes::POLICY_PERSISTENCE,
+                "go-install",
+                "`go install` / `go env -w` change the user's Go installation".into(),
+            ),
+            "rustup"
+                if matches!(
+                    sub,
+                    "default"
+                        | "update"
+                        | "install"
+                        | "uninstall"
+                        | "self"
+                        | "set"
+                        | "override"
+                        | "component"
+                        | "target"
+                ) || (sub == "toolchain"
+                    && args
+                        .iter()
+                        .any(|x| matches!(x.as_str(), "install" | "uninstall" | "link"))) =>
+            {
+                refuse(
+                    codes::POLICY_PERSISTENCE,
+                    "rustup-global",
+                    format!("`rustup {sub}` changes the machine's toolchains"),
+                )
+            }
+            "conda" | "mamba" | "micromamba" if matches!(sub, "init" | "config") => refuse(
+                codes::POLICY_PERSISTENCE,
+                "conda-init",
+                format!("`{base} {sub}` changes shell start-up or user config"),
+            ),
+            "corepack" if matches!(sub, "enable" | "disable" | "install") => refuse(
+                codes::POLICY_PERSISTENCE,
+                "corepack-enable",
+                "`corepack enable` writes shims next to node".into(),
+            ),
+            _ => Ok(()),
+        }
+    }
+
+    /// git: options and config keys that execute programs, global config, and the
+    /// subcommands that run commands.
+    pub(crate) fn check_git(
+        &self,
+        a: &Args<'_>,
+        depth: usize,
+        st: &mut LineState,
+    ) -> Result<(), PolicyViolation> {
+        let args = a.args;
+        let mut i = 0;
+        // Global options before the subcommand.
+        while i < args.len() && args[i].starts_with('-') {
+            let x = args[i].as_str();
+            if x == "-c" || x == "--config-env" {
+                if let Some(kv) = args.get(i + 1) {
+                    check_git_key(kv.split('=').next().unwrap_or(kv))?;
+                }
+                i += 2;
+                continue;
+            }
+            if let Some(kv) = x
+                .strip_prefix("-c")
+                .or_else(|| x.strip_prefix("--config-env="))
+            {
+                check_git_key(kv.split('=').next().unwrap_or(kv))?;
+            }
+            if x.starts_with("--exec-path=") || x == "--exec-path" && i + 1 < args.len() {
+                return refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-exec-path",
+                    "`git --exec-path` chooses the programs git runs".into(),
+                );
+            }
+            if matches!(
+                x,
+                "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--super-prefix"
+            ) {
+                if x != "--namespace" && x != "--super-prefix" {
+                    let v = a.value(i + 1, st);
+                    if i + 1 < args.len() {
+                        self.check_git_dir(v.as_deref(), &args[i + 1], st)?;
+                    }
+                }
+                i += 2;
+                continue;
+            }
+            if let Some(v) = x
+                .strip_prefix("--git-dir=")
+                .or_else(|| x.strip_prefix("--work-tree="))
+            {
+                self.check_git_dir(Some(v), v, st)?;
+            }
+            i += 1;
+        }
+        let Some(sub) = args.get(i).map(String::as_str) else {
+            return Ok(());
+        };
+        let rest = &args[i + 1..];
+        for (j, x) in rest.iter().enumerate() {
+            let lower = x.to_ascii_lowercase();
+            if lower.starts_with("ext::") || lower.contains("::ext::") || lower.starts_with("fd::")
+            {
+                return refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-ext-transport",
+                    format!("`{x}` makes git run a program as transport"),
+                );
+            }
+            let exec_opt = [
+                "--upload-pack",
+                "--receive-pack",
+                "--exec",
+                "--template",
+                "--extcmd",
+                "--tool",
+                "--config",
+                "--ssh-command",
+            ];
+            let name = x.split('=').next().unwrap_or(x);
+            if exec_opt.contains(&name) && !(sub == "rebase" && name == "--exec") {
+                if name == "--config" {
+                    if let Some(kv) = x
+                        .split_once('=')
+                        .map(|(_, v)| v.to_string())
+                        .or_else(|| rest.get(j + 1).cloned())
+                    {
+                        check_git_key(kv.split('=').next().unwrap_or(&kv))?;
+                    }
+                    continue;
+                }
+                return refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-exec-option",
+                    format!("`git {sub} {name}` runs a program"),
+                );
+            }
+            if matches!(sub, "clone" | "submodule") && (x == "-u" || x == "-c") {
+                if x == "-c" {
+                    if let Some(kv) = rest.get(j + 1) {
+                        check_git_key(kv.split('=').next().unwrap_or(kv))?;
+                    }
+                    continue;
+                }
+                return refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-exec-option",
+                    format!("`git {sub} -u` runs a program"),
+                );
+            }
+        }
+        match sub {
+            "config" => {
+                if rest
+                    .iter()
+                    .any(|x| matches!(x.as_str(), "--global" | "--system"))
+                {
+                    return refuse(
+                        codes::POLICY_PERSISTENCE,
+                        "git-config-global",
+                        "`git config --global/--system` changes config outside the repository"
+                            .into(),
+                    );
+                }
+                if let Some(p) = rest.iter().position(|x| x == "-f" || x == "--file") {
+                    let v = a.value(i + 2 + p, st);
+                    self.check_write(
+                        v.as_deref(),
+                        rest.get(p + 1).map(String::as_str).unwrap_or(""),
+                        st,
+                        "`git config --file`",
+                    )?;
+                }
+                let reading = rest.iter().any(|x| {
+                    matches!(
+                        x.as_str(),
+                        "--get"
+                            | "--get-all"
+                            | "--get-regexp"
+                            | "-l"
+                            | "--list"
+                            | "get"
+                            | "list"
+                            | "--show-origin"
+                    )
+                });
+                let keys: Vec<&String> = rest.iter().filter(|x| !x.starts_with('-')).collect();
+                let key = match keys.first().map(|s| s.as_str()) {
+                    Some(
+                        "set" | "unset" | "get" | "list" | "edit" | "rename-section"
+                        | "remove-section",
+                    ) => keys.get(1),
+                    _ => keys.first(),
+                };
+                if rest
+                    .iter()
+                    .any(|x| x == "-e" || x == "--edit" || x == "edit")
+                {
+                    return refuse(
+                        codes::POLICY_GIT_EXEC_OPTION,
+                        "git-config-edit",
+                        "`git config --edit` starts an editor".into(),
+                    );
+                }
+                if !reading && let Some(k) = key {
+                    check_git_key(k)?;
+                }
+                Ok(())
+            }
+            "credential" | "credential-store" | "credential-cache" => refuse(
+                codes::POLICY_SECRET_READ,
+                "git-credential",
+                "`git credential` reads stored credentials".into(),
+            ),
+            "filter-branch" | "daemon" | "instaweb" | "difftool" | "mergetool" | "send-email"
+            | "web--browse" => refuse(
+                codes::POLICY_GIT_EXEC_OPTION,
+                "git-exec-subcommand",
+                format!("`git {sub}` runs programs of its own"),
+            ),
+            "submodule" if rest.iter().any(|x| x == "foreach") => {
+                let p = rest.iter().position(|x| x == "foreach").unwrap_or(0);
+                let script = rest[p + 1..]
+                    .iter()
+                    .filter(|x| !x.starts_with("--"))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                self.check_depth(&script, depth + 1).map(|_| ())
+            }
+            "bisect" if rest.first().is_some_and(|x| x == "run") => {
+                if rest.len() > 1 {
+                    self.check_program_line(&rest[1..], depth)
+                } else {
+                    Ok(())
+                }
+            }
+            "rebase" => {
+                for (j, x) in rest.iter().enumerate() {
+                    let script = if x == "-x" || x == "--exec" {
+                        rest.get(j + 1).cloned()
+                    } else {
+                        x.strip_prefix("--exec=").map(str::to_string)
+                    };
+                    if let Some(s) = script {
+                        self.check_depth(&s, depth + 1)?;
+                    }
+                }
+                Ok(())
+            }
+            "clean"
+                if rest.iter().any(|x| {
+                    x.starts_with('-') && !x.starts_with("--") && x.contains('x') && x.contains('f')
+                }) && rest.iter().any(|x| x.contains('d')) =>
+            {
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_git_dir(
+        &self,
+        value: Option<&str>,
+        shown: &str,
+        st: &LineState,
+    ) -> Result<(), PolicyViolation> {
+        match value.map(|v| paths::classify(v, st, self.root.as_deref())) {
+            Some(Place::Inside) => Ok(()),
+            _ => refuse(
+                codes::POLICY_OUTSIDE_WORKTREE,
+                "git-dir-outside",
+                format!("git pointed at `{shown}`, outside the worktree"),
+            ),
+        }
+    }
+
+    /// Checks `argv` (a program and its arguments) as a command of its own.
+    pub(crate) fn check_program_line(
+        &self,
+        argv: &[String],
+        depth: usize,
+    ) -> Result<(), PolicyViolation> {
+        let line = shell_words::join(argv);
+        self.check_depth(&line, depth + 1).map(|_| ())
+    }
+
+    /// Package runners (`npx`, `npm exec`, `pnpm dlx`, `uvx`, `poetry run`, …):
+    /// `Some(index)` of the program they run in `args`; the `-c` script of npx is
+    /// checked here.
+    pub(crate) fn runner_target(
+        &self,
+        base: &str,
+        args: &[String],
+        depth: usize,
+    ) -> Result<Option<usize>, PolicyViolation> {
+        let Some((_, subs)) = RUNNERS.iter().find(|(n, _)| *n == base) else {
+            return Ok(None);
+        };
+        let mut i = 0;
+        if !subs.is_empty() {
+            // The subcommand comes first (after options without values).
+            while i < args.len() && args[i].starts_with('-') {
+                i += 1;
+            }
+            match args.get(i) {
+                Some(s) if subs.contains(&s.as_str()) => i += 1,
+                _ => return Ok(None),
+            }
+            if base == "uv" && args.get(i).is_some_and(|s| s == "tool") {
+                return Ok(None);
+            }
+        }
+        while i < args.len() {
+            let x = &args[i];
+            if x == "--" {
+                i += 1;
+                break;
+            }
+            if x == "-c" || x == "--call" {
+                if let Some(script) = args.get(i + 1) {
+                    self.check_depth(script, depth + 1)?;
+                }
+                return Ok(None);
+            }
+            if let Some(script) = x.strip_prefix("--call=") {
+                self.check_depth(script, depth + 1)?;
+                return Ok(None);
+            }
+            if x.starts_with('-') {
+                i += if RUNNER_VALUE_OPTIONS.contains(&x.as_str()) {
+                    2
+                } else {
+                    1
+                };
+                continue;
+            }
+            break;
+        }
+        Ok((i < args.len()).then_some(i))
+    }
+}
+
+/// The program name a package spec runs: `@scope/pkg@1.2` → `pkg`, `rimraf@5` → `rimraf`.
+pub(crate) fn package_program(spec: &str) -> String {
+    let s = spec
+        .strip_prefix('@')
+        .map(|r| r.split_once('/').map(|(_, p)| p).unwrap_or(r))
+        .unwrap_or(spec);
+    s.split('@').next().unwrap_or(s).to_string()
+}
+
+fn inline_or_next_exists(arg: &str, i: usize, args: &[String]) -> bool {
+    arg.contains('=') || i + 1 < args.len()
+}
+
+fn relative_depth(t: &str, st: &LineState) -> usize {
+    let mut d = st.cwd_depth.unwrap_or(0);
+    if t.starts_with('/') {
+        // Inside by the root prefix: depth relative to it is unknown; stay put.
+        return d;
+    }
+    for seg in t.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => d = d.saturating_sub(1),
+            _ => d += 1,
+        }
+    }
+    d
+}
+
+fn is_credential(rest: &str) -> bool {
+    let segs: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    HOME_CREDENTIALS.iter().any(|c| {
+        let cs: Vec<&str> = c.split('/').collect();
+        segs.len() >= cs.len()
+            && segs.iter().zip(&cs).all(|(a, b)| {
+                if paths::has_glob(a) {
+                    paths::glob_match(a, b)
+                } else {
+                    a == b
+                }
+            })
+    })
+}
+
+/// Config keys that make git run a program (lower-cased comparison).
+pub(crate) fn check_git_key(key: &str) -> Result<(), PolicyViolation> {
+    let k = key.to_ascii_lowercase();
+    let exact = [
+        "core.pager",
+        "core.editor",
+        "core.sshcommand",
+        "core.fsmonitor",
+        "core.hookspath",
+        "core.askpass",
+        "core.gitproxy",
+        "core.alternaterefscommand",
+        "core.worktree",
+        "core.attributesfile",
+        "core.excludesfile",
+        "sequence.editor",
+        "diff.external",
+        "gpg.program",
+        "credential.helper",
+        "uploadpack.packobjectshook",
+        "receive.procreceiverefs",
+        "include.path",
+        "web.browser",
+        "protocol.allow",
+        "ssh.variant",
+        "http.proxy",
+        "core.sshcommandoptions",
+        "merge.tool",
+        "diff.tool",
+        "instaweb.httpd",
+        "sendemail.smtpserver",
+    ];
+    let prefixes = [
+        "alias.",
+        "filter.",
+        "includeif.",
+        "pager.",
+        "url.",
+        "protocol.",
+    ];
+    let suffixes = [
+        ".cmd",
+        ".command",
+        ".program",
+        ".driver",
+        ".textconv",
+        ".helper",
+        ".hook",
+        ".editor",
+        ".pager",
+        ".sshcommand",
+        ".uploadpack",
+        ".receivepack",
+        ".proxy",
+        ".path",
+        ".update",
+    ];
+    if exact.contains(&k.as_str())
+        || prefixes.iter().any(|p| k.starts_with(p))
+        || suffixes.iter().any(|s| k.ends_with(s))
+    {
+        return refuse(
+            codes::POLICY_GIT_EXEC_OPTION,
+            "git-exec-config",
+            format!("git config `{key}` can make git run a program"),
+        );
+    }
+    Ok(())
+}
+
+/// Environment variables git reads that are safe to set.
+const SAFE_GIT_ENV: &[&str] = &[
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+    "GIT_TERMINAL_PROMPT",
+    "GIT_PAGER_IN_USE",
+    "GIT_FLUSH",
+    "GIT_TRACE",
+];
+
+pub(crate) fn check_git_env(name: &str) -> Result<(), PolicyViolation> {
+    if name.starts_with("GIT_") && !SAFE_GIT_ENV.contains(&name) {
+        return refuse(
+            codes::POLICY_GIT_EXEC_OPTION,
+            "git-env",
+            format!("setting `{name}` changes what git runs or where it looks"),
+        );
+    }
+    Ok(())
+}
+
+/// Names of variables that hold secrets: `OPENAI_API_KEY`, `DB_PASSWORD`,
+/// `DATABASE_URL`, `GITHUB_TOKEN`, …
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let parts: Vec<&str> = upper.split('_').collect();
+    let secretish = [
+        "KEY",
+        "KEYS",
+        "APIKEY",
+        "TOKEN",
+        "TOKENS",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PWD",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CRED",
+        "CREDS",
+        "AUTH",
+        "DSN",
+        "PRIVATE",
+        "COOKIE",
+        "SESSION",
+        "CERT",
+    ];
+    if upper == "PWD" || upper == "OLDPWD" {
+        return false;
+    }
+    if parts.iter().any(|p| secretish.contains(p)) {
+        return true;
+    }
+    let url_hosts = [
+        "DATABASE", "DB", "REDIS", "MONGO", "MONGODB", "POSTGRES", "PG", "MYSQL", "AMQP",
+        "RABBITMQ", "SENTRY", "BROKER", "CELERY",
+    ];
+    upper.ends_with("_URL") && parts.first().is_some_and(|p| url_hosts.contains(p))
+}
+
+/// Variable names referenced by `$NAME` / `${NAME…}` in a word's text.
+pub(crate) fn referenced_vars(text: &str) -> Vec<&str> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    let Some(re) = RE
+        .get_or_init(|| Regex::new(r"\$\{?[!#]?([A-Za-z_][A-Za-z0-9_]*)").ok())
+        .as_ref()
+    else {
+        return Vec::new();
+    };
+    re.captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .map(|m| m.as_str())
+        .collect()
+}
+
+/// The `-c`/`-e` code of an interpreter invocation, if any.
+pub(crate) fn inline_code<'a>(base: &str, args: &'a [String]) -> Option<(&'static str, &'a str)> {
+    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let (lang, flags): (&'static str, &[&str]) = match stem {
+        "python" | "pypy" => ("python", &["-c"]),
+        "node" | "nodejs" | "bun" | "deno" => ("js", &["-e", "--eval", "-p", "--print", "eval"]),
+        "perl" => ("perl", &["-e", "-E"]),
+        "ruby" => ("ruby", &["-e"]),
+        "php" => ("php", &["-r"]),
+        "lua" | "luajit" => ("lua", &["-e"]),
+        "Rscript" => ("r", &["-e"]),
+        "osascript" => ("applescript", &["-e"]),
+        _ => return None,
+    };
+    for (i, x) in args.iter().enumerate() {
+        if flags.contains(&x.as_str()) {
+            return args.get(i + 1).map(|c| (lang, c.as_str()));
+        }
+        if let Some(code) = x
+            .strip_prefix("--eval=")
+            .or_else(|| x.strip_prefix("--print="))
+        {
+            return Some((lang, code));
+        }
+        // Clusters: `python -Ic CODE`, `perl -ne CODE`, `python -cCODE`.
+        if x.starts_with('-') && !x.starts_with("--") && x.len() > 2 {
+            let body = &x[1..];
+            for f in flags
+                .iter()
+                .filter_map(|f| f.strip_prefix('-'))
+                .filter(|f| f.len() == 1)
+            {
+                if body.ends_with(f) && body.chars().all(|c| c.is_ascii_alphabetic()) {
+                    return args.get(i + 1).map(|c| (lang, c.as_str()));
+                }
+                if lang == "python" && body.starts_with(f) {
+                    return Some((lang, &x[2..]));
+                }
+            }
+        }
+        if lang == "python" && !x.starts_with('-') {
+            // `python script.py -c x`: the rest belongs to the script.
+            return None;
+        }
+    }
+    None
+}
+
+/// Refuses inline code that runs programs, reads the environment, deletes or
+/// links files, or names paths outside the worktree.
+pub(crate) fn check_inline_code(lang: &str, code: &str) -> Result<(), PolicyViolation> {
+    let secret = [
+        "environ",
+        "getenv",
+        "process.env",
+        "ENV[",
+        "ENV.",
+        "$ENV",
+        "$_ENV",
+        "ENV.fetch",
+        "Sys.getenv",
+        "%ENV",
+    ];
+    if secret.iter().any(|s| code.contains(s)) {
+        return refuse(
+            codes::POLICY_SECRET_READ,
+            "inline-code-env",
+            format!("{lang} code reads the environment"),
+        );
+    }
+    let common: &[&str] = &[
+        "system", "exec", "spawn", "popen", "fork", "socket", "eval", "`", "unlink", "rmtree",
+        "symlink", "chmod", "chown", "kill",
+    ];
+    let per_lang: &[&str] = match lang {
+        "python" => &[
+            "subprocess",
+            "os.remove",
+            "os.rmdir",
+            "os.link",
+            "os.rename",
+            "os.replace",
+            "shutil",
+            "pty",
+            "ctypes",
+            "__import__",
+            "importlib",
+            "compile(",
+            "expanduser",
+            "Path.home",
+            "builtins",
+            "open(",
+            "write_text",
+            "write_bytes",
+            "urllib",
+            "http.client",
+        ],
+        "js" => &[
+            "child_process",
+            "process[",
+            "globalThis",
+            "global.",
+            "constructor",
+            "require(",
+            "import(",
+            "Function(",
+            "process.binding",
+            "fs.",
+            "Deno.",
+            "Bun.",
+            "homedir",
+            "net.",
+            "fetch(",
+        ],
+        "perl" | "ruby" | "php" => &[
+            "open",
+            "qx",
+            "%x",
+            "File.",
+            "IO.",
+            "Dir.",
+            "Kernel",
+            "shell_exec",
+            "passthru",
+            "proc_open",
+            "file_put_contents",
+            "require",
+            "rm",
+            "syscall",
+        ],
+        _ => &["os.", "io.", "do shell script", "system("],
+    };
+    if let Some(hit) = common.iter().chain(per_lang).find(|p| code.contains(*p)) {
+        return refuse(
+            codes::POLICY_INTERPRETER_CODE,
+            "inline-code",
+            format!("{lang} code uses `{hit}`"),
+        );
+    }
+    // Quoted literals that name places outside the worktree.
+    for lit in quoted_literals(code) {
+        let outside = lit.starts_with('~')
+            || lit.split('/').any(|s| s == "..")
+            || (lit.starts_with('/')
+                && !["/tmp", "/dev/null"]
+                    .iter()
+                    .any(|p| paths::under(&paths::normalize_abs(lit), p)));
+        if outside {
+            return refuse(
+                codes::POLICY_INTERPRETER_CODE,
+                "inline-code-path",
+                format!("{lang} code names `{lit}`, outside the worktree"),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn quoted_literals(code: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(start) = rest.find(['\'', '"']) {
+        let q = &rest[start..start + 1];
+        let after = &rest[start + 1..];
+        match after.find(q) {
+            Some(end) => {
+                out.push(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+fn check_awk(args: &[String]) -> Result<(), PolicyViolation> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r#"system\s*\(|\|\s*getline|getline\s*<|print[f]?\b[^;{}]*[>|]|ENVIRON"#).ok()
+    });
+    let mut i = 0;
+    while i < args.len() {
+        let x = &args[i];
+        if x == "-f" || x == "-v" || x == "-F" {
+            i += 2;
+            continue;
+        }
+        if !x.starts_with('-') {
+            let hit = re.as_ref().is_none_or(|re| re.is_match(x));
+            if hit {
+                return refuse(
+                    codes::POLICY_INTERPRETER_CODE,
+                    "awk-program",
+                    "the awk program runs commands, redirects output or reads ENVIRON".into(),
+                );
+            }
+            return Ok(());
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+/// `Err` when a sed script executes (`e` command, `s///e`); `Ok(Some(file))` for
+/// the first `w FILE` it writes.
+fn sed_executes_or_writes(script: &str) -> Result<Option<String>, PolicyViolation> {
+    let chars: Vec<char> = script.chars().collect();
+    let exec = || {
+        refuse(
+            codes::POLICY_INTERPRETER_CODE,
+            "sed-execute",
+            format!("the sed script `{script}` executes commands"),
+        )
+    };
+    let mut written = None;
+    let mut i = 0;
+    let mut at_command = true;
+    while i < chars.len() {
+        let c = chars[i];
+        if at_command {
+            match c {
+                ' ' | '\t' | '\n' | ';' | '{' | '}' | '!' | ',' | '$' | '0'..='9' => {}
+                '/' | '\\' => {
+                    // An address regex: skip to its end.
+                    let d = if c == '\\' {
+                        chars.get(i + 1).copied().unwrap_or('/')
+                    } else {
+                        '/'
+                    };
+                    let mut j = if c == '\\' { i + 2 } else { i + 1 };
+                    while j < chars.len() && chars[j] != d {
+                        if chars[j] == '\\' {
+                            j += 1;
+                        }
+                        j += 1;
+                    }
+                    i = j;
+                }
+                's' | 'y' => {
+                    let Some(&d) = chars.get(i + 1) else { break };
+                    let mut j = i + 2;
+                    let mut seen = 0;
+                    while j < chars.len() && seen < 2 {
+                        if chars[j] == '\\' {
+                            j += 1;
+                        } else if chars[j] == d {
+                            seen += 1;
+                        }
+                        j += 1;
+                    }
+                    let mut flags = String::new();
+                    while j < chars.len() && chars[j].is_ascii_alphanumeric() {
+                        flags.push(chars[j]);
+                        if chars[j] == 'w' {
+                            break;
+                        }
+                        j += 1;
+                    }
+                    if c == 's' && flags.contains('e') {
+                        return exec().map(|_| None);
+                    }
+                    if c == 's' && flags.ends_with('w') {
+                        let file: String =
+                            chars[j + 1..].iter().collect::<String>().trim().to_string();
+                        written.get_or_insert(file);
+                        break;
+                    }
+                    i = j;
+                    at_command = false;
+                    continue;
+                }
+                'e' => return exec().map(|_| None),
+                'w' | 'W' => {
+                    let file: String = chars[i + 1..]
+                        .iter()
+                        .take_while(|&&ch| ch != '\n' && ch != ';')
+                        .collect::<String>()
+                        .trim()
+                        .to_string();
+                    written.get_or_insert(file);
+                    break;
+                }
+                _ => at_command = false,
+            }
+        } else if c == ';' || c == '\n' || c == '{' || c == '}' {
+            at_command = true;
+        }
+        i += 1;
+    }
+    Ok(written)
+}
+
+pub(crate) fn is_deleter(base: &str) -> bool {
+    DELETERS.contains(&base)
+}

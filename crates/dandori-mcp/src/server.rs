@@ -1,0 +1,220 @@
+//! The MCP protocol side: rmcp's server handler over stdio. Tool calls run on
+//! blocking threads (planning and runs are synchronous); every error and even a
+//! panic inside a tool becomes a tool error with a reason code, so no input ends
+//! the server.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParam, CallToolResult, Content, Implementation, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParam, RawResource, ReadResourceRequestParam,
+    ReadResourceResult, ResourceContents, ServerCapabilities, ServerInfo,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::error::reason;
+use crate::service::{Service, ServiceOptions, file_uri};
+use crate::tools::{self, ToolSet};
+
+/// Run files served as resources, relative to the run directory.
+const RUN_FILES: &[(&str, &str)] = &[
+    ("planning.json", "application/json"),
+    ("stage.json", "application/json"),
+    ("report.md", "text/markdown"),
+    ("errors.json", "application/json"),
+    ("trace.jsonl", "application/jsonl"),
+];
+
+/// The dandori MCP server.
+#[derive(Clone)]
+pub struct DandoriServer {
+    set: ToolSet,
+    service: Arc<Service>,
+}
+
+impl DandoriServer {
+    pub fn new(set: ToolSet, opts: ServiceOptions) -> Self {
+        DandoriServer {
+            set,
+            service: Arc::new(Service::new(opts)),
+        }
+    }
+
+    /// Serves MCP over stdin/stdout until the client closes the stream.
+    pub async fn serve_stdio(self) -> Result<(), String> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| format!("MCP initialisation failed: {e}"))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| format!("MCP server task failed: {e}"))?;
+        Ok(())
+    }
+
+    /// Runs one tool and shapes its result (also used by tests and benches
+    /// without a transport).
+    pub async fn call(&self, name: &str, args: serde_json::Map<String, Value>) -> CallToolResult {
+        if !tools::in_set(name, self.set) {
+            return tool_error(
+                reason::TOOL_UNKNOWN,
+                &format!(
+                    "no tool {name:?} in this tool set (start with --tools all for every tool)"
+                ),
+            );
+        }
+        let service = self.service.clone();
+        let name_owned = name.to_string();
+        let joined = tokio::task::spawn_blocking(move || service.call(&name_owned, &args)).await;
+        match joined {
+            Ok(Ok(value)) => {
+                let text = serde_json::to_string(&value).unwrap_or_default();
+                CallToolResult {
+                    content: vec![Content::text(text)],
+                    structured_content: Some(value),
+                    is_error: Some(false),
+                    meta: None,
+                }
+            }
+            Ok(Err(e)) => tool_error(e.code(), &e.to_string()),
+            Err(join) => tool_error(
+                reason::IO_ERROR,
+                &format!("tool {name} stopped unexpectedly: {join}"),
+            ),
+        }
+    }
+
+    fn readable(&self, uri: &str) -> Option<(PathBuf, &'static str)> {
+        let path = PathBuf::from(uri.strip_prefix("file://")?);
+        let path = dandori_fs::canonicalize(&path).ok()?;
+        let run_dir = path.parent()?;
+        let name = path.file_name()?.to_str()?;
+        let mime = RUN_FILES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, m)| *m)?;
+        // Only files of a run directory: planning.json beside them.
+        run_dir
+            .join("planning.json")
+            .is_file()
+            .then_some((path, mime))
+    }
+}
+
+fn tool_error(code: &str, message: &str) -> CallToolResult {
+    let text = if message.starts_with(code) {
+        message.to_string()
+    } else {
+        format!("{code}: {message}")
+    };
+    CallToolResult {
+        content: vec![Content::text(text.clone())],
+        structured_content: Some(json!({"error": {"code": code, "message": text}})),
+        is_error: Some(true),
+        meta: None,
+    }
+}
+
+fn resources_of(run_dir: &Path) -> Vec<rmcp::model::Resource> {
+    RUN_FILES
+        .iter()
+        .filter(|(n, _)| run_dir.join(n).is_file())
+        .map(|(n, mime)| {
+            let mut r = RawResource::new(file_uri(&run_dir.join(n)), n.to_string());
+            r.mime_type = Some(mime.to_string());
+            r.description = Some(format!("{n} of {}", run_dir.display()));
+            rmcp::model::Annotated::new(r, None)
+        })
+        .collect()
+}
+
+impl ServerHandler for DandoriServer {
+    fn get_info(&self) -> ServerInfo {
+        ServerInfo {
+            capabilities: ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .build(),
+            server_info: Implementation {
+                name: "dandori".to_string(),
+                title: None,
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                icons: None,
+                website_url: None,
+            },
+            instructions: Some(
+                "plan a request, then loop: next -> step -> edit files in the step's workdir -> step_update done; report at the end."
+                    .to_string(),
+            ),
+            ..ServerInfo::default()
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParam>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::tools(self.set)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParam,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        Ok(self
+            .call(&request.name, request.arguments.unwrap_or_default())
+            .await)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParam>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let resources = self
+            .service
+            .known_runs()
+            .iter()
+            .flat_map(|d| resources_of(d))
+            .collect();
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParam,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResult, ErrorData> {
+        let Some((path, mime)) = self.readable(&request.uri) else {
+            return Err(ErrorData::resource_not_found(
+                format!(
+                    "{}: {} is not a file of a run directory ({})",
+                    reason::RESOURCE_UNKNOWN,
+                    request.uri,
+                    RUN_FILES
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None,
+            ));
+        };
+        let text = dandori_fs::read_to_string(&path)
+            .map_err(|e| ErrorData::internal_error(format!("{}: {e}", reason::IO_ERROR), None))?;
+        Ok(ReadResourceResult {
+            contents: vec![ResourceContents::TextResourceContents {
+                uri: request.uri,
+                mime_type: Some(mime.to_string()),
+                text,
+                meta: None,
+            }],
+        })
+    }
+}

@@ -1,0 +1,681 @@
+//! What each tool does, as plain blocking functions over JSON arguments. The MCP
+//! layer ([`crate::server`]) runs them off the async runtime and turns errors into
+//! tool errors; nothing here can end the server.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use dandori_config::{Config, Loaded};
+use dandori_plan::{StepStatus, graph, validation};
+use dandori_planner::{DraftPlanner, PlannerError, RequestSource};
+use dandori_runner::RunOptions;
+use dandori_runner::environment::EnvironmentPhase;
+use serde_json::{Map, Value, json};
+
+use crate::error::{McpError, reason};
+use crate::handoff::{Answer, Board, Ended, HandoffExecutor};
+use crate::inspect::{self, RunFiles, TraceFilter};
+
+/// What only the binary knows: how the environment phase is done and which model
+/// planner the configuration selects. The CLI implements it with the same code as
+/// `dandori run` and `dandori plan`, so every tool applies the same policies.
+pub trait Host: Send + Sync {
+    fn environment(&self, config: &Config) -> Option<Arc<dyn EnvironmentPhase>>;
+    /// The model planner for a configuration; None = the offline planner.
+    fn planner(&self, loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError>;
+}
+
+/// How the server was started.
+pub struct ServiceOptions {
+    /// Where relative paths and a missing `repo` argument point.
+    pub cwd: PathBuf,
+    /// `--config`.
+    pub config_path: Option<PathBuf>,
+    /// `-c key=value`.
+    pub sets: Vec<String>,
+    /// Environment of the server process (config overrides, child processes).
+    pub base_env: BTreeMap<String, String>,
+    pub host: Arc<dyn Host>,
+}
+
+/// A run this server executes, with the client as executor.
+struct Active {
+    board: Arc<Board>,
+}
+
+pub struct Service {
+    opts: ServiceOptions,
+    active: Mutex<BTreeMap<PathBuf, Active>>,
+    /// Run directories this server planned or opened (listed as resources).
+    known: Mutex<Vec<PathBuf>>,
+    /// The repository of each run this server planned.
+    repos: Mutex<BTreeMap<PathBuf, PathBuf>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+fn bad(message: impl Into<String>) -> McpError {
+    McpError::invalid(reason::ARGUMENT_INVALID, message)
+}
+
+fn opt_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, McpError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(bad(format!("{key}: expected a string"))),
+    }
+}
+
+fn req_str<'a>(args: &'a Map<String, Value>, key: &str) -> Result<&'a str, McpError> {
+    opt_str(args, key)?.ok_or_else(|| bad(format!("{key}: required")))
+}
+
+fn opt_u64(args: &Map<String, Value>, key: &str) -> Result<Option<u64>, McpError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| bad(format!("{key}: expected a non-negative integer"))),
+    }
+}
+
+fn status_str<T: serde::Serialize>(s: T) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// A `file://` URI for a run file (the resources this server serves).
+pub fn file_uri(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+impl Service {
+    pub fn new(opts: ServiceOptions) -> Self {
+        Service {
+            opts,
+            active: Mutex::new(BTreeMap::new()),
+            known: Mutex::new(Vec::new()),
+            repos: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        let p = PathBuf::from(p);
+        if p.is_absolute() {
+            p
+        } else {
+            self.opts.cwd.join(p)
+        }
+    }
+
+    fn repo(&self, args: &Map<String, Value>) -> Result<PathBuf, McpError> {
+        Ok(match opt_str(args, "repo")? {
+            Some(r) => self.path(r),
+            None => self.opts.cwd.clone(),
+        })
+    }
+
+    fn load(&self, repo: &Path) -> Result<Loaded, McpError> {
+        dandori_config::load(&dandori_config::LoadOptions {
+            repo: repo.to_path_buf(),
+            config_path: self.opts.config_path.clone(),
+            task_planning_path: None,
+            env: self.opts.base_env.clone(),
+            overrides: self.opts.sets.clone(),
+            task_type: None,
+            user_config_path: None,
+        })
+        .map_err(|e| McpError::invalid("CONFIG_INVALID", e.to_string()))
+    }
+
+    /// The run directory argument, canonical, checked to hold a plan.
+    fn run_dir(&self, args: &Map<String, Value>) -> Result<PathBuf, McpError> {
+        let p = self.path(req_str(args, "run_dir")?);
+        let files_ok = p.join("planning.json").is_file();
+        if !files_ok {
+            return Err(McpError::path(
+                reason::RUN_DIR_INVALID,
+                &p,
+                "not a run directory (no planning.json); use the run_dir that plan returned",
+            ));
+        }
+        let p = dandori_fs::canonicalize(&p)?;
+        self.remember(&p);
+        Ok(p)
+    }
+
+    fn remember(&self, run_dir: &Path) {
+        let mut k = lock(&self.known);
+        if !k.iter().any(|x| x == run_dir) {
+            k.push(run_dir.to_path_buf());
+        }
+    }
+
+    pub fn known_runs(&self) -> Vec<PathBuf> {
+        lock(&self.known).clone()
+    }
+
+    /// Runs a tool. Unknown names are the caller's concern (tool sets).
+    pub fn call(&self, name: &str, args: &Map<String, Value>) -> Result<Value, McpError> {
+        match name {
+            "plan" => self.plan(args),
+            "next" => self.next(args),
+            "step" => self.step(args),
+            "step_update" => self.step_update(args),
+            "report" => self.report(args),
+            "validate" => self.validate(args),
+            "graph" => self.graph(args),
+            "status" => Ok(
+                serde_json::to_value(inspect::progress(&self.run_dir(args)?)?)
+                    .unwrap_or(Value::Null),
+            ),
+            "runs" => self.runs(args),
+            "env_detect" => self.env_detect(args),
+            "locate" => self.locate(args),
+            "trace" => self.trace(args),
+            other => Err(McpError::invalid(
+                reason::TOOL_UNKNOWN,
+                format!("no tool {other:?}"),
+            )),
+        }
+    }
+
+    fn plan(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let repo = self.repo(args)?;
+        let request = match (opt_str(args, "request")?, opt_str(args, "text")?) {
+            (Some(f), None) => RequestSource::File(self.path(f)),
+            (None, Some(t)) => RequestSource::Text(t.to_string()),
+            _ => return Err(bad("give exactly one of request (a file) or text")),
+        };
+        let loaded = self.load(&repo)?;
+        let planner = self.opts.host.planner(&loaded)?;
+        let mut opts = dandori_planner::PlanOptions::new(&repo, request);
+        opts.config = loaded.config;
+        opts.task_planning = loaded.task_planning;
+        if let Some(p) = &planner {
+            opts.planner = Some(p.as_ref());
+        }
+        let o = dandori_planner::plan(&opts)?;
+        let run_dir = dandori_fs::canonicalize(&o.run_dir)?;
+        self.remember(&run_dir);
+        lock(&self.repos).insert(run_dir.clone(), dandori_fs::canonicalize(&repo)?);
+        let steps: Vec<Value> = o
+            .planning
+            .steps
+            .iter()
+            .map(|s| json!({"id": s.step_id, "title": s.title, "after": s.depends_on.clone().unwrap_or_default()}))
+            .collect();
+        let groups: Vec<&Vec<String>> = o
+            .planning
+            .execution_plan
+            .iter()
+            .flat_map(|e| e.execution_groups.iter().map(|g| &g.step_ids))
+            .collect();
+        Ok(json!({
+            "run_dir": run_dir,
+            "run_id": o.run_id,
+            "planner": o.planner,
+            "steps": steps,
+            "groups": groups,
+            "valid": o.validation.ok,
+            "findings": o.validation.findings.iter().map(|f| format!("{} {}", f.code, f.path)).collect::<Vec<_>>(),
+            "planning_skipped": o.skipped,
+            "planning": file_uri(&run_dir.join("planning.json")),
+        }))
+    }
+
+    /// The board of a run, starting the runner on it (with the client as
+    /// executor) unless it runs already.
+    fn ensure_started(&self, run_dir: &Path, repo: &Path) -> Result<Arc<Board>, McpError> {
+        let mut active = lock(&self.active);
+        if let Some(a) = active.get(run_dir)
+            && a.board.ended().is_none()
+        {
+            return Ok(a.board.clone());
+        }
+        let board = Arc::new(Board::default());
+        let loaded = self.load(repo)?;
+        let config = loaded.config;
+        let environment = self.opts.host.environment(&config);
+        let opts = RunOptions {
+            target: run_dir.to_path_buf(),
+            repo: repo.to_path_buf(),
+            config,
+            executor: None,
+            executor_override: Some(Arc::new(HandoffExecutor {
+                board: board.clone(),
+            })),
+            approve: false,
+            resume: false,
+            base_env: self.opts.base_env.clone(),
+            environment,
+            progress: None,
+        };
+        let b = board.clone();
+        std::thread::Builder::new()
+            .name("dandori-run".to_string())
+            .spawn(move || {
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    dandori_runner::run(&opts)
+                }));
+                let ended = match run {
+                    Ok(Ok(o)) => Ended::Completed(
+                        serde_json::to_value(&o.completion).unwrap_or(Value::Null),
+                    ),
+                    Ok(Err(e)) => Ended::Error {
+                        code: e.reason_code().to_string(),
+                        message: e.to_string(),
+                    },
+                    Err(_) => Ended::Error {
+                        code: reason::RUN_FAILED.to_string(),
+                        message: "the run stopped unexpectedly; `dandori resume` continues it from stage.json".to_string(),
+                    },
+                };
+                b.end(ended);
+            })
+            .map_err(|e| dandori_fs::FsError::new("starting the run thread for", run_dir, e))?;
+        active.insert(
+            run_dir.to_path_buf(),
+            Active {
+                board: board.clone(),
+            },
+        );
+        Ok(board)
+    }
+
+    /// The repository of a run: the `repo` argument, the one it was planned in by
+    /// this server, else the git work tree holding the run directory.
+    fn run_repo(&self, args: &Map<String, Value>, run_dir: &Path) -> Result<PathBuf, McpError> {
+        if let Some(r) = opt_str(args, "repo")? {
+            return Ok(self.path(r));
+        }
+        if let Some(r) = lock(&self.repos).get(run_dir) {
+            return Ok(r.clone());
+        }
+        let top = dandori_runner::git::Git::new(run_dir)
+            .run(&["rev-parse", "--show-toplevel"])
+            .map_err(|_| {
+                McpError::path(
+                    reason::ARGUMENT_INVALID,
+                    run_dir,
+                    "the run directory is outside a git repository: give repo",
+                )
+            })?;
+        Ok(PathBuf::from(top.trim()))
+    }
+
+    fn board(&self, run_dir: &Path) -> Option<Arc<Board>> {
+        lock(&self.active).get(run_dir).map(|a| a.board.clone())
+    }
+
+    fn ended_json(run_dir: &Path, ended: &Ended) -> Value {
+        let report = run_dir.join("report.md");
+        match ended {
+            Ended::Completed(c) => json!({
+                "status": c.get("status").cloned().unwrap_or(Value::Null),
+                "exit_code": c.get("exit_code").cloned().unwrap_or(Value::Null),
+                "comment": c.get("comment").cloned().unwrap_or(Value::Null),
+                "report": report.is_file().then(|| file_uri(&report)),
+            }),
+            Ended::Error { code, message } => json!({
+                "status": "error", "reason_code": code, "message": message,
+            }),
+        }
+    }
+
+    fn next(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        let wait = Duration::from_secs(opt_u64(args, "wait_sec")?.unwrap_or(30).min(600));
+        let files = RunFiles::open(&run_dir)?;
+        let finished = files
+            .stage
+            .as_ref()
+            .is_some_and(|s| s.status == dandori_plan::RunStatus::Done);
+        if finished && self.board(&run_dir).is_none() {
+            let report = run_dir.join("report.md");
+            return Ok(json!({"status": "finished", "ready": [],
+                "completion": {"status": "completed", "report": report.is_file().then(|| file_uri(&report))}}));
+        }
+        let repo = self.run_repo(args, &run_dir)?;
+        let board = self.ensure_started(&run_dir, &repo)?;
+        board.wait_ready(wait);
+        let ready: Vec<Value> = board
+            .pending()
+            .into_iter()
+            .map(|(id, attempt, workdir, started)| {
+                let title = files
+                    .planning
+                    .steps
+                    .iter()
+                    .find(|s| s.step_id == id)
+                    .map(|s| s.title.clone())
+                    .unwrap_or_default();
+                json!({"step_id": id, "title": title, "attempt": attempt, "workdir": workdir, "started": started})
+            })
+            .collect();
+        let ended = board.ended();
+        Ok(match (&ended, ready.is_empty()) {
+            (Some(e), true) => {
+                json!({"status": "finished", "ready": [], "completion": Self::ended_json(&run_dir, e)})
+            }
+            _ => json!({"status": "running", "ready": ready}),
+        })
+    }
+
+    fn step(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        let id = req_str(args, "step_id")?;
+        let files = RunFiles::open(&run_dir)?;
+        let Some((i, step)) = files
+            .planning
+            .steps
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.step_id == id)
+        else {
+            return Err(unknown_step(id, &files));
+        };
+        let st = files.stage.as_ref().and_then(|s| s.steps.get(i));
+        let handoff = self.board(&run_dir).and_then(|b| b.handoff(id));
+        let (prompt, workdir, attempt) = match handoff {
+            Some((attempt, prompt, workdir)) => (prompt, Some(workdir), Some(attempt)),
+            None => (
+                dandori_runner::prompt::build(&files.planning, step, None),
+                None,
+                None,
+            ),
+        };
+        let acs: Vec<Value> = files
+            .planning
+            .context
+            .acceptance_criteria
+            .iter()
+            .filter(|ac| step.links_to_ac.iter().any(|l| l == &ac.id))
+            .map(|ac| serde_json::to_value(ac).unwrap_or(Value::Null))
+            .collect();
+        Ok(json!({
+            "step_id": step.step_id,
+            "title": step.title,
+            "status": st.map(|s| status_str(s.status)),
+            "attempt": attempt,
+            "workdir": workdir,
+            "depends_on": step.depends_on,
+            "target_paths": step.scope.target_paths,
+            "max_diff_lines": step.scope.max_diff_lines,
+            "unit_commands": step.commands.unit,
+            "acceptance_criteria": acs,
+            "prompt": prompt,
+        }))
+    }
+
+    fn step_update(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        let id = req_str(args, "step_id")?;
+        let status = req_str(args, "status")?;
+        let summary = opt_str(args, "summary")?.unwrap_or("").to_string();
+        let files = RunFiles::open(&run_dir)?;
+        let Some(index) = files.planning.steps.iter().position(|s| s.step_id == id) else {
+            return Err(unknown_step(id, &files));
+        };
+        let not_ready = || {
+            McpError::invalid(
+                reason::STEP_NOT_READY,
+                format!("{id} is not waiting for an executor; call next for the ready steps"),
+            )
+        };
+        let board = self.board(&run_dir).ok_or_else(not_ready)?;
+        let answer = match status {
+            "started" => {
+                if !board.start(id) {
+                    return Err(not_ready());
+                }
+                let workdir = board.handoff(id).map(|(_, _, w)| w);
+                return Ok(json!({"step_id": id, "status": "started", "workdir": workdir}));
+            }
+            "done" => Answer::Done {
+                summary: if summary.is_empty() {
+                    "done (mcp client)".to_string()
+                } else {
+                    summary
+                },
+            },
+            "failed" => Answer::Failed {
+                message: if summary.is_empty() {
+                    "the MCP client could not do the step".to_string()
+                } else {
+                    summary
+                },
+            },
+            other => {
+                return Err(bad(format!(
+                    "status: {other:?} is not one of started, done, failed"
+                )));
+            }
+        };
+        let workdir = board.handoff(id).map(|(_, _, w)| w);
+        let attempt = board.answer(id, answer).ok_or_else(not_ready)?;
+        let run_id = files.planning.run_id.clone();
+        let step_over = || {
+            RunFiles::open(&run_dir)
+                .ok()
+                .and_then(|f| f.stage)
+                .and_then(|s| s.steps.get(index).map(|x| x.status))
+                .is_some_and(|s| !matches!(s, StepStatus::Running | StepStatus::Pending))
+        };
+        // Checks passed: the step's worktree holds its commit (merged onto the work
+        // branch later, in step order).
+        let committed = || -> Option<String> {
+            let git = dandori_runner::git::Git::new(workdir.as_ref()?);
+            let c = git.step_commits("-1").ok()?.into_iter().next()?;
+            (c.step_id == id && c.run_id == run_id && c.completes_step()).then_some(c.hash)
+        };
+        let answered = std::time::Instant::now();
+        // When other steps wait for the client, it must not wait here for a merge
+        // that itself waits for those steps.
+        let others_wait = || {
+            answered.elapsed() > Duration::from_secs(3)
+                && board
+                    .pending()
+                    .iter()
+                    .any(|(s, _, _, started)| s != id && !started)
+        };
+        let again = board.wait_after(id, attempt, Duration::from_secs(600), || {
+            step_over() || committed().is_some() || others_wait()
+        });
+        if let Some(next_attempt) = again {
+            return Ok(
+                json!({"step_id": id, "status": "retry", "attempt": next_attempt,
+                "message": "dandori's checks failed (unit commands or diff size); the step is handed to you again: read its prompt with the step tool, fix in the same workdir, then mark it done"}),
+            );
+        }
+        let stage_path = run_dir.join("stage.json");
+        let stage = RunFiles::open(&run_dir)?.stage;
+        let Some(st) = stage.as_ref().and_then(|s| s.steps.get(index)) else {
+            return Err(McpError::path(
+                reason::RUN_DIR_INVALID,
+                stage_path,
+                "no stage.json",
+            ));
+        };
+        if matches!(st.status, StepStatus::Running | StepStatus::Pending) {
+            let (status, message) = match committed() {
+                Some(_) => (
+                    "committed",
+                    "checks passed; merged onto the work branch in step order",
+                ),
+                None => (
+                    "checking",
+                    "dandori is still checking the step; other steps are ready (next), status shows the verdict",
+                ),
+            };
+            return Ok(
+                json!({"step_id": id, "status": status, "commit": committed(), "message": message}),
+            );
+        }
+        let end = dandori_trace::read_trace(run_dir.join("trace.jsonl"))
+            .unwrap_or_default()
+            .into_iter()
+            .rev()
+            .find(|e| {
+                e.event == "STEP_END" && e.data.get("step_id").and_then(Value::as_str) == Some(id)
+            })
+            .map(|e| e.data)
+            .unwrap_or(Value::Null);
+        let mut out = json!({
+            "step_id": id,
+            "status": status_str(st.status),
+            "commit": st.commit,
+            "reason_code": st.reason_code,
+            "message": st.message,
+            "diff_lines": end.get("diff_lines"),
+            "unit_passed": end.get("unit_passed"),
+        });
+        if let (Some(e), Some(m)) = (board.ended(), out.as_object_mut()) {
+            m.insert("run".to_string(), Self::ended_json(&run_dir, &e));
+        }
+        Ok(out)
+    }
+
+    fn report(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        let p = inspect::progress(&run_dir)?;
+        let errors = run_dir.join("errors.json");
+        Ok(json!({
+            "status": p.summary.status,
+            "total": p.summary.total,
+            "done": p.summary.done,
+            "failed": p.summary.failed,
+            "tokens": p.tokens.total(),
+            "report": p.report.as_deref().map(file_uri),
+            "errors": errors.is_file().then(|| file_uri(&errors)),
+            "trace": file_uri(&run_dir.join("trace.jsonl")),
+        }))
+    }
+
+    fn plan_text(&self, args: &Map<String, Value>) -> Result<(PathBuf, String), McpError> {
+        let mut p = self.path(req_str(args, "path")?);
+        if p.is_dir() {
+            p = p.join("planning.json");
+        }
+        let text = dandori_fs::read_to_string(&p)?;
+        Ok((p, text))
+    }
+
+    fn validate(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let (_, text) = self.plan_text(args)?;
+        let checked = validation::check(&text);
+        let r = &checked.report;
+        Ok(json!({
+            "ok": r.errors().next().is_none(),
+            "errors": r.errors().collect::<Vec<_>>(),
+            "warnings": r.warnings().collect::<Vec<_>>(),
+        }))
+    }
+
+    fn graph(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let (path, text) = self.plan_text(args)?;
+        let checked = validation::check(&text);
+        let Some(planning) = checked.planning else {
+            let first = checked
+                .report
+                .errors()
+                .next()
+                .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+                .unwrap_or_default();
+            return Err(McpError::path(reason::PLAN_INVALID, path, first));
+        };
+        let a = graph::analyze(&planning.steps)
+            .map_err(|e| McpError::path(reason::PLAN_INVALID, &path, e.to_string()))?;
+        Ok(json!({
+            "mode": a.execution_mode,
+            "groups": a.execution_groups.iter().map(|g| &g.step_ids).collect::<Vec<_>>(),
+            "critical_path": a.critical_path,
+            "edges": a.edges.len(),
+        }))
+    }
+
+    fn runs(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let repo = self.repo(args)?;
+        let loaded = self.load(&repo)?;
+        let root = dandori_planner::run_dir::runs_root(&repo, None, &loaded.config.runs.root);
+        let runs = inspect::list_runs(&root)?;
+        Ok(json!({"root": root, "runs": runs}))
+    }
+
+    fn env_detect(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let repo = dandori_fs::canonicalize(self.repo(args)?)?;
+        let loaded = self.load(&repo)?;
+        let analysis = dandori_env::analyzer::analyze(
+            &repo,
+            &loaded.config.planning.environment_setup.analysis,
+        );
+        let selected =
+            dandori_env::selection::select_environment(&analysis, opt_str(args, "language")?);
+        Ok(json!({
+            "selected": selected,
+            "ecosystems": analysis.ecosystem_names(),
+        }))
+    }
+
+    fn locate(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let repo = self.repo(args)?;
+        let query = req_str(args, "query")?;
+        let k = opt_u64(args, "k")?.unwrap_or(10).clamp(1, 100) as usize;
+        let scan = dandori_repo::scan(&repo, &dandori_repo::ScanOptions::default())
+            .map_err(|e| McpError::path("REPO_NOT_FOUND", &repo, e.to_string()))?;
+        let index = dandori_repo::Index::build(&scan);
+        let files: Vec<Value> = index
+            .search(query, k)
+            .into_iter()
+            .map(|h| {
+                let lines = h.snippets.first().map(|s| [s.start_line, s.end_line]);
+                json!({"path": h.path, "score": (h.score * 1000.0).round() / 1000.0,
+                       "lines": lines, "why": h.reasons.first()})
+            })
+            .collect();
+        Ok(json!({"files": files}))
+    }
+
+    fn trace(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        let filter = TraceFilter {
+            events: opt_str(args, "event")?
+                .map(|e| e.split(',').map(|s| s.trim().to_string()).collect())
+                .unwrap_or_default(),
+            step: opt_str(args, "step")?.map(str::to_string),
+            since: opt_str(args, "since")?
+                .map(|s| inspect::parse_since(s, chrono::Utc::now()))
+                .transpose()?,
+        };
+        let limit = opt_u64(args, "limit")?.unwrap_or(50).min(1000) as usize;
+        let events: Vec<_> = dandori_trace::read_trace(run_dir.join("trace.jsonl"))?
+            .into_iter()
+            .filter(|e| filter.matches(e))
+            .collect();
+        let skip = events.len().saturating_sub(limit);
+        Ok(json!({"total": events.len(), "events": events[skip..].to_vec()}))
+    }
+}
+
+fn unknown_step(id: &str, files: &RunFiles) -> McpError {
+    let ids: Vec<&str> = files
+        .planning
+        .steps
+        .iter()
+        .map(|s| s.step_id.as_str())
+        .collect();
+    McpError::invalid(
+        reason::STEP_UNKNOWN,
+        format!("no step {id:?} in this plan (steps: {})", ids.join(", ")),
+    )
+}

@@ -1,0 +1,186 @@
+//! The tool catalogue and the server's tool calls without a transport: sets,
+//! schema sizes, and bad inputs that must come back as tool errors with reason
+//! codes (never a dead server).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use dandori_config::{Config, Loaded};
+use dandori_mcp::{DandoriServer, Host, ServiceOptions, ToolSet, tools};
+use dandori_planner::{DraftPlanner, PlannerError};
+use dandori_runner::environment::EnvironmentPhase;
+use pretty_assertions::assert_eq;
+use serde_json::{Map, Value, json};
+
+struct OfflineHost;
+
+impl Host for OfflineHost {
+    fn environment(&self, _config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
+        None
+    }
+    fn planner(&self, _loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError> {
+        Ok(None)
+    }
+}
+
+fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
+    DandoriServer::new(
+        set,
+        ServiceOptions {
+            cwd: cwd.to_path_buf(),
+            config_path: None,
+            sets: Vec::new(),
+            base_env: BTreeMap::new(),
+            host: Arc::new(OfflineHost),
+        },
+    )
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().cloned().unwrap_or_default()
+}
+
+fn names(set: ToolSet) -> Vec<String> {
+    tools::tools(set)
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect()
+}
+
+#[test]
+fn tool_sets_nest_and_the_core_set_stays_small() {
+    assert_eq!(
+        names(ToolSet::Core),
+        ["plan", "next", "step", "step_update", "report"]
+    );
+    assert_eq!(
+        names(ToolSet::Standard),
+        [
+            "plan",
+            "next",
+            "step",
+            "step_update",
+            "report",
+            "validate",
+            "graph",
+            "status",
+            "runs",
+            "env_detect",
+            "locate"
+        ]
+    );
+    assert_eq!(names(ToolSet::All).len(), 12);
+    assert!(tools::schema_chars(ToolSet::Core) <= 4000);
+    for t in tools::tools(ToolSet::All) {
+        assert!(t.output_schema.is_some(), "{} has no output schema", t.name);
+        assert_eq!(t.input_schema.get("type"), Some(&json!("object")));
+    }
+    assert_eq!(ToolSet::parse("standard"), Some(ToolSet::Standard));
+    assert_eq!(ToolSet::parse("everything"), None);
+}
+
+fn error_code(r: &rmcp::model::CallToolResult) -> String {
+    assert_eq!(r.is_error, Some(true), "{r:?}");
+    r.structured_content.as_ref().unwrap()["error"]["code"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn bad_inputs_are_tool_errors_with_reason_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cycle = json!({"version": "1.0", "steps": [
+        {"step_id": "S01", "depends_on": ["S02"]}, {"step_id": "S02", "depends_on": ["S01"]}]});
+    std::fs::write(dir.path().join("cycle.json"), cycle.to_string()).unwrap();
+    std::fs::write(dir.path().join("broken.json"), "{not json").unwrap();
+    let rt = rt();
+    let s = server(ToolSet::All, dir.path());
+    let call = |name: &str, a: Value| rt.block_on(s.call(name, args(a)));
+    assert_eq!(error_code(&call("next", json!({}))), "ARGUMENT_INVALID");
+    assert_eq!(
+        error_code(&call("next", json!({"run_dir": "nowhere"}))),
+        "RUN_DIR_INVALID"
+    );
+    assert_eq!(
+        error_code(&call("status", json!({"run_dir": 5}))),
+        "ARGUMENT_INVALID"
+    );
+    assert_eq!(
+        error_code(&call("graph", json!({"path": "broken.json"}))),
+        "PLAN_INVALID"
+    );
+    assert_eq!(
+        error_code(&call("graph", json!({"path": "missing.json"}))),
+        "IO_ERROR"
+    );
+    assert_eq!(
+        error_code(&call("plan", json!({"text": "x", "request": "y"}))),
+        "ARGUMENT_INVALID"
+    );
+    assert_eq!(
+        error_code(&call("trace", json!({"run_dir": "nowhere"}))),
+        "RUN_DIR_INVALID"
+    );
+    assert_eq!(
+        error_code(&call("locate", json!({"repo": "nowhere", "query": "x"}))),
+        "REPO_NOT_FOUND"
+    );
+    // A cycle is reported, not a success and not a crash.
+    let v = call("validate", json!({"path": "cycle.json"}));
+    assert_eq!(v.is_error, Some(false));
+    let out = v.structured_content.unwrap();
+    assert_eq!(out["ok"], json!(false));
+    let codes: Vec<&str> = out["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"DEPENDENCY_CYCLE"), "{codes:?}");
+    // Tools outside the set are unknown to a smaller server.
+    let core = server(ToolSet::Core, dir.path());
+    let r = rt.block_on(core.call("validate", args(json!({"path": "cycle.json"}))));
+    assert_eq!(error_code(&r), "TOOL_UNKNOWN");
+    // The server still answers after all of that.
+    assert_eq!(
+        error_code(&call(
+            "step",
+            json!({"run_dir": "nowhere", "step_id": "S01"})
+        )),
+        "RUN_DIR_INVALID"
+    );
+}
+
+#[test]
+fn graph_and_locate_answer_small_structured_results() {
+    let repo = dandori_test_support::TempGitRepo::with_files(&[
+        (
+            "src/parser.py",
+            "def parse_config(text):\n    return text.split()\n",
+        ),
+        ("src/other.py", "x = 1\n"),
+    ]);
+    let plan = json!({"version": "1.0", "steps": [
+        {"step_id": "S01"}, {"step_id": "S02", "depends_on": ["S01"]}, {"step_id": "S03"}]});
+    std::fs::write(repo.path().join("plan.json"), plan.to_string()).unwrap();
+    let rt = rt();
+    let s = server(ToolSet::Standard, repo.path());
+    let g = rt.block_on(s.call("graph", args(json!({"path": "plan.json"}))));
+    let g = g.structured_content.unwrap();
+    assert_eq!(g["groups"], json!([["S01", "S03"], ["S02"]]));
+    assert_eq!(g["critical_path"], json!(["S01", "S02"]));
+    let l = rt.block_on(s.call("locate", args(json!({"query": "parse_config", "k": 1}))));
+    let l = l.structured_content.unwrap();
+    assert_eq!(l["files"][0]["path"], json!("src/parser.py"));
+    assert_eq!(l["files"].as_array().unwrap().len(), 1);
+}

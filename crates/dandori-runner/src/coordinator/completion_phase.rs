@@ -1,0 +1,435 @@
+//! Completion: AC coverage, follow-up steps for gaps (seed 001 §10.5–10.8), and
+//! the final report.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dandori_plan::{
+    Commands, ExpectedDiff, Inputs, RiskLevel, Role, RunStatus, Scope, Step, StepOutputs,
+    StepStatus,
+};
+use serde_json::{Value, json};
+
+use crate::completion::{self, CompletionStatus};
+use crate::coverage::{self, AcEvidence, CoverageInput, CoverageResult, EvidenceItem};
+use crate::error::RunnerError;
+use crate::executor::Executor;
+use crate::step::{self, Check, StepResult};
+use crate::{events, reason, report};
+
+use super::{Coordinator, RunOutcome};
+
+impl Coordinator<'_> {
+    /// Follow-up steps recorded in `stage.json` (`follow_ups`).
+    pub(super) fn follow_ups(&self) -> Vec<completion::FollowUp> {
+        self.stage
+            .extra
+            .get("follow_ups")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default()
+    }
+
+    /// Seed 001 §10.5: evaluate AC coverage (on evidence) with the deterministic
+    /// guardrails; every uncovered AC gets a follow-up step (seed 001 §10.6), run
+    /// while iterations remain once every planned step is done, recorded as
+    /// pending otherwise.
+    pub(super) fn coverage_and_follow_ups(
+        &mut self,
+        executor: &dyn Executor,
+        env: &BTreeMap<String, String>,
+    ) -> Result<CoverageResult, RunnerError> {
+        let max_iterations = self.opts.config.planning.revision.max_revisions.max(1);
+        let mut follow_ups = self.follow_ups();
+        let mut iteration = 1;
+        loop {
+            let input = self.coverage_input(&follow_ups, iteration, max_iterations)?;
+            let result = coverage::apply_guardrails(&input, coverage::assess(&input));
+            self.emit(
+                events::COVERAGE_EVALUATION,
+                json!({"input": input, "result": result}),
+            );
+            let all_steps_done = self
+                .stage
+                .steps
+                .iter()
+                .all(|s| s.status == StepStatus::Done);
+            let gaps: Vec<String> = result
+                .critical_gaps
+                .iter()
+                .filter(|g| {
+                    !follow_ups
+                        .iter()
+                        .any(|f| &f.ac == *g && f.status == StepStatus::Done)
+                })
+                .cloned()
+                .collect();
+            if !result.should_continue
+                || gaps.is_empty()
+                || !all_steps_done
+                || !executor.can_execute()
+                || self.stop_reason.is_some()
+            {
+                for ac in &gaps {
+                    follow_up_for(&mut follow_ups, ac);
+                }
+                self.stage
+                    .extra
+                    .insert("follow_ups".to_string(), json!(follow_ups));
+                return Ok(result);
+            }
+            for ac in gaps.iter().take(3) {
+                let idx = follow_up_for(&mut follow_ups, ac);
+                if follow_ups[idx].status == StepStatus::Done {
+                    continue;
+                }
+                let step = self.follow_up_step(&follow_ups[idx].step_id, ac);
+                let (status, commit, code) = self.run_follow_up(executor, env, &step)?;
+                follow_ups[idx].status = status;
+                follow_ups[idx].commit = commit;
+                follow_ups[idx].reason_code = code.map(str::to_string);
+                self.stage
+                    .extra
+                    .insert("follow_ups".to_string(), json!(follow_ups));
+                self.save()?;
+            }
+            iteration += 1;
+        }
+    }
+
+    pub(super) fn coverage_input(
+        &mut self,
+        follow_ups: &[completion::FollowUp],
+        iteration: u32,
+        max_iterations: u32,
+    ) -> Result<CoverageInput, RunnerError> {
+        let acs: Vec<String> = self
+            .planning
+            .context
+            .acceptance_criteria
+            .iter()
+            .map(|a| a.id.clone())
+            .collect();
+        // The checks each proof commit on the branch carries (newest proof wins).
+        let mut checks: BTreeMap<String, Vec<Check>> = BTreeMap::new();
+        let range = format!("{}..{}", self.base_commit, self.tip);
+        for c in self.main.step_commits(&range)? {
+            if c.run_id == self.planning.run_id && c.completes_step() {
+                checks
+                    .entry(c.step_id.clone())
+                    .or_insert_with(|| c.checks.iter().filter_map(|t| Check::parse(t)).collect());
+            }
+        }
+        let mut linking: Vec<(String, Vec<String>, StepStatus)> = self
+            .planning
+            .steps
+            .iter()
+            .zip(&self.stage.steps)
+            .map(|(step, st)| (step.step_id.clone(), step.links_to_ac.clone(), st.status))
+            .collect();
+        for f in follow_ups {
+            linking.push((f.step_id.clone(), vec![f.ac.clone()], f.status));
+        }
+        let mut linked = BTreeSet::new();
+        let mut evidence = Vec::new();
+        for ac in &acs {
+            let mut e = AcEvidence {
+                ac: ac.clone(),
+                covered: false,
+                missing: Vec::new(),
+                evidence: Vec::new(),
+            };
+            for (step_id, _, status) in linking.iter().filter(|l| l.1.contains(ac)) {
+                linked.insert(ac.clone());
+                let done = *status == StepStatus::Done;
+                let step_checks = checks.get(step_id).filter(|_| done);
+                match step_checks {
+                    Some(cs) if !cs.is_empty() => {
+                        e.covered |= cs.iter().all(Check::passed);
+                        for c in cs {
+                            let log = if c.kind == "diff" {
+                                self.paths.patch(step_id)
+                            } else {
+                                self.paths.step_log(step_id, "unit")
+                            };
+                            e.evidence.push(EvidenceItem {
+                                step_id: step_id.clone(),
+                                kind: c.kind.clone(),
+                                command: c.command.clone(),
+                                exit_code: c.exit_code,
+                                log: log.to_string_lossy().into_owned(),
+                            });
+                        }
+                    }
+                    _ => e.missing.push(format!(
+                        "{step_id}: {}",
+                        if done {
+                            "done without a verification"
+                        } else {
+                            dandori_report::step_status_str(*status)
+                        }
+                    )),
+                }
+            }
+            evidence.push(e);
+        }
+        let covered: Vec<String> = evidence
+            .iter()
+            .filter(|e| e.covered)
+            .map(|e| e.ac.clone())
+            .collect();
+        self.stage
+            .extra
+            .insert("ac_evidence".to_string(), json!(evidence));
+        self.ac_evidence = evidence;
+        let numstat = self
+            .main
+            .run(&["diff", "--numstat", &self.base_commit, &self.tip])?;
+        let synthesis_size = numstat
+            .lines()
+            .map(|l| {
+                let mut it = l.split('\t');
+                let a = it.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(1);
+                let d = it.next().and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                a + d
+            })
+            .sum();
+        Ok(CoverageInput {
+            unplanned: acs
+                .iter()
+                .filter(|a| !linked.contains(*a))
+                .cloned()
+                .collect(),
+            acceptance_criteria: acs,
+            covered,
+            synthesis_size,
+            iteration,
+            max_iterations,
+        })
+    }
+
+    /// A follow-up step for an AC the plan left uncovered (seed 001 §10.6).
+    pub(super) fn follow_up_step(&self, step_id: &str, ac_id: &str) -> Step {
+        let ac = self
+            .planning
+            .context
+            .acceptance_criteria
+            .iter()
+            .find(|a| a.id == ac_id);
+        let intent = match ac {
+            Some(a) => format!(
+                "Satisfy acceptance criterion {}: given {}, when {}, then {}",
+                a.id, a.given, a.when, a.then
+            ),
+            None => format!("Satisfy acceptance criterion {ac_id}"),
+        };
+        // The plan's targets, and the whole repository: an acceptance criterion no
+        // step covered may need a change anywhere.
+        let mut targets: BTreeSet<String> = self
+            .planning
+            .steps
+            .iter()
+            .flat_map(|s| s.scope.target_paths.iter().cloned())
+            .collect();
+        targets.insert(".".to_string());
+        let unit = self
+            .planning
+            .context
+            .test_instructions
+            .unit
+            .clone()
+            .filter(|u| !u.trim().is_empty());
+        let step_id = step_id.to_string();
+        Step {
+            title: format!("Follow-up: cover {ac_id}"),
+            role: Role::Implementer,
+            intent,
+            scope: Scope {
+                target_paths: targets.into_iter().collect(),
+                forbidden_paths: None,
+                max_diff_lines: self.planning.limits.max_diff_lines,
+                max_files_changed: self.planning.limits.max_files_changed,
+                extra: Default::default(),
+            },
+            inputs: Inputs {
+                request_path: self
+                    .planning
+                    .steps
+                    .first()
+                    .map(|s| s.inputs.request_path.clone())
+                    .unwrap_or_default(),
+                context_files: None,
+                code_files_hint: None,
+                extra: Default::default(),
+            },
+            commands: Commands {
+                unit: unit.map(|u| vec![u]),
+                e2e: None,
+                extra: Default::default(),
+            },
+            success_criteria: vec![format!("{ac_id} holds")],
+            links_to_ac: vec![ac_id.to_string()],
+            expected_diff: ExpectedDiff {
+                lines_max: self.planning.limits.max_diff_lines,
+                files_max: 10,
+                risk_level: RiskLevel::Mid,
+                extra: Default::default(),
+            },
+            outputs: StepOutputs {
+                patch_path: self.paths.patch(&step_id).to_string_lossy().into_owned(),
+                log_prefix: self
+                    .paths
+                    .logs
+                    .join(format!("step.{step_id}"))
+                    .to_string_lossy()
+                    .into_owned(),
+                extra: Default::default(),
+            },
+            step_id,
+            fallback: None,
+            stop_conditions: None,
+            depends_on: None,
+            produces: None,
+            consumes: None,
+            boundaries: None,
+            estimated_complexity: None,
+            required_tools: None,
+            extra: Default::default(),
+        }
+    }
+
+    pub(super) fn run_follow_up(
+        &mut self,
+        executor: &dyn Executor,
+        env: &BTreeMap<String, String>,
+        step: &Step,
+    ) -> Result<(StepStatus, Option<String>, Option<&'static str>), RunnerError> {
+        let shared = self.step_shared(0, 0);
+        let cx = shared.context(executor, env);
+        let wt = step::worktree_path(&self.paths, &step.step_id, 1);
+        if wt.exists() {
+            self.main.remove_worktree(&wt)?;
+        }
+        dandori_fs::create_dir_all(&self.paths.worktrees)?;
+        self.emit(
+            events::STEP_START,
+            json!({"step_id": step.step_id, "follow_up_for": step.links_to_ac}),
+        );
+        let commits = vec![("work".to_string(), self.tip.clone())];
+        let base = step::StepBase {
+            commits: &commits,
+            main: &self.main,
+        };
+        let r = step::run_step_on_base(&cx, usize::MAX, step, &base, &wt);
+        self.tokens.add(r.tokens);
+        let out = match &r.result {
+            StepResult::Committed { commits } => {
+                let merged = match commits.last() {
+                    Some(proof) => self.main.merge_commits(
+                        &self.tip,
+                        proof,
+                        &format!("dandori: integrate {}", step.step_id),
+                    )?,
+                    None => Some(self.tip.clone()),
+                };
+                if let Some(head) = merged {
+                    self.main.remove_worktree(&wt)?;
+                    self.main.set_branch(&self.planning.work_branch, &head)?;
+                    self.tip = head.clone();
+                    (StepStatus::Done, commits.last().cloned(), None)
+                } else {
+                    (StepStatus::Failed, None, Some(reason::MERGE_CONFLICT))
+                }
+            }
+            StepResult::Failed { reason_code, .. } => {
+                (StepStatus::Failed, None, Some(*reason_code))
+            }
+            StepResult::NeedsInput { reason_code, .. } => {
+                (StepStatus::NeedsInput, None, Some(*reason_code))
+            }
+        };
+        self.emit(
+            events::STEP_END,
+            json!({"step_id": step.step_id, "status": out.0, "commit": out.1, "reason_code": out.2}),
+        );
+        self.reports.insert(step.step_id.clone(), r);
+        Ok(out)
+    }
+
+    pub(super) fn finish(
+        mut self,
+        executor_name: &str,
+        coverage: CoverageResult,
+    ) -> Result<RunOutcome, RunnerError> {
+        let follow_ups: Vec<completion::FollowUp> = self
+            .stage
+            .extra
+            .get("follow_ups")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_default();
+        let revisions = self
+            .stage
+            .extra
+            .get("revisions")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let completion = completion::build(&completion::CompletionInput {
+            planning: &self.planning,
+            stage: &self.stage,
+            reports: &self.reports,
+            coverage: &coverage,
+            follow_ups: &follow_ups,
+            stop_reason: self.stop_reason.clone(),
+            revisions,
+            max_revisions: self.opts.config.planning.revision.max_revisions as u64,
+            tokens: self.tokens,
+            executor: executor_name,
+            lessons: &self.lessons,
+            environment: &self.environment,
+            run_dir: &self.paths.run_dir,
+        });
+        self.stage.status = match completion.status {
+            CompletionStatus::Completed => RunStatus::Done,
+            CompletionStatus::NeedsInput => RunStatus::NeedsInput,
+            CompletionStatus::Paused => RunStatus::Running,
+            CompletionStatus::Failed | CompletionStatus::RequiresHumanIntervention => {
+                RunStatus::Failed
+            }
+        };
+        self.update_index();
+        self.save()?;
+        self.main
+            .run(&["checkout", "--quiet", &self.planning.work_branch])?;
+        report::write(&report::ReportInput {
+            planning: &self.planning,
+            stage: &self.stage,
+            reports: &self.reports,
+            timings: &self.timings,
+            completion: &completion,
+            preds: &self.preds,
+            paths: &self.paths,
+            ac_evidence: &self.ac_evidence,
+        })?;
+        self.emit(
+            events::EXECUTION_END,
+            serde_json::to_value(&completion).unwrap_or(Value::Null),
+        );
+        Ok(RunOutcome {
+            completion,
+            run_dir: self.paths.run_dir.clone(),
+        })
+    }
+}
+
+/// The index of `ac`'s follow-up step, added (pending) when it has none.
+fn follow_up_for(follow_ups: &mut Vec<completion::FollowUp>, ac: &str) -> usize {
+    if let Some(i) = follow_ups.iter().position(|f| f.ac == ac) {
+        return i;
+    }
+    follow_ups.push(completion::FollowUp {
+        step_id: format!("F{:02}", follow_ups.len() + 1),
+        ac: ac.to_string(),
+        status: StepStatus::Pending,
+        commit: None,
+        reason_code: None,
+    });
+    follow_ups.len() - 1
+}

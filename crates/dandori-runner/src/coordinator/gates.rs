@@ -1,0 +1,197 @@
+//! Seed 004 §3.5 gates before any step, the environment sub-phase and the
+//! environment every child process of the run gets.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use dandori_config::OnFailure;
+use serde_json::json;
+
+use crate::environment::EnvironmentStatus;
+use crate::error::RunnerError;
+use crate::{events, reason};
+
+use super::Coordinator;
+
+impl Coordinator<'_> {
+    /// The runs directory relative to the repository, excluded from the clean check.
+    pub(super) fn runs_exclude(&self) -> Option<String> {
+        let root = dandori_fs::canonicalize(self.main.dir()).ok()?;
+        let runs_root = self.paths.run_dir.parent()?.parent()?;
+        let rel = runs_root.strip_prefix(&root).ok()?;
+        if rel.as_os_str().is_empty() {
+            return None;
+        }
+        Some(rel.to_string_lossy().replace('\\', "/"))
+    }
+
+    /// Seed 004 §3.5 gates that apply before any step.
+    pub(super) fn gates(&mut self, resuming: bool) -> Result<(), RunnerError> {
+        let g = self.planning.gates.clone();
+        let base = self.planning.base_branch.clone();
+        let work = self.planning.work_branch.clone();
+        if resuming && self.main.cherry_pick_in_progress()? {
+            // Our own merge was interrupted by a kill; its step is rerun.
+            self.main.run(&["cherry-pick", "--abort"])?;
+        }
+        let exclude = self.runs_exclude();
+        let dirty = self.main.dirty_paths(exclude.as_deref())?;
+        let clean = dirty.is_empty();
+        self.emit(
+            events::GATE_CHECK,
+            json!({"gate": "require_clean_worktree", "required": g.require_clean_worktree,
+                   "passed": clean, "dirty": dirty}),
+        );
+        if g.require_clean_worktree && !clean {
+            return Err(RunnerError::Gate {
+                gate: "require_clean_worktree",
+                reason_code: reason::WORKTREE_DIRTY,
+                message: format!(
+                    "{} has uncommitted changes: {}",
+                    self.main.dir().display(),
+                    dirty.join(", ")
+                ),
+            });
+        }
+        if !self.main.branch_exists(&base)? {
+            return Err(RunnerError::Gate {
+                gate: "base_branch",
+                reason_code: reason::BASE_BRANCH_MISSING,
+                message: format!("base_branch {base:?} does not exist"),
+            });
+        }
+        if g.require_work_branch && (work == base || work.trim().is_empty()) {
+            return Err(RunnerError::Gate {
+                gate: "require_work_branch",
+                reason_code: reason::WORK_BRANCH_REQUIRED,
+                message: format!("work_branch {work:?} must differ from base_branch {base:?}"),
+            });
+        }
+        if self.main.branch_exists(&work)? {
+            if !self.main.is_ancestor(&base, &work)? {
+                return Err(RunnerError::Gate {
+                    gate: "require_work_branch",
+                    reason_code: reason::WORK_BRANCH_NOT_FROM_BASE,
+                    message: format!("work branch {work:?} does not contain base {base:?}"),
+                });
+            }
+        } else {
+            self.progress(&format!(
+                "git: creating branch {work} from {base} in {}",
+                self.main.dir().display()
+            ));
+            self.main.run(&["branch", &work, &base])?;
+        }
+        let current = self.main.current_branch()?;
+        if current.as_deref() != Some(work.as_str()) {
+            if !clean {
+                // Never carry someone's uncommitted work onto our branch, even when
+                // the clean-worktree gate is off.
+                return Err(RunnerError::Gate {
+                    gate: "require_clean_worktree",
+                    reason_code: reason::WORKTREE_DIRTY,
+                    message: format!(
+                        "refusing to switch {} to {work}: uncommitted changes ({}); commit or stash them first",
+                        self.main.dir().display(),
+                        dirty.join(", ")
+                    ),
+                });
+            }
+            self.progress(&format!(
+                "git: checking out {work} in {} (was {})",
+                self.main.dir().display(),
+                current.as_deref().unwrap_or("a detached HEAD")
+            ));
+            self.main.run(&["checkout", "--quiet", &work])?;
+        }
+        self.base_commit = self.main.rev_parse(&base)?;
+        self.emit(
+            events::GATE_CHECK,
+            json!({"gate": "require_work_branch", "required": g.require_work_branch,
+                   "passed": true, "work_branch": work, "base_branch": base}),
+        );
+        self.emit(
+            events::GATE_CHECK,
+            json!({"gate": "forbid_gh", "required": true, "passed": g.forbid_gh,
+                   "enforced_by": ["gh shim first on PATH of agents and unit commands",
+                                   "unit commands calling gh refused",
+                                   "tool policy of the llm executor"]}),
+        );
+        Ok(())
+    }
+
+    pub(super) fn environment_phase(&mut self) -> Result<BTreeMap<String, String>, RunnerError> {
+        let cfg = &self.opts.config.planning.environment_setup;
+        let Some(phase) = self.opts.environment.clone().filter(|_| cfg.enabled) else {
+            self.environment = json!({"status": "skipped",
+                "message": "no environment sub-phase configured for this run"});
+            self.emit(events::ENVIRONMENT_SETUP, self.environment.clone());
+            return Ok(BTreeMap::new());
+        };
+        self.progress(&format!(
+            "environment: setting up in {} (planning.environment_setup.enabled=false skips this)",
+            self.main.dir().display()
+        ));
+        let on_failure = cfg.verification.on_failure;
+        let result = phase.prepare(self.main.dir(), &self.paths.run_dir);
+        let (status, env, message) = match result {
+            Ok(r) => (r.status, r.activation_env, r.message),
+            Err(m) => (EnvironmentStatus::Failed, BTreeMap::new(), m),
+        };
+        self.environment = json!({"status": status, "message": message, "on_failure": on_failure});
+        self.emit(events::ENVIRONMENT_SETUP, self.environment.clone());
+        match (status, on_failure) {
+            (EnvironmentStatus::Failed, OnFailure::Fail) => Err(RunnerError::Gate {
+                gate: "environment_setup",
+                reason_code: reason::ENVIRONMENT_FAILED,
+                message,
+            }),
+            (EnvironmentStatus::Failed, OnFailure::Warn) => {
+                self.lessons.push(format!(
+                    "environment setup failed, continued (on_failure: warn): {message}"
+                ));
+                Ok(env)
+            }
+            (EnvironmentStatus::Failed, OnFailure::Ignore)
+            | (EnvironmentStatus::Success, _)
+            | (EnvironmentStatus::PartialSuccess, _) => Ok(env),
+        }
+    }
+
+    /// The environment of agents and unit commands: the caller's, the prepared
+    /// environment's activation, the run's ids, and a `gh` that refuses to run.
+    pub(super) fn child_env(
+        &self,
+        mut env: BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, RunnerError> {
+        let bin = self.paths.run_dir.join("bin");
+        let gh = bin.join("gh");
+        dandori_fs::write_atomic(
+            &gh,
+            "#!/bin/sh\necho 'dandori: gh is forbidden in this run (gates.forbid_gh)' >&2\nexit 97\n",
+        )?;
+        set_executable(&gh)?;
+        let path = env.get("PATH").cloned().unwrap_or_default();
+        env.insert(
+            "PATH".to_string(),
+            if path.is_empty() {
+                bin.to_string_lossy().into_owned()
+            } else {
+                format!("{}:{path}", bin.to_string_lossy())
+            },
+        );
+        env.insert("DANDORI_RUN_ID".to_string(), self.planning.run_id.clone());
+        env.insert(
+            "DANDORI_RUN_DIR".to_string(),
+            self.paths.run_dir.to_string_lossy().into_owned(),
+        );
+        Ok(env)
+    }
+}
+
+fn set_executable(path: &Path) -> Result<(), RunnerError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| dandori_fs::FsError::new("making executable", path, e))?;
+    Ok(())
+}

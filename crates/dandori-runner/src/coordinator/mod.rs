@@ -1,0 +1,434 @@
+//! The execution coordinator (seed 000 §7.1.3). This module holds the run's state
+//! and its order of phases; each phase reads alone in its own file:
+//! [`gates`] (seed 004 §3.5 gates, environment sub-phase), [`reconcile`] (resume),
+//! [`scheduling`] (which step runs when), [`pipeline`] (a finished step onto the
+//! work branch) and [`completion_phase`] (coverage, follow-ups, report).
+
+mod completion_phase;
+mod gates;
+mod pipeline;
+mod reconcile;
+mod scheduling;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+
+use dandori_config::Config;
+use dandori_plan::{Planning, RunStatus, Stage, StepStatus};
+use dandori_trace::{Masker, TraceWriter, now_rfc3339};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::completion::{Completion, StepTiming};
+use crate::coverage::AcEvidence;
+use crate::environment::EnvironmentPhase;
+use crate::error::RunnerError;
+use crate::executor::command::CommandExecutor;
+use crate::executor::llm::LlmExecutor;
+use crate::executor::none::NoneExecutor;
+use crate::executor::{Executor, TokenUsage};
+use crate::git::Git;
+use crate::plan::{self, RunPaths};
+use crate::step::{self, StepContext, StepReport};
+use crate::{events, reason, report};
+
+/// Which executor a run uses. Stored in `stage.json` (`executor`) so `resume`
+/// continues with the same one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutorChoice {
+    pub kind: ExecutorKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_cmd: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutorKind {
+    Llm,
+    Command,
+    None,
+}
+
+pub type Progress = Arc<dyn Fn(&str) + Send + Sync>;
+
+pub struct RunOptions {
+    /// A planning.json or a run directory.
+    pub target: PathBuf,
+    /// The repository (any directory inside it).
+    pub repo: PathBuf,
+    pub config: Config,
+    /// Chosen on the command line; otherwise the one stored in stage.json, then config.
+    pub executor: Option<ExecutorChoice>,
+    /// A ready executor (tests, benchmarks, embedders); wins over `executor`.
+    pub executor_override: Option<Arc<dyn Executor>>,
+    /// Approve tools that require approval (`--approve`); otherwise they are asked
+    /// on a terminal and denied when there is none.
+    pub approve: bool,
+    /// `resume` requires an existing stage.json.
+    pub resume: bool,
+    /// Environment of child processes (the CLI passes its own).
+    pub base_env: BTreeMap<String, String>,
+    pub environment: Option<Arc<dyn EnvironmentPhase>>,
+    pub progress: Option<Progress>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    pub completion: Completion,
+    pub run_dir: PathBuf,
+}
+
+/// Runs (or resumes) a plan to the end. Errors that stop the run before or between
+/// steps are also recorded in `errors.json` and the trace.
+pub fn run(opts: &RunOptions) -> Result<RunOutcome, RunnerError> {
+    let paths = RunPaths::locate(&opts.target)?;
+    let result = run_in(opts, &paths);
+    if let Err(e) = &result {
+        let _ = report::write_run_error(&paths, e);
+    }
+    result
+}
+
+struct Coordinator<'o> {
+    opts: &'o RunOptions,
+    paths: RunPaths,
+    planning: Planning,
+    preds: Vec<BTreeSet<usize>>,
+    stage: Stage,
+    trace: Arc<TraceWriter>,
+    main: Git,
+    base_commit: String,
+    started: Instant,
+    timings: BTreeMap<String, StepTiming>,
+    reports: BTreeMap<String, StepReport>,
+    tokens: TokenUsage,
+    stop_reason: Option<(&'static str, String)>,
+    consecutive_failures: u32,
+    lessons: Vec<String>,
+    environment: Value,
+    masker: Masker,
+    /// The worktree pool: worktrees of merged steps, ready to be moved to the next
+    /// step's base (a failed step's worktree is kept for inspection instead).
+    idle: Vec<PathBuf>,
+    /// The worktree of each running step.
+    in_use: BTreeMap<usize, PathBuf>,
+    /// Pool worktrees created by this invocation (their names hold the process id,
+    /// so an agent orphaned by a killed run never writes into a new run's worktree).
+    pool_created: u32,
+    /// The work branch tip.
+    tip: String,
+    /// Per acceptance criterion, the verifications that cover it (or not).
+    ac_evidence: Vec<AcEvidence>,
+    /// The work branch when the run first started: where steps without
+    /// dependencies start (`stage.json` `work_start`).
+    work_start: String,
+}
+
+fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
+    let (planning, warnings) = plan::load_planning(&paths.planning)?;
+    let preds = plan::predecessors(&planning)?;
+    let masker = run_masker(opts);
+    let trace = Arc::new(TraceWriter::open(
+        &paths.trace,
+        planning.run_id.clone(),
+        planning.request_id.clone(),
+        masker.clone(),
+    )?);
+    let stage_exists = paths.stage.is_file();
+    if opts.resume && !stage_exists {
+        return Err(RunnerError::InvalidInput {
+            reason_code: reason::RUN_DIR_INVALID,
+            path: paths.stage.clone(),
+            message: "nothing to resume: no stage.json".to_string(),
+        });
+    }
+    let now = now_rfc3339();
+    let stage = if stage_exists {
+        load_stage(&paths.stage, &planning)?
+    } else {
+        Stage::for_planning(&planning, &now)
+    };
+    let repo_root = plan::repository_root(&opts.repo, &paths.run_dir)?;
+    let main = Git::new(&repo_root).with_fixed_date(&step::commit_date(&planning));
+    let mut c = Coordinator {
+        opts,
+        paths: paths.clone(),
+        planning,
+        preds,
+        stage,
+        trace,
+        main,
+        base_commit: String::new(),
+        started: Instant::now(),
+        timings: BTreeMap::new(),
+        reports: BTreeMap::new(),
+        tokens: TokenUsage::default(),
+        stop_reason: None,
+        consecutive_failures: 0,
+        lessons: Vec::new(),
+        environment: Value::Null,
+        masker,
+        idle: Vec::new(),
+        in_use: BTreeMap::new(),
+        pool_created: 0,
+        tip: String::new(),
+        ac_evidence: Vec::new(),
+        work_start: String::new(),
+    };
+    c.load_timings();
+    if !warnings.is_empty() {
+        c.emit(
+            events::PLAN_VALIDATION,
+            json!({"status": "ok", "warnings": warnings}),
+        );
+    }
+    c.emit(
+        if stage_exists {
+            events::EXECUTION_RESUME
+        } else {
+            events::EXECUTION_START
+        },
+        json!({"run_dir": c.paths.run_dir, "steps": c.planning.steps.len()}),
+    );
+    let executor = c.resolve_executor()?;
+    c.gates(stage_exists)?;
+    let activation = c.environment_phase()?;
+    c.reconcile()?;
+    c.stage.status = RunStatus::Running;
+    c.save()?;
+    let mut env = opts.base_env.clone();
+    for (k, v) in activation {
+        env.insert(k, v);
+    }
+    env = c.child_env(env)?;
+    if executor.can_execute() {
+        c.execute_steps(executor.as_ref(), &env)?;
+    } else {
+        c.mark_waiting_for_model();
+    }
+    c.settle_branch()?;
+    let coverage = c.coverage_and_follow_ups(executor.as_ref(), &env)?;
+    c.finish(executor.name(), coverage)
+}
+
+/// The run's masker: the configured patterns plus the literal values of every
+/// environment variable whose name looks secret (API keys handed to agents).
+fn run_masker(opts: &RunOptions) -> Masker {
+    let logging = &opts.config.planning.logging;
+    let secret_name = |k: &str| {
+        let k = k.to_ascii_uppercase();
+        ["_KEY", "_TOKEN", "_SECRET", "_PASSWORD"]
+            .iter()
+            .any(|suffix| k.ends_with(suffix))
+            || k.contains("API_KEY")
+    };
+    Masker::new(
+        logging.mask_sensitive_data,
+        logging.sensitive_patterns.clone(),
+    )
+    .with_literal_secrets(
+        opts.base_env
+            .iter()
+            .filter(|(k, _)| secret_name(k))
+            .map(|(_, v)| v.clone()),
+    )
+}
+
+fn load_stage(path: &Path, planning: &Planning) -> Result<Stage, RunnerError> {
+    let text = dandori_fs::read_to_string(path)?;
+    let stage: Stage = serde_json::from_str(&text).map_err(|e| RunnerError::InvalidInput {
+        reason_code: reason::JSON_PARSE_ERROR,
+        path: path.to_path_buf(),
+        message: format!("line {} column {}: {e}", e.line(), e.column()),
+    })?;
+    let ids: Vec<&str> = stage.steps.iter().map(|s| s.step_id.as_str()).collect();
+    let want: Vec<&str> = planning.steps.iter().map(|s| s.step_id.as_str()).collect();
+    if ids != want {
+        return Err(RunnerError::InvalidInput {
+            reason_code: reason::RUN_DIR_INVALID,
+            path: path.to_path_buf(),
+            message: format!(
+                "$.steps: step ids {ids:?} do not match planning.json {want:?} (seed 004 §6)"
+            ),
+        });
+    }
+    if stage.run_id != planning.run_id {
+        return Err(RunnerError::InvalidInput {
+            reason_code: reason::RUN_DIR_INVALID,
+            path: path.to_path_buf(),
+            message: format!(
+                "$.run_id: {} differs from planning.json {}",
+                stage.run_id, planning.run_id
+            ),
+        });
+    }
+    Ok(stage)
+}
+
+impl Coordinator<'_> {
+    pub(super) fn emit(&self, event: &str, data: Value) {
+        let _ = self.trace.emit(event, data);
+    }
+
+    pub(super) fn progress(&self, line: &str) {
+        if let Some(p) = &self.opts.progress {
+            p(line);
+        }
+    }
+
+    pub(super) fn save(&mut self) -> Result<(), RunnerError> {
+        self.stage.updated_at = now_rfc3339();
+        self.stage.extra.insert(
+            "timings".to_string(),
+            serde_json::to_value(&self.timings).unwrap_or(Value::Null),
+        );
+        dandori_fs::write_json_atomic(&self.paths.stage, &self.stage)?;
+        Ok(())
+    }
+
+    pub(super) fn load_timings(&mut self) {
+        if let Some(t) = self.stage.extra.get("timings")
+            && let Ok(t) = serde_json::from_value(t.clone())
+        {
+            self.timings = t;
+        }
+    }
+
+    pub(super) fn resolve_executor(&mut self) -> Result<Arc<dyn Executor>, RunnerError> {
+        if let Some(e) = &self.opts.executor_override {
+            return Ok(e.clone());
+        }
+        let stored: Option<ExecutorChoice> = self
+            .stage
+            .extra
+            .get("executor")
+            .and_then(|v| serde_json::from_value(v.clone()).ok());
+        let cfg = &self.opts.config;
+        let choice = match (&self.opts.executor, stored) {
+            (Some(c), _) => c.clone(),
+            (None, Some(c)) => c,
+            (None, None) => match (&cfg.runner.agent_cmd, &cfg.llm.default_provider) {
+                (Some(t), _) => ExecutorChoice {
+                    kind: ExecutorKind::Command,
+                    agent_cmd: Some(t.clone()),
+                },
+                (None, Some(_)) => ExecutorChoice {
+                    kind: ExecutorKind::Llm,
+                    agent_cmd: None,
+                },
+                (None, None) => ExecutorChoice {
+                    kind: ExecutorKind::None,
+                    agent_cmd: None,
+                },
+            },
+        };
+        let executor: Arc<dyn Executor> = match choice.kind {
+            ExecutorKind::None => Arc::new(NoneExecutor),
+            ExecutorKind::Command => {
+                let t = choice
+                    .agent_cmd
+                    .clone()
+                    .or_else(|| cfg.runner.agent_cmd.clone())
+                    .ok_or_else(|| {
+                        RunnerError::Executor(
+                            "--executor command needs --agent-cmd or runner.agent_cmd".to_string(),
+                        )
+                    })?;
+                Arc::new(CommandExecutor::new(&t)?)
+            }
+            ExecutorKind::Llm => Arc::new(LlmExecutor::from_config(
+                cfg,
+                &self.opts.base_env,
+                self.opts.approve,
+            )?),
+        };
+        self.stage.extra.insert(
+            "executor".to_string(),
+            serde_json::to_value(&choice).unwrap_or(Value::Null),
+        );
+        Ok(executor)
+    }
+
+    /// What the steps of this run share, apart from the coordinator so that it can
+    /// keep updating its own state while steps run. `revisions` starts the run-wide
+    /// revision counter; `max_revisions` is 0 where a step may not revise the plan.
+    pub(super) fn step_shared(&self, revisions: u32, max_revisions: u32) -> StepShared {
+        let rcfg = &self.opts.config.planning;
+        StepShared {
+            planning: self.planning.clone(),
+            paths: self.paths.clone(),
+            masker: self.masker.clone(),
+            trace: self.trace.clone(),
+            actions: AtomicU32::new(0),
+            revisions: AtomicU32::new(revisions),
+            trigger_interval: rcfg.reflection.trigger_interval,
+            reflection_enabled: rcfg.reflection.enabled,
+            max_revisions,
+        }
+    }
+
+    pub(super) fn update_index(&mut self) {
+        self.stage.current_step_index = self
+            .stage
+            .steps
+            .iter()
+            .position(|s| s.status != StepStatus::Done)
+            .unwrap_or(self.stage.steps.len());
+    }
+
+    pub(super) fn stop(&mut self, code: &'static str, message: String) {
+        self.emit(
+            events::EARLY_TERMINATION,
+            json!({"reason_code": code, "message": message}),
+        );
+        self.progress(&format!("stopping: {message}"));
+        self.stop_reason = Some((code, message));
+    }
+
+    /// Milliseconds since the run (first invocation) started, for the Gantt chart.
+    pub(super) fn run_ms(&self) -> u64 {
+        let created = chrono::DateTime::parse_from_rfc3339(&self.stage.created_at)
+            .map(|t| t.timestamp_millis())
+            .unwrap_or(0);
+        (chrono::Utc::now().timestamp_millis() - created).max(0) as u64
+    }
+}
+
+/// Owned copies of what [`StepContext`] borrows, built once per batch of steps.
+struct StepShared {
+    planning: Planning,
+    paths: RunPaths,
+    masker: Masker,
+    trace: Arc<TraceWriter>,
+    actions: AtomicU32,
+    revisions: AtomicU32,
+    trigger_interval: u32,
+    reflection_enabled: bool,
+    max_revisions: u32,
+}
+
+impl StepShared {
+    fn context<'a>(
+        &'a self,
+        executor: &'a dyn Executor,
+        env: &'a BTreeMap<String, String>,
+    ) -> StepContext<'a> {
+        StepContext {
+            planning: &self.planning,
+            paths: &self.paths,
+            executor,
+            trace: &self.trace,
+            env,
+            run_id: &self.planning.run_id,
+            trigger_interval: self.trigger_interval,
+            reflection_enabled: self.reflection_enabled,
+            actions: &self.actions,
+            revisions: &self.revisions,
+            max_revisions: self.max_revisions,
+            masker: &self.masker,
+        }
+    }
+}

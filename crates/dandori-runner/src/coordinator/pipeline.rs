@@ -1,0 +1,198 @@
+//! A finished step's way onto the work branch: its result recorded, its commits
+//! merged.
+
+use dandori_plan::StepStatus;
+use dandori_trace::now_rfc3339;
+use serde_json::json;
+
+use crate::error::RunnerError;
+use crate::step::{StepReport, StepResult};
+use crate::{events, reason};
+
+use super::Coordinator;
+
+impl Coordinator<'_> {
+    /// Records a finished step; a committed one is merged onto the work branch now.
+    pub(super) fn receive(&mut self, r: StepReport) -> Result<(), RunnerError> {
+        self.tokens.add(r.tokens);
+        let budget = self.opts.config.llm.budgets.task;
+        match &r.result {
+            StepResult::Committed { .. } => {
+                self.consecutive_failures = 0;
+                self.integrate(r)?;
+            }
+            StepResult::Failed {
+                reason_code,
+                message,
+            } => {
+                let (code, msg) = (*reason_code, message.clone());
+                self.finish_step(&r, StepStatus::Failed, Some(code), Some(msg.clone()), None);
+                self.consecutive_failures += 1;
+                let ee = &self.opts.config.planning.execution.early_termination;
+                if ee.enabled && self.consecutive_failures >= ee.max_consecutive_failures {
+                    self.stop(
+                        reason::EARLY_TERMINATION,
+                        format!(
+                            "{} consecutive step failures (max_consecutive_failures)",
+                            self.consecutive_failures
+                        ),
+                    );
+                }
+                if code == reason::TOKEN_BUDGET_EXCEEDED && self.stop_reason.is_none() {
+                    self.stop(code, msg.clone());
+                }
+                if matches!(code, reason::LOOP_DETECTED) {
+                    self.lessons.push(format!(
+                        "{}: a repeated action was stopped: {msg}",
+                        r.step_id
+                    ));
+                }
+                self.reports.insert(r.step_id.clone(), r);
+            }
+            StepResult::NeedsInput {
+                reason_code,
+                message,
+            } => {
+                let (code, msg) = (*reason_code, message.clone());
+                self.finish_step(&r, StepStatus::NeedsInput, Some(code), Some(msg), None);
+                self.reports.insert(r.step_id.clone(), r);
+            }
+        }
+        if budget > 0 && self.tokens.total() > budget && self.stop_reason.is_none() {
+            self.stop(
+                reason::TOKEN_BUDGET_EXCEEDED,
+                format!(
+                    "{} tokens used, over llm.budgets.task {budget}; returning what exists",
+                    self.tokens.total()
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish_step(
+        &mut self,
+        r: &StepReport,
+        status: StepStatus,
+        reason_code: Option<&'static str>,
+        message: Option<String>,
+        commit: Option<String>,
+    ) {
+        let now = now_rfc3339();
+        let ms = self.run_ms();
+        if let Some(s) = self.stage.steps.get_mut(r.index) {
+            s.status = status;
+            s.reason_code = reason_code.map(str::to_string);
+            s.message = message.clone();
+            s.commit = commit.clone();
+            s.finished_at = Some(now.clone());
+        }
+        if let Some(t) = self.timings.get_mut(&r.step_id) {
+            t.finished_at = Some(now);
+            t.finished_ms = Some(ms);
+        }
+        self.emit(
+            events::STEP_END,
+            json!({"step_id": r.step_id, "status": status, "reason_code": reason_code,
+                   "message": message, "commit": commit, "diff_lines": r.diff_lines,
+                   "files_changed": r.files_changed, "autofix_cycles": r.autofix_cycles,
+                   "splits": r.splits, "unit_passed": r.unit_passed,
+                   "duration_ms": r.duration.as_millis() as u64, "tokens": r.tokens}),
+        );
+        self.progress(&format!(
+            "{}: {}{}",
+            r.step_id,
+            serde_json::to_value(status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
+            reason_code.map(|c| format!(" ({c})")).unwrap_or_default()
+        ));
+    }
+
+    /// Merges a finished step's proof commit (its last) into the work branch: a
+    /// fast-forward when the tip is an ancestor, a merge commit otherwise. The tip
+    /// between steps depends on timing; [`Coordinator::settle_branch`] replaces it
+    /// with the plan-ordered merge at the end, so the final history does not.
+    pub(super) fn integrate(&mut self, r: StepReport) -> Result<(), RunnerError> {
+        let StepResult::Committed { commits } = &r.result else {
+            return Ok(());
+        };
+        let wt = self.in_use.remove(&r.index);
+        let merged = match commits.last() {
+            Some(proof) => self
+                .main
+                .merge_commits(
+                    &self.tip,
+                    proof,
+                    &format!("dandori: integrate {}", r.step_id),
+                )?
+                .map(|tip| (tip, proof.clone())),
+            None => Some((self.tip.clone(), self.tip.clone())),
+        };
+        if let Some((tip, proof)) = merged {
+            self.main.set_branch(&self.planning.work_branch, &tip)?;
+            self.tip = tip;
+            self.finish_step(&r, StepStatus::Done, None, None, Some(proof));
+            self.idle.extend(wt);
+        } else {
+            self.finish_step(
+                &r,
+                StepStatus::Failed,
+                Some(reason::MERGE_CONFLICT),
+                Some(format!(
+                    "the commits of {} conflict with the work branch (worktree kept at {})",
+                    r.step_id,
+                    wt.map(|w| w.display().to_string()).unwrap_or_default()
+                )),
+                None,
+            );
+        }
+        self.reports.insert(r.step_id.clone(), r);
+        // stage.json is written once per scheduling round (execute_steps); a kill
+        // before that is repaired by `reconcile`, which trusts the branch's commits.
+        Ok(())
+    }
+
+    /// Points the work branch at the plan-ordered merge of the done steps no done
+    /// step builds on (or at the follow-up chain built on it), and checks it out:
+    /// the same plan and the same step commits give the same branch, whatever
+    /// order the steps finished in.
+    pub(super) fn settle_branch(&mut self) -> Result<(), RunnerError> {
+        let n = self.stage.steps.len();
+        let done = |i: usize| self.stage.steps[i].status == StepStatus::Done;
+        let mut built_on = vec![false; n];
+        for i in (0..n).filter(|i| done(*i)) {
+            for p in &self.preds[i] {
+                built_on[*p] = true;
+            }
+        }
+        let mut commits = vec![("work".to_string(), self.work_start.clone())];
+        for i in (0..n).filter(|i| done(*i) && !built_on[*i]) {
+            let s = &self.stage.steps[i];
+            if let Some(c) = &s.commit {
+                commits.push((s.step_id.clone(), c.clone()));
+            }
+        }
+        let Some(settled) = self.main.merge_all(&commits, "work branch")? else {
+            self.lessons.push(
+                "the done steps conflict when merged in plan order; the work branch keeps the order they finished in"
+                    .to_string(),
+            );
+            return Ok(());
+        };
+        let follow_up = self
+            .follow_ups()
+            .iter()
+            .rev()
+            .find(|f| f.status == StepStatus::Done)
+            .and_then(|f| f.commit.clone());
+        let tip = match follow_up {
+            Some(f) if self.main.is_ancestor(&settled, &f)? => f,
+            _ => settled,
+        };
+        self.main.set_branch(&self.planning.work_branch, &tip)?;
+        self.tip = tip;
+        Ok(())
+    }
+}

@@ -1,0 +1,111 @@
+//! Resume: `stage.json` reconciled with the commits on the work branch.
+
+use std::collections::BTreeMap;
+
+use dandori_plan::StepStatus;
+use dandori_trace::now_rfc3339;
+use serde_json::json;
+
+use crate::error::RunnerError;
+use crate::events;
+
+use super::Coordinator;
+
+impl Coordinator<'_> {
+    /// stage.json against the work branch: a step whose commit is on the branch is
+    /// done; anything else that was running (or failed, or waiting) runs again from a
+    /// clean worktree. Parts of a split step whose last part never landed are
+    /// removed from the branch tip first.
+    pub(super) fn reconcile(&mut self) -> Result<(), RunnerError> {
+        let run_id = self.planning.run_id.clone();
+        let work = self.planning.work_branch.clone();
+        loop {
+            let head = self.main.step_commits("HEAD^!")?;
+            let partial = head
+                .first()
+                .is_some_and(|c| c.run_id == run_id && !c.completes_step());
+            if !partial {
+                break;
+            }
+            self.main.reset_hard("HEAD^")?;
+        }
+        let range = format!("{}..{work}", self.base_commit);
+        let mut finals: BTreeMap<String, String> = BTreeMap::new();
+        for c in self.main.step_commits(&range)? {
+            if c.run_id == run_id && c.completes_step() {
+                // newest first: keep the newest proof
+                finals.entry(c.step_id.clone()).or_insert(c.hash.clone());
+            }
+        }
+        let now = now_rfc3339();
+        let mut changes = Vec::new();
+        for s in &mut self.stage.steps {
+            match finals.get(&s.step_id) {
+                Some(hash) => {
+                    if s.status != StepStatus::Done || s.commit.as_deref() != Some(hash) {
+                        changes.push(json!({"step_id": s.step_id, "from": s.status, "to": "done"}));
+                        s.status = StepStatus::Done;
+                        s.commit = Some(hash.clone());
+                        s.reason_code = None;
+                        s.message = None;
+                        s.finished_at.get_or_insert_with(|| now.clone());
+                    }
+                }
+                None => match s.status {
+                    StepStatus::Pending => {}
+                    StepStatus::Done
+                    | StepStatus::Running
+                    | StepStatus::Failed
+                    | StepStatus::Skipped
+                    | StepStatus::NeedsInput => {
+                        changes
+                            .push(json!({"step_id": s.step_id, "from": s.status, "to": "pending"}));
+                        s.status = StepStatus::Pending;
+                        s.commit = None;
+                        s.reason_code = None;
+                        s.message = None;
+                        s.finished_at = None;
+                    }
+                },
+            }
+        }
+        let mut follow_ups = self.follow_ups();
+        for f in &mut follow_ups {
+            if let Some(hash) = finals.get(&f.step_id) {
+                f.status = StepStatus::Done;
+                f.commit = Some(hash.clone());
+                f.reason_code = None;
+            } else {
+                f.status = StepStatus::Pending;
+                f.commit = None;
+            }
+        }
+        if !follow_ups.is_empty() {
+            self.stage
+                .extra
+                .insert("follow_ups".to_string(), json!(follow_ups));
+        }
+        if self.paths.worktrees.exists() {
+            std::fs::remove_dir_all(&self.paths.worktrees).map_err(|e| {
+                dandori_fs::FsError::new("removing stale worktrees", &self.paths.worktrees, e)
+            })?;
+        }
+        self.main.run(&["worktree", "prune"])?;
+        if !changes.is_empty() {
+            self.emit(events::EXECUTION_RESUME, json!({"reconciled": changes}));
+        }
+        self.update_index();
+        self.tip = self.main.rev_parse("HEAD")?;
+        let start = self
+            .stage
+            .extra
+            .entry("work_start".to_string())
+            .or_insert_with(|| json!(self.tip));
+        self.work_start = start.as_str().unwrap_or(&self.tip).to_string();
+        // Steps move the work branch without touching the files of the repository's
+        // worktree; it is detached meanwhile (so it never looks dirty after a kill)
+        // and checks the branch out again when the run ends.
+        self.main.run(&["checkout", "--quiet", "--detach"])?;
+        Ok(())
+    }
+}

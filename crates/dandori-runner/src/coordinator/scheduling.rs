@@ -1,0 +1,262 @@
+//! Scheduling: which steps start when, on which worker, and the run-level stops.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use dandori_plan::StepStatus;
+use dandori_trace::now_rfc3339;
+use serde_json::{Value, json};
+
+use crate::completion::StepTiming;
+use crate::error::RunnerError;
+use crate::executor::Executor;
+use crate::step::{self, StepReport};
+use crate::{events, reason};
+
+use super::Coordinator;
+
+impl Coordinator<'_> {
+    pub(super) fn mark_waiting_for_model(&mut self) {
+        let ids: Vec<String> = self
+            .stage
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Pending)
+            .map(|s| s.step_id.clone())
+            .collect();
+        for s in &mut self.stage.steps {
+            if s.status == StepStatus::Pending {
+                s.status = StepStatus::NeedsInput;
+                s.reason_code = Some(reason::MODEL_NOT_CONFIGURED.to_string());
+                s.message = Some(
+                    "waits for a model: configure llm.default_provider or use --executor command --agent-cmd"
+                        .to_string(),
+                );
+            }
+        }
+        self.emit(
+            events::STEP_SKIPPED,
+            json!({"reason_code": reason::MODEL_NOT_CONFIGURED, "steps": ids}),
+        );
+    }
+
+    pub(super) fn execute_steps(
+        &mut self,
+        executor: &dyn Executor,
+        env: &BTreeMap<String, String>,
+    ) -> Result<(), RunnerError> {
+        let workers = self.opts.config.runner.max_parallel_workers.max(1) as usize;
+        let total_timeout = Duration::from_secs(self.opts.config.planning.execution.total_timeout);
+        let max_steps = self.planning.limits.max_steps_per_run.max(1);
+        let revisions = self
+            .stage
+            .extra
+            .get("revisions")
+            .and_then(Value::as_u64)
+            .unwrap_or(0) as u32;
+        let shared = self.step_shared(revisions, self.opts.config.planning.revision.max_revisions);
+        let cx = shared.context(executor, env);
+        let planning = &shared.planning;
+        let revisions = &shared.revisions;
+        let (tx, rx) = mpsc::channel::<StepReport>();
+        let n = planning.steps.len();
+        let mut running = 0usize;
+        let mut started_here: u64 = 0;
+        let result = std::thread::scope(|scope| -> Result<(), RunnerError> {
+            loop {
+                // 1. Dependents of failed or waiting steps never run.
+                self.block_dependents();
+                // 2. Run-level stops.
+                if self.stop_reason.is_none() && self.started.elapsed() >= total_timeout {
+                    self.stop(
+                        reason::TOTAL_TIMEOUT,
+                        format!(
+                            "planning.execution.total_timeout of {} s reached",
+                            total_timeout.as_secs()
+                        ),
+                    );
+                }
+                // 3. Start ready steps (every predecessor merged) in plan order, each on
+                //    the merge of its predecessors' commits, in a pool worktree.
+                for i in 0..n {
+                    if running >= workers || self.stop_reason.is_some() || started_here >= max_steps
+                    {
+                        break;
+                    }
+                    if self.stage.steps[i].status != StepStatus::Pending
+                        || !self.preds[i]
+                            .iter()
+                            .all(|p| self.stage.steps[*p].status == StepStatus::Done)
+                    {
+                        continue;
+                    }
+                    let commits = self.base_commits(i);
+                    let wt = self.start_step(i)?;
+                    running += 1;
+                    started_here += 1;
+                    let tx = tx.clone();
+                    let cx = &cx;
+                    let main = self.main.clone();
+                    scope.spawn(move || {
+                        let base = step::StepBase {
+                            commits: &commits,
+                            main: &main,
+                        };
+                        let r = step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt);
+                        let _ = tx.send(r);
+                    });
+                }
+                self.stage.extra.insert(
+                    "revisions".to_string(),
+                    json!(revisions.load(Ordering::SeqCst)),
+                );
+                self.update_index();
+                self.save()?;
+                if running == 0 {
+                    if self.stage.steps.iter().any(|s| {
+                        s.status == StepStatus::Pending
+                            && self.preds_done(s.step_id.as_str())
+                            && self.stop_reason.is_none()
+                            && started_here < max_steps
+                    }) {
+                        continue;
+                    }
+                    break;
+                }
+                let Ok(r) = rx.recv() else { break };
+                running -= 1;
+                // Merged at once: its dependents can start in this round.
+                self.receive(r)?;
+            }
+            Ok(())
+        });
+        self.stage.extra.insert(
+            "revisions".to_string(),
+            json!(revisions.load(Ordering::SeqCst)),
+        );
+        for wt in std::mem::take(&mut self.idle) {
+            self.main.remove_worktree(&wt)?;
+        }
+        if started_here >= max_steps
+            && self
+                .stage
+                .steps
+                .iter()
+                .any(|s| s.status == StepStatus::Pending)
+            && self.stop_reason.is_none()
+        {
+            self.lessons.push(format!(
+                "limits.max_steps_per_run ({max_steps}) reached; `dandori resume` continues"
+            ));
+        }
+        self.update_index();
+        self.save()?;
+        result
+    }
+
+    /// What step `i` builds on: its predecessors' proof commits in plan order, or
+    /// the work branch start when it has none.
+    fn base_commits(&self, i: usize) -> Vec<(String, String)> {
+        let commits: Vec<(String, String)> = self.preds[i]
+            .iter()
+            .filter_map(|p| {
+                let s = &self.stage.steps[*p];
+                Some((s.step_id.clone(), s.commit.clone()?))
+            })
+            .collect();
+        if commits.is_empty() {
+            vec![("work".to_string(), self.work_start.clone())]
+        } else {
+            commits
+        }
+    }
+
+    pub(super) fn preds_done(&self, step_id: &str) -> bool {
+        let Some(i) = self.stage.steps.iter().position(|s| s.step_id == step_id) else {
+            return false;
+        };
+        self.preds[i]
+            .iter()
+            .all(|p| self.stage.steps[*p].status == StepStatus::Done)
+    }
+
+    pub(super) fn start_step(&mut self, i: usize) -> Result<PathBuf, RunnerError> {
+        let now = now_rfc3339();
+        let s = &mut self.stage.steps[i];
+        s.status = StepStatus::Running;
+        s.attempts += 1;
+        s.started_at = Some(now.clone());
+        s.finished_at = None;
+        s.reason_code = None;
+        s.message = None;
+        let step_id = s.step_id.clone();
+        let attempt = s.attempts;
+        let wt = match self.idle.pop() {
+            Some(wt) => wt,
+            None => {
+                self.pool_created += 1;
+                dandori_fs::create_dir_all(&self.paths.worktrees)?;
+                self.paths.worktrees.join(format!(
+                    "pool-{}-{}",
+                    std::process::id(),
+                    self.pool_created
+                ))
+            }
+        };
+        self.in_use.insert(i, wt.clone());
+        self.timings.insert(
+            step_id.clone(),
+            StepTiming {
+                started_at: now,
+                finished_at: None,
+                started_ms: self.run_ms(),
+                finished_ms: None,
+            },
+        );
+        self.emit(
+            events::STEP_START,
+            json!({"step_id": step_id, "attempt": attempt, "worktree": wt}),
+        );
+        self.progress(&format!("{step_id}: started (attempt {attempt})"));
+        Ok(wt)
+    }
+
+    pub(super) fn block_dependents(&mut self) {
+        let n = self.stage.steps.len();
+        for i in 0..n {
+            if self.stage.steps[i].status != StepStatus::Pending {
+                continue;
+            }
+            let blocker = self.preds[i].iter().find_map(|p| {
+                let s = &self.stage.steps[*p];
+                match s.status {
+                    StepStatus::Failed | StepStatus::Skipped => Some((
+                        StepStatus::Skipped,
+                        reason::DEPENDENCY_FAILED,
+                        s.step_id.clone(),
+                    )),
+                    StepStatus::NeedsInput => Some((
+                        StepStatus::NeedsInput,
+                        reason::DEPENDENCY_FAILED,
+                        s.step_id.clone(),
+                    )),
+                    StepStatus::Pending | StepStatus::Running | StepStatus::Done => None,
+                }
+            });
+            if let Some((status, code, dep)) = blocker {
+                let s = &mut self.stage.steps[i];
+                s.status = status;
+                s.reason_code = Some(code.to_string());
+                s.message = Some(format!("depends on {dep}, which did not complete"));
+                let step_id = s.step_id.clone();
+                self.emit(
+                    events::STEP_SKIPPED,
+                    json!({"step_id": step_id, "status": status, "reason_code": code, "depends_on": dep}),
+                );
+            }
+        }
+    }
+}

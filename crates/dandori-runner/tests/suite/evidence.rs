@@ -1,0 +1,210 @@
+//! Evidence-based completion (seed 001 §10.5–10.8, seed 004 §5): a step that had to
+//! change files and did not fails with STEP_NO_CHANGE; an acceptance criterion is
+//! covered only when a verification ran after the change and passed, and the
+//! report shows which (command, exit code, log).
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::support::*;
+use dandori_plan::StepStatus;
+use dandori_runner::CompletionStatus;
+
+fn agent(repo: &Repo, body: &str) -> String {
+    format!("sh {} {{step_id}}", repo.agent(body).display())
+}
+
+fn report(run_dir: &std::path::Path) -> String {
+    std::fs::read_to_string(run_dir.join("report.md")).unwrap()
+}
+
+#[test]
+fn a_no_op_agent_achieves_nothing_and_its_acs_get_follow_ups() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").acs(&["AC-01", "AC-02", "AC-03"])],
+        json!({}),
+    ));
+    let out = run(&options(&repo, &run_dir, Some(agent(&repo, "true")))).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+    assert!(!out.completion.summary.goal_achieved);
+    assert_eq!(
+        stage(&run_dir)["steps"][0]["reason_code"],
+        json!("STEP_NO_CHANGE")
+    );
+    assert_eq!(
+        out.completion.coverage.critical_gaps,
+        ["AC-01", "AC-02", "AC-03"]
+    );
+    assert_eq!(out.completion.coverage.overall_coverage, 0.0);
+    // Seed 001 §10.6: a follow-up step per uncovered AC, pending (its step failed).
+    let follow: Vec<(String, String, StepStatus)> = out
+        .completion
+        .follow_ups
+        .iter()
+        .map(|f| (f.step_id.clone(), f.ac.clone(), f.status))
+        .collect();
+    assert_eq!(
+        follow,
+        [
+            ("F01".to_string(), "AC-01".to_string(), StepStatus::Pending),
+            ("F02".to_string(), "AC-02".to_string(), StepStatus::Pending),
+            ("F03".to_string(), "AC-03".to_string(), StepStatus::Pending),
+        ]
+    );
+    assert_eq!(repo.commits("dandori/RQ-1/run-1"), Vec::new());
+    let md = report(&run_dir);
+    assert!(md.contains("| AC-01 | **no** | S01: failed |"), "{md}");
+    let errors = std::fs::read_to_string(run_dir.join("errors.json")).unwrap();
+    assert!(errors.contains("STEP_NO_CHANGE"), "{errors}");
+}
+
+#[test]
+fn an_agent_touching_only_files_outside_the_targets_did_not_do_the_step() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(vec![S::new("S01")], json!({})));
+    let out = run(&options(
+        &repo,
+        &run_dir,
+        Some(agent(&repo, "mkdir -p notes; echo hi > notes/todo.txt")),
+    ))
+    .unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+    assert!(!out.completion.summary.goal_achieved);
+    let st = stage(&run_dir);
+    assert_eq!(st["steps"][0]["reason_code"], json!("STEP_NO_CHANGE"));
+    let msg = st["steps"][0]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("outside scope.target_paths") && msg.contains("notes/todo.txt"),
+        "{msg}"
+    );
+    assert_eq!(out.completion.coverage.overall_coverage, 0.0);
+}
+
+#[test]
+fn a_check_only_step_may_change_nothing_and_its_check_is_the_evidence() {
+    let repo = Repo::new();
+    let mut plan = planning(vec![S::new("S01").unit("test -f README.md")], json!({}));
+    plan["steps"][0]["role"] = json!("reviewer");
+    let run_dir = repo.write_plan(&plan);
+    let out = run(&options(&repo, &run_dir, Some(agent(&repo, "true")))).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion
+    );
+    assert!(out.completion.summary.goal_achieved);
+    let md = report(&run_dir);
+    assert!(
+        md.contains(
+            "| AC-01 | yes | S01 | unit | `test -f README.md` | 0 | `logs/step.S01.unit.log` |"
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn an_agent_that_breaks_a_test_covers_nothing() {
+    let repo = Repo::new();
+    std::fs::write(repo.path.join("answer.txt"), "42\n").unwrap();
+    std::fs::write(
+        repo.path.join("check.sh"),
+        "test \"$(cat answer.txt)\" = 42 || { echo \"want 42\"; exit 3; }\n",
+    )
+    .unwrap();
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "a passing test"]);
+    let breaker = agent(&repo, "echo 41 > answer.txt");
+    // With require_unit_pass (and no fix attempt) the step fails.
+    let mut plan = planning(
+        vec![S::new("S01").unit("sh check.sh").targets(&["answer.txt"])],
+        json!({}),
+    );
+    plan["limits"]["max_autofix_cycles"] = json!(0);
+    let run_dir = repo.write_plan(&plan);
+    let out = run(&options(&repo, &run_dir, Some(breaker.clone()))).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+    assert_eq!(
+        stage(&run_dir)["steps"][0]["reason_code"],
+        json!("UNIT_TEST_FAILED")
+    );
+    assert!(!out.completion.summary.goal_achieved);
+    assert_eq!(out.completion.coverage.overall_coverage, 0.0);
+
+    // Without it the step is committed, but its failed check covers no AC.
+    let other = Repo::new();
+    std::fs::write(other.path.join("answer.txt"), "42\n").unwrap();
+    std::fs::write(
+        other.path.join("check.sh"),
+        "test \"$(cat answer.txt)\" = 42 || { echo \"want 42\"; exit 3; }\n",
+    )
+    .unwrap();
+    other.git(&["add", "-A"]);
+    other.git(&["commit", "-q", "-m", "a passing test"]);
+    let mut plan = planning(
+        vec![S::new("S01").unit("sh check.sh").targets(&["answer.txt"])],
+        json!({"require_unit_pass": false}),
+    );
+    plan["limits"]["max_autofix_cycles"] = json!(0);
+    let run_dir = other.write_plan(&plan);
+    let breaker = agent(&other, "echo 41 > answer.txt");
+    let out = run(&options(&other, &run_dir, Some(breaker))).unwrap();
+    assert_eq!(statuses(&run_dir)[0].1, "done");
+    assert!(!out.completion.summary.goal_achieved);
+    assert_eq!(
+        out.completion.coverage.critical_gaps,
+        ["AC-01", "AC-02", "AC-03"]
+    );
+    let message = other.git(&["log", "-1", "--format=%B", "dandori/RQ-1/run-1"]);
+    assert!(
+        message.contains("Dandori-Check: unit exit=3 sh check.sh"),
+        "{message}"
+    );
+    let md = report(&run_dir);
+    assert!(
+        md.contains(
+            "| AC-02 | **no** | S01 | unit | `sh check.sh` | 3 | `logs/step.S01.unit.log` |"
+        ),
+        "{md}"
+    );
+}
+
+#[test]
+fn a_step_verified_by_its_unit_command_covers_its_acs_with_evidence() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").unit("test -f src/S01/out.txt")],
+        json!({}),
+    ));
+    let out = run(&options(
+        &repo,
+        &run_dir,
+        Some(agent(
+            &repo,
+            r#"mkdir -p "src/$1"; echo "$1" > "src/$1/out.txt""#,
+        )),
+    ))
+    .unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    assert!(out.completion.summary.goal_achieved);
+    let message = repo.git(&["log", "-1", "--format=%B", "dandori/RQ-1/run-1"]);
+    assert!(
+        message.contains("Dandori-Check: unit exit=0 test -f src/S01/out.txt"),
+        "{message}"
+    );
+    let evidence = &stage(&run_dir)["ac_evidence"];
+    assert_eq!(evidence[0]["ac"], "AC-01");
+    assert_eq!(evidence[0]["covered"], true);
+    assert_eq!(
+        evidence[0]["evidence"][0]["command"],
+        "test -f src/S01/out.txt"
+    );
+    assert_eq!(evidence[0]["evidence"][0]["exit_code"], 0);
+    assert!(
+        evidence[0]["evidence"][0]["log"]
+            .as_str()
+            .unwrap()
+            .ends_with("logs/step.S01.unit.log")
+    );
+}
