@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite. Installs the external tools the tests drive (uv, the MCP
-# servers, ...) into target/test-tools, idempotently, then runs every test.
+# The whole test suite. Installs the external tools the tests drive into
+# target/test-tools (idempotently; each install says what and why), puts them on
+# PATH, then runs every test. Extra arguments go to `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="$PWD/target/test-tools"
 mkdir -p "$TOOLS"
+say() { echo "test.sh: $*" >&2; }
 
-# Python tools (uv, mcp-server-git) in their own virtual environment.
+# Python tools in their own virtual environment: uv (dandori-env's real Python
+# install) and mcp-server-git (the MCP client tests of dandori-tools).
 if [ ! -x "$TOOLS/venv/bin/uv" ] || [ ! -x "$TOOLS/venv/bin/mcp-server-git" ] || [ ! -x "$TOOLS/venv/bin/pytest" ]; then
+  say "installing uv, pytest and mcp-server-git from PyPI into $TOOLS/venv (environment and MCP tests; ~1 min)"
   python3 -m venv "$TOOLS/venv"
   "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check uv mcp-server-git pytest
 fi
@@ -15,44 +19,60 @@ fi
 # The official MCP Python SDK client (PyPI `mcp`): the `dandori mcp` tests drive the
 # server with it, as agents do.
 if ! "$TOOLS/venv/bin/python" -c "import mcp.client.stdio" >/dev/null 2>&1; then
+  say "installing the MCP Python SDK (mcp) from PyPI into $TOOLS/venv (dandori mcp tests)"
   "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check mcp
 fi
 
-# Node tools (the filesystem MCP server).
+# Node tools: the filesystem MCP server (dandori-tools' MCP tests).
 if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
+  say "installing @modelcontextprotocol/server-filesystem from npm into $TOOLS/node (MCP tests; ~30 s)"
   mkdir -p "$TOOLS/node"
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/server-filesystem >/dev/null
 fi
 
-# The command sandbox (bubblewrap): unpacked from the Debian package into
-# target/test-tools/bubblewrap (no system-wide install). The built-in fallback
+# The command sandbox (bubblewrap, the sandbox tests): the Debian package is
+# unpacked into target/test-tools, no system install. The built-in fallback
 # (namespaces + Landlock, no external binary) is tested too, forced by setting.
-if ! command -v bwrap >/dev/null 2>&1 && [ ! -x "$TOOLS/bubblewrap/usr/bin/bwrap" ]; then
+BWRAP_DIR="$TOOLS/bubblewrap"
+if ! command -v bwrap >/dev/null 2>&1 && [ ! -x "$BWRAP_DIR/usr/bin/bwrap" ]; then
   if command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
-    mkdir -p "$TOOLS/deb"
-    (cd "$TOOLS/deb" && apt-get download bubblewrap >/dev/null 2>&1) \
-      && dpkg -x "$(ls "$TOOLS"/deb/bubblewrap_*.deb | head -n 1)" "$TOOLS/bubblewrap" \
-      || echo "warning: could not fetch bubblewrap; the bubblewrap sandbox tests fail" >&2
+    say "unpacking the Debian package bubblewrap into $BWRAP_DIR (sandbox tests; no system install)"
+    tmp="$(mktemp -d)"
+    if (cd "$tmp" && apt-get download bubblewrap >/dev/null 2>&1) \
+      && dpkg -x "$tmp"/bubblewrap_*.deb "$BWRAP_DIR"; then
+      :
+    else
+      say "warning: could not download bubblewrap (apt-get download bubblewrap); the sandbox tests will fail"
+    fi
+    rm -rf "$tmp"
   else
-    echo "warning: bwrap (bubblewrap) not found; install it (apt-get install -y bubblewrap) or the sandbox tests fail" >&2
+    say "warning: bwrap (bubblewrap) not found and no apt-get to fetch it; the sandbox tests will fail"
   fi
 fi
 
-# Environment sub-phase tests (dandori-env, `dandori env`): uv (above) for the real
-# Python install, npm for the real Node install, mvn for the "Maven without its
-# registry" case (the fixture points Maven at an unresolvable mirror, so no
-# network is used either way).
-if ! command -v mvn >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  apt-get install -y -q maven >/dev/null 2>&1 \
-    || echo "warning: could not install maven; dandori-env's blocked-Maven test will fail" >&2
+# Maven: dandori-env's "Maven without its registry" test drives the real mvn
+# (its fixture points Maven at an unresolvable mirror, so no network is used). Maven
+# needs a Java runtime and dozens of Debian packages, so it cannot be unpacked
+# into target/test-tools like bubblewrap: it is the one system install, done only
+# as root with apt, and skipped with a warning otherwise.
+if ! command -v mvn >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing maven system-wide with apt (dandori-env's blocked-Maven test; needs a JRE; ~2 min)"
+    apt-get install -y -q maven >/dev/null 2>&1 \
+      || say "warning: could not install maven; dandori-env's blocked-Maven test will fail"
+  else
+    say "warning: mvn not found (apt-get install maven); dandori-env's blocked-Maven test will fail"
+  fi
 fi
 
 # The MCP Inspector CLI (`dandori mcp` is listed and called through it).
 if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
+  say "installing @modelcontextprotocol/inspector from npm into $TOOLS/node (dandori mcp tests)"
   mkdir -p "$TOOLS/node"
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/inspector >/dev/null
 fi
 
-export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/bubblewrap/usr/bin:$PATH"
+export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
+say "running cargo test --workspace --locked $* (the first build of the workspace takes ~10 min on 2 cores)"
 exec cargo test --workspace --locked "$@"

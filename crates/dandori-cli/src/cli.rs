@@ -46,6 +46,13 @@ pub enum Command {
     Run(RunArgs),
     /// Resume a run directory where it stopped.
     Resume(ResumeArgs),
+    /// The whole loop in a minute, no model: copies the example todo-api into a new
+    /// git repository, plans a request and runs it with a scripted demo agent.
+    Demo(DemoArgs),
+    /// Print a shell completion script: `dandori completions bash > /etc/bash_completion.d/dandori`.
+    Completions(CompletionsArgs),
+    /// Print a man page (roff) generated from these definitions: `dandori man plan | man -l -`.
+    Man(ManArgs),
     /// Trust a repository: its own dandori.yaml may then set providers, MCP servers,
     /// commands and sandbox settings (user config `trusted_projects`).
     Trust(TrustArgs),
@@ -65,6 +72,30 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+pub struct ManArgs {
+    /// A subcommand (`plan`, `env setup`, …) for its own page; omit for dandori(1).
+    #[arg(value_name = "COMMAND", num_args = 0..)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// A new or empty directory for the demo repository (nothing else is touched).
+    #[arg(default_value = "dandori-demo", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Print the run's completion record as JSON instead of the summary.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct TrustArgs {
     /// The repository directory (default: the current directory).
     #[arg(value_name = "DIR")]
@@ -75,6 +106,7 @@ pub struct TrustArgs {
     /// Stop trusting DIR.
     #[arg(long)]
     pub remove: bool,
+    /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -101,11 +133,13 @@ pub struct McpArgs {
 
 #[derive(Debug, Args)]
 pub struct RunsArgs {
+    /// The repository whose runs to list.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
     /// Root of run directories (default from config `runs.root`).
     #[arg(long)]
     pub runs_root: Option<PathBuf>,
+    /// Print the runs as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -114,6 +148,7 @@ pub struct RunsArgs {
 pub struct StatusArgs {
     /// A run directory.
     pub run_dir: PathBuf,
+    /// Print the status as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
@@ -174,34 +209,47 @@ pub struct PolicyCheckArgs {
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
+    /// A planning.json, or a run directory holding one.
+    #[arg(value_name = "PLANNING_OR_RUN_DIR")]
     pub file: PathBuf,
+    /// Print the findings as JSON (`{"status", "errors", "warnings"}`) on stdout.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum GraphFormat {
+    /// Edges, execution groups and the critical path, one per line.
     Text,
+    /// The analysis as JSON.
     Json,
+    /// A Mermaid flowchart.
     Mermaid,
 }
 
 #[derive(Debug, Args)]
 pub struct GraphArgs {
+    /// A planning.json, or a run directory holding one.
+    #[arg(value_name = "PLANNING_OR_RUN_DIR")]
     pub file: PathBuf,
+    /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: GraphFormat,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum SchemaKind {
+    /// planning.json.
     Planning,
+    /// stage.json.
     Stage,
+    /// dandori.yaml (the configuration).
     Config,
 }
 
 #[derive(Debug, Args)]
 pub struct SchemaArgs {
+    /// Which document's JSON Schema to print.
     #[arg(value_enum)]
     pub kind: SchemaKind,
 }
@@ -216,17 +264,22 @@ pub struct PlanArgs {
     /// The request as free text instead of a file.
     #[arg(long)]
     pub text: Option<String>,
+    /// Print the outcome (run directory, files, validation, usage) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// A provider named in config (`llm.providers[].name`), or `openai` / `anthropic`
     /// for an ad-hoc endpoint with --base-url and --model.
     #[arg(long)]
     pub provider: Option<String>,
-    #[arg(long)]
+    /// The endpoint of an ad-hoc provider, e.g. `http://localhost:11434/v1` (with
+    /// --provider openai|anthropic), or an override of the configured one.
+    #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
-    #[arg(long)]
+    /// The model name to ask (overrides the provider's configured model).
+    #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    #[arg(long)]
+    /// The environment variable that holds the API key (its value is never logged).
+    #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
     /// Root of run directories (default from config `runs.root`).
     #[arg(long)]
@@ -250,6 +303,7 @@ pub struct LocalizeArgs {
     /// temporary directory).
     #[arg(long, value_name = "DIR")]
     pub repos: PathBuf,
+    /// Print the figures and per-instance results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// Also report a baseline beside dandori's retrieval.
@@ -283,6 +337,7 @@ pub struct EnvArgs {
     /// The repository.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
+    /// Print the result as JSON on stdout.
     #[arg(long)]
     pub json: bool,
     /// The task's target language (python, node/typescript, java, go, rust): rule 1
@@ -306,6 +361,7 @@ pub struct EnvSetupArgs {
 
 #[derive(Debug, Args)]
 pub struct EnvExecArgs {
+    /// The repository whose prepared environment to use.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
     /// Run the command unconfined (default: inside the command sandbox).
@@ -321,8 +377,11 @@ pub struct EnvExecArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExecutorKind {
+    /// The built-in tool loop over the configured model.
     Llm,
+    /// An external agent command (--agent-cmd or config `runner.agent_cmd`).
     Command,
+    /// No executor: gates and environment run, steps wait for a model (exit 3).
     None,
 }
 
@@ -330,8 +389,13 @@ pub enum ExecutorKind {
 pub struct RunArgs {
     /// A planning.json or a run directory.
     pub target: PathBuf,
-    #[arg(long, default_value = ".")]
-    pub repo: PathBuf,
+    /// The repository (default: the one the plan was made for, recorded in the run
+    /// directory; a different repository is refused with REPO_MISMATCH).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
+    /// Who does the steps' work (default: the one stage.json records, else `command`
+    /// when config `runner.agent_cmd` is set, else `llm` when `llm.default_provider`
+    /// is set, else `none`).
     #[arg(long, value_enum)]
     pub executor: Option<ExecutorKind>,
     /// External agent command template, e.g. `claude -p {prompt}`; placeholders
@@ -341,23 +405,80 @@ pub struct RunArgs {
     /// Approve tools that require approval when not on a terminal.
     #[arg(long)]
     pub approve: bool,
+    /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
+    /// The run directory to resume (`.dandori/runs/<request-id>/<run-id>`).
     pub run_dir: PathBuf,
-    #[arg(long, default_value = ".")]
-    pub repo: PathBuf,
+    /// The repository (default: the one the plan was made for, recorded in the run
+    /// directory; a different repository is refused with REPO_MISMATCH).
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<PathBuf>,
     /// Switch executor (default: the one the run started with, kept in stage.json).
     #[arg(long, value_enum)]
     pub executor: Option<ExecutorKind>,
     /// External agent command template, e.g. `claude -p {prompt}`.
     #[arg(long)]
     pub agent_cmd: Option<String>,
+    /// Approve tools that require approval when not on a terminal.
     #[arg(long)]
     pub approve: bool,
+    /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Every command, flag and argument has a help line. The test walks the clap
+/// tree, so flags added later (by any command's owner) are covered too. It lives
+/// here because the definitions belong to the binary.
+#[cfg(test)]
+mod help_lines {
+    use clap::CommandFactory;
+
+    fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                missing.push(format!("{path} {id}"));
+            }
+            for v in arg.get_possible_values() {
+                if v.get_help().is_none()
+                    && !v.is_hide_set()
+                    && arg.get_value_parser().type_id()
+                        != clap::builder::ValueParser::bool().type_id()
+                {
+                    // Enum values of our own ValueEnums need a line too.
+                    if !matches!(
+                        v.get_name(),
+                        "bash" | "zsh" | "fish" | "elvish" | "powershell"
+                    ) {
+                        missing.push(format!("{path} {id}={}", v.get_name()));
+                    }
+                }
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let sub_path = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none() && sub.get_long_about().is_none() {
+                missing.push(sub_path.clone());
+            }
+            walk(sub, &sub_path, missing);
+        }
+    }
+
+    #[test]
+    fn every_command_flag_and_argument_has_a_help_line() {
+        let mut cmd = super::Cli::command();
+        cmd.build();
+        let mut missing = Vec::new();
+        walk(&cmd, "dandori", &mut missing);
+        assert!(missing.is_empty(), "no help line: {missing:#?}");
+    }
 }

@@ -18,7 +18,21 @@ fn main() -> ExitCode {
         output::error(&dandori_exec::sandbox::helper::main(&args[1..]));
         return ExitCode::from(126);
     }
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let usage = !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
+            let _ = e.print();
+            if usage {
+                output::progress(&format!(
+                    "reason code: {} (see `dandori help` or `dandori <command> --help`)",
+                    dandori_report::reason::USAGE_ERROR
+                ));
+            }
+            return ExitCode::from(if usage { 2 } else { 0 });
+        }
+    };
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {

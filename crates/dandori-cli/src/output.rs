@@ -10,6 +10,12 @@ pub fn line(s: &str) {
     let _ = writeln!(out, "{s}");
 }
 
+/// Bytes on stdout as they are (generated completion scripts, man pages).
+pub fn raw(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(bytes);
+}
+
 /// Pretty JSON on stdout.
 pub fn json<T: serde::Serialize + ?Sized>(value: &T) {
     match serde_json::to_string_pretty(value) {

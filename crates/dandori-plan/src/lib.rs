@@ -10,6 +10,7 @@
 pub mod graph;
 pub mod model;
 pub mod reason_codes;
+pub mod repository;
 pub mod schema;
 pub mod sizing;
 pub mod validation;

@@ -60,9 +60,9 @@ pub fn work_branch(request_id: &str, run_id: &str) -> String {
 }
 
 /// Creates a fresh run directory under `root`. When the runs root lies inside the
-/// repository, a `.gitignore` containing `*` is written at its top directory inside
-/// the repository (`.dandori/` for the default root) unless one exists, so runs
-/// never show up in `git status`.
+/// repository, a `.gitignore` containing `*` is written (unless one exists) in
+/// `.dandori/` for a root under it (the default), else in the runs root itself, so
+/// runs never show up in `git status` and nothing else is hidden.
 pub fn create(
     repo: &Path,
     root: &Path,
@@ -78,6 +78,7 @@ pub fn create(
             continue;
         }
         dandori_fs::create_dir_all(&path)?;
+        record_repository(repo, &path)?;
         let display = match path.strip_prefix(repo) {
             Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
             Err(_) => path.display().to_string(),
@@ -95,6 +96,21 @@ pub fn create(
     )))
 }
 
+/// Writes `repository.json`: `run` and `resume` operate on this repository and no
+/// other, whatever the current directory.
+fn record_repository(repo: &Path, run_dir: &Path) -> Result<(), PlannerError> {
+    let record = dandori_plan::repository::RepositoryRecord {
+        repository: repo.to_path_buf(),
+    };
+    let text = serde_json::to_string_pretty(&record)
+        .map_err(|e| PlannerError::Assemble(format!("repository record: {e}")))?;
+    dandori_fs::write_atomic(
+        run_dir.join(dandori_plan::repository::FILE_NAME),
+        format!("{text}\n"),
+    )?;
+    Ok(())
+}
+
 fn ignore_runs_root(repo: &Path, root: &Path) -> Result<(), PlannerError> {
     let Ok(rel) = root.strip_prefix(repo) else {
         return Ok(());
@@ -102,7 +118,14 @@ fn ignore_runs_root(repo: &Path, root: &Path) -> Result<(), PlannerError> {
     let Some(first) = rel.components().next() else {
         return Ok(());
     };
-    let top = repo.join(first);
+    // `.dandori/` is dandori's own directory (runs, environment records): ignore all
+    // of it. Any other runs root ignores only itself, so a runs root such as
+    // `work/runs` never hides the user's other files under `work/`.
+    let top = if first.as_os_str() == ".dandori" {
+        repo.join(first)
+    } else {
+        root.to_path_buf()
+    };
     let gitignore = top.join(".gitignore");
     if !gitignore.exists() {
         dandori_fs::write_atomic(&gitignore, "# dandori run state: never committed\n*\n")?;

@@ -207,6 +207,14 @@ pub fn next_action(step_id: &str, code: &str) -> String {
                 "{step_id}: the step repeated the same action; rephrase the step or do it by hand"
             )
         }
-        other => format!("{step_id}: stopped with {other}; see trace.jsonl"),
+        reason::MODEL_NOT_CONFIGURED => format!(
+            "{step_id}: waits for a model or an agent: configure llm.default_provider (docs/llm.md) and `dandori resume`, or `dandori resume --agent-cmd 'claude -p {{prompt}}'`"
+        ),
+        reason::APPROVAL_REQUIRED => format!(
+            "{step_id}: a tool needs approval: run `dandori resume` on a terminal to answer, or `dandori resume --approve`"
+        ),
+        other => format!(
+            "{step_id}: stopped with {other}; read this entry's message and the step's events in trace.jsonl"
+        ),
     }
 }

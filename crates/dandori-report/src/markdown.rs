@@ -232,11 +232,16 @@ pub fn render(i: &ReportInput<'_>) -> String {
         "    classDef done fill:#d4edda;\n    classDef failed fill:#f8d7da;\n    classDef skipped fill:#eeeeee;\n    classDef needs_input fill:#fff3cd;\n    classDef pending fill:#ffffff;\n    classDef running fill:#cce5ff;\n```"
     );
 
-    let _ = writeln!(
-        r,
-        "\n## Timeline\n\n```mermaid\ngantt\n    dateFormat x\n    axisFormat %M:%S\n    title Steps as they ran (time since the run started)"
-    );
-    for s in &c.steps {
+    let ran = c.steps.iter().any(|s| i.timings.contains_key(&s.step_id));
+    if ran {
+        let _ = writeln!(
+            r,
+            "\n## Timeline\n\n```mermaid\ngantt\n    dateFormat x\n    axisFormat %M:%S\n    title Steps as they ran (time since the run started)"
+        );
+    } else {
+        let _ = writeln!(r, "\n## Timeline\n\nNo step ran in this run.");
+    }
+    for s in c.steps.iter().filter(|_| ran) {
         if let Some(t) = i.timings.get(&s.step_id) {
             let end = t
                 .finished_ms
@@ -255,7 +260,9 @@ pub fn render(i: &ReportInput<'_>) -> String {
             );
         }
     }
-    let _ = writeln!(r, "```");
+    if ran {
+        let _ = writeln!(r, "```");
+    }
     let _ = writeln!(
         r,
         "\nPatches: `patches/Sxx.patch`. Logs: `logs/step.Sxx.*`. Trace: `trace.jsonl`."

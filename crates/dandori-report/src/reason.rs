@@ -12,6 +12,7 @@ pub const UNIT_TEST_FAILED: &str = "UNIT_TEST_FAILED";
 pub const PLAN_INVALID: &str = "PLAN_INVALID";
 pub const PLAN_ORDER_INVALID: &str = "PLAN_ORDER_INVALID";
 pub const RUN_DIR_INVALID: &str = "RUN_DIR_INVALID";
+pub const REPO_MISMATCH: &str = "REPO_MISMATCH";
 
 // gates (seed 004 §3.5)
 pub const WORKTREE_DIRTY: &str = "WORKTREE_DIRTY";
@@ -56,6 +57,8 @@ pub const AC_NOT_COVERED: &str = "AC_NOT_COVERED";
 
 // infrastructure
 pub const IO_ERROR: &str = "IO_ERROR";
+pub const FILE_NOT_FOUND: &str = "FILE_NOT_FOUND";
+pub const USAGE_ERROR: &str = "USAGE_ERROR";
 pub const GIT_ERROR: &str = "GIT_ERROR";
 pub const PROCESS_ERROR: &str = "PROCESS_ERROR";
 pub const EXECUTOR_ERROR: &str = "EXECUTOR_ERROR";

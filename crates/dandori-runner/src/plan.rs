@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use dandori_plan::{EdgeType, Planning, Step};
 
 use crate::error::RunnerError;
+use crate::git::Git;
 use crate::reason;
 
 /// Where a run lives: the run directory holding planning.json and stage.json.
@@ -70,6 +71,101 @@ impl RunPaths {
     pub fn step_log(&self, step_id: &str, what: &str) -> PathBuf {
         self.logs.join(format!("step.{step_id}.{what}.log"))
     }
+}
+
+/// The repository to use when `--repo` is not given: the one recorded in the run
+/// directory of `target` (a planning.json or a run directory), else the current
+/// directory.
+pub fn default_repo(target: &Path) -> PathBuf {
+    let run_dir = if target.is_dir() {
+        target.to_path_buf()
+    } else {
+        target.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    dandori_fs::read_to_string(run_dir.join(dandori_plan::repository::FILE_NAME))
+        .ok()
+        .and_then(|t| serde_json::from_str::<dandori_plan::repository::RepositoryRecord>(&t).ok())
+        .map(|r| r.repository)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The root of the repository a run works in. `repo` is `--repo` (or the
+/// current directory); when the run directory records its repository
+/// (`repository.json`, written by the planner), that repository must be a git
+/// repository root and `repo` must lie in the same repository: the runner never
+/// creates branches, checks out or sets up an environment anywhere else.
+pub fn repository_root(repo: &Path, run_dir: &Path) -> Result<PathBuf, RunnerError> {
+    let record_path = run_dir.join(dandori_plan::repository::FILE_NAME);
+    let recorded = if record_path.is_file() {
+        let text = dandori_fs::read_to_string(&record_path)?;
+        let record: dandori_plan::repository::RepositoryRecord = serde_json::from_str(&text)
+            .map_err(|e| RunnerError::InvalidInput {
+                reason_code: reason::RUN_DIR_INVALID,
+                path: record_path.clone(),
+                message: format!("not a repository record: {e}"),
+            })?;
+        Some(record.repository)
+    } else {
+        None
+    };
+    let toplevel = |dir: &Path| -> Result<PathBuf, RunnerError> {
+        let (ok, out, err) = Git::new(dir).output(&["rev-parse", "--show-toplevel"])?;
+        if !ok {
+            return Err(RunnerError::InvalidInput {
+                reason_code: reason::REPO_MISMATCH,
+                path: dir.to_path_buf(),
+                message: format!(
+                    "not inside a git repository ({}); `git init` it and commit, or pass --repo",
+                    err.trim()
+                ),
+            });
+        }
+        Ok(dandori_fs::canonicalize(Path::new(out.trim()))?)
+    };
+    let Some(recorded) = recorded else {
+        return toplevel(repo);
+    };
+    if !recorded.is_dir() {
+        return Err(RunnerError::InvalidInput {
+            reason_code: reason::REPO_MISMATCH,
+            path: recorded,
+            message: format!(
+                "the plan's repository (recorded in {}) no longer exists",
+                record_path.display()
+            ),
+        });
+    }
+    let recorded = dandori_fs::canonicalize(&recorded)?;
+    let root = toplevel(&recorded)?;
+    if root != recorded {
+        return Err(RunnerError::InvalidInput {
+            reason_code: reason::REPO_MISMATCH,
+            path: recorded.clone(),
+            message: format!(
+                "the plan was made for {}, which is not a git repository of its own but a \
+                 directory inside {}; the runner works only in the plan's own repository: \
+                 make it one (`git init && git add -A && git commit`) and plan again, or plan \
+                 from {} (--repo)",
+                recorded.display(),
+                root.display(),
+                root.display()
+            ),
+        });
+    }
+    let given = toplevel(repo)?;
+    if given != root {
+        return Err(RunnerError::InvalidInput {
+            reason_code: reason::REPO_MISMATCH,
+            path: repo.to_path_buf(),
+            message: format!(
+                "--repo is the repository {}, but the plan belongs to {}; omit --repo or pass --repo {}",
+                given.display(),
+                root.display(),
+                root.display()
+            ),
+        });
+    }
+    Ok(root)
 }
 
 /// Reads a planning.json and validates it with the core validator (seed 004 §4):

@@ -11,8 +11,9 @@ use crate::commands::validate::finding_line;
 use crate::output;
 
 pub fn graph(args: &GraphArgs) -> anyhow::Result<ExitCode> {
-    let text = dandori_fs::read_to_string(&args.file).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let file = args.file.display();
+    let (path, bytes) = super::read_planning(&args.file)?;
+    let text = String::from_utf8_lossy(&bytes);
+    let file = path.display();
     let checked = validation::check(&text);
     let Some(planning) = checked.planning else {
         // The plan cannot be read as a plan: show why.

@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, EvalCommand};
 
+mod demo;
+mod docs;
 mod env;
 mod graph;
 mod mcp;
@@ -47,6 +49,37 @@ pub fn load_config(
     Ok(loaded)
 }
 
+/// Reads the planning.json a path argument names: the file itself, or the
+/// `planning.json` of a run directory. Errors carry a reason code and say what to
+/// pass instead.
+pub fn read_planning(path: &Path) -> anyhow::Result<(std::path::PathBuf, Vec<u8>)> {
+    let file = if path.is_dir() {
+        let f = path.join("planning.json");
+        if !f.is_file() {
+            anyhow::bail!(
+                "{}: {} is a directory without a planning.json; pass a planning.json or a run directory (.dandori/runs/<request-id>/<run-id>)",
+                dandori_report::reason::RUN_DIR_INVALID,
+                path.display()
+            );
+        }
+        f
+    } else {
+        path.to_path_buf()
+    };
+    match dandori_fs::read(&file) {
+        Ok(bytes) => Ok((file, bytes)),
+        Err(e) if e.is_not_found() => anyhow::bail!(
+            "{}: {} does not exist (paths are read from the current directory, {}); pass a planning.json or a run directory",
+            dandori_report::reason::FILE_NOT_FOUND,
+            file.display(),
+            std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_else(|_| "unknown".to_string())
+        ),
+        Err(e) => anyhow::bail!("{}: {e}", dandori_report::reason::IO_ERROR),
+    }
+}
+
 pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
     // `--sandbox MODE` is `-c sandbox.mode=MODE`, applied last.
     if let Some(mode) = cli.sandbox
@@ -73,6 +106,12 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
+        // --
+        Command::Demo(args) => demo::demo(&args),
+        // --
+        Command::Completions(args) => docs::completions(&args),
+        // --
+        Command::Man(args) => docs::man(&args),
         // --
         Command::Mcp(args) => mcp::mcp(cli.config.as_deref(), &cli.set, &args),
         // --

@@ -16,6 +16,10 @@ pub const EXIT_UNCLEAR_GOAL: u8 = 3;
 pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Result<ExitCode> {
     let provider_flags = super::plan_llm::flags(&args);
     let request = match (args.request, args.text) {
+        (Some(path), None) if !path.is_file() => {
+            output::error(&missing_request(&path, &args.repo));
+            return Ok(ExitCode::from(2));
+        }
         (Some(path), None) => RequestSource::File(path),
         (None, Some(text)) => RequestSource::Text(text),
         (Some(_), Some(_)) => {
@@ -76,6 +80,9 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         | Progress::Assembling { .. }
         | Progress::Writing { .. } => {}
     };
+    let model_configured =
+        loaded.config.llm.default_provider.is_some() || loaded.config.runner.agent_cmd.is_some();
+    let repo = args.repo.clone();
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
     opts.config = loaded.config;
@@ -128,6 +135,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         }));
     } else {
         human(&outcome);
+        next_line(&outcome, &repo, model_configured);
         if let Some(usage) = &llm_usage {
             output::line(&format!(
                 "Model tokens: {} in {} call(s)",
@@ -141,6 +149,59 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The error for a request file that is not there: where it was looked for, the
+/// requests that do exist, and what to pass instead.
+fn missing_request(path: &Path, repo: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let mut msg = format!(
+        "REQUEST_UNREADABLE: {} does not exist; the request path is read from the current directory ({}), not from --repo",
+        path.display(),
+        cwd.display()
+    );
+    let in_repo = repo.join(path);
+    if in_repo.is_file() {
+        msg.push_str(&format!("; did you mean {}?", in_repo.display()));
+    }
+    let mut found: Vec<String> = Vec::new();
+    for dir in [repo.join("requests"), std::path::PathBuf::from("requests")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "md") {
+                let shown = p.display().to_string();
+                if !found.contains(&shown) {
+                    found.push(shown);
+                }
+            }
+        }
+    }
+    found.sort();
+    if found.is_empty() {
+        msg.push_str(&format!(
+            "; no requests/*.md found in {} or here: write one, or pass --text \"…\"",
+            repo.display()
+        ));
+    } else {
+        msg.push_str(&format!("; requests that exist: {}", found.join(", ")));
+    }
+    msg
+}
+
+/// A path as the user can type it from here: relative to the current directory
+/// when inside it.
+fn from_here(p: &Path) -> String {
+    let cwd = std::env::current_dir()
+        .ok()
+        .and_then(|d| dandori_fs::canonicalize(d).ok())
+        .unwrap_or_default();
+    match p.strip_prefix(&cwd) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+        _ => p.display().to_string(),
+    }
 }
 
 fn human(o: &PlanOutcome) {
@@ -193,11 +254,70 @@ fn human(o: &PlanOutcome) {
         output::line(&format!("Environment: {} — {}", env.name, env.reason));
     }
     output::line(&format!(
-        "Acceptance criteria: {}; validation: {} ({} FAIL, {} WARN)",
-        p.context.acceptance_criteria.len(),
+        "Acceptance criteria ({}):",
+        p.context.acceptance_criteria.len()
+    ));
+    for ac in &p.context.acceptance_criteria {
+        output::line(&format!("  {} {}", ac.id, ac_text(ac)));
+    }
+    output::line(&format!(
+        "Validation: {} ({} FAIL, {} WARN)",
         if o.validation.ok { "ok" } else { "FAILED" },
         o.validation.fail,
         o.validation.warn
     ));
     output::line(&format!("Run directory: {}", o.run_dir.display()));
+}
+
+/// "Given …, when …, then …" of one acceptance criterion (with its type).
+fn ac_text(ac: &dandori_plan::AcceptanceCriterion) -> String {
+    let kind = ac
+        .kind
+        .and_then(|k| serde_json::to_value(k).ok())
+        .and_then(|v| v.as_str().map(|s| format!(" [{s}]")))
+        .unwrap_or_default();
+    format!(
+        "Given {}, when {}, then {}{kind}",
+        ac.given.trim(),
+        ac.when.trim(),
+        ac.then.trim()
+    )
+}
+
+/// The `next:` line: the exact command that runs the plan, and what to expect.
+fn next_line(o: &PlanOutcome, repo: &Path, model_configured: bool) {
+    let toplevel = std::process::Command::new("git")
+        .args(["rev-parse", "--show-toplevel"])
+        .current_dir(repo)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .and_then(|t| dandori_fs::canonicalize(Path::new(&t)).ok());
+    let repo = dandori_fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
+    match toplevel {
+        Some(t) if t == repo => {}
+        Some(t) => output::line(&format!(
+            "note: {} is a directory inside the git repository {}: `dandori run` works only in \
+             the plan's own repository and refuses this plan (REPO_MISMATCH); make it a repository \
+             of its own (git init) and plan again, or try `dandori demo`",
+            repo.display(),
+            t.display()
+        )),
+        None => output::line(&format!(
+            "note: {} is not a git repository: `dandori run` needs one (git init && git add -A && git commit)",
+            repo.display()
+        )),
+    }
+    let dir = from_here(&o.run_dir);
+    if model_configured {
+        output::line(&format!("next: dandori run {dir}"));
+    } else {
+        output::line(&format!(
+            "next: dandori run {dir} --agent-cmd 'claude -p {{prompt}}'   (no model configured; \
+             without --agent-cmd the steps wait for one, exit 3)"
+        ));
+    }
 }

@@ -27,8 +27,11 @@ pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Res
         config,
         sets,
         Invocation {
+            repo: &args
+                .repo
+                .clone()
+                .unwrap_or_else(|| dandori_runner::plan::default_repo(&args.target)),
             target: &args.target,
-            repo: &args.repo,
             executor,
             resume: false,
             approve: args.approve,
@@ -57,8 +60,11 @@ pub fn resume(
         config,
         sets,
         Invocation {
+            repo: &args
+                .repo
+                .clone()
+                .unwrap_or_else(|| dandori_runner::plan::default_repo(&args.run_dir)),
             target: &args.run_dir,
-            repo: &args.repo,
             executor,
             resume: true,
             approve: args.approve,
@@ -134,27 +140,10 @@ fn execute(
             if json {
                 output::json(c);
             } else {
-                for s in &c.steps {
-                    output::line(&format!(
-                        "{}  {:<11} {}{}",
-                        s.step_id,
-                        serde_json::to_value(s.status)
-                            .ok()
-                            .and_then(|v| v.as_str().map(str::to_string))
-                            .unwrap_or_default(),
-                        s.title,
-                        s.reason_code
-                            .as_deref()
-                            .map(|r| format!("  [{r}]"))
-                            .unwrap_or_default()
-                    ));
-                }
+                step_lines(c, "");
                 output::line(&format!(
                     "{}: {} (report: {})",
-                    serde_json::to_value(c.status)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
+                    word(&c.status),
                     c.comment,
                     outcome.run_dir.join("report.md").display()
                 ));
@@ -176,6 +165,30 @@ fn execute(
             Ok(ExitCode::from(code))
         }
     }
+}
+
+/// One line per step: `S01  done        title  [REASON]`.
+pub(crate) fn step_lines(c: &dandori_runner::Completion, indent: &str) {
+    for s in &c.steps {
+        output::line(&format!(
+            "{indent}{}  {:<11} {}{}",
+            s.step_id,
+            word(&s.status),
+            s.title,
+            s.reason_code
+                .as_deref()
+                .map(|r| format!("  [{r}]"))
+                .unwrap_or_default()
+        ));
+    }
+}
+
+/// A status as the word it serialises to (`done`, `needs_input`, …).
+pub(crate) fn word<T: serde::Serialize>(status: &T) -> String {
+    serde_json::to_value(status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// Config warnings (ignored untrusted keys among them) go to the run's trace as

@@ -1,6 +1,7 @@
-//! `dandori validate FILE [--json]`: exit 0 without FAIL findings, 1 with, 2 for
-//! usage or IO errors (returned as `Err`). Includes plan sanitisation (seed 000
-//! §12.1.2) with the built-in command policy as judge.
+//! `dandori validate FILE|RUN_DIR [--json]`: exit 0 without FAIL findings, 1 with,
+//! 2 for usage or IO errors (returned as `Err`) and for input that is not JSON.
+//! Includes plan sanitisation (seed 000 §12.1.2) with the built-in command policy
+//! as judge.
 
 use std::process::ExitCode;
 
@@ -10,7 +11,7 @@ use crate::cli::ValidateArgs;
 use crate::output;
 
 pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
-    let bytes = dandori_fs::read(&args.file).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (path, bytes) = super::read_planning(&args.file)?;
     // Plan sanitisation judges commands with the policy of `run_command`.
     let policy = dandori_tools::tool_command_policy(&Default::default())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -25,7 +26,11 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             })
     };
     let report = validation::validate_bytes_with(&bytes, &judge);
-    let file = args.file.display();
+    let file = path.display();
+    // Not JSON at all: the wrong file was passed (a usage error), not a bad plan.
+    let not_json = report
+        .errors()
+        .any(|f| f.code == dandori_plan::reason_codes::JSON_PARSE_ERROR);
     if args.json {
         output::json(&report.output());
     } else {
@@ -40,6 +45,13 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
             plural(errors),
             plural(warnings)
         ));
+    }
+    if not_json {
+        output::error(&format!(
+            "{}: {file} is not JSON; pass a planning.json or a run directory (.dandori/runs/<request-id>/<run-id>)",
+            dandori_plan::reason_codes::JSON_PARSE_ERROR
+        ));
+        return Ok(ExitCode::from(2));
     }
     Ok(if report.has_fail() {
         ExitCode::from(1)

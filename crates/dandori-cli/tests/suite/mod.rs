@@ -2,6 +2,8 @@ mod env;
 // --
 mod eval_localize;
 // --
+mod first_run;
+// --
 mod graph;
 // --
 mod mcp;
@@ -13,6 +15,8 @@ mod plan;
 mod plan_llm;
 // --
 mod policy;
+// --
+mod readme;
 // --
 mod run;
 // --

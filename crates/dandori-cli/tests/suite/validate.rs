@@ -84,7 +84,8 @@ fn parse_error_names_line_and_column() {
     let f = dir.path().join("planning.json");
     std::fs::write(&f, "{\n  \"version\": \"1.0\",\n  \"steps\": [,]\n}\n").unwrap();
     let o = dandori(&["validate", path(&f), "--json"]);
-    assert_eq!(o.status.code(), Some(1));
+    // Not JSON: a usage error (the wrong file), exit 2, with the finding's position.
+    assert_eq!(o.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["errors"][0]["code"], "JSON_PARSE_ERROR");
     assert_eq!(v["errors"][0]["line"], 3);
@@ -148,8 +149,51 @@ fn io_and_usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("/definitely/not/here.json"), "{err}");
+    assert!(err.contains("FILE_NOT_FOUND"), "{err}");
+    assert!(err.contains("current directory"), "{err}");
     let o = dandori(&["validate"]);
     assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("USAGE_ERROR"));
+}
+
+/// The findings: `validate README.md` is a usage error with a reason code;
+/// a run directory is accepted wherever a planning.json is.
+#[test]
+fn non_json_is_exit_2_and_run_directories_are_accepted() {
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+    let o = dandori(&["validate", path(&readme)]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("JSON_PARSE_ERROR") && err.contains("is not JSON"),
+        "{err}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        plan_fixture("seed004_sample.json"),
+        dir.path().join("planning.json"),
+    )
+    .unwrap();
+    let o = dandori(&["validate", path(dir.path())]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = dandori(&["graph", path(dir.path()), "--format", "mermaid"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out(&o).contains("S01"), "{}", out(&o));
+    let empty = tempfile::tempdir().unwrap();
+    let o = dandori(&["graph", path(empty.path())]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("RUN_DIR_INVALID"));
 }
 
 #[test]
@@ -158,7 +202,7 @@ fn arbitrary_bytes_are_a_parse_error() {
     let f = dir.path().join("planning.json");
     std::fs::write(&f, [0xff, 0xfe, 0x00, 0x7b]).unwrap();
     let o = dandori(&["validate", path(&f), "--json"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["errors"][0]["code"], "JSON_PARSE_ERROR");
 }

@@ -39,7 +39,7 @@ fn stopped_steps_are_listed_with_reason_codes_and_next_actions() {
                     "status": "needs_input",
                     "reason_code": "APPROVAL_REQUIRED",
                     "message": "run_command needs approval",
-                    "next_action": "S04: stopped with APPROVAL_REQUIRED; see trace.jsonl",
+                    "next_action": "S04: a tool needs approval: run `dandori resume` on a terminal to answer, or `dandori resume --approve`",
                 }
             ]
         })

@@ -17,9 +17,12 @@ impl Coordinator<'_> {
     /// The runs directory relative to the repository, excluded from the clean check.
     pub(super) fn runs_exclude(&self) -> Option<String> {
         let root = dandori_fs::canonicalize(self.main.dir()).ok()?;
-        let rel = self.paths.run_dir.strip_prefix(&root).ok()?;
-        let first = rel.components().next()?;
-        Some(first.as_os_str().to_string_lossy().into_owned())
+        let runs_root = self.paths.run_dir.parent()?.parent()?;
+        let rel = runs_root.strip_prefix(&root).ok()?;
+        if rel.as_os_str().is_empty() {
+            return None;
+        }
+        Some(rel.to_string_lossy().replace('\\', "/"))
     }
 
     /// Seed 004 §3.5 gates that apply before any step.
@@ -73,9 +76,32 @@ impl Coordinator<'_> {
                 });
             }
         } else {
+            self.progress(&format!(
+                "git: creating branch {work} from {base} in {}",
+                self.main.dir().display()
+            ));
             self.main.run(&["branch", &work, &base])?;
         }
-        if self.main.current_branch()?.as_deref() != Some(work.as_str()) {
+        let current = self.main.current_branch()?;
+        if current.as_deref() != Some(work.as_str()) {
+            if !clean {
+                // Never carry someone's uncommitted work onto our branch, even when
+                // the clean-worktree gate is off.
+                return Err(RunnerError::Gate {
+                    gate: "require_clean_worktree",
+                    reason_code: reason::WORKTREE_DIRTY,
+                    message: format!(
+                        "refusing to switch {} to {work}: uncommitted changes ({}); commit or stash them first",
+                        self.main.dir().display(),
+                        dirty.join(", ")
+                    ),
+                });
+            }
+            self.progress(&format!(
+                "git: checking out {work} in {} (was {})",
+                self.main.dir().display(),
+                current.as_deref().unwrap_or("a detached HEAD")
+            ));
             self.main.run(&["checkout", "--quiet", &work])?;
         }
         self.base_commit = self.main.rev_parse(&base)?;
@@ -102,7 +128,10 @@ impl Coordinator<'_> {
             self.emit(events::ENVIRONMENT_SETUP, self.environment.clone());
             return Ok(BTreeMap::new());
         };
-        self.progress("environment: setting up");
+        self.progress(&format!(
+            "environment: setting up in {} (planning.environment_setup.enabled=false skips this)",
+            self.main.dir().display()
+        ));
         let on_failure = cfg.verification.on_failure;
         let result = phase.prepare(self.main.dir(), &self.paths.run_dir);
         let (status, env, message) = match result {

@@ -160,11 +160,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     } else {
         Stage::for_planning(&planning, &now)
     };
-    let repo_root = PathBuf::from(
-        Git::new(&opts.repo)
-            .run(&["rev-parse", "--show-toplevel"])?
-            .trim(),
-    );
+    let repo_root = plan::repository_root(&opts.repo, &paths.run_dir)?;
     let main = Git::new(&repo_root).with_fixed_date(&step::commit_date(&planning));
     let sandbox = dandori_exec::Sandbox::detect(
         &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
