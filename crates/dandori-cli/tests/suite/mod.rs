@@ -4,6 +4,8 @@ mod eval_localize;
 // --
 mod graph;
 // --
+mod locate;
+// --
 mod plan;
 // --
 mod plan_llm;
