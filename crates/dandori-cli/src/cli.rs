@@ -39,6 +39,8 @@ pub enum Command {
     /// Evaluations.
     #[command(subcommand)]
     Eval(EvalCommand),
+    /// The files the planner would look at for a request: ranked, with scores and reasons.
+    Locate(LocateArgs),
     /// The environment sub-phase: detect, set up, verify, exec.
     #[command(subcommand)]
     Env(EnvCommand),
@@ -284,6 +286,23 @@ pub struct PlanArgs {
     /// Root of run directories (default from config `runs.root`).
     #[arg(long)]
     pub runs_root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct LocateArgs {
+    /// The request or issue text. Omit with --file.
+    pub text: Option<String>,
+    /// Read the text from a file (a request, an issue).
+    #[arg(long, value_name = "FILE", conflicts_with = "text")]
+    pub file: Option<PathBuf>,
+    /// The repository to search.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// How many files to list.
+    #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
+    pub limit: usize,
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -48,39 +48,56 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         return;
     }
     let mut notes: Vec<String> = Vec::new();
-    let next_id = |d: &Draft| ac_id(d.acceptance_criteria.len() + 1);
+    // The next free `AC-NN` (a model's ids need not be dense).
+    let next_id = |d: &Draft| {
+        (d.acceptance_criteria.len() + 1..)
+            .map(ac_id)
+            .find(|id| !d.acceptance_criteria.iter().any(|a| &a.id == id))
+            .unwrap_or_default()
+    };
 
-    // One per requirement (subtask) that no criterion covers.
+    // One per requirement (subtask) that no criterion covers: the change it
+    // describes is present. Docs items are checked by reading (the text renders,
+    // its links resolve), test items by running the new tests.
     let uncovered: Vec<usize> = draft
         .subtasks
         .iter()
         .enumerate()
-        // Test and docs subtasks verify or describe others; they get no AC of their own.
-        .filter(|(_, s)| {
-            s.links_to_ac.is_empty()
-                && matches!(
-                    crate::offline::decomposition::classify(&s.title),
-                    crate::offline::decomposition::ItemKind::Implementation
-                        | crate::offline::decomposition::ItemKind::Definition
-                )
-        })
+        .filter(|(_, s)| s.links_to_ac.is_empty())
         .map(|(i, _)| i)
+        .collect();
+    // Test and docs subtasks verify or describe the code subtasks; they get a
+    // criterion of their own only when there is no code subtask.
+    let is_code = |s: &crate::draft::DraftSubtask| {
+        matches!(
+            crate::offline::decomposition::classify(&s.title),
+            crate::offline::decomposition::ItemKind::Implementation
+                | crate::offline::decomposition::ItemKind::Definition
+        )
+    };
+    let any_code = draft.subtasks.iter().any(is_code);
+    let uncovered: Vec<usize> = uncovered
+        .into_iter()
+        .filter(|&i| !any_code || is_code(&draft.subtasks[i]))
         .collect();
     for i in uncovered.into_iter().filter(|_| given_count < 3) {
         let title = draft.subtasks[i].title.clone();
-        let id = next_id(draft);
-        let (given, when, then) = match lang {
-            Language::En => (
-                "the repository at the base branch".to_string(),
-                format!("\"{title}\" is implemented and the unit tests run"),
-                format!("\"{title}\" works as the request describes and a test covers it"),
-            ),
-            Language::Ja => (
-                "ベースブランチのリポジトリ".to_string(),
-                format!("「{title}」を実装してユニットテストを実行する"),
-                format!("「{title}」がリクエストどおりに動作し、テストで確認されている"),
-            ),
+        // Docs wording (renders, links resolve) only for documentation files: a
+        // docstring typo lives in code.
+        let kind = match crate::offline::decomposition::classify(&title) {
+            crate::offline::decomposition::ItemKind::Docs
+                if !draft.subtasks[i]
+                    .target_paths
+                    .iter()
+                    .all(|p| is_doc_path(p)) =>
+            {
+                crate::offline::decomposition::ItemKind::Implementation
+            }
+            k => k,
         };
+        let id = next_id(draft);
+        let targets = paths_phrase(&draft.subtasks[i].target_paths);
+        let (given, when, then) = derived_presence(lang, kind, &title, &targets);
         draft.acceptance_criteria.push(AcceptanceCriterion {
             id: id.clone(),
             given,
@@ -145,21 +162,61 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         });
     }
 
-    if draft.acceptance_criteria.len() < 3 {
+    // Scope: nothing outside the files the plan names changes (the request's
+    // paths or the retrieved targets), within the diff limit.
+    while draft.acceptance_criteria.len() < 3 {
         let id = next_id(draft);
-        let (given, when, then) = match lang {
-            Language::En => (
+        let mut named: Vec<String> = Vec::new();
+        for s in &draft.subtasks {
+            for p in &s.target_paths {
+                if !named.contains(p) {
+                    named.push(p.clone());
+                }
+            }
+        }
+        let files = paths_phrase(&named);
+        let (given, when, then, note) = match (lang, files.is_empty()) {
+            (Language::En, false) => (
+                "the repository at the base branch".to_string(),
+                "the change is committed".to_string(),
+                format!(
+                    "no file outside {files} changes and the diff is at most {max_diff_lines} lines"
+                ),
+                format!("{id} (scope) derived from the files the plan targets"),
+            ),
+            (Language::En, true) => (
                 "each step of this plan".to_string(),
                 "its commit is made".to_string(),
                 format!(
                     "the diff is at most {max_diff_lines} lines and stays within the step's target paths"
                 ),
+                format!("{id} (nonfunctional) derived from the plan's diff limits"),
             ),
-            Language::Ja => (
+            (Language::Ja, false) => (
+                "ベースブランチのリポジトリ".to_string(),
+                "変更をコミットする".to_string(),
+                format!("{files} 以外のファイルは変更されず、差分は {max_diff_lines} 行以内である"),
+                format!("{id}（範囲）は計画の対象ファイルから導いた"),
+            ),
+            (Language::Ja, true) => (
                 "この計画の各ステップ".to_string(),
                 "コミットする".to_string(),
                 format!("差分が {max_diff_lines} 行以内で、ステップの target_paths の範囲に収まる"),
+                format!("{id}（非機能）は計画の差分上限から導いた"),
             ),
+        };
+        // A second pass (after a scope criterion) would repeat it: fall back to
+        // the plain diff limit, which is always a distinct check.
+        let duplicate = draft.acceptance_criteria.iter().any(|a| a.then == then);
+        let then = if duplicate {
+            match lang {
+                Language::En => {
+                    format!("each step's diff is at most {max_diff_lines} lines ({id})")
+                }
+                Language::Ja => format!("各ステップの差分が {max_diff_lines} 行以内である（{id}）"),
+            }
+        } else {
+            then
         };
         draft.acceptance_criteria.push(AcceptanceCriterion {
             id: id.clone(),
@@ -172,10 +229,7 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         for s in &mut draft.subtasks {
             s.links_to_ac.push(id.clone());
         }
-        notes.push(match lang {
-            Language::En => format!("{id} (nonfunctional) derived from the plan's diff limits"),
-            Language::Ja => format!("{id}（非機能）は計画の差分上限から導いた"),
-        });
+        notes.push(note);
     }
 
     if !notes.is_empty() {
@@ -190,4 +244,81 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             ),
         });
     }
+}
+
+/// Up to five paths in backticks, "and N more" after that; empty for none.
+fn paths_phrase(paths: &[String]) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .filter(|p| p.as_str() != ".")
+        .take(5)
+        .map(|p| format!("`{p}`"))
+        .collect();
+    let rest = paths.len().saturating_sub(shown.len());
+    match (shown.is_empty(), rest) {
+        (true, _) => String::new(),
+        (false, 0) => shown.join(", "),
+        (false, n) => format!("{} (+{n})", shown.join(", ")),
+    }
+}
+
+/// "The change described is present", worded for the kind of item.
+fn derived_presence(
+    lang: Language,
+    kind: crate::offline::decomposition::ItemKind,
+    title: &str,
+    targets: &str,
+) -> (String, String, String) {
+    use crate::offline::decomposition::ItemKind;
+    let where_en = if targets.is_empty() {
+        String::new()
+    } else {
+        format!(" in {targets}")
+    };
+    let where_ja = if targets.is_empty() {
+        String::new()
+    } else {
+        format!("（{targets}）")
+    };
+    match (lang, kind) {
+        (Language::En, ItemKind::Docs) => (
+            "the repository at the base branch".to_string(),
+            format!("the documentation{where_en} is read after \"{title}\""),
+            "it states what the request asks for, the Markdown renders, and its relative links resolve".to_string(),
+        ),
+        (Language::En, ItemKind::Test) => (
+            "the repository at the base branch".to_string(),
+            format!("the tests{where_en} run after \"{title}\""),
+            "the new or changed tests run and pass".to_string(),
+        ),
+        (Language::En, ItemKind::Implementation | ItemKind::Definition) => (
+            "the repository at the base branch".to_string(),
+            format!("\"{title}\" is implemented and the unit tests run"),
+            format!("\"{title}\" works as the request describes and a test covers it"),
+        ),
+        (Language::Ja, ItemKind::Docs) => (
+            "ベースブランチのリポジトリ".to_string(),
+            format!("「{title}」の後でドキュメント{where_ja}を読む"),
+            "リクエストの内容が書かれ、Markdown が正しく表示され、相対リンクが解決する".to_string(),
+        ),
+        (Language::Ja, ItemKind::Test) => (
+            "ベースブランチのリポジトリ".to_string(),
+            format!("「{title}」の後でテスト{where_ja}を実行する"),
+            "追加・変更したテストが実行され、通る".to_string(),
+        ),
+        (Language::Ja, ItemKind::Implementation | ItemKind::Definition) => (
+            "ベースブランチのリポジトリ".to_string(),
+            format!("「{title}」を実装してユニットテストを実行する"),
+            format!("「{title}」がリクエストどおりに動作し、テストで確認されている"),
+        ),
+    }
+}
+
+fn is_doc_path(p: &str) -> bool {
+    let l = p.to_ascii_lowercase();
+    [".md", ".rst", ".txt", ".adoc", ".markdown"]
+        .iter()
+        .any(|e| l.ends_with(e))
+        || l.starts_with("docs/")
+        || l.starts_with("doc/")
 }

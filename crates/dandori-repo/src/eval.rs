@@ -156,6 +156,19 @@ pub struct Ranking {
     pub target_paths: Vec<String>,
     /// Patched files found in `target_paths` / patched files.
     pub target_recall: f64,
+    /// The score of each `ranked` file.
+    #[serde(default)]
+    pub scores: Vec<f32>,
+    /// Why each `ranked` file ranks (`mentions a/b.py`, `defines X`, …).
+    #[serde(default)]
+    pub reasons: Vec<Vec<String>>,
+}
+
+/// One repository's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RepoMetrics {
+    pub dandori: Metrics,
+    pub baseline: Option<Metrics>,
 }
 
 /// One instance's outcome.
@@ -191,6 +204,9 @@ pub struct LocalizeReport {
     pub baseline: Option<Metrics>,
     /// Evaluated instances per repository.
     pub by_repo: BTreeMap<String, usize>,
+    /// The metrics per repository.
+    #[serde(default)]
+    pub per_repo: BTreeMap<String, RepoMetrics>,
     pub instances: Vec<InstanceResult>,
 }
 
@@ -259,7 +275,21 @@ pub fn run(
     let baseline = options
         .baseline
         .then(|| metrics(evaluated.iter().filter_map(|r| r.baseline.as_ref())));
+    let per_repo = by_repo
+        .keys()
+        .map(|repo| {
+            let of_repo = || evaluated.iter().filter(move |r| &r.repo == repo);
+            let m = RepoMetrics {
+                dandori: metrics(of_repo().filter_map(|r| r.dandori.as_ref())),
+                baseline: options
+                    .baseline
+                    .then(|| metrics(of_repo().filter_map(|r| r.baseline.as_ref()))),
+            };
+            (repo.clone(), m)
+        })
+        .collect();
     Ok(LocalizeReport {
+        per_repo,
         dataset: options.dataset.display().to_string(),
         evaluated: evaluated.len(),
         skipped: results.len() - evaluated.len(),
@@ -319,6 +349,8 @@ pub fn ranking(hits: &[Hit], patched: &[String]) -> Ranking {
         first_hit,
         target_paths,
         target_recall: found as f64 / patched.len().max(1) as f64,
+        scores: hits.iter().take(10).map(|h| h.score).collect(),
+        reasons: hits.iter().take(10).map(|h| h.reasons.clone()).collect(),
     }
 }
 

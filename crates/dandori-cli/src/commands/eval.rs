@@ -18,17 +18,13 @@ pub fn localize(args: &LocalizeArgs) -> anyhow::Result<ExitCode> {
         limit: args.limit,
         scan: ScanOptions::default(),
     };
-    let quiet = args.json;
+    // Progress goes to stderr also with --json: a run takes minutes.
     let report = eval::run(&options, &mut |p| match p {
         Progress::Instance {
             index,
             total,
             instance_id,
-        } => {
-            if !quiet {
-                output::progress(&format!("[{}/{total}] {instance_id}", index + 1));
-            }
-        }
+        } => output::progress(&format!("[{}/{total}] {instance_id}", index + 1)),
         Progress::Skipped {
             instance_id,
             reason,
@@ -75,5 +71,14 @@ fn print_table(report: &LocalizeReport) {
     row("dandori", &report.dandori);
     if let Some(b) = &report.baseline {
         row("bm25", b);
+    }
+    if report.per_repo.len() > 1 {
+        for (repo, m) in &report.per_repo {
+            output::line(&format!("{repo} ({})", m.dandori.instances));
+            row("  dandori", &m.dandori);
+            if let Some(b) = &m.baseline {
+                row("  bm25", b);
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
 mod eval;
+mod locate;
 mod plan;
 mod plan_llm;
 
@@ -100,6 +101,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Schema(args) => schema::schema(&args),
         // --
         Command::Eval(EvalCommand::Localize(args)) => eval::localize(&args),
+        // --
+        Command::Locate(args) => locate::locate(&args),
         // --
         Command::Env(cmd) => env::env(cli.config.as_deref(), &cli.set, cmd),
         // --

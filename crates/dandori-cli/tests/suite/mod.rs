@@ -6,6 +6,8 @@ mod first_run;
 // --
 mod graph;
 // --
+mod locate;
+// --
 mod mcp;
 // --
 mod runs;

@@ -241,3 +241,33 @@ fn broken_config_falls_back_to_defaults() {
         "{start}"
     );
 }
+
+/// Issue 10: one-line requests plan (exit 0, a valid planning.json with three
+/// criteria), never `AC_TOO_FEW`.
+#[test]
+fn one_line_requests_exit_0() {
+    let repo = todo_api();
+    for text in [
+        "Update the README",
+        "Fix the typo in the docstring of todo/api.py",
+        "Add a CHANGELOG.md file",
+        "Document the DELETE endpoint in the README",
+    ] {
+        let out = dandori(&["plan", "--text", text, "--json"], repo.path());
+        assert!(out.status.success(), "{text}: {}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["validation"]["ok"], serde_json::json!(true), "{text}");
+        let planning: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            planning["context"]["acceptance_criteria"]
+                .as_array()
+                .unwrap()
+                .len(),
+            3,
+            "{text}"
+        );
+    }
+}

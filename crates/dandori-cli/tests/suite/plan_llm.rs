@@ -353,3 +353,68 @@ fn untrusted_repository_config_cannot_send_the_key_anywhere() {
     assert_eq!(v["planner"], json!("offline"));
     assert_eq!(server.request_count(), 2);
 }
+
+/// Issue 10: a seed-format `decomposition_failed` answer on a one-line request
+/// still ends in a valid planning.json (one step, PLANNING_SKIPPED with the reason).
+#[test]
+fn decomposition_failed_on_a_one_liner_fails_closed() {
+    let repo = todo_api();
+    let failed = json!({"phase": "planning",
+        "error": {"type": "decomposition_failed",
+            "message": "タスクの完全な分解ができませんでした",
+            "partial_plan": {"feasible_subtasks": [], "infeasible_subtasks": [],
+                "alternative_approaches": []}},
+        "comment": "一部のタスクは実現が困難です。"});
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&failed.to_string(), 2),
+    ]);
+    let url = server.base_url();
+    let v = json_out(&dandori(
+        &[
+            "plan",
+            "--text",
+            "Update the README",
+            "--json",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "--model",
+            "m",
+        ],
+        repo.path(),
+        &[],
+    ));
+    assert_eq!(v["steps"], json!(1));
+    assert_eq!(v["validation"]["ok"], json!(true));
+    let text = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
+    let skipped: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "PLANNING_SKIPPED")
+        .expect("PLANNING_SKIPPED in the trace");
+    assert_eq!(skipped["data"]["fallback_mode"], json!("single_task"));
+    assert!(
+        skipped["data"]["error_details"]
+            .as_str()
+            .unwrap()
+            .contains("decomposition_failed"),
+        "{skipped}"
+    );
+    let planning: Value = serde_json::from_str(
+        &std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        planning["steps"][0]["scope"]["target_paths"],
+        json!(["README.md"])
+    );
+    assert_eq!(
+        planning["context"]["acceptance_criteria"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+}

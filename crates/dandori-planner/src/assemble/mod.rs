@@ -156,15 +156,34 @@ pub fn assemble(
     }
     let report = validation::validate(&built.planning);
     if report.has_fail() {
-        let codes: Vec<String> = report
-            .findings
-            .iter()
-            .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
-            .collect();
-        return Err(PlannerError::Assemble(format!(
-            "planning.json fails validation: {}",
-            codes.join("; ")
-        )));
+        // Fail closed (seed 003 §9.2): the draft is unusable even as one step (a
+        // model's answer the assembler cannot use): the offline draft as one step,
+        // with the reason in the trace.
+        let codes = fail_codes(&report);
+        let mut fallback = offline::single_step_draft(ctx, &offline::SimplePlanner::draft_for(ctx));
+        acceptance::ensure_minimum(&mut fallback, ctx.request.language, &unit, MAX_DIFF_LINES);
+        let rebuilt = build(ctx, &fallback, ids, rd, true)?;
+        let again = validation::validate(&rebuilt.planning);
+        if again.has_fail() {
+            return Err(PlannerError::Assemble(format!(
+                "planning.json fails validation: {}",
+                fail_codes(&again).join("; ")
+            )));
+        }
+        let previous = skip.map(|s| s.reason);
+        skip = Some(Skip {
+            reason: match previous {
+                Some(p) => {
+                    format!("{p}; the single-step plan failed validation too: offline single step")
+                }
+                None => {
+                    "the planner's draft failed validation even as one step: offline single step"
+                        .to_string()
+                }
+            },
+            error_details: Some(codes.join("; ")),
+        });
+        built = rebuilt;
     }
 
     if let Some(s) = &skip {
@@ -217,6 +236,15 @@ pub fn assemble(
         planning: built.planning,
         skipped: skip.map(|s| s.reason),
     })
+}
+
+fn fail_codes(report: &validation::ValidationReport) -> Vec<String> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.severity == validation::Severity::Fail)
+        .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
+        .collect()
 }
 
 fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, PlannerError> {

@@ -33,6 +33,13 @@ use decomposition::{Item, ItemKind, Source};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SimplePlanner;
 
+impl SimplePlanner {
+    /// The offline draft, which never fails.
+    pub fn draft_for(ctx: &PlanningContext) -> Draft {
+        draft(ctx)
+    }
+}
+
 impl DraftPlanner for SimplePlanner {
     fn name(&self) -> String {
         "offline".to_string()
@@ -460,7 +467,7 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
         m.target_paths = ctx.hits.iter().take(5).map(|h| h.path.clone()).collect();
     }
     if m.target_paths.is_empty() {
-        m.target_paths.push(".".to_string());
+        m.target_paths.push(targets::fallback_target(ctx));
     }
     m.intent = if intents.len() <= 1 {
         ctx.request.summary.replace('\n', " ")

@@ -198,7 +198,7 @@ pub fn for_item(
         }
     }
     if targets.is_empty() {
-        targets.push(".".to_string());
+        targets.push(fallback_target(ctx));
     }
 
     let target_set: BTreeSet<&String> = targets.iter().collect();
@@ -371,18 +371,32 @@ pub(crate) fn is_entry_point_file(path: &str) -> bool {
 /// The item asks for a new file.
 fn asks_to_create(text: &str) -> bool {
     let l = text.to_lowercase();
-    [
-        "create",
+    const PHRASES: &[&str] = &[
         "new file",
         "new module",
         "add a new",
         "新規作成",
         "新規",
         "作成",
+        "追加",
         "新しいファイル",
-    ]
-    .iter()
-    .any(|w| l.contains(w))
+        "新建",
+        "创建",
+        "添加",
+    ];
+    // "Add a CHANGELOG.md file", "write docs/usage.md": a verb of making, as a word.
+    const VERBS: &[&str] = &[
+        "create",
+        "add",
+        "write",
+        "introduce",
+        "new",
+        "generate",
+        "scaffold",
+    ];
+    PHRASES.iter().any(|w| l.contains(w))
+        || l.split(|c: char| !c.is_alphanumeric())
+            .any(|w| VERBS.contains(&w) || w.starts_with("creat"))
 }
 
 /// A mentioned path as the repository has it: itself when it exists; else the one
@@ -418,7 +432,10 @@ pub(crate) fn resolve_mentioned(
         [] => {}
     }
     let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
-    (create && has_dir(&ctx.scan, dir)).then(|| p.to_string())
+    // A new file at the root or in an existing directory; never a path that climbs
+    // out of the repository.
+    let safe = !p.starts_with('/') && !p.split('/').any(|c| c == "..");
+    (create && safe && (dir.is_empty() || has_dir(&ctx.scan, dir))).then(|| p.to_string())
 }
 
 fn is_test(ctx: &PlanningContext, path: &str) -> bool {
@@ -428,7 +445,8 @@ fn is_test(ctx: &PlanningContext, path: &str) -> bool {
 /// The request itself and its siblings (`requests/*.md`) describe work; they are
 /// not where the work happens.
 fn is_request_file(ctx: &PlanningContext, path: &str) -> bool {
-    if path == ctx.request_path {
+    // `requests/*.md` is where dandori's requests live, whichever one this run reads.
+    if path == ctx.request_path || (path.starts_with("requests/") && path.ends_with(".md")) {
         return true;
     }
     match ctx.request_path.rsplit_once('/') {
@@ -453,4 +471,20 @@ fn test_dir(ctx: &PlanningContext) -> Option<String> {
         .into_iter()
         .max_by_key(|(d, n)| (*n, std::cmp::Reverse(d.clone())))
         .map(|(d, _)| d)
+}
+
+/// Where a step works when nothing in the repository matched its text: the README
+/// (the request is then about the project as a whole), else the first source file,
+/// else the first file; `.` only for an empty repository.
+pub(crate) fn fallback_target(ctx: &PlanningContext) -> String {
+    readme_path(&ctx.scan)
+        .or_else(|| {
+            ctx.scan
+                .files
+                .iter()
+                .find(|f| !f.is_test && !f.is_binary && f.language.is_some())
+                .or_else(|| ctx.scan.files.iter().find(|f| !f.is_binary))
+                .map(|f| f.path.clone())
+        })
+        .unwrap_or_else(|| ".".to_string())
 }

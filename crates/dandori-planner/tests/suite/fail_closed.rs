@@ -151,3 +151,105 @@ fn small_request_is_one_step_without_skipping() {
             .any(|a| a.contains("acceptance criteria"))
     );
 }
+
+/// A model's draft the assembler cannot use even as one step: two criteria with
+/// the same id.
+struct Unusable;
+impl DraftPlanner for Unusable {
+    fn name(&self) -> String {
+        "llm:unusable".into()
+    }
+    fn draft(&self, ctx: &PlanningContext) -> Result<Draft, PlannerError> {
+        let mut d = dandori_planner::offline::SimplePlanner.draft(ctx)?;
+        let ac = dandori_plan::AcceptanceCriterion {
+            id: "AC-01".into(),
+            given: "g".into(),
+            when: "w".into(),
+            then: "t".into(),
+            kind: None,
+            extra: Default::default(),
+        };
+        d.acceptance_criteria = vec![ac.clone(), ac.clone(), ac];
+        for s in &mut d.subtasks {
+            s.links_to_ac = vec!["AC-01".into()];
+        }
+        Ok(d)
+    }
+}
+
+#[test]
+fn unusable_draft_falls_back_to_the_offline_single_step() {
+    let repo = example_repo("todo-api");
+    let mut opts = PlanOptions::new(
+        repo.path(),
+        RequestSource::File(repo.path().join("requests/RQ-001.md")),
+    );
+    opts.planner = Some(&Unusable);
+    let o = dandori_planner::plan(&opts).unwrap();
+    assert!(o.validation.ok, "{:?}", o.validation);
+    assert_eq!(o.planning.steps.len(), 1);
+    let data = skipped_event(&o);
+    let details = data["error_details"].as_str().unwrap();
+    assert!(details.contains("AC_ID_DUPLICATE"), "{details}");
+    assert!(
+        data["reason"]
+            .as_str()
+            .unwrap()
+            .contains("offline single step"),
+        "{data}"
+    );
+}
+
+/// Issue 10: one-line requests with nothing to derive three criteria from.
+#[test]
+fn one_line_requests_get_honest_criteria() {
+    let repo = example_repo("todo-api");
+    for (text, target, docs) in [
+        ("Update the README", "README.md", true),
+        (
+            "Fix the typo in the docstring of todo/api.py",
+            "todo/api.py",
+            false,
+        ),
+        ("Add a CHANGELOG.md file", "CHANGELOG.md", true),
+        (
+            "Document the DELETE endpoint in the README",
+            "README.md",
+            true,
+        ),
+        ("README を更新する", "README.md", true),
+    ] {
+        let o = dandori_planner::plan(&PlanOptions::new(
+            repo.path(),
+            RequestSource::Text(text.into()),
+        ))
+        .unwrap();
+        assert!(o.validation.ok, "{text}: {:?}", o.validation);
+        assert_eq!(o.skipped, None, "{text}");
+        assert_eq!(o.planning.steps.len(), 1, "{text}");
+        assert_eq!(
+            o.planning.steps[0].scope.target_paths,
+            vec![target.to_string()],
+            "{text}"
+        );
+        let acs = &o.planning.context.acceptance_criteria;
+        assert_eq!(acs.len(), 3, "{text}: {acs:?}");
+        let all: String = acs
+            .iter()
+            .map(|a| format!("{} {} ", a.when, a.then))
+            .collect();
+        // The change is present; the existing tests pass; nothing else changes.
+        assert!(all.contains("python -m pytest"), "{text}: {all}");
+        assert!(all.contains(&format!("`{target}`")), "{text}: {all}");
+        assert_eq!(
+            all.contains("Markdown") || all.contains("相対リンク"),
+            docs,
+            "{text}: {all}"
+        );
+        let assumptions = o.planning.assumptions.clone().unwrap_or_default().join(" ");
+        assert!(
+            assumptions.contains("AC-03") && assumptions.contains("AC-01"),
+            "{text}: {assumptions}"
+        );
+    }
+}

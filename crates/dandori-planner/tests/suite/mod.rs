@@ -1,3 +1,4 @@
+mod corpus;
 mod examples;
 mod fail_closed;
 mod intake;

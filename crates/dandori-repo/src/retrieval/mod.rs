@@ -96,6 +96,8 @@ pub struct RankingWeights {
     pub frame_innermost: f32,
     /// The file defines names the request mentions.
     pub definition: f32,
+    /// The file contains a message the request quotes (the code that emits it).
+    pub message: f32,
     /// Test files, unless the request is about tests.
     pub test_penalty: f32,
     /// Files that are not code (docs, data, config).
@@ -119,6 +121,7 @@ impl Default for RankingWeights {
             frame: 0.5,
             frame_innermost: 0.4,
             definition: 0.8,
+            message: 1.0,
             test_penalty: 0.4,
             non_code_penalty: 0.6,
             other_language_penalty: 0.6,
@@ -412,6 +415,21 @@ impl Index {
             };
             bonus(*doc, amount, why, &mut scores);
         }
+        // Quoted messages: the files whose text contains the longest literal
+        // fragment of the message (placeholders and numbers cut it apart).
+        for msg in q.messages.iter().take(8) {
+            let Some(fragment) = message_fragment(msg) else {
+                continue;
+            };
+            for doc in self.files_containing(&fragment) {
+                bonus(
+                    doc,
+                    w.message,
+                    format!("contains \"{}\"", truncate(&fragment, 40)),
+                    &mut scores,
+                );
+            }
+        }
         // Definitions of mentioned names; a rarely defined name is stronger evidence.
         let mut def_bonus: FxHashMap<u32, f32> = FxHashMap::default();
         for ident in &q.identifiers {
@@ -517,6 +535,46 @@ impl Index {
         scores
     }
 
+    /// Docs whose text contains `fragment` (case-sensitive): candidates from the
+    /// postings of the fragment's rarest words, then each candidate read and checked.
+    /// None when the fragment is too common to say anything (more than 30 files).
+    fn files_containing(&self, fragment: &str) -> Vec<u32> {
+        let mut words: Vec<(usize, u32)> = Vec::new();
+        tokenize::tokenize(fragment, tokenize::TokenOptions::TEXT, &mut |t| {
+            if let Some(&id) = self.terms.get(t)
+                && !words.iter().any(|(_, x)| *x == id)
+            {
+                words.push((self.postings[id as usize].len(), id));
+            }
+        });
+        if words.is_empty() {
+            return Vec::new();
+        }
+        words.sort_unstable();
+        let mut candidates: Vec<u32> = self.postings[words[0].1 as usize]
+            .iter()
+            .filter(|p| p.tf[BODY] > 0)
+            .map(|p| p.doc)
+            .collect();
+        for (_, id) in words.iter().skip(1).take(3) {
+            let list = &self.postings[*id as usize];
+            candidates.retain(|d| list.iter().any(|p| p.doc == *d && p.tf[BODY] > 0));
+        }
+        if candidates.len() > 30 {
+            return Vec::new();
+        }
+        let mut buf = Vec::new();
+        candidates
+            .into_iter()
+            .filter(|&d| {
+                let path = self.root.join(&self.docs[d as usize].path);
+                buf.clear();
+                read_bounded(&path, self.options.max_bytes_per_file, &mut buf)
+                    && String::from_utf8_lossy(&buf).contains(fragment)
+            })
+            .collect()
+    }
+
     /// Inverse document frequency of a token, if indexed.
     pub(crate) fn idf(&self, term: &str) -> Option<f32> {
         let id = *self.terms.get(term)?;
@@ -594,6 +652,32 @@ impl Index {
 }
 
 /// Documentation, examples, benchmarks and vendored trees.
+/// The longest run of a message that code would hold literally: the message cut
+/// at quotes, backticks, braces, numbers and the like, at least 12 characters and
+/// two words; None when nothing that long is left.
+fn message_fragment(msg: &str) -> Option<String> {
+    msg.split(|c: char| {
+        c.is_ascii_digit()
+            || matches!(
+                c,
+                '"' | '\'' | '`' | '{' | '}' | '[' | ']' | '<' | '>' | '(' | ')' | '%'
+            )
+    })
+    .map(|f| {
+        f.trim_matches(|c: char| c.is_whitespace() || matches!(c, ':' | ',' | '.' | '=' | '-'))
+    })
+    .filter(|f| f.len() >= 12 && f.split_whitespace().count() >= 2)
+    .max_by_key(|f| f.len())
+    .map(str::to_string)
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
 fn is_auxiliary_path(path: &str) -> bool {
     let name = path.rsplit('/').next().unwrap_or(path);
     name.contains(".min.")

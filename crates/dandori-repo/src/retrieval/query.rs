@@ -23,6 +23,9 @@ pub struct QueryAnalysis {
     pub modules: Vec<String>,
     /// Files of stack-trace frames, innermost last, with the frame's function.
     pub frames: Vec<(String, Option<String>)>,
+    /// Exact messages the request quotes (error and warning text, quoted
+    /// strings): the file that emits one is strong evidence.
+    pub messages: Vec<String>,
     /// The request is about tests themselves.
     pub about_tests: bool,
     /// The request is about documentation.
@@ -61,6 +64,40 @@ static VERSION_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     )
 });
 static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"([A-Za-z_][A-Za-z0-9_]*)\("));
+/// `ValueError: message`, `UserWarning: message`, `error: message` lines.
+static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?m)(?:^|\s)(?:[A-Za-z_][A-Za-z0-9_.]*(?:Error|Exception|Warning)|[Ee]rror|[Ww]arning|WARNING|ERROR|panicked at [^:]+:\d+:\d+):[ \t]+([^\n]{12,300})$",
+    )
+});
+/// Text in double quotes (or single quotes around several words).
+static QUOTED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r#""([^"\n]{12,200})"|'([^'\n]{12,200})'"#));
+
+/// `--tag`, `--dry-run`: command-line flags, whatever the language around them.
+static FLAG: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?:^|[^A-Za-z0-9_-])--([A-Za-z][A-Za-z0-9_-]*)"));
+
+/// Japanese / Chinese programming vocabulary → the English words code uses
+/// (`glossary.tsv`: term, tab, words).
+static GLOSSARY: LazyLock<Vec<(&'static str, &'static str)>> = LazyLock::new(|| {
+    include_str!("glossary.tsv")
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(term, words)| (term.trim(), words.trim()))
+        .filter(|(term, words)| !term.is_empty() && !words.is_empty())
+        .collect()
+});
+
+/// Weight of an English word the glossary adds for a CJK term: a prose word.
+const GLOSSARY_WEIGHT: f32 = 1.0;
+
+fn has_cjk(text: &str) -> bool {
+    text.chars().any(|c| {
+        matches!(c as u32, 0x3040..=0x30ff | 0x3400..=0x4dbf | 0x4e00..=0x9fff | 0xf900..=0xfaff)
+    })
+}
 
 fn is_identifier_shaped(w: &str) -> bool {
     if w.len() < 3 {
@@ -126,6 +163,17 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
         });
         for (t, c) in &counts {
             add(t, weight * (1.0 + (*c as f32).ln()), &mut weights);
+        }
+    }
+    // Cross-language requests: Japanese / Chinese terms reach English code through
+    // the glossary.
+    if has_cjk(text) {
+        for (term, words) in GLOSSARY.iter() {
+            if text.contains(term) {
+                tokenize(words, TokenOptions::TEXT, &mut |t| {
+                    add(t, GLOSSARY_WEIGHT, &mut weights);
+                });
+            }
         }
     }
     // The title says what the request is about more densely than the body.
@@ -250,6 +298,29 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
         }
     }
 
+    // Flags are code identifiers (`--tag` names the `tag` option).
+    if let Some(r) = FLAG.as_ref() {
+        for c in r.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                tokenize(m.as_str(), TokenOptions::TEXT, &mut |t| {
+                    add(t, qw.identifier_boost, &mut weights);
+                });
+            }
+        }
+    }
+    // Quoted messages: error/warning lines and quoted text of several words.
+    let mut messages: Vec<String> = Vec::new();
+    for r in [ERROR_LINE.as_ref(), QUOTED.as_ref()].into_iter().flatten() {
+        for c in r.captures_iter(text) {
+            let Some(m) = c.get(1).or(c.get(2)) else {
+                continue;
+            };
+            let msg = m.as_str().trim();
+            if msg.split_whitespace().count() >= 3 && !messages.iter().any(|x| x == msg) {
+                messages.push(msg.to_string());
+            }
+        }
+    }
     // Identifiers weigh more than prose words.
     for ident in &identifiers {
         let lower = ident.to_lowercase();
@@ -260,18 +331,26 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     }
     let lower = text.to_lowercase();
     let title = lower.lines().next().unwrap_or("");
-    let about_docs = ["documentation", "docs", "readme", "typo", "ドキュメント"]
-        .iter()
-        .any(|w| {
-            title.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w)
-                || (!w.is_ascii() && title.contains(w))
-        })
-        || paths
-            .iter()
-            .any(|p| p.ends_with(".md") || p.ends_with(".rst"));
-    let about_tests = title.contains("test")
-        || title.contains("テスト")
-        || paths.iter().any(|p| crate::scan::is_test_path(p));
+    let about_docs = [
+        "documentation",
+        "docs",
+        "readme",
+        "typo",
+        "ドキュメント",
+        "文档",
+    ]
+    .iter()
+    .any(|w| {
+        title.split(|c: char| !c.is_alphanumeric()).any(|t| t == *w)
+            || (!w.is_ascii() && title.contains(w))
+    });
+    // A path quoted in the reporter's example (`index.rst`, their `test_foo.py`) is
+    // a hint, not a mode switch: only the title's own words say the request is
+    // about docs or tests.
+    let about_tests = title
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|t| matches!(t, "test" | "tests" | "testing" | "unittest" | "unittests"))
+        || ["テスト", "测试"].iter().any(|w| title.contains(w));
 
     let mut terms: Vec<(String, f32)> = weights.into_iter().collect();
     terms.sort_by(|a, b| a.0.cmp(&b.0));
@@ -281,6 +360,7 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
         paths,
         modules,
         frames,
+        messages,
         about_tests,
         about_docs,
     }
