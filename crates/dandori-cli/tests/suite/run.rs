@@ -158,6 +158,10 @@ fn run_args(f: &Fixture) -> Vec<String> {
         "--agent-cmd".into(),
         f.agent_cmd.clone(),
         "--json".into(),
+        // The scripted agent reports to a control directory outside the worktree,
+        // which the sandbox forbids; the sandbox has its own suite (sandbox.rs).
+        "--sandbox".into(),
+        "off".into(),
     ]
 }
 
@@ -251,9 +255,18 @@ fn run_json_prints_the_completion_summary() {
 #[test]
 fn resume_without_a_stage_is_an_input_error() {
     let f = fixture();
-    let out = dandori(&f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
+    let out = dandori(
+        &f,
+        &[
+            "resume",
+            f.run_dir.to_str().unwrap(),
+            "--json",
+            "--sandbox",
+            "off",
+        ],
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["reason_code"], "RUN_DIR_INVALID");
@@ -317,9 +330,18 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
             .status();
         std::fs::remove_file(f.ctl.join("killpoint")).unwrap();
 
-        let out = dandori(&f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap();
+        let out = dandori(
+            &f,
+            &[
+                "resume",
+                f.run_dir.to_str().unwrap(),
+                "--json",
+                "--sandbox",
+                "off",
+            ],
+        )
+        .output()
+        .unwrap();
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -393,9 +415,18 @@ fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
         }
         let _ = child.kill();
         child.wait().unwrap();
-        let out = dandori(&f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap();
+        let out = dandori(
+            &f,
+            &[
+                "resume",
+                f.run_dir.to_str().unwrap(),
+                "--json",
+                "--sandbox",
+                "off",
+            ],
+        )
+        .output()
+        .unwrap();
         assert_eq!(
             out.status.code(),
             Some(0),
