@@ -163,6 +163,10 @@ fn run_args(f: &Fixture) -> Vec<String> {
         "--agent-cmd".into(),
         f.agent_cmd.clone(),
         "--json".into(),
+        // The scripted agent reports to a control directory outside the worktree,
+        // which the sandbox forbids; the sandbox has its own suite (sandbox.rs).
+        "--sandbox".into(),
+        "off".into(),
     ]
 }
 
@@ -256,9 +260,18 @@ fn run_json_prints_the_completion_summary() {
 #[test]
 fn resume_without_a_stage_is_an_input_error() {
     let f = fixture();
-    let out = dandori(&f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
+    let out = dandori(
+        &f,
+        &[
+            "resume",
+            f.run_dir.to_str().unwrap(),
+            "--json",
+            "--sandbox",
+            "off",
+        ],
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["reason_code"], "RUN_DIR_INVALID");
@@ -364,9 +377,18 @@ fn reference_outcome() -> Outcome {
 
 /// `dandori resume` of `f`, which must succeed; then its outcome.
 fn resume(f: &Fixture, what: &str) -> Outcome {
-    let out = dandori(f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-        .output()
-        .unwrap();
+    let out = dandori(
+        f,
+        &[
+            "resume",
+            f.run_dir.to_str().unwrap(),
+            "--json",
+            "--sandbox",
+            "off",
+        ],
+    )
+    .output()
+    .unwrap();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -413,9 +435,18 @@ fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
         }
         let _ = child.kill();
         child.wait().unwrap();
-        let out = dandori(&f, &["resume", f.run_dir.to_str().unwrap(), "--json"])
-            .output()
-            .unwrap();
+        let out = dandori(
+            &f,
+            &[
+                "resume",
+                f.run_dir.to_str().unwrap(),
+                "--json",
+                "--sandbox",
+                "off",
+            ],
+        )
+        .output()
+        .unwrap();
         assert_eq!(
             out.status.code(),
             Some(0),
