@@ -149,14 +149,12 @@ pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
     "cargo",
     "rustc",
     "rustup",
-    // ruby, php, .net (seed 002 §13.1.1)
+    // ruby, .net (seed 002 §13.1.1; php and composer below)
     "ruby",
     "bundle",
     "bundler",
     "gem",
     "rake",
-    "php",
-    "composer",
     "dotnet",
     // build and harmless utilities
     "cmake",
