@@ -301,6 +301,7 @@ pub struct LocateArgs {
     /// How many files to list.
     #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
     pub limit: usize,
+    /// Print the ranked files, scores and reasons as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -64,7 +64,12 @@ echo "made by $1" > "src/$1/file.txt""#,
         repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
         "dandori/RQ-1/run-1"
     );
-    assert!(!run_dir.join("worktrees/S01.1").exists());
+    // The pool worktree (the runner runs in this process) is gone after the run.
+    assert!(
+        !run_dir
+            .join(format!("worktrees/pool-{}-1", std::process::id()))
+            .exists()
+    );
     // Run again: everything is proven done by its commit; nothing runs twice.
     let again = run(&opts).unwrap();
     assert_eq!(again.completion.status, CompletionStatus::Completed);

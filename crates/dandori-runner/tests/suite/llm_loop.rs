@@ -436,7 +436,8 @@ fn tools_of_a_real_mcp_server_are_offered_and_called_namespaced() {
     let git = tool_on_path("mcp-server-git");
     let repo = Repo::new();
     let run_dir = repo.write_plan(&planning(vec![S::new("S01")], json!({})));
-    let worktree = run_dir.join("worktrees/S01.1");
+    // The runner runs in this process: its first pool worktree.
+    let worktree = run_dir.join(format!("worktrees/pool-{}-1", std::process::id()));
     let server = FakeLlmServer::start(vec![
         Reply::openai_tool_call(
             "git__git_status",

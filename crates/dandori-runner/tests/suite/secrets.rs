@@ -167,7 +167,14 @@ cat src/settings.py src/env.txt"#
     assert!(report.contains("SECRET_DETECTED"), "{report}");
 
     // The change is discarded; the patch keeps it without the flagged lines.
-    assert!(!run_dir.join("worktrees/S01.1/src/settings.py").exists());
+    assert!(
+        !run_dir
+            .join(format!(
+                "worktrees/pool-{}-1/src/settings.py",
+                std::process::id()
+            ))
+            .exists()
+    );
     let patch = std::fs::read_to_string(run_dir.join("patches/S01.patch")).unwrap();
     assert!(
         patch.contains("+[line removed by dandori: aws_access_key_id]"),
@@ -209,8 +216,10 @@ fn the_llm_executor_never_shows_the_model_a_secret_and_commits_none() {
         .iter()
         .map(|r| r.body.to_string())
         .collect();
-    // The model did see the masked results.
-    assert!(sent.contains("***\\ncred=***"), "{sent}");
+    // The model did see the masked key; the credential never reached the child at
+    // all (the child environment drops secret variables), so the script printed
+    // an empty value.
+    assert!(sent.contains("***\\ncred=\\n"), "{sent}");
     let aws = format!("AKIA{}", "Q3R4S5T6U7V8W9X2");
     assert_nowhere(&repo, &run_dir, &[aws, CREDENTIAL.to_string()], &sent);
 }
