@@ -168,6 +168,23 @@ pub fn repository_root(repo: &Path, run_dir: &Path) -> Result<PathBuf, RunnerErr
     Ok(root)
 }
 
+/// The plan sanitiser's judgement of one command line (seed 000 §12.1.2): `None`
+/// when `policy` (the one `run_command` uses) allows it. Shared by `dandori
+/// validate` and the runner so both judge a plan alike.
+pub fn command_verdict(
+    policy: &dandori_exec::CommandPolicy,
+    line: &str,
+) -> Option<dandori_plan::validation::CommandVerdict> {
+    policy
+        .check(line)
+        .err()
+        .map(|v| dandori_plan::validation::CommandVerdict {
+            code: v.code.to_string(),
+            rule: v.rule,
+            message: v.message,
+        })
+}
+
 /// Reads a planning.json and validates it with the core validator (seed 004 §4):
 /// any FAIL finding stops here with its reason code and JSON path, so a bad plan
 /// never starts a run. Returns the plan and its warnings.
@@ -186,16 +203,7 @@ pub fn load_planning(
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-    let judge = |line: &str| {
-        policy
-            .check(line)
-            .err()
-            .map(|v| dandori_plan::validation::CommandVerdict {
-                code: v.code.to_string(),
-                rule: v.rule,
-                message: v.message,
-            })
-    };
+    let judge = |line: &str| command_verdict(&policy, line);
     let parsed = dandori_plan::validation::parse(&text).and_then(|v| {
         let value: serde_json::Value =
             serde_json::to_value(&v.planning).unwrap_or(serde_json::Value::Null);

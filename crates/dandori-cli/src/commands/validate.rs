@@ -15,16 +15,7 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     // Plan sanitisation judges commands with the policy of `run_command`.
     let policy = dandori_tools::tool_command_policy(&Default::default())
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let judge = |line: &str| {
-        policy
-            .check(line)
-            .err()
-            .map(|v| validation::CommandVerdict {
-                code: v.code.to_string(),
-                rule: v.rule,
-                message: v.message,
-            })
-    };
+    let judge = |line: &str| dandori_runner::plan::command_verdict(&policy, line);
     let report = validation::validate_bytes_with(&bytes, &judge);
     let file = path.display();
     // Not JSON at all: the wrong file was passed (a usage error), not a bad plan.
