@@ -131,6 +131,15 @@ pub struct McpArgs {
     /// Print the tool list with the size of its schemas instead of serving.
     #[arg(long)]
     pub list: bool,
+    /// Serve MCP over streamable HTTP on ADDR (`PORT`, `HOST:PORT`, `[IPv6]:PORT`;
+    /// port 0 picks a free one) at `/mcp` instead of stdio. Loopback only unless
+    /// --allow-remote; a token in DANDORI_MCP_TOKEN is then required as
+    /// `Authorization: Bearer`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Allow --http on a non-loopback address (requires DANDORI_MCP_TOKEN).
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,8 @@ mod locate;
 // --
 mod mcp;
 // --
+mod mcp_http;
+// --
 mod runs;
 // --
 mod plan;
