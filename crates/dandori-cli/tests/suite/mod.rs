@@ -14,6 +14,8 @@ mod mcp_http;
 // --
 mod runs;
 // --
+mod report_html;
+// --
 mod plan;
 // --
 mod plan_llm;
