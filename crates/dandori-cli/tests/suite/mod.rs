@@ -32,3 +32,5 @@ mod validate;
 // --
 mod trust;
 // --
+mod agent_cli;
+// --
