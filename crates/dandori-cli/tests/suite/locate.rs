@@ -39,6 +39,12 @@ fn a_quoted_message_finds_the_file_that_emits_it() {
     assert_eq!(v["hits"][0]["path"], "src/error.rs", "{v}");
     let reasons = v["hits"][0]["reasons"].to_string();
     assert!(reasons.contains("contains"), "{reasons}");
+    // The literal index: the format string `"requested {requested} tokens but
+    // the capacity is {capacity}"` holds the message's words between values.
+    assert!(
+        reasons.contains(r#"emits \"tokens but the capacity is"#),
+        "{reasons}"
+    );
     assert_eq!(v["target_paths"][0], "src/error.rs");
 
     let text = dandori(&["locate", "--repo", repo, "-n", "2", "トークンの補充"]);

@@ -131,15 +131,20 @@ pub fn extract(text: &str) -> Vec<String> {
             }
             continue;
         }
-        if trimmed.starts_with('#') || trimmed.starts_with("//") || trimmed.starts_with('*') {
+        let comment =
+            (trimmed.starts_with('#') && !trimmed.starts_with("#[") && !trimmed.starts_with("#!["))
+                || trimmed.starts_with("//")
+                || trimmed.starts_with('*');
+        if comment {
             continue;
         }
         let bytes = line.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
             let q = bytes[i];
-            if q == b'#' {
+            if q == b'#' && !matches!(bytes.get(i + 1), Some(b'[' | b'!')) {
                 // A trailing comment (or a preprocessor line): no messages.
+                // `#[error("…")]` and `#![…]` are Rust attributes, not comments.
                 break;
             }
             if !matches!(q, b'"' | b'\'' | b'`') {
@@ -217,7 +222,7 @@ mod tests {
 
     #[test]
     fn literals_are_cut_at_placeholders() {
-        let code = "def f(x):\n    \"\"\"Docstring with \"quoted words in it here\".\n    more\"\"\"\n    raise ValueError(\"%r object has no attribute %r\" % (x, y))\n    # \"a comment that is not a message\"\n    warn(f\"The argument {name!r} is deprecated since {v}\")\n    log('Could not find the file %(path)s in the cache')\n";
+        let code = "def f(x):\n    \"\"\"Docstring with \"quoted words in it here\".\n    more\"\"\"\n    raise ValueError(\"%r object has no attribute %r\" % (x, y))\n    # \"a comment that is not a message\"\n    warn(f\"The argument {name!r} is deprecated since {v}\")\n    log('Could not find the file %(path)s in the cache')\n    #[error(\"requested {n} tokens but the capacity is {cap}\")]\n";
         let got = extract(code);
         assert_eq!(
             got,
@@ -227,6 +232,7 @@ mod tests {
                 "is deprecated since",
                 "object has no attribute",
                 "the argument",
+                "tokens but the capacity is",
             ]
         );
     }
