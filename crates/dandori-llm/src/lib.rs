@@ -10,6 +10,7 @@
 //!   fences, repair of common slips, a JSON-schema subset validator, and the one
 //!   corrective re-ask.
 
+pub mod agent_cli;
 pub mod blocking;
 pub mod budget;
 mod client;
@@ -20,6 +21,7 @@ pub mod structured;
 mod types;
 mod wire;
 
+pub use agent_cli::AgentRuntime;
 pub use blocking::block_on;
 pub use budget::{LedgerSnapshot, PhaseUsage, TokenLedger, estimate_tokens};
 pub use client::{Client, Secret};
