@@ -11,6 +11,7 @@
 //!   corrective re-ask.
 
 pub mod agent_cli;
+pub mod blocking;
 pub mod budget;
 mod client;
 mod error;
@@ -21,6 +22,7 @@ mod types;
 mod wire;
 
 pub use agent_cli::AgentRuntime;
+pub use blocking::block_on;
 pub use budget::{LedgerSnapshot, PhaseUsage, TokenLedger, estimate_tokens};
 pub use client::{Client, Secret};
 pub use error::LlmError;

@@ -391,7 +391,12 @@ impl Service {
         let (prompt, workdir, attempt) = match handoff {
             Some((attempt, prompt, workdir)) => (prompt, Some(workdir), Some(attempt)),
             None => (
-                dandori_runner::prompt::build(&files.planning, step, None),
+                dandori_runner::prompt::build(
+                    &files.planning,
+                    step,
+                    None,
+                    dandori_runner::environment::read_summary(&run_dir).as_deref(),
+                ),
                 None,
                 None,
             ),

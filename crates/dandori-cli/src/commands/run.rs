@@ -126,15 +126,8 @@ fn execute(
     } else {
         Some(Arc::new(|line: &str| output::progress(line)))
     };
-    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> = Arc::new({
-        let child_env = super::env::child_env(&config);
-        let sandbox = super::env::detect_sandbox(&config, &child_env);
-        super::env::EnvPhase {
-            config: config.planning.environment_setup.clone(),
-            base_env: child_env,
-            sandbox: Some(sandbox),
-        }
-    });
+    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
+        Arc::new(super::env::EnvPhase::new(&config, &base_env));
     let dispatch = dispatch(engine, target, repo, progress.clone())?;
     let opts = RunOptions {
         target: target.to_path_buf(),

@@ -28,6 +28,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod run_env;
+// --
 mod sandbox;
 // --
 mod schema;

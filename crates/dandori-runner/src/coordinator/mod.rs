@@ -112,6 +112,11 @@ struct Coordinator<'o> {
     consecutive_failures: u32,
     lessons: Vec<String>,
     environment: Value,
+    /// Seed 002 §7.2: the environment section of every executor prompt.
+    environment_summary: Option<String>,
+    /// Set when the environment failed and the run went on (`on_failure: warn`):
+    /// each failed step's error names the environment as the likely cause.
+    environment_failure: Option<String>,
     masker: Masker,
     /// The worktree pool: worktrees of merged steps, ready to be moved to the next
     /// step's base (a failed step's worktree is kept for inspection instead).
@@ -205,6 +210,8 @@ impl<'o> Coordinator<'o> {
             consecutive_failures: 0,
             lessons: Vec::new(),
             environment: Value::Null,
+            environment_summary: None,
+            environment_failure: None,
             masker,
             idle: Vec::new(),
             in_use: BTreeMap::new(),
@@ -508,6 +515,7 @@ impl Coordinator<'_> {
             sandbox: self.sandbox.clone(),
             command_policy: self.command_policy.clone(),
             git_guard: self.git_guard.clone(),
+            environment_summary: self.environment_summary.clone(),
         }
     }
 
@@ -565,6 +573,7 @@ struct StepShared {
     sandbox: dandori_exec::Sandbox,
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
+    environment_summary: Option<String>,
 }
 
 impl StepShared {
@@ -589,6 +598,7 @@ impl StepShared {
             sandbox: &self.sandbox,
             command_policy: &self.command_policy,
             git_guard: self.git_guard.as_deref(),
+            environment_summary: self.environment_summary.as_deref(),
         }
     }
 }
