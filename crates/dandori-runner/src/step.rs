@@ -591,7 +591,14 @@ impl Worker<'_, '_> {
                 json!({"step_id": self.step_id(), "tooling": t}),
             );
         }
-        for r in exec.reflections {
+        for (event, data) in exec.calls {
+            self.emit(event, data);
+        }
+        for mut r in exec.reflections {
+            // The step a reflection judged, for metrics when steps run in parallel.
+            if let Some(o) = r.as_object_mut() {
+                o.entry("step_id").or_insert_with(|| json!(self.step_id()));
+            }
             self.emit(events::REFLECTION, r);
         }
         let ok = exec.outcome == ExecOutcome::Completed;

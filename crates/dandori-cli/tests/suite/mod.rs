@@ -10,6 +10,10 @@ mod locate;
 // --
 mod mcp;
 // --
+mod metrics;
+// --
+mod otel;
+// --
 mod runs;
 // --
 mod plan;

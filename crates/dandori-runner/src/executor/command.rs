@@ -156,6 +156,7 @@ impl Executor for CommandExecutor {
                 out.duration.as_millis()
             ),
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }
