@@ -479,13 +479,15 @@ impl FakeLlmServer {
 
     fn spawn(shared: Shared) -> FakeLlmServer {
         let state = AppState(Arc::new(Mutex::new(shared)));
-        let app = Router::new().fallback(handle).with_state(state.clone());
-        let served = crate::serve::serve(app, "fake LLM server");
+        let served = crate::serve::spawn(
+            Router::new().fallback(handle).with_state(state.clone()),
+            "fake LLM server",
+        );
         FakeLlmServer {
             addr: served.addr,
             state,
-            shutdown: served.shutdown,
-            thread: served.thread,
+            shutdown: Some(served.shutdown),
+            thread: Some(served.thread),
         }
     }
 

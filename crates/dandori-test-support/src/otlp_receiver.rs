@@ -111,12 +111,12 @@ impl OtlpReceiver {
         let app = Router::new()
             .route("/v1/traces", post(receive))
             .with_state(state.clone());
-        let served = crate::serve::serve(app, "OTLP receiver");
+        let served = crate::serve::spawn(app, "OTLP receiver");
         OtlpReceiver {
             addr: served.addr,
             state,
-            shutdown: served.shutdown,
-            thread: served.thread,
+            shutdown: Some(served.shutdown),
+            thread: Some(served.thread),
         }
     }
 

@@ -1,5 +1,5 @@
-//! One axum app on `127.0.0.1:0`, on its own thread with its own tokio runtime, so
-//! servers work from plain `#[test]` functions.
+//! The one way the fake servers run: an axum router on `127.0.0.1:0`, on its own
+//! thread with its own tokio runtime, until the returned sender fires.
 
 use std::net::SocketAddr;
 
@@ -7,12 +7,11 @@ use axum::Router;
 
 pub(crate) struct Served {
     pub addr: SocketAddr,
-    pub shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    pub thread: Option<std::thread::JoinHandle<()>>,
+    pub shutdown: tokio::sync::oneshot::Sender<()>,
+    pub thread: std::thread::JoinHandle<()>,
 }
 
-/// Serves `app`; `what` names the server in setup panics.
-pub(crate) fn serve(app: Router, what: &'static str) -> Served {
+pub(crate) fn spawn(app: Router, name: &'static str) -> Served {
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
@@ -22,15 +21,15 @@ pub(crate) fn serve(app: Router, what: &'static str) -> Served {
             .build()
         {
             Ok(rt) => rt,
-            Err(err) => panic!("{what} runtime: {err}"),
+            Err(err) => panic!("{name} runtime: {err}"),
         };
         runtime.block_on(async move {
             let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
                 Ok(l) => l,
-                Err(err) => panic!("binding the {what}: {err}"),
+                Err(err) => panic!("binding the {name}: {err}"),
             };
             let _ = addr_tx.send(listener.local_addr());
-            // Frames (SSE) go out one by one: don't let Nagle hold them back.
+            // SSE frames go out one by one: don't let Nagle hold them back.
             use axum::serve::ListenerExt;
             let listener = listener.tap_io(|tcp| {
                 let _ = tcp.set_nodelay(true);
@@ -44,12 +43,12 @@ pub(crate) fn serve(app: Router, what: &'static str) -> Served {
     });
     let addr = match addr_rx.recv() {
         Ok(Ok(addr)) => addr,
-        Ok(Err(err)) => panic!("{what} address: {err}"),
-        Err(err) => panic!("{what} did not start: {err}"),
+        Ok(Err(err)) => panic!("{name} address: {err}"),
+        Err(err) => panic!("{name} did not start: {err}"),
     };
     Served {
         addr,
-        shutdown: Some(shutdown_tx),
-        thread: Some(thread),
+        shutdown: shutdown_tx,
+        thread,
     }
 }

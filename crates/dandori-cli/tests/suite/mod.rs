@@ -10,11 +10,15 @@ mod locate;
 // --
 mod mcp;
 // --
+mod mcp_http;
+// --
 mod metrics;
 // --
 mod otel;
 // --
 mod runs;
+// --
+mod report_html;
 // --
 mod plan;
 // --
@@ -35,4 +39,6 @@ mod schema;
 mod validate;
 // --
 mod trust;
+// --
+mod agent_cli;
 // --
