@@ -67,6 +67,8 @@ pub enum Command {
     Runs(RunsArgs),
     /// Show one run's progress: steps, groups, current step, tokens, time.
     Status(StatusArgs),
+    /// Planning-quality, performance and quality metrics over all runs (seed 000 §16).
+    Metrics(crate::commands::metrics::MetricsArgs),
     /// Render a finished run's report.md again from its records and print it.
     Report(ReportArgs),
     /// Filter and pretty-print a run's trace.jsonl.

@@ -198,6 +198,8 @@ impl Client {
         request: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
         let prompt_text = prompt_text(request);
         let prompt_estimate = estimate_tokens(&prompt_text);
         let room = self.ledger().admit(request.phase, prompt_estimate)?;
@@ -284,6 +286,8 @@ impl Client {
             attempts: attempt,
             retries,
             streamed: self.config.stream && self.agent.is_none(),
+            started,
+            duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
         })
     }
 

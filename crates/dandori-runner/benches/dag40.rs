@@ -48,6 +48,7 @@ impl Executor for FixedLatency {
             reflections: Vec::new(),
             summary: "fixed latency".to_string(),
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }

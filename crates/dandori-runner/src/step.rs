@@ -651,6 +651,9 @@ impl Worker<'_, '_> {
                 json!({"step_id": self.step_id(), "tooling": t}),
             );
         }
+        for (event, data) in exec.calls {
+            self.emit(event, data);
+        }
         // Seed 000 `revision_attempts`: every plan revision the model's reflections
         // asked for counts, like the runner's own splits.
         let model_revisions = exec
@@ -667,7 +670,11 @@ impl Worker<'_, '_> {
                 .revisions
                 .fetch_add(model_revisions, Ordering::SeqCst);
         }
-        for r in exec.reflections {
+        for mut r in exec.reflections {
+            // The step a reflection judged, for metrics when steps run in parallel.
+            if let Some(o) = r.as_object_mut() {
+                o.entry("step_id").or_insert_with(|| json!(self.step_id()));
+            }
             self.emit(events::REFLECTION, r);
         }
         let ok = exec.outcome == ExecOutcome::Completed;

@@ -14,6 +14,8 @@ mod docs;
 mod env;
 mod graph;
 mod mcp;
+pub mod metrics;
+mod obs;
 mod policy;
 mod resume;
 mod run;
@@ -45,6 +47,7 @@ pub fn load_config(
         user_config_path: None,
     })
     .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
+    obs::configure(&loaded.config);
     for w in &loaded.warnings {
         crate::output::progress(&format!("warning: {w}"));
     }
@@ -91,6 +94,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
     {
         cli.set.push(format!("sandbox.mode={name}"));
     }
+    // The human log and the OpenTelemetry export of what this command traces.
+    let _obs = obs::Session::start();
     // One arm per command, separated so that each command's owner edits one line.
     match cli.command {
         Command::Plan(args) => plan::run(args, cli.config.as_deref(), &cli.set),
@@ -130,6 +135,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => runs::trace(&args),
         // --
         Command::Trust(args) => trust::trust(&args),
+        // --
+        Command::Metrics(args) => metrics::metrics(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
     }

@@ -12,6 +12,10 @@ mod mcp;
 // --
 mod mcp_http;
 // --
+mod metrics;
+// --
+mod otel;
+// --
 mod runs;
 // --
 mod report_html;

@@ -49,6 +49,9 @@ pub struct CallRecord {
     pub retries: Vec<RetryNote>,
     pub model: String,
     pub streamed: bool,
+    /// RFC 3339 start of the call and its duration (retries included).
+    pub started_at: String,
+    pub duration_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,6 +97,9 @@ fn record(purpose: &'static str, r: &ChatResponse) -> CallRecord {
         retries: r.retries.clone(),
         model: r.model.clone(),
         streamed: r.streamed,
+        started_at: chrono::DateTime::<chrono::Utc>::from(r.started)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        duration_ms: r.duration_ms,
     }
 }
 
