@@ -352,6 +352,17 @@ pub struct LocalizeArgs {
     /// Evaluate at most N instances.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// Only one half of the dataset: `tune` = instances at even positions (what
+    /// the ranking weights were tuned on), `held-out` = odd positions.
+    #[arg(long, value_enum, default_value = "all")]
+    pub split: LocalizeSplit,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LocalizeSplit {
+    All,
+    Tune,
+    HeldOut,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -36,3 +36,5 @@ mod validate;
 // --
 mod trust;
 // --
+mod agent_cli;
+// --
