@@ -365,8 +365,11 @@ pub struct LocalizeArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum LocalizeSplit {
+    /// Every instance.
     All,
+    /// Instances at even positions (the ranking weights were tuned on them).
     Tune,
+    /// Instances at odd positions.
     HeldOut,
 }
 
