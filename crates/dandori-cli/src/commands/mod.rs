@@ -15,6 +15,7 @@ mod env;
 mod graph;
 mod mcp;
 mod policy;
+mod repl;
 mod resume;
 mod run;
 mod runs;
@@ -129,5 +130,7 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Trust(args) => trust::trust(&args),
         // --
         Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
+        // --
+        Command::Repl(args) => repl::repl(cli.config.as_deref(), &cli.set, &args),
     }
 }

@@ -34,3 +34,5 @@ mod trust;
 // --
 mod agent_cli;
 // --
+mod repl;
+// --
