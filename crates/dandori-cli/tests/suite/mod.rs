@@ -10,7 +10,11 @@ mod locate;
 // --
 mod mcp;
 // --
+mod mcp_http;
+// --
 mod runs;
+// --
+mod report_html;
 // --
 mod plan;
 // --

@@ -453,10 +453,7 @@ impl Executor for LlmExecutor {
                                 .then_some(Trigger::Error)
                         } else {
                             (self.limits.reflection.enabled
-                                && reflection::interval_due(
-                                    st.actions,
-                                    self.limits.reflection.trigger_interval,
-                                ))
+                                && reflection::interval_due(st.actions, req.reflection_interval))
                             .then_some(Trigger::Interval)
                         };
                         let action = Action {
