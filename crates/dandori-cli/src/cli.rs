@@ -76,6 +76,24 @@ pub enum Command {
     /// The command policy: check command lines the way `run_command` does.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Interactive shell: `/planning show|set|result`, plan, run, status, help
+    /// (history, tab completion; reads commands line by line when stdin is not a
+    /// terminal).
+    Repl(ReplArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    /// The repository the session works in.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// History file (default: `$DANDORI_REPL_HISTORY`, else
+    /// `$XDG_DATA_HOME/dandori/repl_history`, else `~/.local/share/dandori/repl_history`).
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Keep no history.
+    #[arg(long)]
+    pub no_history: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,4 +1,5 @@
-//! Model providers: OpenAI-compatible Chat Completions and Anthropic Messages. Knows
+//! Model providers: OpenAI-compatible Chat Completions, Anthropic Messages and
+//! installed agent CLIs ([`agent_cli`]: Claude Code, Codex CLI, Gemini CLI). Knows
 //! nothing of planning.
 //!
 //! * [`Client`] is built from a `dandori_config::ProviderConfig`; the API key is read

@@ -17,6 +17,7 @@ mod mcp;
 pub mod metrics;
 mod obs;
 mod policy;
+mod repl;
 mod resume;
 mod run;
 mod runs;
@@ -139,5 +140,7 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Metrics(args) => metrics::metrics(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
+        // --
+        Command::Repl(args) => repl::repl(cli.config.as_deref(), &cli.set, &args),
     }
 }

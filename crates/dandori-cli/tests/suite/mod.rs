@@ -44,3 +44,5 @@ mod trust;
 // --
 mod agent_cli;
 // --
+mod repl;
+// --
