@@ -2,8 +2,8 @@
 //! environment minus secrets, keeping tool configuration (`RUSTUP_*`, `CARGO_*`,
 //! `PIP_*`, `UV_*`, `NPM_CONFIG_*`, proxies, `PATH`, `HOME`, `LANG`, …).
 //!
-//! A variable is a secret when a word of its name (split at `_`, `-`, `.`) is one
-//! of [`SECRET_NAME_WORDS`] or ends in one of [`SECRET_NAME_SUFFIXES`], when its
+//! A variable is a secret when its name marks one ([`is_secret_name`], shared
+//! with the masker and the command policy), when its
 //! value is a URL carrying credentials (`scheme://user:password@host`), when it is
 //! a provider key variable (`llm.providers[].api_key_env`), or when it matches
 //! `exclude`. `keep` wins over every rule but the provider keys.
@@ -12,31 +12,6 @@ use std::collections::BTreeMap;
 
 use dandori_config::{EnvInherit, ShellEnvironmentPolicy};
 
-/// Name words that mark a secret (`AWS_SECRET_ACCESS_KEY`, `DB_PASS`, `SENTRY_DSN`).
-pub const SECRET_NAME_WORDS: &[&str] = &[
-    "KEY",
-    "KEYS",
-    "APIKEY",
-    "TOKEN",
-    "TOKENS",
-    "SECRET",
-    "SECRETS",
-    "PASSWORD",
-    "PASSWD",
-    "PASS",
-    "PASSPHRASE",
-    "CREDENTIAL",
-    "CREDENTIALS",
-    "CREDS",
-    "AUTH",
-    "DSN",
-    "COOKIE",
-];
-/// Name endings that mark a secret even inside one word (`GHTOKEN`, `DBPASSWORD`).
-pub const SECRET_NAME_SUFFIXES: &[&str] = &["TOKEN", "SECRET", "PASSWORD", "APIKEY", "CREDENTIALS"];
-/// Names never treated as secrets (the shell's working directory, the SSH agent is
-/// not among them on purpose).
-const NEVER_SECRET: &[&str] = &["PWD", "OLDPWD"];
 /// `inherit: core`.
 const CORE_VARS: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR", "TZ",
@@ -64,23 +39,9 @@ pub struct ChildEnv {
     pub secret_values: Vec<String>,
 }
 
-/// True when the name alone marks a secret.
-pub fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    if NEVER_SECRET.contains(&upper.as_str()) {
-        return false;
-    }
-    let words: Vec<&str> = upper
-        .split(['_', '-', '.'])
-        .filter(|w| !w.is_empty())
-        .collect();
-    words.iter().any(|w| SECRET_NAME_WORDS.contains(w))
-        || words
-            .iter()
-            .any(|w| SECRET_NAME_SUFFIXES.iter().any(|s| w.ends_with(s)))
-        || upper.contains("API_KEY")
-        || upper.contains("ACCESS_KEY")
-}
+/// True when the name alone marks a secret: the workspace's one definition,
+/// [`dandori_trace::secret_names::is_secret_name`].
+pub use dandori_trace::secret_names::is_secret_name;
 
 /// True when the value holds a URL with a password (`postgres://u:p@db/x`).
 pub fn carries_credentials(value: &str) -> bool {

@@ -4,6 +4,7 @@
 
 pub mod events;
 pub mod mask;
+pub mod secret_names;
 pub mod secret_scan;
 
 use std::fs::{File, OpenOptions};

@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use regex::{Captures, Regex};
 use serde_json::Value;
 
+use crate::secret_names::is_secret_name;
+
 pub const MASK: &str = "***";
 
 /// Seed 000 §12.2.1 default `sensitive_patterns`.
@@ -32,49 +34,20 @@ pub struct Masker {
     sources: BTreeMap<String, String>,
 }
 
-/// Words that make an environment variable name secret, matched against the
-/// name's `_`-separated parts (so `GIT_AUTHOR_NAME` and `MAX_TOKENS` are not).
-const SECRET_NAME_PARTS: &[&str] = &[
-    "KEY",
-    "APIKEY",
-    "TOKEN",
-    "SECRET",
-    "SECRETS",
-    "PASSWORD",
-    "PASSWD",
-    "PASS",
-    "PWD",
-    "CREDENTIAL",
-    "CREDENTIALS",
-    "CREDS",
-    "AUTH",
-    "DSN",
-    "PAT",
-    "COOKIE",
-    "SESSION",
-    "PRIVATE",
-];
+/// Names that mark a secret ([`is_secret_name`]) whose values are socket
+/// paths, not secrets: children lose them, the masker leaves their values alone.
+const NOT_MASKED_NAMES: &[&str] = &["SSH_AUTH_SOCK", "GPG_AGENT_INFO"];
 
-/// Names that match [`SECRET_NAME_PARTS`] but hold no secret.
-const NOT_SECRET_NAMES: &[&str] = &["PWD", "OLDPWD", "SSH_AUTH_SOCK", "GPG_AGENT_INFO"];
-
-/// Whether the variable `name` (with its `value`) holds a secret: its name has a
-/// secret word as a `_`-separated part or ends with `KEY` / `TOKEN` / `SECRET` /
-/// `PASSWORD` (`APIKEY`, `GHTOKEN`), or its value is a URL with a password
-/// (`DATABASE_URL=postgres://u:pw@host/db`, `PIP_INDEX_URL`), or its value has a
-/// known credential shape.
+/// Whether the variable `name` (with its `value`) holds a secret: its name marks
+/// a secret ([`crate::secret_names::is_secret_name`]), or its value is a URL with
+/// a password (`DATABASE_URL=postgres://u:pw@host/db`, `PIP_INDEX_URL`), or its
+/// value has a known credential shape.
 pub fn is_secret_env(name: &str, value: &str) -> bool {
     let upper = name.to_ascii_uppercase();
-    if NOT_SECRET_NAMES.contains(&upper.as_str()) {
+    if NOT_MASKED_NAMES.contains(&upper.as_str()) {
         return false;
     }
-    let by_name = upper
-        .split(['_', '-', '.'])
-        .any(|part| SECRET_NAME_PARTS.contains(&part))
-        || ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-            .iter()
-            .any(|s| upper.ends_with(s));
-    by_name || url_password(value).is_some() || known_shape(value)
+    is_secret_name(name) || url_password(value).is_some() || known_shape(value)
 }
 
 /// The values of the secret variables of `env` ([`is_secret_env`]) worth masking

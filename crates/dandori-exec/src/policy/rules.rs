@@ -1269,38 +1269,18 @@ pub(crate) fn check_git_env(name: &str) -> Result<(), PolicyViolation> {
     Ok(())
 }
 
-/// Names of variables that hold secrets: `OPENAI_API_KEY`, `DB_PASSWORD`,
-/// `DATABASE_URL`, `GITHUB_TOKEN`, …
+/// Names of variables a command may not read: every secret name of the
+/// workspace ([`dandori_trace::secret_names::is_secret_name`]: `OPENAI_API_KEY`,
+/// `DB_PASSWORD`, `GITHUB_TOKEN`, …), plus, because reading is riskier than
+/// inheriting, session and certificate names (`FLASK_SESSION`, `CLIENT_CERT`) and
+/// service URLs that usually carry credentials (`DATABASE_URL`).
 pub(crate) fn is_secret_name(name: &str) -> bool {
+    if dandori_trace::secret_names::is_secret_name(name) {
+        return true;
+    }
     let upper = name.to_ascii_uppercase();
     let parts: Vec<&str> = upper.split('_').collect();
-    let secretish = [
-        "KEY",
-        "KEYS",
-        "APIKEY",
-        "TOKEN",
-        "TOKENS",
-        "SECRET",
-        "SECRETS",
-        "PASSWORD",
-        "PASSWD",
-        "PASS",
-        "PWD",
-        "CREDENTIAL",
-        "CREDENTIALS",
-        "CRED",
-        "CREDS",
-        "AUTH",
-        "DSN",
-        "PRIVATE",
-        "COOKIE",
-        "SESSION",
-        "CERT",
-    ];
-    if upper == "PWD" || upper == "OLDPWD" {
-        return false;
-    }
-    if parts.iter().any(|p| secretish.contains(p)) {
+    if parts.iter().any(|p| ["SESSION", "CERT"].contains(p)) {
         return true;
     }
     let url_hosts = [

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::completion::StepTiming;
 use crate::error::RunnerError;
 use crate::executor::Executor;
+use crate::git::{Ancestry, WORK_START};
 use crate::step::{self, StepReport};
 use crate::{events, reason};
 
@@ -61,6 +62,7 @@ impl Coordinator<'_> {
         let cx = shared.context(executor, env);
         let planning = &shared.planning;
         let revisions = &shared.revisions;
+        let known = self.ancestry();
         let (tx, rx) = mpsc::channel::<StepReport>();
         let n = planning.steps.len();
         let mut running = 0usize;
@@ -100,10 +102,12 @@ impl Coordinator<'_> {
                     let tx = tx.clone();
                     let cx = &cx;
                     let main = self.main.clone();
+                    let known = &known;
                     scope.spawn(move || {
                         let base = step::StepBase {
                             commits: &commits,
                             main: &main,
+                            known,
                         };
                         let r = step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt);
                         let _ = tx.send(r);
@@ -114,7 +118,7 @@ impl Coordinator<'_> {
                     json!(revisions.load(Ordering::SeqCst)),
                 );
                 self.update_index();
-                self.save()?;
+                self.save_round()?;
                 if running == 0 {
                     if self.stage.steps.iter().any(|s| {
                         s.status == StepStatus::Pending
@@ -189,10 +193,21 @@ impl Coordinator<'_> {
             })
             .collect();
         if commits.is_empty() {
-            vec![("work".to_string(), self.work_start.clone())]
+            vec![(WORK_START.to_string(), self.work_start.clone())]
         } else {
             commits
         }
+    }
+
+    /// What the plan tells about which step commits contain which.
+    pub(super) fn ancestry(&self) -> Ancestry {
+        let ids: Vec<&str> = self
+            .stage
+            .steps
+            .iter()
+            .map(|s| s.step_id.as_str())
+            .collect();
+        Ancestry::from_predecessors(&ids, &self.preds, self.work_start_below)
     }
 
     pub(super) fn preds_done(&self, step_id: &str) -> bool {
