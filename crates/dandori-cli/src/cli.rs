@@ -80,6 +80,11 @@ pub enum Command {
     /// (history, tab completion; reads commands line by line when stdin is not a
     /// terminal).
     Repl(ReplArgs),
+    /// Revise a run's plan from human feedback: new issue / review comments
+    /// (--from-issue), --text or --file.
+    Revise(ReviseArgs),
+    /// Approve a revision that waits for approval (planning.revision.require_human_approval).
+    Approve(ApproveArgs),
 }
 
 #[derive(Debug, Args)]
@@ -94,6 +99,40 @@ pub struct ReplArgs {
     /// Keep no history.
     #[arg(long)]
     pub no_history: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviseArgs {
+    /// A run directory.
+    pub run_dir: PathBuf,
+    /// Read the new comments (and reviews) on the run's issue / pull request /
+    /// merge request from users allowed to steer.
+    #[arg(long, conflicts_with_all = ["text", "file"])]
+    pub from_issue: bool,
+    /// The feedback as text.
+    #[arg(long, conflicts_with = "file")]
+    pub text: Option<String>,
+    /// Read the feedback from a file.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Report the revision on the issue (default: as `dandori plan --comment` chose).
+    #[arg(long)]
+    pub comment: bool,
+    /// Print the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// A run directory.
+    pub run_dir: PathBuf,
+    /// Approve only if a permitted user replied `/approve` on the issue.
+    #[arg(long)]
+    pub from_issue: bool,
+    /// Print the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -301,8 +340,17 @@ pub struct SchemaArgs {
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A request file (requests/<id>.md). Omit with --text.
+    /// A request file (requests/<id>.md). Omit with --text or --issue.
     pub request: Option<PathBuf>,
+    /// Plan an issue, pull request or merge request: `github:OWNER/REPO#N`,
+    /// `github-pr:OWNER/REPO#N`, `gitlab:GROUP/PROJECT#N`, `gitlab-mr:GROUP/PROJECT!N`
+    /// or its URL. Token: GITHUB_TOKEN / GH_TOKEN, GITLAB_TOKEN.
+    #[arg(long, value_name = "REF", conflicts_with_all = ["request", "text"])]
+    pub issue: Option<String>,
+    /// With --issue: post the plan summary and a status comment on the issue
+    /// (also config `forges.comment: true`).
+    #[arg(long, requires = "issue")]
+    pub comment: bool,
     /// The repository to plan for.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,

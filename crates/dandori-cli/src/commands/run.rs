@@ -121,11 +121,17 @@ fn execute(
     let loaded = super::load_config(config, sets, repo, &base_env)?;
     record_config_warnings(target, &loaded.warnings);
     let config = loaded.config;
-    let progress: Option<dandori_runner::Progress> = if json {
-        None
-    } else {
-        Some(Arc::new(|line: &str| output::progress(line)))
-    };
+    // A run planned from an issue reports there; a revision awaiting approval
+    // holds the run back.
+    if let Some(code) = super::forge::refuse_pending(target) {
+        return Ok(code);
+    }
+    let reporter = super::forge::RunReporter::open(target, &config, &base_env);
+    let progress = super::forge::with_reporter(
+        (!json)
+            .then(|| -> dandori_runner::Progress { Arc::new(|line: &str| output::progress(line)) }),
+        reporter.clone(),
+    );
     let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
         Arc::new(super::env::EnvPhase::new(&config, &base_env));
     let dispatch = dispatch(engine, target, repo, progress.clone())?;
@@ -145,6 +151,9 @@ fn execute(
     match dandori_runner::run(&opts) {
         Ok(outcome) => {
             let c = &outcome.completion;
+            if let Some(r) = &reporter {
+                r.finish(&serde_json::to_value(c).unwrap_or_default());
+            }
             if json {
                 output::json(c);
             } else {

@@ -4,6 +4,8 @@ mod eval_localize;
 // --
 mod first_run;
 // --
+mod forge;
+// --
 mod graph;
 // --
 mod locate;
