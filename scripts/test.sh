@@ -72,6 +72,25 @@ if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/inspector >/dev/null
 fi
 
+# The HTML report test: `dandori report --html` inlines npm `mermaid`'s
+# dist/mermaid.min.js, and the page is opened in a real headless browser.
+if [ ! -f "$TOOLS/node/node_modules/mermaid/dist/mermaid.min.js" ]; then
+  say "installing mermaid from npm into $TOOLS/node (HTML report test; ~1 min)"
+  mkdir -p "$TOOLS/node"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" mermaid >/dev/null
+fi
+# Debian's chromium (with its dozens of library packages) is the one other system
+# install: as root with apt like maven, skipped with a warning otherwise.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing chromium system-wide with apt (the HTML report's headless-browser test; ~2 min)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+      || say "warning: could not install chromium; the HTML report test will fail"
+  else
+    say "warning: chromium not found (apt-get install chromium); the HTML report test will fail"
+  fi
+fi
+
 # The Restate server (the durable execution engine of `dandori run --engine
 # restate`; dandori-cli's distributed tests start it). The npm package ships the
 # Linux binary in an optional dependency; its native binary is linked into

@@ -134,6 +134,15 @@ pub struct McpArgs {
     /// Print the tool list with the size of its schemas instead of serving.
     #[arg(long)]
     pub list: bool,
+    /// Serve MCP over streamable HTTP on ADDR (`PORT`, `HOST:PORT`, `[IPv6]:PORT`;
+    /// port 0 picks a free one) at `/mcp` instead of stdio. Loopback only unless
+    /// --allow-remote; a token in DANDORI_MCP_TOKEN is then required as
+    /// `Authorization: Bearer`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Allow --http on a non-loopback address (requires DANDORI_MCP_TOKEN).
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
 }
 
 #[derive(Debug, Args)]
@@ -165,6 +174,17 @@ pub struct ReportArgs {
     /// Print only the path of the re-rendered report.md.
     #[arg(long)]
     pub path_only: bool,
+    /// Also write report.html (one self-contained page, Mermaid charts rendered in
+    /// the browser) and print its path.
+    #[arg(long)]
+    pub html: bool,
+    /// Where to write report.html (default: the run directory).
+    #[arg(long, value_name = "FILE", requires = "html")]
+    pub out: Option<PathBuf>,
+    /// A local mermaid.min.js to inline, so the page renders its charts offline
+    /// (default: loaded from the jsDelivr CDN when the page is opened).
+    #[arg(long, value_name = "FILE", env = "DANDORI_MERMAID_JS")]
+    pub mermaid_js: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -335,6 +355,17 @@ pub struct LocalizeArgs {
     /// Evaluate at most N instances.
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// Only one half of the dataset: `tune` = instances at even positions (what
+    /// the ranking weights were tuned on), `held-out` = odd positions.
+    #[arg(long, value_enum, default_value = "all")]
+    pub split: LocalizeSplit,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LocalizeSplit {
+    All,
+    Tune,
+    HeldOut,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -10,6 +10,7 @@
 
 pub mod env_vars;
 pub mod environment_setup;
+pub mod forges;
 pub mod llm;
 pub mod load;
 pub mod mcp;
@@ -23,6 +24,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use environment_setup::*;
+pub use forges::*;
 pub use llm::*;
 pub use load::{ConfigWarning, LoadOptions, Loaded, load};
 pub use mcp::*;
@@ -78,6 +80,8 @@ pub struct Config {
     pub mcp: McpConfig,
     pub sandbox: SandboxConfig,
     pub shell_environment_policy: ShellEnvironmentPolicy,
+    /// GitHub / GitLab issues as the task source.
+    pub forges: ForgesConfig,
 }
 
 /// Where run directories go.

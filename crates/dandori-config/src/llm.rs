@@ -19,10 +19,15 @@ pub struct LlmConfig {
 pub struct ProviderConfig {
     pub name: String,
     pub kind: ProviderKind,
+    /// `http://` or `https://` endpoint (up to `/v1`); unused by `agent_cli`.
+    #[serde(default)]
     pub base_url: String,
     /// Name of the environment variable holding the key (never the key itself).
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Model name sent with each request; for `agent_cli` optional (the CLI's own
+    /// default when empty).
+    #[serde(default)]
     pub model: String,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -52,6 +57,69 @@ pub struct ProviderConfig {
     /// for models without native tool calling / JSON mode).
     #[serde(default)]
     pub structured_output: StructuredOutputMode,
+    /// `kind: agent_cli`: which agent CLI answers the prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_cli: Option<AgentCliConfig>,
+}
+
+/// An installed agent CLI used as a model provider (`kind: agent_cli`): the
+/// prompt goes to the CLI's non-interactive mode and the answer is read from its
+/// structured output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentCliConfig {
+    /// `claude` (`claude -p --output-format json`), `codex` (`codex exec --json`),
+    /// `gemini` (`gemini --output-format json -p`) or `custom` (`command`).
+    #[serde(default)]
+    pub preset: AgentCliPreset,
+    /// `custom`: the whole argv; `{prompt}` is replaced by the prompt (else the
+    /// prompt is the last argument), `{model}` by `model`. A preset: replaces the
+    /// program name only when one word (`/opt/bin/claude`).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Arguments added before the prompt (e.g. `--max-turns`, `1`).
+    #[serde(default)]
+    pub extra_args: Vec<String>,
+    /// How the answer is read from stdout; default: the preset's format, `text`
+    /// for `custom`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<AgentCliOutput>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentCliPreset {
+    #[default]
+    Claude,
+    Codex,
+    Gemini,
+    Custom,
+}
+
+impl AgentCliPreset {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentCliPreset::Claude => "claude",
+            AgentCliPreset::Codex => "codex",
+            AgentCliPreset::Gemini => "gemini",
+            AgentCliPreset::Custom => "custom",
+        }
+    }
+}
+
+/// The stdout formats understood.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentCliOutput {
+    /// One JSON object `{type: result, is_error, result, usage}` (Claude Code).
+    ClaudeJson,
+    /// JSON lines; the answer is the last `item.completed` agent message, usage
+    /// from `turn.completed`, errors from `turn.failed` / `error` (Codex CLI).
+    CodexJsonl,
+    /// One JSON object `{response, stats, error}` (Gemini CLI).
+    GeminiJson,
+    /// The whole stdout is the answer.
+    Text,
 }
 
 impl ProviderConfig {
@@ -72,6 +140,7 @@ impl ProviderConfig {
             stream: true,
             max_tokens: default_max_tokens(),
             structured_output: StructuredOutputMode::Native,
+            agent_cli: None,
         }
     }
 }
@@ -112,6 +181,8 @@ fn default_max_retries() -> u32 {
 pub enum ProviderKind {
     Openai,
     Anthropic,
+    /// An installed agent CLI (`agent_cli:` says which), no API key needed.
+    AgentCli,
 }
 
 /// Seed 000 §13.4 token budgets, enforced.

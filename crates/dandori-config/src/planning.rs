@@ -92,8 +92,10 @@ impl Default for ComplexityThreshold {
 pub struct ReflectionConfig {
     pub enabled: bool,
     pub trigger_on_error: bool,
-    /// Reflect every N actions; 0 disables periodic reflection.
-    pub trigger_interval: u32,
+    /// Reflect every N actions; 0 disables periodic reflection. Unset (the
+    /// default): chosen per step by its complexity (seed 000 §11.1.3: simple →
+    /// on errors only, moderate → every 5 actions, complex → every 3).
+    pub trigger_interval: Option<u32>,
     pub depth: ReflectionDepth,
 }
 
@@ -102,7 +104,7 @@ impl Default for ReflectionConfig {
         ReflectionConfig {
             enabled: true,
             trigger_on_error: true,
-            trigger_interval: 3,
+            trigger_interval: None,
             depth: ReflectionDepth::Moderate,
         }
     }

@@ -168,7 +168,7 @@ const NARROWING_LISTS: &[&[&str]] = &[
 const WHOLE_LISTS: &[(&[&str], &[&str])] = &[
     (
         &["llm", "providers"],
-        &["base_url", "api_key_env", "headers"],
+        &["base_url", "api_key_env", "headers", "agent_cli"],
     ),
     (&["mcp", "servers"], &["command", "args", "env"]),
 ];

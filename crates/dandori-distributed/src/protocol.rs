@@ -74,6 +74,10 @@ pub struct StepOutcome {
     pub duration_ms: u64,
     pub notes: Vec<String>,
     pub base: Option<String>,
+    /// The commits form a chain on `base` (`StepReport::on_base`); false when
+    /// unknown, which only costs the coordinator an ancestry check.
+    #[serde(default)]
+    pub on_base: bool,
     /// `Dandori-Check` trailer values.
     pub checks: Vec<String>,
     /// Who ran it (`host:pid` of the worker).
@@ -101,6 +105,7 @@ impl StepOutcome {
             duration_ms: 0,
             notes: Vec::new(),
             base: None,
+            on_base: false,
             checks: Vec::new(),
             worker: worker.to_string(),
             recovered: false,
@@ -145,6 +150,7 @@ impl StepOutcome {
             duration_ms: r.duration.as_millis() as u64,
             notes: r.notes.clone(),
             base: r.base.clone(),
+            on_base: r.on_base,
             checks: r.checks.iter().map(Check::trailer).collect(),
             worker: worker.to_string(),
             recovered: false,
@@ -194,6 +200,7 @@ impl StepOutcome {
             duration: Duration::from_millis(self.duration_ms),
             notes,
             base: self.base,
+            on_base: self.on_base,
             checks: self.checks.iter().filter_map(|c| Check::parse(c)).collect(),
         }
     }

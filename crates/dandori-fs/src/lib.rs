@@ -61,9 +61,22 @@ pub fn canonicalize(path: impl AsRef<Path>) -> Result<PathBuf> {
 }
 
 /// Writes `contents` to `path` atomically: the file is either the old one or the
-/// new one, never a torn mix, even if the process is killed mid-write.
+/// new one, never a torn mix, even if the process is killed mid-write; and durably
+/// (file and directory synced to disk before returning).
 pub fn write_atomic(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<()> {
-    let path = path.as_ref();
+    replace(path.as_ref(), contents.as_ref(), true)
+}
+
+/// Like [`write_atomic`] without the two fsyncs: a reader, or a process killed at
+/// any moment, still sees the old file or the new one, never a torn mix; only a
+/// machine crash may lose the last write. For files that can be recreated (logs,
+/// patches of committed changes) and for frequent intermediate saves of state
+/// whose final version is written with [`write_atomic`].
+pub fn write_atomic_unsynced(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<()> {
+    replace(path.as_ref(), contents.as_ref(), false)
+}
+
+fn replace(path: &Path, contents: &[u8], durable: bool) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -73,13 +86,19 @@ pub fn write_atomic(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Resul
         .prefix(".dandori-tmp-")
         .tempfile_in(&dir)
         .map_err(|e| FsError::new("creating temporary file in", &dir, e))?;
-    tmp.write_all(contents.as_ref())
-        .and_then(|()| tmp.as_file().sync_all())
+    tmp.write_all(contents)
+        .and_then(|()| {
+            if durable {
+                tmp.as_file().sync_all()
+            } else {
+                Ok(())
+            }
+        })
         .map_err(|e| FsError::new("writing", tmp.path().to_path_buf(), e))?;
     tmp.persist(path)
         .map_err(|e| FsError::new("renaming into", path, e.error))?;
     // Make the rename itself durable.
-    if let Ok(d) = std::fs::File::open(&dir) {
+    if durable && let Ok(d) = std::fs::File::open(&dir) {
         let _ = d.sync_all();
     }
     Ok(())
@@ -108,6 +127,9 @@ mod tests {
         write_atomic(&p, "one").unwrap();
         write_atomic(&p, "two").unwrap();
         assert_eq!(read_to_string(&p).unwrap(), "two");
+        write_atomic_unsynced(&p, "three").unwrap();
+        assert_eq!(read_to_string(&p).unwrap(), "three");
+        assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
         let err = read_to_string(dir.path().join("missing")).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
         assert!(err.is_not_found());

@@ -9,6 +9,7 @@ use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_cli::{self, AgentRuntime};
 use crate::budget::{LedgerSnapshot, TokenLedger, estimate_tokens};
 use crate::error::{LlmError, RetryDecision};
 use crate::retry::{Backoff, server_hint};
@@ -41,6 +42,8 @@ pub struct Client {
     http: reqwest::Client,
     url: String,
     ledger: Arc<Mutex<TokenLedger>>,
+    /// `kind: agent_cli`: what the CLI runs with.
+    agent: Option<Arc<AgentRuntime>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -67,6 +70,20 @@ impl Client {
             provider: config.name.clone(),
             message,
         };
+        if config.kind == ProviderKind::AgentCli {
+            agent_cli::settings(config).map_err(&invalid)?;
+            return Ok(Client {
+                url: wire::endpoint(config),
+                config: config.clone(),
+                key: None,
+                http: reqwest::Client::new(),
+                ledger: Arc::new(Mutex::new(TokenLedger::new(budgets.clone()))),
+                agent: Some(Arc::new(AgentRuntime {
+                    parent_env: std::env::vars().collect(),
+                    ..AgentRuntime::default()
+                })),
+            });
+        }
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
             return Err(invalid(format!(
                 "base_url `{}` must start with http:// or https://",
@@ -108,7 +125,9 @@ impl Client {
                 secret_header("authorization", format!("Bearer {}", k.0))?
             }
             (ProviderKind::Anthropic, Some(k)) => secret_header("x-api-key", k.0.clone())?,
-            (ProviderKind::Openai, None) | (ProviderKind::Anthropic, None) => {}
+            (ProviderKind::Openai, None)
+            | (ProviderKind::Anthropic, None)
+            | (ProviderKind::AgentCli, _) => {}
         }
         if config.kind == ProviderKind::Anthropic && !headers.contains_key("anthropic-version") {
             headers.insert(
@@ -129,7 +148,18 @@ impl Client {
             key,
             http,
             ledger: Arc::new(Mutex::new(TokenLedger::new(budgets.clone()))),
+            agent: None,
         })
+    }
+
+    /// For an agent CLI provider: the sandbox, environment and command policy its
+    /// child runs with (by default the process environment and default policies).
+    /// No effect on HTTP providers.
+    pub fn with_agent_runtime(mut self, runtime: AgentRuntime) -> Client {
+        if self.agent.is_some() {
+            self.agent = Some(Arc::new(runtime));
+        }
+        self
     }
 
     pub fn config(&self) -> &ProviderConfig {
@@ -189,7 +219,7 @@ impl Client {
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(cancelled()),
-                outcome = self.attempt(body_bytes.clone()) => outcome,
+                outcome = self.attempt(request, body_bytes.clone()) => outcome,
             };
             let error = match outcome {
                 Ok(parsed) => break parsed,
@@ -253,12 +283,26 @@ impl Client {
             model: parsed.model.unwrap_or_else(|| self.config.model.clone()),
             attempts: attempt,
             retries,
-            streamed: self.config.stream,
+            streamed: self.config.stream && self.agent.is_none(),
         })
     }
 
     /// One HTTP exchange within the request timeout.
-    async fn attempt(&self, body: bytes::Bytes) -> Result<Parsed, LlmError> {
+    async fn attempt(&self, request: &ChatRequest, body: bytes::Bytes) -> Result<Parsed, LlmError> {
+        if let Some(runtime) = &self.agent {
+            let (config, runtime, request) =
+                (self.config.clone(), runtime.clone(), request.clone());
+            return tokio::task::spawn_blocking(move || {
+                agent_cli::call(&config, &runtime, &request)
+            })
+            .await
+            .map_err(|e| LlmError::AgentCli {
+                provider: self.config.name.clone(),
+                code: agent_cli::codes::AGENT_CLI_EXIT,
+                message: format!("the agent CLI thread ended abnormally: {e}"),
+                transient: false,
+            })?;
+        }
         let limit = Duration::from_secs(self.config.request_timeout_secs);
         match tokio::time::timeout(limit, self.exchange(body)).await {
             Ok(result) => result,

@@ -88,6 +88,16 @@ pub enum LlmError {
         schema: String,
         problems: Vec<String>,
     },
+    /// An agent CLI provider (`kind: agent_cli`) failed; `code` is one of
+    /// `agent_cli::codes`.
+    #[error("provider `{provider}`: {code}: {message}")]
+    AgentCli {
+        provider: String,
+        code: &'static str,
+        message: String,
+        /// A non-zero exit, a time-out, an unreadable or error envelope: tried again.
+        transient: bool,
+    },
     #[error("provider `{provider}`: gave up after {attempts} attempts: {last}")]
     RetriesExhausted {
         provider: String,
@@ -129,7 +139,7 @@ impl LlmError {
             | LlmError::IdleTimeout { .. }
             | LlmError::StreamIncomplete { .. }
             | LlmError::Decode { .. } => RetryDecision::Retry { server_hint: None },
-            LlmError::StreamError { transient, .. } => {
+            LlmError::StreamError { transient, .. } | LlmError::AgentCli { transient, .. } => {
                 if *transient {
                     RetryDecision::Retry { server_hint: None }
                 } else {
@@ -162,6 +172,13 @@ impl LlmError {
             LlmError::Cancelled { .. } => "cancelled",
             LlmError::BudgetExceeded { .. } => "budget_exceeded",
             LlmError::InvalidStructuredOutput { .. } => "invalid_structured_output",
+            LlmError::AgentCli { code, .. } => match *code {
+                crate::agent_cli::codes::AGENT_CLI_EXIT => "agent_cli_exit",
+                crate::agent_cli::codes::AGENT_CLI_TIMEOUT => "agent_cli_timeout",
+                crate::agent_cli::codes::AGENT_CLI_BAD_OUTPUT => "agent_cli_bad_output",
+                crate::agent_cli::codes::AGENT_CLI_ERROR => "agent_cli_error",
+                _ => "agent_cli_refused",
+            },
             LlmError::RetriesExhausted { last, .. } => last.kind(),
         }
     }
@@ -170,6 +187,7 @@ impl LlmError {
     pub fn is_timeout(&self) -> bool {
         match self {
             LlmError::Timeout { .. } | LlmError::IdleTimeout { .. } => true,
+            LlmError::AgentCli { code, .. } => *code == crate::agent_cli::codes::AGENT_CLI_TIMEOUT,
             LlmError::RetriesExhausted { last, .. } => last.is_timeout(),
             _ => false,
         }

@@ -10,6 +10,7 @@
 //!   fences, repair of common slips, a JSON-schema subset validator, and the one
 //!   corrective re-ask.
 
+pub mod agent_cli;
 pub mod budget;
 mod client;
 mod error;
@@ -19,6 +20,7 @@ pub mod structured;
 mod types;
 mod wire;
 
+pub use agent_cli::AgentRuntime;
 pub use budget::{LedgerSnapshot, PhaseUsage, TokenLedger, estimate_tokens};
 pub use client::{Client, Secret};
 pub use error::LlmError;

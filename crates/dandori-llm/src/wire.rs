@@ -34,6 +34,7 @@ pub fn endpoint(cfg: &ProviderConfig) -> String {
     match cfg.kind {
         ProviderKind::Openai => format!("{base}/chat/completions"),
         ProviderKind::Anthropic => format!("{base}/messages"),
+        ProviderKind::AgentCli => crate::agent_cli::endpoint(cfg),
     }
 }
 
@@ -51,6 +52,8 @@ pub fn request_body(cfg: &ProviderConfig, req: &ChatRequest, max_tokens: u32) ->
     match cfg.kind {
         ProviderKind::Openai => openai_body(cfg, req, max_tokens),
         ProviderKind::Anthropic => anthropic_body(cfg, req, max_tokens),
+        // The agent CLI gets a prompt, not a body (`agent_cli::render_prompt`).
+        ProviderKind::AgentCli => Value::Null,
     }
 }
 
@@ -255,6 +258,7 @@ pub fn parse_json(kind: ProviderKind, value: &Value) -> Result<Parsed, WireError
         .and_then(Value::as_str)
         .map(str::to_string);
     match kind {
+        ProviderKind::AgentCli => Err(malformed("an HTTP provider (agent CLIs answer on stdout)")),
         ProviderKind::Openai => {
             let choice = value
                 .get("choices")
@@ -395,6 +399,7 @@ impl StreamAccumulator {
         match self.kind {
             ProviderKind::Openai => self.on_openai(event),
             ProviderKind::Anthropic => self.on_anthropic(event),
+            ProviderKind::AgentCli => Ok(()),
         }
     }
 

@@ -21,6 +21,13 @@ pub mod reason {
     pub const RESOURCE_UNKNOWN: &str = "RESOURCE_UNKNOWN";
     /// The plan cannot be read (JSON) or its graph is broken.
     pub const PLAN_INVALID: &str = "PLAN_INVALID";
+    /// `--http`: the address may not be bound (not loopback without
+    /// `--allow-remote`, no or too short bearer token, or the bind failed).
+    pub const BIND_REFUSED: &str = "BIND_REFUSED";
+    /// HTTP request without the bearer token the server requires (401).
+    pub const AUTH_REQUIRED: &str = "AUTH_REQUIRED";
+    /// HTTP request whose Host or Origin is not loopback on a loopback-only server (403).
+    pub const ORIGIN_REFUSED: &str = "ORIGIN_REFUSED";
     /// Reading or writing a file failed.
     pub const IO_ERROR: &str = "IO_ERROR";
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use dandori_plan::{Planning, Stage, StepStatus};
+use dandori_report::html;
 use dandori_report::markdown::{self, StepMetrics};
 use dandori_report::{Completion, StepTiming, TokenUsage};
 use dandori_trace::TraceEvent;
@@ -72,14 +73,19 @@ pub struct RunFiles {
     pub stage: Option<Stage>,
 }
 
+/// The run directory of a target: itself, or the directory of a run file.
+fn run_dir_of(target: &Path) -> PathBuf {
+    if target.is_file() {
+        target.parent().unwrap_or(Path::new(".")).to_path_buf()
+    } else {
+        target.to_path_buf()
+    }
+}
+
 impl RunFiles {
     /// Reads a run directory (or the run directory of a planning.json / stage.json).
     pub fn open(target: &Path) -> Result<Self, McpError> {
-        let run_dir = if target.is_file() {
-            target.parent().unwrap_or(Path::new(".")).to_path_buf()
-        } else {
-            target.to_path_buf()
-        };
+        let run_dir = run_dir_of(target);
         let planning_path = run_dir.join("planning.json");
         if !planning_path.is_file() {
             return Err(McpError::path(
@@ -357,6 +363,39 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
     );
     dandori_fs::write_atomic(files.run_dir.join("report.md"), &text)?;
     Ok(text)
+}
+
+/// `report.html`: report.md re-rendered ([`rerender_report`]), then written as one
+/// page to `out` (default: `report.html` in the run directory), atomically.
+/// With `mermaid_js` (a local mermaid.min.js) the library is inlined and the page
+/// renders its charts offline; without, it loads [`DEFAULT_MERMAID_URL`].
+///
+/// [`DEFAULT_MERMAID_URL`]: dandori_report::html::DEFAULT_MERMAID_URL
+pub fn write_html_report(
+    target: &Path,
+    out: Option<&Path>,
+    mermaid_js: Option<&Path>,
+) -> Result<PathBuf, McpError> {
+    let script = match mermaid_js {
+        Some(path) => {
+            let js = dandori_fs::read_to_string(path)?;
+            if !js.contains("mermaid") {
+                return Err(McpError::path(
+                    reason::ARGUMENT_INVALID,
+                    path,
+                    "does not look like mermaid.js (pass dist/mermaid.min.js of the npm package `mermaid`)",
+                ));
+            }
+            html::MermaidScript::Inline(js)
+        }
+        None => html::MermaidScript::Url(html::DEFAULT_MERMAID_URL.to_string()),
+    };
+    let md = rerender_report(target)?;
+    let path = out
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| run_dir_of(target).join("report.html"));
+    dandori_fs::write_atomic(&path, html::render_html(&md, &script))?;
+    Ok(path)
 }
 
 /// Which trace events to show.

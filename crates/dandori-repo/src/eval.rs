@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
@@ -144,6 +145,38 @@ pub struct LocalizeOptions {
     pub baseline: bool,
     pub limit: Option<usize>,
     pub scan: ScanOptions,
+    /// Which half of the dataset to evaluate (before `limit`).
+    pub split: Split,
+}
+
+/// The halves of a dataset file: weights are tuned on the instances at even
+/// positions (0, 2, …) and reported on those at odd positions, never seen while
+/// tuning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Split {
+    #[default]
+    All,
+    /// Even positions of the dataset file.
+    Tune,
+    /// Odd positions of the dataset file.
+    HeldOut,
+}
+
+impl Split {
+    /// Keeps the instances of this half, in order.
+    pub fn select<T>(self, items: Vec<T>) -> Vec<T> {
+        items
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| match self {
+                Split::All => true,
+                Split::Tune => i % 2 == 0,
+                Split::HeldOut => i % 2 == 1,
+            })
+            .map(|(_, x)| x)
+            .collect()
+    }
 }
 
 /// Ranks computed for one method on one instance.
@@ -181,6 +214,53 @@ pub struct InstanceResult {
     pub baseline: Option<Ranking>,
     /// Why the instance was skipped (no checkout, checkout failed).
     pub skipped: Option<String>,
+    /// Milliseconds spent on this instance (absent when skipped).
+    #[serde(default)]
+    pub timing: Option<Timing>,
+}
+
+/// Where an instance's time went, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Checking out the base commit (0 for an existing tree).
+    pub checkout_ms: f64,
+    pub scan_ms: f64,
+    pub index_ms: f64,
+    /// Analysing the problem statement and ranking (what a request costs once
+    /// the index exists).
+    pub query_ms: f64,
+}
+
+/// Percentiles of the per-instance timings, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Latency {
+    pub query_p50_ms: f64,
+    pub query_p95_ms: f64,
+    /// Scan + index + query: a request against a repository not indexed yet.
+    pub request_p50_ms: f64,
+    pub request_p95_ms: f64,
+}
+
+/// The `p`-th percentile (0–100, nearest rank) of `values`; 0 when empty.
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+fn latency<'a>(timings: impl Iterator<Item = &'a Timing>) -> Latency {
+    let (mut query, mut request): (Vec<f64>, Vec<f64>) = timings
+        .map(|t| (t.query_ms, t.scan_ms + t.index_ms + t.query_ms))
+        .unzip();
+    Latency {
+        query_p50_ms: percentile(&mut query, 50.0),
+        query_p95_ms: percentile(&mut query, 95.0),
+        request_p50_ms: percentile(&mut request, 50.0),
+        request_p95_ms: percentile(&mut request, 95.0),
+    }
 }
 
 /// Aggregates over the evaluated instances.
@@ -207,6 +287,9 @@ pub struct LocalizeReport {
     /// The metrics per repository.
     #[serde(default)]
     pub per_repo: BTreeMap<String, RepoMetrics>,
+    /// Per-request time of the ranking the planner uses (the baseline excluded).
+    #[serde(default)]
+    pub latency: Latency,
     pub instances: Vec<InstanceResult>,
 }
 
@@ -229,7 +312,7 @@ pub fn run(
     options: &LocalizeOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<LocalizeReport, RepoError> {
-    let mut instances = load_dataset(&options.dataset)?;
+    let mut instances = options.split.select(load_dataset(&options.dataset)?);
     if let Some(limit) = options.limit {
         instances.truncate(limit);
     }
@@ -261,6 +344,7 @@ pub fn run(
                     dandori: None,
                     baseline: None,
                     skipped: Some(reason),
+                    timing: None,
                 }
             }
         };
@@ -289,6 +373,7 @@ pub fn run(
         })
         .collect();
     Ok(LocalizeReport {
+        latency: latency(evaluated.iter().filter_map(|r| r.timing.as_ref())),
         per_repo,
         dataset: options.dataset.display().to_string(),
         evaluated: evaluated.len(),
@@ -358,10 +443,19 @@ fn evaluate_instance(
     inst: &Instance,
     options: &LocalizeOptions,
 ) -> Result<InstanceResult, RepoError> {
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
+    let t = Instant::now();
     let checkout = Checkout::prepare(&options.repos, inst)?;
+    let checkout_ms = ms(t);
+    let t = Instant::now();
     let repo_scan = scan(checkout.path(), &options.scan)?;
+    let scan_ms = ms(t);
+    let t = Instant::now();
     let index = Index::build(&repo_scan);
+    let index_ms = ms(t);
+    let t = Instant::now();
     let hits = index.search(&inst.problem_statement, 10);
+    let query_ms = ms(t);
     let dandori = ranking(&hits, &inst.patched_files);
     let baseline = options.baseline.then(|| {
         let b = Bm25Baseline::build(&repo_scan);
@@ -374,13 +468,19 @@ fn evaluate_instance(
         dandori: Some(dandori),
         baseline,
         skipped: None,
+        timing: Some(Timing {
+            checkout_ms,
+            scan_ms,
+            index_ms,
+            query_ms,
+        }),
     })
 }
 
 /// A tree at the instance's base commit: either the user's per-instance
 /// checkout, used as is, or a temporary checkout from a clone, removed on drop.
 /// The clone is only read (a temporary index file, no ref or worktree changes).
-enum Checkout {
+pub enum Checkout {
     Existing(PathBuf),
     Temporary {
         tree: PathBuf,
@@ -389,14 +489,17 @@ enum Checkout {
 }
 
 impl Checkout {
-    fn path(&self) -> &Path {
+    /// The tree's root.
+    pub fn path(&self) -> &Path {
         match self {
             Checkout::Existing(p) => p,
             Checkout::Temporary { tree, .. } => tree,
         }
     }
 
-    fn prepare(repos: &Path, inst: &Instance) -> Result<Checkout, RepoError> {
+    /// `repos/<instance_id>/` as is, or a temporary checkout of `inst.base_commit`
+    /// from a clone `repos/<owner>__<name>`, `repos/<owner>/<name>` or `repos/<name>`.
+    pub fn prepare(repos: &Path, inst: &Instance) -> Result<Checkout, RepoError> {
         let fail = |message: String| RepoError::Checkout {
             instance_id: inst.instance_id.clone(),
             message,
@@ -480,6 +583,22 @@ fn git_output(dir: &Path, args: &[&str]) -> Result<String, String> {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn halves_by_position() {
+        let v: Vec<u32> = (0..7).collect();
+        assert_eq!(Split::Tune.select(v.clone()), vec![0, 2, 4, 6]);
+        assert_eq!(Split::HeldOut.select(v.clone()), vec![1, 3, 5]);
+        assert_eq!(Split::All.select(v).len(), 7);
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let mut v: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(percentile(&mut v, 50.0), 10.0);
+        assert_eq!(percentile(&mut v, 95.0), 19.0);
+        assert_eq!(percentile(&mut [], 50.0), 0.0);
+    }
 
     #[test]
     fn files_from_diff_headers() {

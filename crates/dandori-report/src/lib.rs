@@ -1,5 +1,6 @@
 //! Report of a run: `report.md` (acceptance criteria ↔ steps ↔ commits, status,
 //! timings, tokens, a Mermaid DAG and a Gantt chart of the real timeline),
+//! `report.html` (the same report as one page, charts rendered by mermaid.js),
 //! `errors.json` with reason codes, and the seed 000 completion summary types.
 //!
 //! Pure: functions from a documented input to text or serialisable values. The
@@ -7,6 +8,7 @@
 
 pub mod completion;
 pub mod errors;
+pub mod html;
 pub mod markdown;
 pub mod reason;
 

@@ -216,7 +216,12 @@ pub fn render(i: &ReportInput<'_>) -> String {
             "    {}[\"{}: {}\"]:::{}",
             s.step_id,
             s.step_id,
-            s.title.replace('"', "'").replace('\n', " "),
+            // Text, not markup, in a Mermaid label: `<b>` would be rendered.
+            s.title
+                .replace('"', "'")
+                .replace('\n', " ")
+                .replace('<', "#lt;")
+                .replace('>', "#gt;"),
             step_status_str(s.status)
         );
     }

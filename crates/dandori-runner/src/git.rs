@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::RunnerError;
 
+mod driver_overrides;
+mod objects;
+
 /// Commit trailers that make a commit the proof of a step.
 pub const TRAILER_RUN: &str = "Dandori-Run";
 pub const TRAILER_STEP: &str = "Dandori-Step";
@@ -27,13 +30,82 @@ fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
     }
 }
 
+/// The name of the commit the work branch started at in [`Git::merge_all`] lists.
+pub const WORK_START: &str = "work";
+
+/// Which step commits contain which, known from the plan: a step's commit is built
+/// on the merge of its predecessors' commits, so it contains the commit of every
+/// step it depends on (transitively) and of no other step, and every step commit
+/// contains the commit the work branch started at ([`WORK_START`]). Names it does
+/// not know (follow-up steps, another starting point) are left to git.
+#[derive(Debug, Clone, Default)]
+pub struct Ancestry {
+    /// Each step's transitive predecessors.
+    below: std::collections::HashMap<String, std::collections::HashSet<String>>,
+    /// Whether [`WORK_START`] is known to be below every step commit.
+    work: bool,
+}
+
+impl Ancestry {
+    /// From the steps' ids and direct predecessors (indices, every edge pointing
+    /// forward in plan order). `work_start_below_steps`: the run's starting commit
+    /// was recorded before any step committed (false for a run directory of an
+    /// older version, whose starting point may already hold done steps).
+    pub fn from_predecessors(
+        ids: &[&str],
+        preds: &[std::collections::BTreeSet<usize>],
+        work_start_below_steps: bool,
+    ) -> Ancestry {
+        let mut all: Vec<std::collections::HashSet<String>> = Vec::with_capacity(ids.len());
+        for i in 0..ids.len() {
+            let mut set = std::collections::HashSet::new();
+            for p in preds.get(i).into_iter().flatten() {
+                if *p < i {
+                    set.insert(ids[*p].to_string());
+                    set.extend(all[*p].iter().cloned());
+                }
+            }
+            all.push(set);
+        }
+        Ancestry {
+            below: ids.iter().map(|s| s.to_string()).zip(all).collect(),
+            work: work_start_below_steps,
+        }
+    }
+
+    /// Whether the commit named `a` contains the commit named `b` (or is it);
+    /// `None` when unknown.
+    pub fn contains(&self, a: &str, b: &str) -> Option<bool> {
+        if a == b {
+            return Some(true);
+        }
+        let step = |n: &str| self.below.contains_key(n);
+        match (a == WORK_START, b == WORK_START) {
+            (false, true) => (self.work && step(a)).then_some(true),
+            (true, false) => (self.work && step(b)).then_some(false),
+            _ => Some(self.below.get(a)?.contains(b)).filter(|_| step(b)),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Git {
     dir: PathBuf,
     /// Author and committer date of every commit this handle creates, so the same
     /// plan and the same changes give the same commit hashes whatever the timing.
     fixed_date: Option<String>,
+    /// A worktree of the run's pool: its index is tuned for large repositories.
+    pool: bool,
+    /// The run's commit writer, shared by the repository's and the worktrees'
+    /// handles; `None`: every commit object comes from `git commit-tree`.
+    objects: Option<std::sync::Arc<objects::ObjectWriter>>,
 }
+
+/// Index settings of the pool's worktrees (`feature.manyFiles`: index version 4,
+/// no checksum over the whole index on every write, the untracked cache), so
+/// that what git writes and walks per step grows as little as it can with the
+/// repository. Never applied to the user's own worktree.
+const POOL_CONFIG: &[&str] = &["-c", "feature.manyFiles=true"];
 
 /// A commit on the work branch carrying dandori trailers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +134,51 @@ impl Git {
         Git {
             dir: dir.into(),
             fixed_date: None,
+            pool: false,
+            objects: None,
         }
+    }
+
+    /// This handle with its own commit writer (see `git/objects.rs`), shared by its
+    /// clones and by the handles made with [`Git::sharing_objects`].
+    pub fn with_object_writer(mut self) -> Self {
+        self.objects = Some(std::sync::Arc::new(objects::ObjectWriter::default()));
+        self
+    }
+
+    /// This handle writing commits through `other`'s writer (a worktree of
+    /// `other`'s repository).
+    pub fn sharing_objects(mut self, other: &Git) -> Self {
+        self.objects = other.objects.clone();
+        self
+    }
+
+    /// A commit of `tree` with `parents` and `message`, dated by this handle.
+    pub fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String, RunnerError> {
+        if let Some(w) = &self.objects
+            && let Some(id) = w.commit(self, tree, parents, message)
+        {
+            return Ok(id);
+        }
+        let mut args = vec!["commit-tree", tree];
+        for p in parents {
+            args.push("-p");
+            args.push(p);
+        }
+        args.push("-m");
+        args.push(message);
+        Ok(self.run(&args)?.trim().to_string())
+    }
+
+    /// This handle for a worktree of the run's pool ([`POOL_CONFIG`]).
+    pub fn pool_worktree(mut self) -> Self {
+        self.pool = true;
+        self
     }
 
     /// This handle with every commit it creates dated `date` (RFC 3339).
@@ -85,15 +201,28 @@ impl Git {
         }
     }
 
-    /// Runs git and returns (success, stdout, stderr).
-    pub fn output(&self, args: &[&str]) -> Result<(bool, String, String), RunnerError> {
-        let mut cmd =
-            dandori_exec::git::git_command(&self.dir, dandori_exec::git::GlobalConfig::Keep);
-        cmd.args(args).env("LC_ALL", "C");
+    /// The hardened git command (`dandori_exec::git`) for `args` in this handle's
+    /// directory, with its dates and index settings. Stdin is null.
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new("git");
+        cmd.current_dir(&self.dir)
+            .stdin(std::process::Stdio::null());
+        dandori_exec::git::harden_env(&mut cmd, dandori_exec::git::GlobalConfig::Keep);
+        cmd.args(dandori_exec::git::HARDENING_ARGS)
+            .args(driver_overrides::for_dir(&self.dir).iter())
+            .args(if self.pool { POOL_CONFIG } else { &[] })
+            .args(args)
+            .env("LC_ALL", "C");
         if let Some(date) = &self.fixed_date {
             cmd.env("GIT_AUTHOR_DATE", date)
                 .env("GIT_COMMITTER_DATE", date);
         }
+        cmd
+    }
+
+    /// Runs git and returns (success, stdout, stderr).
+    pub fn output(&self, args: &[&str]) -> Result<(bool, String, String), RunnerError> {
+        let mut cmd = self.command(args);
         let out = cmd
             .output()
             .map_err(|e| self.err(args, format!("could not start git: {e}")))?;
@@ -225,6 +354,25 @@ impl Git {
         }
     }
 
+    /// Commits the index as a child of `parent` and returns the new commit, without
+    /// moving HEAD: `write-tree` (which reuses the index's cached trees, so it
+    /// costs what changed) and `commit-tree`. `git commit` would first refresh the
+    /// index and compare it with HEAD, reading every tracked file's metadata: a
+    /// cost that grows with the repository. The message is cleaned up the way
+    /// `git commit -m` does it (trailing whitespace, repeated and surrounding blank
+    /// lines).
+    pub fn commit_index(&self, parent: &str, message: &str) -> Result<String, RunnerError> {
+        let tree = self.run(&["write-tree"])?;
+        self.commit_tree(tree.trim(), &[parent], &cleanup_message(message))
+    }
+
+    /// Points this worktree's detached HEAD at `commit` (its files and index are
+    /// left as they are).
+    pub fn set_head(&self, commit: &str) -> Result<(), RunnerError> {
+        self.run(&["update-ref", "--no-deref", "HEAD", commit])?;
+        Ok(())
+    }
+
     /// Discards every change since HEAD, untracked files included.
     pub fn reset_hard(&self, rev: &str) -> Result<(), RunnerError> {
         self.run(&["reset", "--quiet", "--hard", rev])?;
@@ -308,13 +456,24 @@ impl Git {
         if base == a {
             return Ok(Some(b.to_string()));
         }
+        self.merge_commit(a, b, message)
+    }
+
+    /// A merge commit of `a` and `b` (parents `a`, `b`, dated by this handle), of
+    /// the tree `git merge-tree` writes, whether or not one contains the other;
+    /// `None` when they conflict. Two git processes, no worktree.
+    pub fn merge_commit(
+        &self,
+        a: &str,
+        b: &str,
+        message: &str,
+    ) -> Result<Option<String>, RunnerError> {
         let (ok, out, _) = self.output(&["merge-tree", "--write-tree", "--no-messages", a, b])?;
         if !ok {
             return Ok(None);
         }
         let tree = out.lines().next().unwrap_or_default().trim().to_string();
-        let commit = self.run(&["commit-tree", &tree, "-p", a, "-p", b, "-m", message])?;
-        Ok(Some(commit.trim().to_string()))
+        Ok(Some(self.commit_tree(&tree, &[a, b], message)?))
     }
 
     /// Folds `commits` (each named by its step, in the order given) into one commit
@@ -325,19 +484,53 @@ impl Git {
         commits: &[(String, String)],
         what: &str,
     ) -> Result<Option<String>, RunnerError> {
+        self.merge_all_known(commits, what, &Ancestry::default())
+    }
+
+    /// [`Git::merge_all`] that asks git whether one commit contains another only
+    /// when `known` cannot tell from the names: the same result, fewer processes.
+    pub fn merge_all_known(
+        &self,
+        commits: &[(String, String)],
+        what: &str,
+        known: &Ancestry,
+    ) -> Result<Option<String>, RunnerError> {
         let mut iter = commits.iter();
         let Some((first_id, first)) = iter.next() else {
             return Ok(None);
         };
         let mut acc = first.clone();
+        // The name of `acc` while it is one of the given commits (not a merge).
+        let mut acc_id = Some(first_id.as_str());
         let mut merged = vec![first_id.as_str()];
         for (id, commit) in iter {
+            // `acc` holds `commit` when one of the commits it merged does; `commit`
+            // holds `acc` only when `acc` is one of the given commits.
+            let acc_holds = merged
+                .iter()
+                .map(|m| known.contains(m, id))
+                .try_fold(false, |any, k| k.map(|k| any || k));
+            let holds_acc = match acc_id {
+                Some(a) => known.contains(id, a),
+                None => Some(false),
+            };
             merged.push(id);
             let message = format!("dandori: {what}: merge {}", merged.join(", "));
-            match self.merge_commits(&acc, commit, &message)? {
-                Some(c) => acc = c,
-                None => return Ok(None),
+            let next = match (acc_holds, holds_acc) {
+                (Some(true), _) => Some(acc.clone()),
+                (_, Some(true)) => Some(commit.clone()),
+                (Some(false), Some(false)) => self.merge_commit(&acc, commit, &message)?,
+                _ => self.merge_commits(&acc, commit, &message)?,
+            };
+            let Some(next) = next else {
+                return Ok(None);
+            };
+            if next == *commit {
+                acc_id = Some(id);
+            } else if next != acc {
+                acc_id = None;
             }
+            acc = next;
         }
         Ok(Some(acc))
     }
@@ -418,6 +611,27 @@ impl Git {
     }
 }
 
+/// A commit message as `git commit -m` stores it (cleanup mode `whitespace`): no
+/// trailing whitespace on a line, no blank lines at either end, no two blank lines
+/// in a row, one final newline.
+fn cleanup_message(message: &str) -> String {
+    let mut out = String::new();
+    let mut blank = false;
+    for line in message.lines().map(str::trim_end) {
+        if line.is_empty() {
+            blank = !out.is_empty();
+            continue;
+        }
+        if blank {
+            out.push('\n');
+            blank = false;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 /// The full hash in the summary line git prints after creating a commit
 /// (`[<branch> <hash>] subject`, `[detached HEAD <hash>] subject`,
 /// `[<branch> (root-commit) <hash>] subject`) when `core.abbrev=no`. Branch names
@@ -459,7 +673,16 @@ fn linked_admin_dir(path: &Path) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::summary_hash;
+    use super::{cleanup_message, summary_hash};
+
+    #[test]
+    fn messages_are_cleaned_like_git_commit() {
+        assert_eq!(
+            cleanup_message("\n\nS01: x  \n\n\n\nintent\t\n\nA: b\n\n"),
+            "S01: x\n\nintent\n\nA: b\n"
+        );
+        assert_eq!(cleanup_message(""), "");
+    }
 
     #[test]
     fn summary_lines() {

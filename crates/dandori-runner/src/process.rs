@@ -81,24 +81,33 @@ pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
         })?;
     let pid = child.id();
     let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) => {}
-            Err(e) => {
-                return Err(RunnerError::Process {
-                    command: display,
-                    message: format!("waiting: {e}"),
-                });
-            }
+    // A blocking wait on a helper thread: the status arrives the moment the child
+    // exits (no polling delay), and the timeout is a bounded wait for it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(spec.timeout) {
+        Ok(Ok(status)) => Some(status),
+        Ok(Err(e)) => {
+            return Err(RunnerError::Process {
+                command: display,
+                message: format!("waiting: {e}"),
+            });
         }
-        if started.elapsed() >= spec.timeout {
+        Err(_) => {
             timed_out = true;
             kill_group(pid);
-            let _ = child.kill();
-            break child.wait().ok();
+            // The leader too, should it have left its group (it is not reaped yet,
+            // so the pid is still its own).
+            if let Ok(p) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(p),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            rx.recv().ok().and_then(Result::ok)
         }
-        std::thread::sleep(Duration::from_millis(5));
     };
     // Children left behind in the group (a backgrounded helper) go with the leader.
     kill_group(pid);

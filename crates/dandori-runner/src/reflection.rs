@@ -64,6 +64,44 @@ pub fn record(
     })
 }
 
+/// The periodic reflection interval of `step` (0: on errors only): `configured`
+/// (`planning.reflection.trigger_interval`) when set, otherwise by complexity
+/// (seed 000 §11.1.3: simple → errors only, moderate → every 5 actions, complex →
+/// every 3). The complexity is the step's `estimated_complexity` (low / score 1–3
+/// simple, medium / 4–6 moderate, high / 7–10 complex), else the highest one of
+/// the plan's steps, else moderate.
+pub fn interval_for(
+    configured: Option<u32>,
+    planning: &dandori_plan::Planning,
+    step: &dandori_plan::Step,
+) -> u32 {
+    use dandori_plan::{Complexity, ComplexityLevel};
+    if let Some(n) = configured {
+        return n;
+    }
+    // 0 simple, 1 moderate, 2 complex
+    let rank = |c: Complexity| match c {
+        Complexity::Level(ComplexityLevel::Low) => 0,
+        Complexity::Level(ComplexityLevel::Medium) => 1,
+        Complexity::Level(ComplexityLevel::High) => 2,
+        Complexity::Score(n) if n <= 3 => 0,
+        Complexity::Score(n) if n <= 6 => 1,
+        Complexity::Score(_) => 2,
+    };
+    let rank = step.estimated_complexity.map(rank).or_else(|| {
+        planning
+            .steps
+            .iter()
+            .filter_map(|s| s.estimated_complexity.map(rank))
+            .max()
+    });
+    match rank.unwrap_or(1) {
+        0 => 0,
+        1 => 5,
+        _ => 3,
+    }
+}
+
 /// Whether action number `n` (1-based, run-wide) is due a periodic reflection.
 pub fn interval_due(n: u32, trigger_interval: u32) -> bool {
     trigger_interval > 0 && n > 0 && n.is_multiple_of(trigger_interval)

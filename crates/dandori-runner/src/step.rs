@@ -28,7 +28,9 @@ pub struct StepContext<'a> {
     pub trace: &'a TraceWriter,
     pub env: &'a BTreeMap<String, String>,
     pub run_id: &'a str,
-    pub trigger_interval: u32,
+    /// `planning.reflection.trigger_interval` when configured; otherwise each
+    /// step's comes from its complexity ([`reflection::interval_for`]).
+    pub trigger_interval: Option<u32>,
     pub reflection_enabled: bool,
     /// Run-wide action counter (periodic reflection).
     pub actions: &'a AtomicU32,
@@ -76,6 +78,9 @@ pub struct StepReport {
     pub notes: Vec<String>,
     /// The commit the step's worktree started at.
     pub base: Option<String>,
+    /// Whether the step's commits form a chain on `base` (each made on the one
+    /// before, the first on `base`): nothing else moved the worktree's HEAD.
+    pub on_base: bool,
     /// The verifications that ran after the step's last change (recorded in its
     /// commit as `Dandori-Check` trailers): the evidence its ACs are covered.
     pub checks: Vec<Check>,
@@ -97,6 +102,7 @@ impl StepReport {
             duration: Duration::ZERO,
             notes: Vec::new(),
             base: base.map(str::to_string),
+            on_base: true,
             checks: Vec::new(),
         }
     }
@@ -181,6 +187,8 @@ struct Worker<'c, 'a> {
     /// The patch of the index against `base` as last measured, while that is still
     /// what the step's final commit will hold (no part committed, no unit command run).
     staged_patch: Option<String>,
+    /// The step's last commit.
+    head: Option<String>,
 }
 
 /// Where a step starts: the commits it builds on, oldest dependency first, each
@@ -191,6 +199,8 @@ pub struct StepBase<'b> {
     pub commits: &'b [(String, String)],
     /// The repository the run's worktrees belong to.
     pub main: &'b Git,
+    /// Which of the named commits contain which, as far as the plan tells.
+    pub known: &'b crate::git::Ancestry,
 }
 
 /// Folds `base.commits` into one commit (merge commits dated by the plan), moves the
@@ -205,7 +215,7 @@ pub fn run_step_on_base<'a>(
     let prepared = fold_base(cx, step, base).and_then(|rev| match rev {
         Some(rev) => {
             if worktree.join(".git").exists() {
-                Git::new(worktree).move_worktree(&rev)?;
+                Git::new(worktree).pool_worktree().move_worktree(&rev)?;
             } else {
                 base.main.add_worktree(worktree, &rev)?;
             }
@@ -226,7 +236,7 @@ pub fn run_step_on_base<'a>(
         )
     };
     match prepared {
-        Ok(Ok(rev)) => run_step_at(cx, index, step, worktree, Some(&rev)),
+        Ok(Ok(rev)) => run_step_at(cx, index, step, worktree, Some((&rev, base.main))),
         Ok(Err(())) => failed(
             reason::MERGE_CONFLICT,
             format!(
@@ -264,7 +274,11 @@ fn fold_base(
     base: &StepBase<'_>,
 ) -> Result<Option<String>, RunnerError> {
     let git = base.main.clone().with_fixed_date(&commit_date(cx.planning));
-    git.merge_all(base.commits, &format!("base of {}", step.step_id))
+    git.merge_all_known(
+        base.commits,
+        &format!("base of {}", step.step_id),
+        base.known,
+    )
 }
 
 /// Runs `step` (index `index` in the plan; follow-up steps have none) in `worktree`.
@@ -278,22 +292,30 @@ pub fn run_step<'a>(
 }
 
 /// [`run_step`] in a worktree known to be checked out at the full commit hash
-/// `base` (spares asking git for HEAD).
+/// `base` (spares asking git for HEAD) of the repository `main`.
 fn run_step_at<'a>(
     cx: &StepContext<'a>,
     index: usize,
     step: &'a Step,
     worktree: &Path,
-    base: Option<&str>,
+    at: Option<(&str, &Git)>,
 ) -> StepReport {
     let started = Instant::now();
+    let base = at.map(|(b, _)| b);
+    let mut git = Git::new(worktree)
+        .pool_worktree()
+        .with_fixed_date(&commit_date(cx.planning));
+    if let Some((_, main)) = at {
+        git = git.sharing_objects(main);
+    }
     let mut w = Worker {
         cx,
         step,
-        git: Git::new(worktree).with_fixed_date(&commit_date(cx.planning)),
+        git,
         wt: worktree,
         base: base.map(str::to_string),
         staged_patch: None,
+        head: None,
         report: StepReport::new(
             index,
             &step.step_id,
@@ -333,6 +355,31 @@ impl Worker<'_, '_> {
         &self.step.step_id
     }
 
+    fn reflection_interval(&self) -> u32 {
+        reflection::interval_for(self.cx.trigger_interval, self.cx.planning, self.step)
+    }
+
+    /// Commits the index on the worktree's HEAD, noting whether HEAD still was
+    /// where the step's last commit (or its base) left it. HEAD moves to the new
+    /// commit only when `more` commits follow (the parts of a split step): after
+    /// the step's last commit the worktree is only moved to another base.
+    fn commit(&mut self, message: &str, more: bool) -> Result<String, RunnerError> {
+        let expected = self.head.as_deref().or(self.base.as_deref());
+        let head = match self.git.detached_head() {
+            Some(h) => h,
+            None => self.git.rev_parse("HEAD")?,
+        };
+        if expected != Some(head.as_str()) {
+            self.report.on_base = false;
+        }
+        let c = self.git.commit_index(&head, message)?;
+        if more {
+            self.git.set_head(&c)?;
+        }
+        self.head = Some(c.clone());
+        Ok(c)
+    }
+
     fn emit(&self, event: &str, data: Value) {
         // The trace is an audit record; a failing append must not kill the step.
         let _ = self.cx.trace.emit(event, data);
@@ -363,7 +410,7 @@ impl Worker<'_, '_> {
     /// Counts one action run-wide and reflects when the interval is due.
     fn action_done(&self, what: &str, ok: bool) {
         let n = self.cx.actions.fetch_add(1, Ordering::SeqCst) + 1;
-        if reflection::interval_due(n, self.cx.trigger_interval) {
+        if reflection::interval_due(n, self.reflection_interval()) {
             self.reflect(
                 Trigger::Interval,
                 if ok {
@@ -533,7 +580,8 @@ impl Worker<'_, '_> {
                 self.report.files_changed = files;
                 if part < parts {
                     self.staged_patch = None;
-                    commits.push(self.git.commit(&self.message(Some((part, parts))))?);
+                    let message = self.message(Some((part, parts)));
+                    commits.push(self.commit(&message, true)?);
                 }
             }
             break;
@@ -546,13 +594,16 @@ impl Worker<'_, '_> {
             self.staged_patch = None;
         }
         let part = (parts > 1).then_some((parts, parts));
-        commits.push(self.git.commit(&self.message(part))?);
+        let message = self.message(part);
+        let proof = self.commit(&message, false)?;
+        commits.push(proof.clone());
         let patch = match self.staged_patch.take() {
             // HEAD was `base` when the index was measured and the commit holds that index.
             Some(p) if parts == 1 => p,
-            _ => self.git.run(&["diff", "--binary", &base, "HEAD"])?,
+            _ => self.git.run(&["diff", "--binary", &base, &proof])?,
         };
-        dandori_fs::write_atomic(self.cx.paths.patch(self.step_id()), patch)?;
+        // The patch of a committed change can be made again from the commit.
+        dandori_fs::write_atomic_unsynced(self.cx.paths.patch(self.step_id()), patch)?;
         Ok(StepResult::Committed { commits })
     }
 
@@ -580,6 +631,7 @@ impl Worker<'_, '_> {
             env: &env,
             timeout: self.agent_timeout(),
             masker: self.cx.masker,
+            reflection_interval: self.reflection_interval(),
         })?;
         if let Some(r) = self.git_tampered("the agent")? {
             return Ok(Some(r));
@@ -590,6 +642,22 @@ impl Worker<'_, '_> {
                 events::TOOLING,
                 json!({"step_id": self.step_id(), "tooling": t}),
             );
+        }
+        // Seed 000 `revision_attempts`: every plan revision the model's reflections
+        // asked for counts, like the runner's own splits.
+        let model_revisions = exec
+            .reflections
+            .iter()
+            .filter(|r| {
+                r.pointer("/reflection/plan_revision_needed")
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            })
+            .count() as u32;
+        if model_revisions > 0 {
+            self.cx
+                .revisions
+                .fetch_add(model_revisions, Ordering::SeqCst);
         }
         for r in exec.reflections {
             self.emit(events::REFLECTION, r);

@@ -479,47 +479,15 @@ impl FakeLlmServer {
 
     fn spawn(shared: Shared) -> FakeLlmServer {
         let state = AppState(Arc::new(Mutex::new(shared)));
-        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-        let (shutdown_tx, shutdown_rx) = tokio::sync::oneshot::channel::<()>();
-        let app_state = state.clone();
-        let thread = std::thread::spawn(move || {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(err) => panic!("fake LLM server runtime: {err}"),
-            };
-            runtime.block_on(async move {
-                let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-                    Ok(l) => l,
-                    Err(err) => panic!("binding the fake LLM server: {err}"),
-                };
-                let _ = addr_tx.send(listener.local_addr());
-                let app = Router::new().fallback(handle).with_state(app_state);
-                // SSE frames go out one by one: don't let Nagle hold them back.
-                use axum::serve::ListenerExt;
-                let listener = listener.tap_io(|tcp| {
-                    let _ = tcp.set_nodelay(true);
-                });
-                let _ = axum::serve(listener, app)
-                    .with_graceful_shutdown(async {
-                        let _ = shutdown_rx.await;
-                    })
-                    .await;
-            });
-        });
-        let addr = match addr_rx.recv() {
-            Ok(Ok(addr)) => addr,
-            Ok(Err(err)) => panic!("fake LLM server address: {err}"),
-            Err(err) => panic!("fake LLM server did not start: {err}"),
-        };
+        let served = crate::serve::spawn(
+            Router::new().fallback(handle).with_state(state.clone()),
+            "fake LLM server",
+        );
         FakeLlmServer {
-            addr,
+            addr: served.addr,
             state,
-            shutdown: Some(shutdown_tx),
-            thread: Some(thread),
+            shutdown: Some(served.shutdown),
+            thread: Some(served.thread),
         }
     }
 

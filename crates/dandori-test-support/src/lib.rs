@@ -3,9 +3,12 @@
 //! This crate is only used from tests, so it panics with a clear message on setup
 //! failures instead of threading errors through every test.
 
+pub mod fake_forge;
 pub mod fake_llm;
 pub mod fixtures;
 pub mod git;
+mod serve;
 
+pub use fake_forge::FakeForge;
 pub use fake_llm::{FakeLlmServer, RecordedRequest, Reply};
 pub use git::TempGitRepo;

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use dandori_repo::ScanOptions;
-use dandori_repo::eval::{self, LocalizeOptions, LocalizeReport, Metrics, Progress};
+use dandori_repo::eval::{self, LocalizeOptions, LocalizeReport, Metrics, Progress, Split};
 
-use crate::cli::{LocalizeArgs, LocalizeBaseline};
+use crate::cli::{LocalizeArgs, LocalizeBaseline, LocalizeSplit};
 use crate::output;
 
 pub fn localize(args: &LocalizeArgs) -> anyhow::Result<ExitCode> {
@@ -17,6 +17,11 @@ pub fn localize(args: &LocalizeArgs) -> anyhow::Result<ExitCode> {
         baseline: matches!(args.baseline, Some(LocalizeBaseline::Bm25)),
         limit: args.limit,
         scan: ScanOptions::default(),
+        split: match args.split {
+            LocalizeSplit::All => Split::All,
+            LocalizeSplit::Tune => Split::Tune,
+            LocalizeSplit::HeldOut => Split::HeldOut,
+        },
     };
     // Progress goes to stderr also with --json: a run takes minutes.
     let report = eval::run(&options, &mut |p| match p {
@@ -72,6 +77,11 @@ fn print_table(report: &LocalizeReport) {
     if let Some(b) = &report.baseline {
         row("bm25", b);
     }
+    let l = &report.latency;
+    output::line(&format!(
+        "per request: ranking p50 {:.1} ms, p95 {:.1} ms; scan + index + ranking p50 {:.0} ms, p95 {:.0} ms",
+        l.query_p50_ms, l.query_p95_ms, l.request_p50_ms, l.request_p95_ms
+    ));
     if report.per_repo.len() > 1 {
         for (repo, m) in &report.per_repo {
             output::line(&format!("{repo} ({})", m.dandori.instances));

@@ -1,4 +1,4 @@
-//! `dandori mcp [--tools core|standard|all]`: a thin adapter over
+//! `dandori mcp [--tools core|standard|all] [--http ADDR [--allow-remote]]`: a thin adapter over
 //! `dandori_mcp::DandoriServer`. The host gives the server the same environment
 //! phase as `dandori run` and the same planner choice as `dandori plan`.
 
@@ -68,6 +68,34 @@ pub fn mcp(config: Option<&Path>, sets: &[String], args: &McpArgs) -> anyhow::Re
         return Ok(ExitCode::SUCCESS);
     }
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
+    // The bearer token stays in base_env on purpose: a secret by its name, children
+    // never get it and the runner masks its value wherever it would be written.
+    let token = base_env
+        .get(dandori_mcp::http::TOKEN_ENV)
+        .filter(|t| !t.is_empty())
+        .cloned();
+    let http = match &args.http {
+        Some(addr) => {
+            let opts = dandori_mcp::http::parse_addr(addr)
+                .and_then(|addr| {
+                    dandori_mcp::http::check_bind(addr, args.allow_remote, token.as_deref())
+                        .map(|()| addr)
+                })
+                .map(|addr| dandori_mcp::http::HttpOptions {
+                    addr,
+                    token,
+                    allow_remote: args.allow_remote,
+                });
+            match opts {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    output::error(&e.to_string());
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
+        None => None,
+    };
     let server = DandoriServer::new(
         set,
         ServiceOptions {
@@ -84,8 +112,24 @@ pub fn mcp(config: Option<&Path>, sets: &[String], args: &McpArgs) -> anyhow::Re
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(server.serve_stdio())
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    match http {
+        None => rt
+            .block_on(server.serve_stdio())
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+        Some(opts) => {
+            let served = rt.block_on(server.serve_http(opts, |bound| {
+                output::progress(&format!(
+                    "dandori mcp: listening on http://{bound}{}",
+                    dandori_mcp::http::ENDPOINT
+                ))
+            }));
+            if let Err(e) = served {
+                output::error(&e.to_string());
+                rt.shutdown_background();
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
     // Runs still waiting for this client stay resumable from stage.json.
     rt.shutdown_background();
     Ok(ExitCode::SUCCESS)

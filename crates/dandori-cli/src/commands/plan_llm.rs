@@ -34,5 +34,9 @@ pub fn select(
         return Ok(None);
     };
     let lookup = |name: &str| env.get(name).cloned();
-    LlmPlanner::new(&provider, &loaded.config.llm.budgets, &lookup).map(Some)
+    LlmPlanner::new(&provider, &loaded.config.llm.budgets, &lookup).map(|planner| {
+        Some(
+            planner.with_agent_runtime(dandori_llm::AgentRuntime::from_config(&loaded.config, env)),
+        )
+    })
 }

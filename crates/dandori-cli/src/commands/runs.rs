@@ -114,6 +114,21 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if args.html {
+        return Ok(
+            match inspect::write_html_report(
+                &args.run_dir,
+                args.out.as_deref(),
+                args.mermaid_js.as_deref(),
+            ) {
+                Ok(path) => {
+                    output::line(&path.display().to_string());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e),
+            },
+        );
+    }
     match inspect::rerender_report(&args.run_dir) {
         Ok(text) => {
             if args.path_only {

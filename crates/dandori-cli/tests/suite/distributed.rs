@@ -732,7 +732,7 @@ fn throughput_many_runs_on_the_local_engine_and_on_one_and_three_workers() {
         &steps,
         &["--executor", "command", "--agent-cmd", &agent_cmd],
     );
-    let server = Server::start(&s.root.join("restate"));
+    let mut server = Server::start(&s.root.join("restate"));
     let (mut workers, ports) = s.workers(1..=3, &agent_cmd);
     let backends = Arc::new(Mutex::new(vec![ports[0]]));
     let front = format!("http://127.0.0.1:{}", balancer(backends.clone()));
@@ -748,7 +748,11 @@ fn throughput_many_runs_on_the_local_engine_and_on_one_and_three_workers() {
         &front,
     ];
     let one = batch(&s, "one", runs, &steps, &restate);
+    // Restate keeps its HTTP/2 connections to the deployment: a restart makes it
+    // connect again, through the balancer that now leads to three workers.
     *backends.lock().unwrap() = ports.clone();
+    server.kill();
+    server.spawn();
     let three = batch(&s, "three", runs, &steps, &restate);
     eprintln!(
         "\n{runs} runs x {n} steps at once, agent latency {latency} s\n\

@@ -128,12 +128,32 @@ fn eval_localize_json_and_table() {
         lines[2].starts_with("dandori") && lines[2].contains("1.000"),
         "{table}"
     );
+    assert!(lines[3].starts_with("per request: ranking p50 "), "{table}");
     assert_eq!(
         lines.len(),
-        3,
+        4,
         "no baseline row without --baseline: {table}"
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("[1/1] acme__shop-1"));
+
+    // The held-out half is the instances at odd positions of the file.
+    let out = dandori(&[
+        "eval", "localize", d, "--repos", r, "--split", "held-out", "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["evaluated"], 1);
+    assert_eq!(report["instances"][0]["instance_id"], "acme__shop-2");
+    assert!(report["latency"]["request_p50_ms"].as_f64().unwrap() > 0.0);
+    assert!(
+        report["instances"][0]["timing"]["index_ms"]
+            .as_f64()
+            .is_some()
+    );
 }
 
 #[test]

@@ -51,7 +51,7 @@ pub(super) fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn new_repo(root: &Path, name: &str) -> PathBuf {
+pub(super) fn new_repo(root: &Path, name: &str) -> PathBuf {
     let repo = root.join(name);
     std::fs::create_dir_all(repo.join("notes")).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
@@ -68,7 +68,14 @@ fn new_repo(root: &Path, name: &str) -> PathBuf {
     repo
 }
 
-fn agent(config: Value) -> Value {
+/// The codes of agent.py's `probe_errors` bad inputs.
+pub(super) fn probe_error_codes() -> Value {
+    json!({"no_run_dir": "RUN_DIR_INVALID", "missing_arg": "ARGUMENT_INVALID",
+           "bad_step": "STEP_UNKNOWN", "not_ready": "STEP_NOT_READY",
+           "bad_type": "ARGUMENT_INVALID", "unknown_tool": "TOOL_UNKNOWN"})
+}
+
+pub(super) fn agent(config: Value) -> Value {
     let out = Command::new(python_with_mcp())
         .arg(fixture("agent.py"))
         .arg(config.to_string())
@@ -98,12 +105,7 @@ fn python_sdk_client_plans_and_executes_a_request() {
     );
     let chars = out["schema_chars"].as_u64().unwrap();
     assert!(chars <= 4000, "core tool set costs {chars} characters");
-    assert_eq!(
-        out["errors"],
-        json!({"no_run_dir": "RUN_DIR_INVALID", "missing_arg": "ARGUMENT_INVALID",
-               "bad_step": "STEP_UNKNOWN", "not_ready": "STEP_NOT_READY",
-               "bad_type": "ARGUMENT_INVALID", "unknown_tool": "TOOL_UNKNOWN"})
-    );
+    assert_eq!(out["errors"], probe_error_codes());
     let plan = &out["plan"];
     assert_eq!(plan["valid"], json!(true));
     let steps: Vec<String> = plan["steps"]
@@ -321,9 +323,12 @@ fn inspector() -> PathBuf {
         })
 }
 
-fn inspect(cwd: &Path, args: &[&str]) -> Value {
+/// One Inspector CLI call: `mcp-inspector --cli TARGET… --method ARGS…`.
+pub(super) fn inspector_call(cwd: &Path, target: &[&str], args: &[&str]) -> Value {
     let out = Command::new(inspector())
-        .args(["--cli", BIN, "mcp", "--tools", "all", "--method"])
+        .arg("--cli")
+        .args(target)
+        .arg("--method")
         .args(args)
         .current_dir(cwd)
         .output()
@@ -335,6 +340,10 @@ fn inspect(cwd: &Path, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn inspect(cwd: &Path, args: &[&str]) -> Value {
+    inspector_call(cwd, &[BIN, "mcp", "--tools", "all"], args)
 }
 
 #[test]

@@ -12,7 +12,11 @@ mod locate;
 // --
 mod mcp;
 // --
+mod mcp_http;
+// --
 mod runs;
+// --
+mod report_html;
 // --
 mod plan;
 // --
@@ -33,4 +37,6 @@ mod schema;
 mod validate;
 // --
 mod trust;
+// --
+mod agent_cli;
 // --

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-fakefakefakefake0123456789";
 
-fn todo_api() -> TempGitRepo {
+pub(super) fn todo_api() -> TempGitRepo {
     fn walk(dir: &Path, rel: &str, out: &mut Vec<(String, String)>) {
         for entry in std::fs::read_dir(dir.join(rel)).unwrap() {
             let entry = entry.unwrap();
@@ -42,7 +42,7 @@ fn todo_api() -> TempGitRepo {
 }
 
 /// The binary with an explicit environment (the test process env is never touched).
-fn dandori(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
+pub(super) fn dandori(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_dandori"));
     cmd.args(args)
         .current_dir(cwd)
@@ -54,7 +54,7 @@ fn dandori(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
     cmd.output().unwrap()
 }
 
-fn json_out(o: &Output) -> Value {
+pub(super) fn json_out(o: &Output) -> Value {
     assert!(
         o.status.success(),
         "exit {:?}\nstdout: {}\nstderr: {}",

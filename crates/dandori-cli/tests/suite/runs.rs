@@ -15,7 +15,7 @@ fn dandori(args: &[&str], extra: &[&Path]) -> Output {
     Command::new(BIN).args(args).args(extra).output().unwrap()
 }
 
-fn ok(out: &Output) -> String {
+pub(super) fn ok(out: &Output) -> String {
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -25,7 +25,7 @@ fn ok(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn finished_run(root: &Path) -> (PathBuf, PathBuf) {
+pub(super) fn finished_run(root: &Path) -> (PathBuf, PathBuf) {
     let (repo, run_dir) = planned_repo(root, "repo");
     let agent_cmd = format!(
         "python3 {} {{step_id}} {{workdir}} {{prompt_file}}",

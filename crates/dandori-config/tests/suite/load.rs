@@ -88,7 +88,7 @@ fn every_seed_env_var_applies() {
     e.planning.strategy = Strategy::Hierarchical;
     e.planning.max_subtasks = 4;
     e.planning.reflection.enabled = false;
-    e.planning.reflection.trigger_interval = 6;
+    e.planning.reflection.trigger_interval = Some(6);
     e.planning.revision.max_revisions = 1;
     e.planning.environment_setup.enabled = false;
     e.planning
@@ -127,7 +127,7 @@ fn bad_env_value_is_ignored_with_a_warning() {
     ]);
     let loaded = load(&o).unwrap();
     assert_eq!(loaded.config.planning.max_subtasks, 10);
-    assert_eq!(loaded.config.planning.reflection.trigger_interval, 2);
+    assert_eq!(loaded.config.planning.reflection.trigger_interval, Some(2));
     assert_eq!(loaded.warnings.len(), 1);
     assert_eq!(loaded.warnings[0].source, "PLANNING_MAX_SUBTASKS");
     assert!(loaded.warnings[0].message.contains("planning.max_subtasks"));
@@ -175,7 +175,7 @@ fn task_specific_overrides_merge_for_the_task_type() {
     o.task_type = Some("github_issue".into());
     let issue = load(&o).unwrap().config;
     assert_eq!(issue.planning.max_subtasks, 15);
-    assert_eq!(issue.planning.reflection.trigger_interval, 5);
+    assert_eq!(issue.planning.reflection.trigger_interval, Some(5));
     assert_eq!(issue.planning.reflection.depth, ReflectionDepth::Moderate);
     o.task_type = Some("github_pr".into());
     let pr = load(&o).unwrap().config;

@@ -22,6 +22,7 @@ fn report(result: StepResult) -> StepReport {
         duration: Duration::from_millis(1500),
         notes: vec!["n".to_string()],
         base: Some("abc".to_string()),
+        on_base: true,
         checks: vec![Check {
             kind: "unit".to_string(),
             command: "cargo test".to_string(),

@@ -91,7 +91,7 @@ fn plans_through_both_provider_kinds() {
                 Reply::openai_stream(&size_answer().to_string(), 3),
                 Reply::openai_stream(&format!("```json\n{}\n```", plan_answer()), 9),
             ],
-            ProviderKind::Anthropic => vec![
+            ProviderKind::Anthropic | ProviderKind::AgentCli => vec![
                 Reply::anthropic_stream_tool_use("size_estimation", &size_answer(), 3),
                 Reply::anthropic_stream_tool_use("planning", &plan_answer(), 9),
             ],

@@ -90,6 +90,13 @@ impl LlmPlanner {
         })
     }
 
+    /// For an agent CLI provider: the sandbox, environment and command policy of
+    /// the loaded configuration (see `dandori_llm::agent_cli`).
+    pub fn with_agent_runtime(mut self, runtime: dandori_llm::AgentRuntime) -> LlmPlanner {
+        self.client = self.client.with_agent_runtime(runtime);
+        self
+    }
+
     pub fn client(&self) -> &Client {
         &self.client
     }

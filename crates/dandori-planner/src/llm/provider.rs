@@ -1,9 +1,11 @@
 //! Which provider `dandori plan` uses: `--provider NAME` from config
 //! (`llm.providers[].name`), an ad-hoc endpoint (`--provider openai|anthropic
 //! --base-url URL --model NAME [--api-key-env VAR]`, no config file needed), or
-//! `llm.default_provider`; none of them → the offline planner.
+//! `llm.default_provider`; none of them → the offline planner. An installed agent
+//! CLI needs no config either: `--provider claude-cli|codex-cli|gemini-cli
+//! [--model NAME]`.
 
-use dandori_config::{LlmConfig, ProviderConfig, ProviderKind};
+use dandori_config::{AgentCliConfig, AgentCliPreset, LlmConfig, ProviderConfig, ProviderKind};
 
 use crate::error::PlannerError;
 
@@ -41,6 +43,24 @@ pub fn resolve(
     };
     let mut provider = match llm.providers.iter().find(|p| p.name == name) {
         Some(p) => p.clone(),
+        None if agent_cli_preset(&name).is_some() => {
+            if flags.base_url.is_some() || flags.api_key_env.is_some() {
+                return Err(err(format!(
+                    "the agent CLI provider `{name}` takes no --base-url / --api-key-env (the CLI signs in by itself)"
+                )));
+            }
+            let mut p = ProviderConfig::new(&name, ProviderKind::AgentCli, "", "");
+            p.agent_cli = Some(AgentCliConfig {
+                preset: agent_cli_preset(&name).unwrap_or_default(),
+                command: Vec::new(),
+                extra_args: Vec::new(),
+                output: None,
+            });
+            // One attempt and a long limit: an agent CLI call takes minutes.
+            p.request_timeout_secs = 600;
+            p.max_retries = 1;
+            p
+        }
         None => {
             let kind = match name.as_str() {
                 "openai" => ProviderKind::Openai,
@@ -48,7 +68,7 @@ pub fn resolve(
                 _ => {
                     let known: Vec<&str> = llm.providers.iter().map(|p| p.name.as_str()).collect();
                     return Err(err(format!(
-                        "`{name}` is not a provider in config (llm.providers: {}) nor `openai` / `anthropic`",
+                        "`{name}` is not a provider in config (llm.providers: {}) nor `openai` / `anthropic` / `claude-cli` / `codex-cli` / `gemini-cli`",
                         if known.is_empty() {
                             "none".to_string()
                         } else {
@@ -65,7 +85,7 @@ pub fn resolve(
             let mut p = ProviderConfig::new(&name, kind, base_url, model);
             p.api_key_env = match kind {
                 ProviderKind::Anthropic => Some(ANTHROPIC_DEFAULT_KEY_ENV.to_string()),
-                ProviderKind::Openai => None,
+                ProviderKind::Openai | ProviderKind::AgentCli => None,
             };
             p
         }
@@ -80,6 +100,16 @@ pub fn resolve(
         provider.api_key_env = Some(var.clone());
     }
     Ok(Some(provider))
+}
+
+/// The preset of an ad-hoc agent CLI provider name.
+pub fn agent_cli_preset(name: &str) -> Option<AgentCliPreset> {
+    match name {
+        "claude-cli" => Some(AgentCliPreset::Claude),
+        "codex-cli" => Some(AgentCliPreset::Codex),
+        "gemini-cli" => Some(AgentCliPreset::Gemini),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -155,7 +185,7 @@ mod tests {
         let e = resolve(&llm, &flags(Some("nope"), None, None)).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "LLM provider: `nope` is not a provider in config (llm.providers: local) nor `openai` / `anthropic`"
+            "LLM provider: `nope` is not a provider in config (llm.providers: local) nor `openai` / `anthropic` / `claude-cli` / `codex-cli` / `gemini-cli`"
         );
         assert_eq!(e.code(), "LLM_PROVIDER_INVALID");
         let e = resolve(&LlmConfig::default(), &flags(None, Some("http://x"), None)).unwrap_err();

@@ -5,6 +5,7 @@
 //! for comparison.
 
 pub mod definitions;
+pub mod literals;
 pub mod query;
 pub mod tokenize;
 
@@ -98,6 +99,13 @@ pub struct RankingWeights {
     pub definition: f32,
     /// The file contains a message the request quotes (the code that emits it).
     pub message: f32,
+    /// The request contains a string literal of the file (cut at its
+    /// placeholders), the longest ones counting fully.
+    pub literal: f32,
+    /// Literal fragments found in more files than this say nothing.
+    pub literal_max_files: f32,
+    /// The file defines both parts of a `Class.method` the request mentions.
+    pub qualified: f32,
     /// Test files, unless the request is about tests.
     pub test_penalty: f32,
     /// Files that are not code (docs, data, config).
@@ -122,6 +130,9 @@ impl Default for RankingWeights {
             frame_innermost: 0.4,
             definition: 0.8,
             message: 1.0,
+            literal: 1.0,
+            literal_max_files: 8.0,
+            qualified: 0.5,
             test_penalty: 0.4,
             non_code_penalty: 0.6,
             other_language_penalty: 0.6,
@@ -170,10 +181,14 @@ pub struct Index {
     modules: FxHashMap<Box<str>, Vec<u32>>,
     /// Lowercased file name → docs.
     names: FxHashMap<Box<str>, Vec<u32>>,
+    /// Two-word key → string-literal fragments of code files with their doc
+    /// ([`literals`]).
+    literals: FxHashMap<Box<str>, Vec<(Box<str>, u32)>>,
 }
 
-/// A document's id, field lengths and (lowercased name, line) definitions.
-type PartialDoc = (u32, [u32; FIELDS], Vec<(String, u32)>);
+/// A document's id, field lengths, (lowercased name, line) definitions and
+/// string-literal fragments.
+type PartialDoc = (u32, [u32; FIELDS], Vec<(String, u32)>, Vec<String>);
 
 /// Per-thread results of indexing a share of the files.
 struct Partial {
@@ -231,6 +246,7 @@ impl Index {
         let mut terms: FxHashMap<Box<str>, u32> = FxHashMap::default();
         let mut postings: Vec<Vec<Posting>> = Vec::new();
         let mut defs: FxHashMap<Box<str>, Vec<(u32, u32)>> = FxHashMap::default();
+        let mut lits: FxHashMap<Box<str>, Vec<(Box<str>, u32)>> = FxHashMap::default();
         for partial in partials {
             let mut remap = vec![0u32; partial.postings.len()];
             for (term, local) in partial.terms {
@@ -250,9 +266,16 @@ impl Index {
                     }
                 }
             }
-            for (doc, len, doc_defs) in partial.docs {
+            for (doc, len, doc_defs, doc_lits) in partial.docs {
                 if let Some(d) = docs.get_mut(doc as usize) {
                     d.len = len;
+                }
+                for fragment in doc_lits {
+                    if let Some(key) = literals::key_of(&fragment) {
+                        lits.entry(key.into_boxed_str())
+                            .or_default()
+                            .push((fragment.into_boxed_str(), doc));
+                    }
                 }
                 for (name, line) in doc_defs {
                     defs.entry(name.into_boxed_str())
@@ -300,6 +323,7 @@ impl Index {
             defs,
             modules,
             names,
+            literals: lits,
         }
     }
 
@@ -342,7 +366,12 @@ impl Index {
             .chain(self.names.iter())
             .map(|(k, v)| k.len() + 16 + 24 + v.capacity() * 4)
             .sum();
-        postings + terms + docs + defs + paths
+        let lits: usize = self
+            .literals
+            .iter()
+            .map(|(k, v)| k.len() + 40 + v.iter().map(|(f, _)| f.len() + 24).sum::<usize>())
+            .sum();
+        postings + terms + docs + defs + paths + lits
     }
 
     /// The `k` files most relevant to `query` (a request or an issue text).
@@ -428,6 +457,24 @@ impl Index {
                     format!("contains \"{}\"", truncate(&fragment, 40)),
                     &mut scores,
                 );
+            }
+        }
+        // String literals of code files that the request contains verbatim (an
+        // error or warning message, whatever values its placeholders took).
+        if w.literal > 0.0 {
+            for (doc, amount, fragment) in self.literal_matches(q) {
+                bonus(
+                    doc,
+                    w.literal * amount,
+                    format!("emits \"{}\"", truncate(&fragment, 40)),
+                    &mut scores,
+                );
+            }
+        }
+        // `Class.method`: the files defining both names.
+        if w.qualified > 0.0 {
+            for (doc, pair) in self.qualified_matches(q) {
+                bonus(doc, w.qualified, format!("defines {pair}"), &mut scores);
             }
         }
         // Definitions of mentioned names; a rarely defined name is stronger evidence.
@@ -573,6 +620,97 @@ impl Index {
                     && String::from_utf8_lossy(&buf).contains(fragment)
             })
             .collect()
+    }
+
+    /// Code files whose string literals the request contains, with a strength in
+    /// (0, 1] (longer and rarer fragments are stronger; a file's best fragment
+    /// counts fully, further ones a quarter) and the best fragment.
+    fn literal_matches(&self, q: &QueryAnalysis) -> Vec<(u32, f32, String)> {
+        let max_files = self.options.weights.literal_max_files.max(1.0) as usize;
+        // Fragment → docs, for the fragments the text contains.
+        let mut found: FxHashMap<&str, Vec<u32>> = FxHashMap::default();
+        for (at, key) in &q.literal_keys {
+            let Some(cands) = self.literals.get(key.as_str()) else {
+                continue;
+            };
+            let rest = &q.normalised[*at..];
+            for (fragment, doc) in cands {
+                // The fragment must end at a word boundary of the text.
+                if rest.starts_with(&**fragment)
+                    && rest[fragment.len()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !c.is_alphanumeric())
+                {
+                    let docs = found.entry(fragment).or_default();
+                    if !docs.contains(doc) {
+                        docs.push(*doc);
+                    }
+                }
+            }
+        }
+        // A fragment inside a longer found fragment of the same file adds nothing.
+        let mut per_doc: FxHashMap<u32, Vec<(f32, &str)>> = FxHashMap::default();
+        for (fragment, docs) in &found {
+            if docs.len() > max_files {
+                continue;
+            }
+            let words = fragment.split(' ').count() as f32;
+            let length = ((words - 1.0) / 4.0).clamp(0.25, 1.0);
+            let rarity = 1.0 / (docs.len() as f32).sqrt();
+            for &doc in docs {
+                per_doc
+                    .entry(doc)
+                    .or_default()
+                    .push((length * rarity, fragment));
+            }
+        }
+        let mut out = Vec::new();
+        for (doc, mut list) in per_doc {
+            list.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| b.1.len().cmp(&a.1.len())));
+            let best = list[0];
+            let mut strength = best.0;
+            for (s, f) in list.iter().skip(1) {
+                if !best.1.contains(*f) {
+                    strength += 0.25 * s;
+                }
+            }
+            out.push((doc, strength.min(1.5), best.1.to_string()));
+        }
+        out
+    }
+
+    /// Files that define both names of a `Class.method` / `module.function` pair
+    /// the request mentions (at most 5 such files per pair).
+    fn qualified_matches(&self, q: &QueryAnalysis) -> Vec<(u32, String)> {
+        let mut out: Vec<(u32, String)> = Vec::new();
+        for dotted in &q.modules {
+            let parts: Vec<&str> = dotted.split('.').collect();
+            for pair in parts.windows(2) {
+                let (a, b) = (pair[0].to_lowercase(), pair[1].to_lowercase());
+                let (Some(da), Some(db)) = (self.defs.get(a.as_str()), self.defs.get(b.as_str()))
+                else {
+                    continue;
+                };
+                let mut both: Vec<u32> = da
+                    .iter()
+                    .map(|s| s.0)
+                    .filter(|d| db.iter().any(|s| s.0 == *d))
+                    .collect();
+                both.sort_unstable();
+                both.dedup();
+                if both.is_empty() || both.len() > 5 {
+                    continue;
+                }
+                let name = format!("{}.{}", pair[0], pair[1]);
+                for d in both {
+                    if !out.iter().any(|(x, _)| *x == d) {
+                        out.push((d, name.clone()));
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Inverse document frequency of a token, if indexed.
@@ -773,8 +911,15 @@ fn index_share(
         buf.clear();
         let read_ok = read_bounded(&root.join(&f.path), max_bytes, &mut buf);
         let mut doc_defs = Vec::new();
+        let mut doc_lits = Vec::new();
         if read_ok && memchr::memchr(0, &buf).is_none() {
             let text = String::from_utf8_lossy(&buf);
+            if f.language
+                .as_deref()
+                .is_some_and(language::is_code_language)
+            {
+                doc_lits = literals::extract(&text);
+            }
             for d in definitions::extract(&text, f.language.as_deref()) {
                 tokenize(&d.name, TokenOptions::TEXT, &mut |t| {
                     intern(t, DEFS, &mut partial);
@@ -797,7 +942,7 @@ fn index_share(
             partial.postings[id as usize].push(Posting { doc: i as u32, tf });
         }
         touched.clear();
-        partial.docs.push((i as u32, len, doc_defs));
+        partial.docs.push((i as u32, len, doc_defs, doc_lits));
     }
     partial
 }

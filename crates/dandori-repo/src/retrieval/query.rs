@@ -26,6 +26,11 @@ pub struct QueryAnalysis {
     /// Exact messages the request quotes (error and warning text, quoted
     /// strings): the file that emits one is strong evidence.
     pub messages: Vec<String>,
+    /// The whole text normalised for literal matching (lowercase, whitespace
+    /// collapsed) and its word positions with their two-word keys
+    /// ([`super::literals`]).
+    pub normalised: String,
+    pub literal_keys: Vec<(usize, String)>,
     /// The request is about tests themselves.
     pub about_tests: bool,
     /// The request is about documentation.
@@ -354,7 +359,11 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
 
     let mut terms: Vec<(String, f32)> = weights.into_iter().collect();
     terms.sort_by(|a, b| a.0.cmp(&b.0));
+    let normalised = super::literals::normalise(text);
+    let literal_keys = super::literals::text_keys(&normalised);
     QueryAnalysis {
+        normalised,
+        literal_keys,
         terms,
         identifiers,
         paths,

@@ -57,12 +57,21 @@ fn evaluates_clones_at_base_commits_without_touching_them() {
             baseline: true,
             limit: None,
             scan: Default::default(),
+            split: Default::default(),
         },
         &mut |_| {},
     )
     .unwrap();
     assert_eq!((report.evaluated, report.skipped), (3, 1));
     assert_eq!(report.dandori.hit_at_1, 1.0);
+    // Every evaluated instance is timed; the skipped one is not.
+    assert!(report.instances[..3].iter().all(|r| {
+        r.timing
+            .is_some_and(|t| t.index_ms > 0.0 && t.query_ms > 0.0)
+    }));
+    assert!(report.instances[3].timing.is_none());
+    assert!(report.latency.request_p95_ms >= report.latency.request_p50_ms);
+    assert!(report.latency.request_p50_ms >= report.latency.query_p50_ms);
     assert_eq!(report.dandori.target_recall, 1.0);
     assert!(report.baseline.is_some());
     let skipped = report.instances[3].skipped.as_deref().unwrap();

@@ -135,3 +135,74 @@ fn target_paths_and_baseline() {
     assert!(baseline.search("", 3).is_empty());
     assert!(index.search("zzzz qqqq", 3).is_empty());
 }
+
+/// Many files mention the same words; only one holds the message's format
+/// string, and the issue quotes the message with the values filled in.
+#[test]
+fn a_formatted_message_finds_the_file_that_emits_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    for i in 0..6 {
+        write(
+            r,
+            &format!("pkg/units/unit{i}.py"),
+            "def convert(value, unit):\n    \"\"\"Convert a value to another unit; raise if the units are incompatible.\"\"\"\n    return value * scale(unit)\n",
+        );
+    }
+    write(
+        r,
+        "pkg/core/quantity.py",
+        "def to(self, other):\n    if not compatible(self, other):\n        raise UnitConversionError(\n            f\"'{self.unit}' ({self.kind}) and '{other}' are not convertible\"\n        )\n    warnings.warn('Quantity %s was rounded to %d digits when converting' % (q, n))\n",
+    );
+    let s = scan(r, &ScanOptions::default()).unwrap();
+    let index = Index::build(&s);
+    let issue = "Converting units fails\n\nConverting a value to another unit:\n\n```\n>>> q.to('m')\nUnitConversionError: 's' (time) and 'm' (length) are not convertible\n```\n";
+    let hits = index.search(issue, 5);
+    assert_eq!(hits[0].path, "pkg/core/quantity.py", "{hits:#?}");
+    assert!(
+        hits[0]
+            .reasons
+            .iter()
+            .any(|r| r.starts_with("emits \"are not convertible")),
+        "{:?}",
+        hits[0].reasons
+    );
+    // A %-formatted warning quoted in prose, with its values.
+    let hits = index.search(
+        "I get a warning: Quantity 3 m was rounded to 2 digits when converting, why?",
+        5,
+    );
+    assert_eq!(hits[0].path, "pkg/core/quantity.py", "{hits:#?}");
+}
+
+/// `Class.method` in an expression: the file defining both names, not the
+/// files defining only one of them.
+#[test]
+fn class_dot_method_resolves_to_the_file_defining_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    write(
+        r,
+        "lib/frame.py",
+        "class Frame:\n    def merge(self, other):\n        return other\n",
+    );
+    write(
+        r,
+        "lib/series.py",
+        "class Series:\n    def merge(self, other):\n        return self\n",
+    );
+    write(
+        r,
+        "lib/ops.py",
+        "def merge(a, b):\n    return a\n\ndef series_merge_frame_helper(frame, series):\n    return merge(frame, series)\n",
+    );
+    let s = scan(r, &ScanOptions::default()).unwrap();
+    let index = Index::build(&s);
+    let hits = index.search("Wrong result from x.Series.merge(y) with empty input", 3);
+    assert_eq!(hits[0].path, "lib/series.py", "{hits:#?}");
+    assert!(
+        hits[0].reasons.iter().any(|r| r == "defines Series.merge"),
+        "{:?}",
+        hits[0].reasons
+    );
+}

@@ -1,3 +1,4 @@
 mod errors;
 mod fixture;
+mod html;
 mod markdown;

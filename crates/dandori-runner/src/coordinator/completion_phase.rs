@@ -313,10 +313,11 @@ impl Coordinator<'_> {
             events::STEP_START,
             json!({"step_id": step.step_id, "follow_up_for": step.links_to_ac}),
         );
-        let commits = vec![("work".to_string(), self.tip.clone())];
+        let commits = vec![("tip".to_string(), self.tip.clone())];
         let base = step::StepBase {
             commits: &commits,
             main: &self.main,
+            known: &crate::git::Ancestry::default(),
         };
         let r = step::run_step_on_base(&cx, usize::MAX, step, &base, &wt);
         self.tokens.add(r.tokens);

@@ -128,6 +128,9 @@ struct Coordinator<'o> {
     /// The work branch when the run first started: where steps without
     /// dependencies start (`stage.json` `work_start`).
     work_start: String,
+    /// Whether every step commit is known to be built on `work_start` (false for a
+    /// run directory whose start was recorded after steps were done).
+    work_start_below: bool,
     /// The sandbox of every command run on the plan's or the model's behalf.
     sandbox: dandori_exec::Sandbox,
     /// The command policy of unit and e2e commands.
@@ -170,7 +173,9 @@ impl<'o> Coordinator<'o> {
             Stage::for_planning(&planning, &now)
         };
         let repo_root = plan::repository_root(&opts.repo, &paths.run_dir)?;
-        let main = Git::new(&repo_root).with_fixed_date(&step::commit_date(&planning));
+        let main = Git::new(&repo_root)
+            .with_fixed_date(&step::commit_date(&planning))
+            .with_object_writer();
         let sandbox = dandori_exec::Sandbox::detect(
             &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
         );
@@ -207,6 +212,7 @@ impl<'o> Coordinator<'o> {
             tip: String::new(),
             ac_evidence: Vec::new(),
             work_start: String::new(),
+            work_start_below: false,
             sandbox,
             command_policy,
             git_guard,
@@ -286,9 +292,12 @@ pub fn run_dispatched_step(
     let env = c.step_env(BTreeMap::new())?;
     let shared = c.step_shared(0, opts.config.planning.revision.max_revisions);
     let cx = shared.context(executor.as_ref(), &env);
+    // The worker knows nothing of the run's ancestry: git decides every merge.
+    let known = crate::git::Ancestry::default();
     let base = step::StepBase {
         commits,
         main: &c.main,
+        known: &known,
     };
     Ok(step::run_step_on_base(&cx, index, &step, &base, worktree))
 }
@@ -365,13 +374,38 @@ impl Coordinator<'_> {
         }
     }
 
+    /// Writes `stage.json` atomically and durably.
     pub(super) fn save(&mut self) -> Result<(), RunnerError> {
+        self.write_stage(true)
+    }
+
+    /// Writes `stage.json` atomically without syncing it to disk: the saves of the
+    /// scheduling rounds. A kill at any moment leaves the previous or the new file,
+    /// and the branch's commits are the proof `reconcile` trusts anyway; the save
+    /// after the last round is durable ([`Coordinator::save`]).
+    pub(super) fn save_round(&mut self) -> Result<(), RunnerError> {
+        self.write_stage(false)
+    }
+
+    fn write_stage(&mut self, durable: bool) -> Result<(), RunnerError> {
         self.stage.updated_at = now_rfc3339();
         self.stage.extra.insert(
             "timings".to_string(),
             serde_json::to_value(&self.timings).unwrap_or(Value::Null),
         );
-        dandori_fs::write_json_atomic(&self.paths.stage, &self.stage)?;
+        let mut text = serde_json::to_string_pretty(&self.stage).map_err(|e| {
+            dandori_fs::FsError::new(
+                "serialising JSON for",
+                &self.paths.stage,
+                std::io::Error::other(e),
+            )
+        })?;
+        text.push('\n');
+        if durable {
+            dandori_fs::write_atomic(&self.paths.stage, text)?;
+        } else {
+            dandori_fs::write_atomic_unsynced(&self.paths.stage, text)?;
+        }
         Ok(())
     }
 
@@ -526,7 +560,7 @@ struct StepShared {
     trace: Arc<TraceWriter>,
     actions: AtomicU32,
     revisions: AtomicU32,
-    trigger_interval: u32,
+    trigger_interval: Option<u32>,
     reflection_enabled: bool,
     max_revisions: u32,
     sandbox: dandori_exec::Sandbox,

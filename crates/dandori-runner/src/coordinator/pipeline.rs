@@ -6,6 +6,7 @@ use dandori_trace::now_rfc3339;
 use serde_json::json;
 
 use crate::error::RunnerError;
+use crate::git::WORK_START;
 use crate::step::{StepReport, StepResult};
 use crate::{events, reason};
 
@@ -120,9 +121,15 @@ impl Coordinator<'_> {
         };
         let wt = self.in_use.remove(&r.index);
         let merged = match commits.last() {
+            // Built on the tip itself (a chain of steps): a fast-forward.
+            Some(proof) if r.on_base && r.base.as_deref() == Some(self.tip.as_str()) => {
+                Some((proof.clone(), proof.clone()))
+            }
+            // Otherwise the tip cannot be the new commit's ancestor only by chance
+            // of timing, and a merge commit holds both either way: no `merge-base`.
             Some(proof) => self
                 .main
-                .merge_commits(
+                .merge_commit(
                     &self.tip,
                     proof,
                     &format!("dandori: integrate {}", r.step_id),
@@ -167,14 +174,15 @@ impl Coordinator<'_> {
                 built_on[*p] = true;
             }
         }
-        let mut commits = vec![("work".to_string(), self.work_start.clone())];
+        let mut commits = vec![(WORK_START.to_string(), self.work_start.clone())];
         for i in (0..n).filter(|i| done(*i) && !built_on[*i]) {
             let s = &self.stage.steps[i];
             if let Some(c) = &s.commit {
                 commits.push((s.step_id.clone(), c.clone()));
             }
         }
-        let Some(settled) = self.main.merge_all(&commits, "work branch")? else {
+        let known = self.ancestry();
+        let Some(settled) = self.main.merge_all_known(&commits, "work branch", &known)? else {
             self.lessons.push(
                 "the done steps conflict when merged in plan order; the work branch keeps the order they finished in"
                     .to_string(),

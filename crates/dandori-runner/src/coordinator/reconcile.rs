@@ -102,6 +102,18 @@ impl Coordinator<'_> {
             .entry("work_start".to_string())
             .or_insert_with(|| json!(self.tip));
         self.work_start = start.as_str().unwrap_or(&self.tip).to_string();
+        // Every step commit is built on the run's start; checked once for the done
+        // ones (a run directory of an older version recorded it late).
+        let mut below = true;
+        for s in &self.stage.steps {
+            if let Some(c) = s.commit.as_deref().filter(|_| s.status == StepStatus::Done)
+                && !self.main.is_ancestor(&self.work_start, c)?
+            {
+                below = false;
+                break;
+            }
+        }
+        self.work_start_below = below;
         // Steps move the work branch without touching the files of the repository's
         // worktree; it is detached meanwhile (so it never looks dirty after a kill)
         // and checks the branch out again when the run ends.

@@ -14,6 +14,7 @@ use crate::completion::StepTiming;
 use crate::dispatch::StepCall;
 use crate::error::RunnerError;
 use crate::executor::Executor;
+use crate::git::{Ancestry, WORK_START};
 use crate::step::{self, StepReport};
 use crate::{events, reason};
 
@@ -67,6 +68,7 @@ impl Coordinator<'_> {
         let cx = shared.context(executor, env);
         let planning = &shared.planning;
         let revisions = &shared.revisions;
+        let known = self.ancestry();
         let (tx, rx) = mpsc::channel::<StepReport>();
         let n = planning.steps.len();
         let mut running = 0usize;
@@ -108,6 +110,7 @@ impl Coordinator<'_> {
                     let tx = tx.clone();
                     let cx = &cx;
                     let main = self.main.clone();
+                    let known = &known;
                     scope.spawn(move || {
                         let r = match (dispatch, wt) {
                             (Some(d), _) => d.run_step(&StepCall {
@@ -122,6 +125,7 @@ impl Coordinator<'_> {
                                 let base = step::StepBase {
                                     commits: &commits,
                                     main: &main,
+                                    known,
                                 };
                                 let wt = wt.unwrap_or_default();
                                 step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt)
@@ -135,7 +139,7 @@ impl Coordinator<'_> {
                     json!(revisions.load(Ordering::SeqCst)),
                 );
                 self.update_index();
-                self.save()?;
+                self.save_round()?;
                 if running == 0 {
                     if self.stage.steps.iter().any(|s| {
                         s.status == StepStatus::Pending
@@ -210,10 +214,21 @@ impl Coordinator<'_> {
             })
             .collect();
         if commits.is_empty() {
-            vec![("work".to_string(), self.work_start.clone())]
+            vec![(WORK_START.to_string(), self.work_start.clone())]
         } else {
             commits
         }
+    }
+
+    /// What the plan tells about which step commits contain which.
+    pub(super) fn ancestry(&self) -> Ancestry {
+        let ids: Vec<&str> = self
+            .stage
+            .steps
+            .iter()
+            .map(|s| s.step_id.as_str())
+            .collect();
+        Ancestry::from_predecessors(&ids, &self.preds, self.work_start_below)
     }
 
     pub(super) fn preds_done(&self, step_id: &str) -> bool {

@@ -83,7 +83,8 @@ impl Executor for CommandExecutor {
     }
 
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
-        dandori_fs::write_atomic(req.prompt_file, req.masker.mask_str(req.prompt))?;
+        // A log of what was asked: atomic, not synced (it is written again on resume).
+        dandori_fs::write_atomic_unsynced(req.prompt_file, req.masker.mask_str(req.prompt))?;
         let mut argv = self.argv(req);
         if let Some(sandbox) = &self.sandbox {
             let mut extra: Vec<std::path::PathBuf> = req

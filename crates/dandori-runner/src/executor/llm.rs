@@ -128,7 +128,8 @@ impl LlmExecutor {
         let client = Client::from_config(provider, &config.llm.budgets, &|k: &str| {
             env.get(k).cloned()
         })
-        .map_err(|e| RunnerError::Executor(e.to_string()))?;
+        .map_err(|e| RunnerError::Executor(e.to_string()))?
+        .with_agent_runtime(dandori_llm::AgentRuntime::from_config(config, env));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("dandori-llm")
@@ -452,10 +453,7 @@ impl Executor for LlmExecutor {
                                 .then_some(Trigger::Error)
                         } else {
                             (self.limits.reflection.enabled
-                                && reflection::interval_due(
-                                    st.actions,
-                                    self.limits.reflection.trigger_interval,
-                                ))
+                                && reflection::interval_due(st.actions, req.reflection_interval))
                             .then_some(Trigger::Interval)
                         };
                         let action = Action {
@@ -648,6 +646,7 @@ fn model_failure(e: &LlmError) -> ExecOutcome {
         | LlmError::IdleTimeout { .. }
         | LlmError::StreamIncomplete { .. }
         | LlmError::StreamError { .. }
+        | LlmError::AgentCli { .. }
         | LlmError::Decode { .. }
         | LlmError::Cancelled { .. }
         | LlmError::InvalidStructuredOutput { .. }

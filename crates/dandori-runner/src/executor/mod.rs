@@ -28,6 +28,9 @@ pub struct ExecRequest<'a> {
     pub timeout: Duration,
     /// Masks secrets in what the executor writes to its log.
     pub masker: &'a dandori_trace::Masker,
+    /// Reflect every this many actions (0: on errors only), chosen for the step
+    /// ([`crate::reflection::interval_for`]).
+    pub reflection_interval: u32,
 }
 
 /// Tokens spent by a model-backed executor.

@@ -178,3 +178,41 @@ fn total_timeout_stops_starting_steps() {
     assert_eq!(statuses(&run_dir)[0].1, "done");
     assert_eq!(statuses(&run_dir)[1].1, "pending");
 }
+
+/// The periodic reflections of a one-step run whose step has `complexity` and six
+/// actions (the agent and five unit commands), with `interval` configured or not.
+fn interval_reflections(complexity: Option<serde_json::Value>, interval: Option<u32>) -> usize {
+    let repo = Repo::new();
+    let mut step = S::new("S01");
+    for _ in 0..5 {
+        step = step.unit("true");
+    }
+    let mut plan = planning(vec![step], json!({}));
+    if let Some(c) = complexity {
+        plan["steps"][0]["estimated_complexity"] = c;
+    }
+    let run_dir = repo.write_plan(&plan);
+    let mut opts = options(&repo, &run_dir, Some(agent_cmd(&repo)));
+    opts.config.planning.reflection.trigger_interval = interval;
+    let out = run(&opts).unwrap();
+    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    trace_events(&run_dir, "REFLECTION")
+        .iter()
+        .filter(|e| e["data"]["trigger"] == "interval")
+        .count()
+}
+
+#[test]
+fn the_reflection_interval_follows_the_step_complexity_unless_configured() {
+    // Seed 000 §11.1.3: simple → on errors only, moderate → every 5, complex → every 3.
+    assert_eq!(interval_reflections(Some(json!("low")), None), 0);
+    assert_eq!(interval_reflections(Some(json!(2)), None), 0);
+    assert_eq!(interval_reflections(Some(json!("medium")), None), 1);
+    assert_eq!(interval_reflections(Some(json!("high")), None), 2);
+    assert_eq!(interval_reflections(Some(json!(9)), None), 2);
+    // No complexity anywhere in the plan: moderate.
+    assert_eq!(interval_reflections(None, None), 1);
+    // Configured explicitly: the configuration wins.
+    assert_eq!(interval_reflections(Some(json!("low")), Some(2)), 3);
+    assert_eq!(interval_reflections(Some(json!("high")), Some(0)), 0);
+}

@@ -31,7 +31,7 @@ pub fn llm_options(repo: &Repo, run_dir: &std::path::Path, server: &FakeLlmServe
     provider.max_retries = 0;
     opts.config.llm.providers = vec![provider];
     opts.config.llm.default_provider = Some("fake".to_string());
-    opts.config.planning.reflection.trigger_interval = 0;
+    opts.config.planning.reflection.trigger_interval = Some(0);
     opts.config.llm.budgets.task = 10_000_000;
     opts.config.llm.budgets.reflection = 1_000_000;
     opts.executor = Some(ExecutorChoice {
@@ -339,6 +339,42 @@ fn reflection_revisions_beyond_max_revisions_require_a_human() {
         after_revision.contains("list the directory"),
         "{after_revision}"
     );
+}
+
+#[test]
+fn model_plan_revisions_count_in_revision_attempts() {
+    let repo = Repo::new();
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").targets(&["answer.txt"])],
+        json!({}),
+    ));
+    let server = FakeLlmServer::start(vec![
+        // a failing read triggers a reflection, which revises the plan
+        Reply::openai_tool_call("read_file", &json!({"path": "missing.txt"})),
+        Reply::openai_text(
+            &json!({"phase": "reflection", "reflection": {"action_evaluated": "read_file",
+                "status": "failure", "evaluation": "no such file", "issues_identified": [],
+                "plan_revision_needed": true},
+                "plan_revision": {"reason": "write it instead", "changes": ["write answer.txt"]}})
+            .to_string(),
+        ),
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "answer.txt", "content": "42\n"}),
+        ),
+        completion(),
+    ]);
+    let mut opts = llm_options(&repo, &run_dir, &server);
+    opts.config.planning.revision.max_revisions = 3;
+    let out = dandori_runner::run(&opts).unwrap();
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion
+    );
+    assert_eq!(out.completion.summary.revision_attempts, Some(1));
+    assert_eq!(stage(&run_dir)["revisions"], 1);
 }
 
 #[test]

@@ -25,7 +25,7 @@ fn report_and_errors_snapshot() {
         &run_dir,
         Some(format!("sh {} {{step_id}}", agent.display())),
     );
-    opts.config.planning.reflection.trigger_interval = 0;
+    opts.config.planning.reflection.trigger_interval = Some(0);
     run(&opts).unwrap();
     let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
     let errors = std::fs::read_to_string(run_dir.join("errors.json")).unwrap();

@@ -1,0 +1,36 @@
+//! GitHub and GitLab issues, pull requests and merge requests as the task source,
+//! with the human in the loop (seed 000 §2.5, §9.3, §10.4, §11.3.1, §12.3).
+//!
+//! * [`reference`]: `github:OWNER/REPO#N`, `github-pr:…#N`, `gitlab:GROUP/PROJECT#N`,
+//!   `gitlab-mr:…!N` and web URLs.
+//! * [`client`]: the REST clients (GitHub REST v3, GitLab v4): base URLs, tokens,
+//!   pagination, rate limits.
+//! * [`intake`]: an issue → the request text and the seed 000 §9.3 task type.
+//! * [`report`]: the comments posted back (plan summary, status, completion),
+//!   each found again by a hidden marker so that re-running edits instead of
+//!   duplicating.
+//! * [`permissions`]: who may trigger, steer and approve (seed 000 §12.3) and
+//!   which repository operations dandori may perform.
+//! * [`record`]: `forge.json` in the run directory (the source reference, the
+//!   comments posted, the feedback consumed, the approval state).
+//! * [`revise`]: human feedback → a seed-format human reflection and a revised
+//!   planning.json, with the revision history of seed 000 §11.3.1.
+//!
+//! Reason codes: [`reason`], documented in docs/forges.md.
+
+pub mod client;
+mod error;
+pub mod intake;
+pub mod permissions;
+pub mod reason;
+pub mod record;
+pub mod reference;
+pub mod report;
+pub mod revise;
+
+pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Issue};
+pub use error::ForgeError;
+pub use reference::{Forge, ForgeRef, ItemKind};
+
+/// The label of seed 000 §10.4, verbatim.
+pub const HELP_LABEL: &str = "coding agent help needed";

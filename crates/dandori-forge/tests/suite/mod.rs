@@ -1,0 +1,4 @@
+mod client;
+mod openapi;
+mod reference;
+mod revise;

@@ -1,0 +1,965 @@
+//! `FakeForge`: a stateful GitHub REST v3 + GitLab v4 server over real HTTP.
+//!
+//! GitHub is served under `/gh` (the API root is [`FakeForge::github_api_url`]),
+//! GitLab under `/gl/api/v4` ([`FakeForge::gitlab_api_url`]). Projects hold
+//! issues / pull requests / merge requests with comments (notes), reviews and
+//! labels; tokens map to users; private projects answer 404 to anyone but their
+//! readers; listings paginate (`Link` on GitHub, `X-Next-Page` on GitLab) with a
+//! configurable page size cap; rate limits can be injected for the next
+//! requests. Every request and response is recorded for shape checks.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Api {
+    GitHub,
+    GitLab,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ItemKind {
+    Issue,
+    /// A GitHub pull request / a GitLab merge request.
+    ChangeRequest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeComment {
+    pub id: u64,
+    pub author: String,
+    pub body: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// A GitLab system note.
+    pub system: bool,
+    /// A GitLab diff note (review comment) / a GitHub review.
+    pub review: bool,
+    /// GitHub review state (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`).
+    pub review_state: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeItem {
+    pub kind: ItemKind,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub author: String,
+    pub state: String,
+    pub comments: Vec<FakeComment>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FakeProject {
+    pub private: bool,
+    /// Users who can see a private project.
+    pub readers: Vec<String>,
+    pub items: BTreeMap<u64, FakeItem>,
+}
+
+/// A rate limit answered instead of the next request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RateLimit {
+    /// 429 with `Retry-After: secs`.
+    RetryAfter(u64),
+    /// 403 with `X-RateLimit-Remaining: 0` and `X-RateLimit-Reset` (GitLab:
+    /// `RateLimit-Remaining` / `RateLimit-Reset`) `secs` from now.
+    Reset(u64),
+}
+
+/// One request as received, with the answer given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForgeExchange {
+    pub api: Api,
+    pub method: String,
+    /// The path below the API root (`/repos/o/r/issues/1`), query removed.
+    pub path: String,
+    pub query: String,
+    pub headers: BTreeMap<String, String>,
+    pub body: Value,
+    pub status: u16,
+    pub response: Value,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    projects: BTreeMap<(Api, String), FakeProject>,
+    tokens: BTreeMap<String, String>,
+    teams: BTreeMap<String, Vec<String>>,
+    rate_limits: VecDeque<RateLimit>,
+    max_per_page: Option<usize>,
+    exchanges: Vec<ForgeExchange>,
+    next_id: u64,
+    clock: u64,
+}
+
+impl Shared {
+    /// A new comment by `author`, stamped now.
+    fn comment(&mut self, author: &str, body: &str) -> FakeComment {
+        let (id, now) = (self.id(), self.now());
+        FakeComment {
+            id,
+            author: author.to_string(),
+            body: body.to_string(),
+            created_at: now.clone(),
+            updated_at: now,
+            system: false,
+            review: false,
+            review_state: None,
+        }
+    }
+
+    fn now(&mut self) -> String {
+        self.clock += 1;
+        chrono_like(self.clock)
+    }
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        1000 + self.next_id
+    }
+}
+
+/// `2026-01-01T00:00:NNZ`-style timestamps that sort in creation order.
+fn chrono_like(n: u64) -> String {
+    let (h, rest) = (n / 3600, n % 3600);
+    format!(
+        "2026-01-01T{:02}:{:02}:{:02}Z",
+        h % 24,
+        rest / 60,
+        rest % 60
+    )
+}
+
+#[derive(Clone)]
+struct AppState(Arc<Mutex<Shared>>);
+
+impl AppState {
+    fn lock(&self) -> MutexGuard<'_, Shared> {
+        match self.0.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+/// The running fake forge. Dropping it shuts it down.
+pub struct FakeForge {
+    addr: SocketAddr,
+    state: AppState,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for FakeForge {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        drop(self.thread.take());
+    }
+}
+
+impl FakeForge {
+    pub fn start() -> FakeForge {
+        let state = AppState(Arc::new(Mutex::new(Shared::default())));
+        let served = crate::serve::spawn(
+            Router::new().fallback(handle).with_state(state.clone()),
+            "fake forge",
+        );
+        FakeForge {
+            addr: served.addr,
+            state,
+            shutdown: Some(served.shutdown),
+            thread: Some(served.thread),
+        }
+    }
+
+    /// The GitHub API root (`GITHUB_API_URL`).
+    pub fn github_api_url(&self) -> String {
+        format!("http://{}/gh", self.addr)
+    }
+
+    /// The GitLab API root (`GITLAB_API_URL` / `CI_API_V4_URL`).
+    pub fn gitlab_api_url(&self) -> String {
+        format!("http://{}/gl/api/v4", self.addr)
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `token` authenticates as `user`.
+    pub fn add_token(&self, token: &str, user: &str) {
+        self.state
+            .lock()
+            .tokens
+            .insert(token.to_string(), user.to_string());
+    }
+
+    /// A project (created empty when new); `private` hides it from all but `readers`.
+    pub fn add_project(&self, api: Api, project: &str, private: bool, readers: &[&str]) {
+        let mut s = self.state.lock();
+        let p = s.projects.entry((api, project.to_string())).or_default();
+        p.private = private;
+        p.readers = readers.iter().map(|r| r.to_string()).collect();
+    }
+
+    /// An issue or change request numbered `number`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn add_item(
+        &self,
+        api: Api,
+        project: &str,
+        number: u64,
+        kind: ItemKind,
+        title: &str,
+        body: &str,
+        labels: &[&str],
+        author: &str,
+    ) {
+        let mut s = self.state.lock();
+        let p = s.projects.entry((api, project.to_string())).or_default();
+        p.items.insert(
+            number,
+            FakeItem {
+                kind,
+                title: title.to_string(),
+                body: body.to_string(),
+                labels: labels.iter().map(|l| l.to_string()).collect(),
+                author: author.to_string(),
+                state: "open".to_string(),
+                comments: Vec::new(),
+            },
+        );
+    }
+
+    /// A comment by `author`; returns its id.
+    pub fn add_comment(
+        &self,
+        api: Api,
+        project: &str,
+        number: u64,
+        author: &str,
+        body: &str,
+    ) -> u64 {
+        self.push_comment(api, project, number, author, body, false, None)
+    }
+
+    /// A GitHub review (`state` `APPROVED`, …) / a GitLab diff note.
+    pub fn add_review(
+        &self,
+        api: Api,
+        project: &str,
+        number: u64,
+        author: &str,
+        body: &str,
+        state: &str,
+    ) -> u64 {
+        self.push_comment(
+            api,
+            project,
+            number,
+            author,
+            body,
+            true,
+            Some(state.to_string()),
+        )
+    }
+
+    /// A GitLab system note ("added ~bug label").
+    pub fn add_system_note(&self, project: &str, number: u64, body: &str) -> u64 {
+        let mut s = self.state.lock();
+        let c = FakeComment {
+            system: true,
+            ..s.comment("gitlab-bot", body)
+        };
+        let id = c.id;
+        item_mut(&mut s, Api::GitLab, project, number)
+            .comments
+            .push(c);
+        id
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_comment(
+        &self,
+        api: Api,
+        project: &str,
+        number: u64,
+        author: &str,
+        body: &str,
+        review: bool,
+        review_state: Option<String>,
+    ) -> u64 {
+        let mut s = self.state.lock();
+        let c = FakeComment {
+            review,
+            review_state,
+            ..s.comment(author, body)
+        };
+        let id = c.id;
+        item_mut(&mut s, api, project, number).comments.push(c);
+        id
+    }
+
+    /// Edits a comment's body as its author would (bumps `updated_at`).
+    pub fn edit_comment(&self, api: Api, project: &str, number: u64, id: u64, body: &str) {
+        let mut s = self.state.lock();
+        let now = s.now();
+        let item = item_mut(&mut s, api, project, number);
+        if let Some(c) = item.comments.iter_mut().find(|c| c.id == id) {
+            c.body = body.to_string();
+            c.updated_at = now;
+        }
+    }
+
+    pub fn delete_comment(&self, api: Api, project: &str, number: u64, id: u64) {
+        let mut s = self.state.lock();
+        let item = item_mut(&mut s, api, project, number);
+        item.comments.retain(|c| c.id != id);
+    }
+
+    /// The item as it is now (comments, labels).
+    pub fn item(&self, api: Api, project: &str, number: u64) -> FakeItem {
+        let mut s = self.state.lock();
+        item_mut(&mut s, api, project, number).clone()
+    }
+
+    /// `team` (`org/slug` or a GitLab group path) has these members.
+    pub fn add_team(&self, team: &str, members: &[&str]) {
+        self.state.lock().teams.insert(
+            team.to_string(),
+            members.iter().map(|m| m.to_string()).collect(),
+        );
+    }
+
+    /// Answer the next requests with these rate limits, one each.
+    pub fn rate_limit_next(&self, limits: &[RateLimit]) {
+        self.state.lock().rate_limits.extend(limits.iter().cloned());
+    }
+
+    /// Cap `per_page` (forces pagination with few items).
+    pub fn set_max_per_page(&self, n: usize) {
+        self.state.lock().max_per_page = Some(n);
+    }
+
+    pub fn exchanges(&self) -> Vec<ForgeExchange> {
+        self.state.lock().exchanges.clone()
+    }
+
+    pub fn clear_exchanges(&self) {
+        self.state.lock().exchanges.clear();
+    }
+}
+
+fn item_mut<'a>(s: &'a mut Shared, api: Api, project: &str, number: u64) -> &'a mut FakeItem {
+    match s
+        .projects
+        .get_mut(&(api, project.to_string()))
+        .and_then(|p| p.items.get_mut(&number))
+    {
+        Some(i) => i,
+        None => panic!("fake forge: no item {project}#{number}"),
+    }
+}
+
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+fn answer(status: u16, body: Value) -> Answer {
+    Answer {
+        status,
+        headers: Vec::new(),
+        body,
+    }
+}
+
+fn not_found() -> Answer {
+    answer(404, json!({"message": "Not Found"}))
+}
+
+async fn handle(
+    State(state): State<AppState>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let full = uri.path().to_string();
+    let query = uri.query().unwrap_or_default().to_string();
+    let (api, path) = if let Some(p) = full.strip_prefix("/gh") {
+        (Api::GitHub, p.to_string())
+    } else if let Some(p) = full.strip_prefix("/gl/api/v4") {
+        (Api::GitLab, p.to_string())
+    } else {
+        return respond(&answer(404, json!({"message": "not an API path"})));
+    };
+    let req_body: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body)
+            .unwrap_or(Value::String(String::from_utf8_lossy(&body).into()))
+    };
+    let mut hdrs = BTreeMap::new();
+    for (k, v) in &headers {
+        hdrs.insert(
+            k.as_str().to_string(),
+            v.to_str().unwrap_or_default().to_string(),
+        );
+    }
+    let host = hdrs.get("host").cloned().unwrap_or_default();
+    let mut s = state.lock();
+    let a = match s.rate_limits.pop_front() {
+        Some(limit) => rate_limited(api, &limit),
+        None => {
+            let token = match api {
+                Api::GitHub => hdrs
+                    .get("authorization")
+                    .and_then(|v| {
+                        v.strip_prefix("Bearer ")
+                            .or_else(|| v.strip_prefix("token "))
+                    })
+                    .map(str::to_string),
+                Api::GitLab => hdrs.get("private-token").cloned(),
+            };
+            let user = token.as_ref().and_then(|t| s.tokens.get(t).cloned());
+            if token.is_some() && user.is_none() {
+                answer(401, json!({"message": "Bad credentials"}))
+            } else {
+                route(
+                    &mut s,
+                    api,
+                    method.as_str(),
+                    &path,
+                    &query,
+                    &req_body,
+                    user.as_deref(),
+                    &host,
+                )
+            }
+        }
+    };
+    s.exchanges.push(ForgeExchange {
+        api,
+        method: method.to_string(),
+        path: path.clone(),
+        query,
+        headers: hdrs,
+        body: req_body,
+        status: a.status,
+        response: a.body.clone(),
+    });
+    drop(s);
+    respond(&a)
+}
+
+fn respond(a: &Answer) -> Response {
+    let mut b = Response::builder()
+        .status(StatusCode::from_u16(a.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header("content-type", "application/json");
+    for (k, v) in &a.headers {
+        b = b.header(k.as_str(), v.as_str());
+    }
+    match b.body(Body::from(a.body.to_string())) {
+        Ok(r) => r,
+        Err(err) => panic!("fake forge response: {err}"),
+    }
+}
+
+fn rate_limited(api: Api, limit: &RateLimit) -> Answer {
+    match limit {
+        RateLimit::RetryAfter(secs) => Answer {
+            status: 429,
+            headers: vec![("retry-after".into(), secs.to_string())],
+            body: json!({"message": "You have exceeded a secondary rate limit"}),
+        },
+        RateLimit::Reset(secs) => {
+            let reset = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0)
+                + secs;
+            let (rem, res) = match api {
+                Api::GitHub => ("x-ratelimit-remaining", "x-ratelimit-reset"),
+                Api::GitLab => ("ratelimit-remaining", "ratelimit-reset"),
+            };
+            Answer {
+                status: 403,
+                headers: vec![(rem.into(), "0".into()), (res.into(), reset.to_string())],
+                body: json!({"message": "API rate limit exceeded"}),
+            }
+        }
+    }
+}
+
+fn param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(name).and_then(|r| r.strip_prefix('=')))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn route(
+    s: &mut Shared,
+    api: Api,
+    method: &str,
+    path: &str,
+    query: &str,
+    body: &Value,
+    user: Option<&str>,
+    host: &str,
+) -> Answer {
+    let segs: Vec<&str> = path.split('/').filter(|x| !x.is_empty()).collect();
+    if segs == ["user"] {
+        return match (user, api) {
+            (Some(u), Api::GitHub) => answer(200, json!({"login": u, "id": 1, "type": "User"})),
+            (Some(u), Api::GitLab) => answer(200, json!({"username": u, "id": 1, "name": u})),
+            (None, _) => answer(401, json!({"message": "Requires authentication"})),
+        };
+    }
+    match api {
+        Api::GitHub => github(s, method, &segs, query, body, user, host, path),
+        Api::GitLab => gitlab(s, method, &segs, query, body, user, host, path),
+    }
+}
+
+fn visible(s: &Shared, api: Api, project: &str, user: Option<&str>) -> bool {
+    match s.projects.get(&(api, project.to_string())) {
+        Some(p) => !p.private || user.is_some_and(|u| p.readers.iter().any(|r| r == u)),
+        None => false,
+    }
+}
+
+/// One page of `items` and the pagination headers.
+fn page(
+    s: &Shared,
+    api: Api,
+    items: Vec<Value>,
+    query: &str,
+    host: &str,
+    prefix: &str,
+    path: &str,
+) -> Answer {
+    let per_page = param(query, "per_page")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(30)
+        .clamp(1, 100)
+        .min(s.max_per_page.unwrap_or(100));
+    let page = param(query, "page")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let total = items.len();
+    let chunk: Vec<Value> = items
+        .into_iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .collect();
+    let mut headers = Vec::new();
+    let has_next = page * per_page < total;
+    match api {
+        Api::GitHub => {
+            if has_next {
+                let other: Vec<&str> = query
+                    .split('&')
+                    .filter(|kv| !kv.is_empty() && !kv.starts_with("page="))
+                    .collect();
+                let mut q = other.join("&");
+                if !q.is_empty() {
+                    q.push('&');
+                }
+                headers.push((
+                    "link".to_string(),
+                    format!(
+                        "<http://{host}{prefix}{path}?{q}page={}>; rel=\"next\", <http://{host}{prefix}{path}?{q}page={}>; rel=\"last\"",
+                        page + 1,
+                        total.div_ceil(per_page)
+                    ),
+                ));
+            }
+        }
+        Api::GitLab => {
+            headers.push(("x-page".into(), page.to_string()));
+            headers.push(("x-per-page".into(), per_page.to_string()));
+            headers.push(("x-total".into(), total.to_string()));
+            headers.push((
+                "x-next-page".into(),
+                if has_next {
+                    (page + 1).to_string()
+                } else {
+                    String::new()
+                },
+            ));
+        }
+    }
+    Answer {
+        status: 200,
+        headers,
+        body: Value::Array(chunk),
+    }
+}
+
+fn gh_user(login: &str) -> Value {
+    json!({"login": login, "id": 1, "type": "User"})
+}
+
+fn gh_comment(project: &str, c: &FakeComment, host: &str) -> Value {
+    json!({
+        "id": c.id,
+        "node_id": format!("IC_{}", c.id),
+        "url": format!("http://{host}/gh/repos/{project}/issues/comments/{}", c.id),
+        "html_url": format!("http://{host}/{project}#issuecomment-{}", c.id),
+        "body": c.body,
+        "user": gh_user(&c.author),
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+        "author_association": "NONE",
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn github(
+    s: &mut Shared,
+    method: &str,
+    segs: &[&str],
+    query: &str,
+    body: &Value,
+    user: Option<&str>,
+    host: &str,
+    path: &str,
+) -> Answer {
+    if let ["orgs", org, "teams", slug, "memberships", who] = segs {
+        let team = format!("{org}/{slug}");
+        return match s.teams.get(&team) {
+            Some(m) if m.iter().any(|x| x == who) => {
+                answer(200, json!({"state": "active", "role": "member", "url": ""}))
+            }
+            _ => not_found(),
+        };
+    }
+    let ["repos", owner, repo, rest @ ..] = segs else {
+        return not_found();
+    };
+    let project = format!("{owner}/{repo}");
+    if !visible(s, Api::GitHub, &project, user) {
+        return not_found();
+    }
+    let writes = matches!(method, "POST" | "PATCH" | "PUT" | "DELETE");
+    if writes && user.is_none() {
+        return answer(401, json!({"message": "Requires authentication"}));
+    }
+    let key = (Api::GitHub, project.clone());
+    match (method, rest) {
+        ("GET", ["issues", n]) => {
+            let Some(item) = n
+                .parse()
+                .ok()
+                .and_then(|n: u64| s.projects[&key].items.get(&n))
+            else {
+                return not_found();
+            };
+            let mut v = json!({
+                "id": 500 + n.parse::<u64>().unwrap_or(0),
+                "node_id": format!("I_{n}"),
+                "number": n.parse::<u64>().unwrap_or(0),
+                "title": item.title,
+                "body": item.body,
+                "state": item.state,
+                "user": gh_user(&item.author),
+                "labels": item.labels.iter().map(|l| json!({"id": 1, "name": l, "color": "ededed"})).collect::<Vec<_>>(),
+                "comments": item.comments.iter().filter(|c| !c.review).count(),
+                "html_url": format!("http://{host}/{project}/issues/{n}"),
+                "url": format!("http://{host}/gh/repos/{project}/issues/{n}"),
+                "created_at": "2026-01-01T00:00:00Z",
+                "updated_at": "2026-01-01T00:00:00Z",
+            });
+            if item.kind == ItemKind::ChangeRequest {
+                v["pull_request"] =
+                    json!({"url": format!("http://{host}/gh/repos/{project}/pulls/{n}")});
+            }
+            answer(200, v)
+        }
+        ("GET", ["issues", n, "comments"]) => {
+            let Some(item) = n
+                .parse()
+                .ok()
+                .and_then(|n: u64| s.projects[&key].items.get(&n))
+            else {
+                return not_found();
+            };
+            let items = item
+                .comments
+                .iter()
+                .filter(|c| !c.review)
+                .map(|c| gh_comment(&project, c, host))
+                .collect();
+            page(s, Api::GitHub, items, query, host, "/gh", path)
+        }
+        ("GET", ["pulls", n, "reviews"]) => {
+            let Some(item) = n
+                .parse()
+                .ok()
+                .and_then(|n: u64| s.projects[&key].items.get(&n))
+            else {
+                return not_found();
+            };
+            if item.kind != ItemKind::ChangeRequest {
+                return not_found();
+            }
+            let items = item
+                .comments
+                .iter()
+                .filter(|c| c.review)
+                .map(|c| {
+                    json!({
+                        "id": c.id,
+                        "node_id": format!("PRR_{}", c.id),
+                        "user": gh_user(&c.author),
+                        "body": c.body,
+                        "state": c.review_state.clone().unwrap_or_else(|| "COMMENTED".into()),
+                        "submitted_at": c.created_at,
+                        "html_url": format!("http://{host}/{project}/pull/{n}#pullrequestreview-{}", c.id),
+                    })
+                })
+                .collect();
+            page(s, Api::GitHub, items, query, host, "/gh", path)
+        }
+        ("POST", ["issues", n, "comments"]) => {
+            let Some(text) = body.get("body").and_then(Value::as_str) else {
+                return answer(
+                    422,
+                    json!({"message": "Validation Failed", "errors": [{"field": "body", "code": "missing_field"}]}),
+                );
+            };
+            let c = s.comment(user.unwrap_or_default(), text);
+            let Some(item) = n
+                .parse()
+                .ok()
+                .and_then(|n: u64| s.projects.get_mut(&key).and_then(|p| p.items.get_mut(&n)))
+            else {
+                return not_found();
+            };
+            item.comments.push(c.clone());
+            answer(201, gh_comment(&project, &c, host))
+        }
+        ("PATCH", ["issues", "comments", id]) => {
+            let Some(text) = body.get("body").and_then(Value::as_str) else {
+                return answer(422, json!({"message": "Validation Failed"}));
+            };
+            let now = s.now();
+            let id: u64 = id.parse().unwrap_or(0);
+            let Some(p) = s.projects.get_mut(&key) else {
+                return not_found();
+            };
+            for item in p.items.values_mut() {
+                if let Some(c) = item.comments.iter_mut().find(|c| c.id == id && !c.review) {
+                    if Some(c.author.as_str()) != user {
+                        return answer(
+                            403,
+                            json!({"message": "Must have admin rights to Repository."}),
+                        );
+                    }
+                    c.body = text.to_string();
+                    c.updated_at = now;
+                    let c = c.clone();
+                    return answer(200, gh_comment(&project, &c, host));
+                }
+            }
+            not_found()
+        }
+        ("POST", ["issues", n, "labels"]) => {
+            let Some(labels) = body.get("labels").and_then(Value::as_array) else {
+                return answer(422, json!({"message": "Validation Failed"}));
+            };
+            let Some(item) = n
+                .parse()
+                .ok()
+                .and_then(|n: u64| s.projects.get_mut(&key).and_then(|p| p.items.get_mut(&n)))
+            else {
+                return not_found();
+            };
+            for l in labels.iter().filter_map(Value::as_str) {
+                if !item.labels.iter().any(|x| x == l) {
+                    item.labels.push(l.to_string());
+                }
+            }
+            let out: Vec<Value> = item
+                .labels
+                .iter()
+                .map(|l| json!({"id": 1, "name": l, "color": "ededed"}))
+                .collect();
+            answer(200, Value::Array(out))
+        }
+        _ => not_found(),
+    }
+}
+
+fn gl_note(c: &FakeComment, kind: ItemKind) -> Value {
+    json!({
+        "id": c.id,
+        "body": c.body,
+        "author": {"id": 1, "username": c.author, "name": c.author},
+        "created_at": c.created_at,
+        "updated_at": c.updated_at,
+        "system": c.system,
+        "noteable_type": if kind == ItemKind::Issue { "Issue" } else { "MergeRequest" },
+        "type": if c.review { Value::from("DiffNote") } else { Value::Null },
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gitlab(
+    s: &mut Shared,
+    method: &str,
+    segs: &[&str],
+    query: &str,
+    body: &Value,
+    user: Option<&str>,
+    host: &str,
+    path: &str,
+) -> Answer {
+    if let ["groups", group, "members", "all"] = segs {
+        let group = group.replace("%2F", "/").replace("%2f", "/");
+        let who = param(query, "query").unwrap_or_default();
+        let members: Vec<Value> = s
+            .teams
+            .get(&group)
+            .map(|m| {
+                m.iter()
+                    .filter(|x| x.contains(who))
+                    .map(|x| json!({"id": 1, "username": x, "name": x, "access_level": 30}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return answer(200, Value::Array(members));
+    }
+    let ["projects", enc, what, n, rest @ ..] = segs else {
+        return not_found();
+    };
+    let project = enc.replace("%2F", "/").replace("%2f", "/");
+    if !visible(s, Api::GitLab, &project, user) {
+        return answer(404, json!({"message": "404 Project Not Found"}));
+    }
+    if matches!(method, "POST" | "PUT" | "DELETE") && user.is_none() {
+        return answer(401, json!({"message": "401 Unauthorized"}));
+    }
+    let kind = match *what {
+        "issues" => ItemKind::Issue,
+        "merge_requests" => ItemKind::ChangeRequest,
+        _ => return not_found(),
+    };
+    let key = (Api::GitLab, project.clone());
+    let Ok(n) = n.parse::<u64>() else {
+        return not_found();
+    };
+    let exists = s.projects[&key]
+        .items
+        .get(&n)
+        .is_some_and(|i| i.kind == kind);
+    if !exists {
+        return answer(404, json!({"message": "404 Not found"}));
+    }
+    match (method, rest) {
+        ("GET", []) => {
+            let item = &s.projects[&key].items[&n];
+            let web = if kind == ItemKind::Issue {
+                "issues"
+            } else {
+                "merge_requests"
+            };
+            answer(
+                200,
+                json!({
+                    "id": 700 + n,
+                    "iid": n,
+                    "project_id": 1,
+                    "title": item.title,
+                    "description": item.body,
+                    "state": if item.state == "open" { "opened" } else { "closed" },
+                    "labels": item.labels,
+                    "author": {"id": 1, "username": item.author, "name": item.author},
+                    "web_url": format!("http://{host}/{project}/-/{web}/{n}"),
+                    "created_at": "2026-01-01T00:00:00Z",
+                    "updated_at": "2026-01-01T00:00:00Z",
+                    "user_notes_count": item.comments.iter().filter(|c| !c.system).count(),
+                }),
+            )
+        }
+        ("PUT", []) => {
+            let now_labels = {
+                let Some(item) = s.projects.get_mut(&key).and_then(|p| p.items.get_mut(&n)) else {
+                    return not_found();
+                };
+                if let Some(add) = body.get("add_labels").and_then(Value::as_str) {
+                    for l in add.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+                        if !item.labels.iter().any(|x| x == l) {
+                            item.labels.push(l.to_string());
+                        }
+                    }
+                }
+                item.labels.clone()
+            };
+            let item = &s.projects[&key].items[&n];
+            answer(
+                200,
+                json!({
+                    "id": 700 + n, "iid": n, "project_id": 1, "title": item.title,
+                    "description": item.body, "state": "opened", "labels": now_labels,
+                    "author": {"id": 1, "username": item.author, "name": item.author},
+                    "web_url": format!("http://{host}/{project}/-/issues/{n}"),
+                }),
+            )
+        }
+        ("GET", ["notes"]) => {
+            let item = &s.projects[&key].items[&n];
+            let notes = item.comments.iter().map(|c| gl_note(c, kind)).collect();
+            page(s, Api::GitLab, notes, query, host, "/gl/api/v4", path)
+        }
+        ("POST", ["notes"]) => {
+            let Some(text) = body.get("body").and_then(Value::as_str) else {
+                return answer(400, json!({"error": "body is missing"}));
+            };
+            let c = s.comment(user.unwrap_or_default(), text);
+            let Some(item) = s.projects.get_mut(&key).and_then(|p| p.items.get_mut(&n)) else {
+                return not_found();
+            };
+            item.comments.push(c.clone());
+            answer(201, gl_note(&c, kind))
+        }
+        ("PUT", ["notes", id]) => {
+            let Some(text) = body.get("body").and_then(Value::as_str) else {
+                return answer(400, json!({"error": "body is missing"}));
+            };
+            let now = s.now();
+            let id: u64 = id.parse().unwrap_or(0);
+            let Some(item) = s.projects.get_mut(&key).and_then(|p| p.items.get_mut(&n)) else {
+                return not_found();
+            };
+            match item.comments.iter_mut().find(|c| c.id == id) {
+                Some(c) if Some(c.author.as_str()) != user => {
+                    answer(403, json!({"message": "403 Forbidden"}))
+                }
+                Some(c) => {
+                    c.body = text.to_string();
+                    c.updated_at = now;
+                    let c = c.clone();
+                    answer(200, gl_note(&c, kind))
+                }
+                None => answer(404, json!({"message": "404 Note Not Found"})),
+            }
+        }
+        _ => not_found(),
+    }
+}
