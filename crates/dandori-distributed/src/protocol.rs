@@ -74,8 +74,7 @@ pub struct StepOutcome {
     pub duration_ms: u64,
     pub notes: Vec<String>,
     pub base: Option<String>,
-    /// The commits form a chain on `base` (`StepReport::on_base`); false when
-    /// unknown, which only costs the coordinator an ancestry check.
+    /// Whether the step's commits form a chain on `base` (see `StepReport::on_base`).
     #[serde(default)]
     pub on_base: bool,
     /// `Dandori-Check` trailer values.

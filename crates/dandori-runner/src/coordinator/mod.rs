@@ -292,8 +292,7 @@ pub fn run_dispatched_step(
     let env = c.step_env(BTreeMap::new())?;
     let shared = c.step_shared(0, opts.config.planning.revision.max_revisions);
     let cx = shared.context(executor.as_ref(), &env);
-    // The worker knows nothing of the run's ancestry: git decides every merge.
-    let known = crate::git::Ancestry::default();
+    let known = c.ancestry();
     let base = step::StepBase {
         commits,
         main: &c.main,
