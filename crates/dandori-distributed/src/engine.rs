@@ -141,7 +141,7 @@ impl RestateEngine {
         let step = &call.planning.steps[call.index];
         refs::check_component("step id", &step.step_id)?;
         for (id, commit) in call.commits {
-            if id == "work" {
+            if id == dandori_runner::git::WORK_START {
                 continue;
             }
             // A base commit made by a worker is on the remote already; one made

@@ -49,6 +49,11 @@ pub fn step_ref(run_id: &str, step_id: &str) -> String {
 pub fn fetch_run(git: &Git, remote: &str, run_id: &str) -> Result<(), DistributedError> {
     let prefix = run_prefix(run_id);
     git.run(&[
+        // Workers fetch runs concurrently into one repository: no gc meanwhile.
+        "-c",
+        "gc.auto=0",
+        "-c",
+        "maintenance.auto=false",
         "fetch",
         "--quiet",
         "--no-tags",
@@ -80,7 +85,7 @@ pub fn push_once(
     commit: &str,
 ) -> Result<String, DistributedError> {
     // `--force-with-lease=<ref>:` (empty expectation): create, never overwrite.
-    let (_, _, err) = git.output(&[
+    let (pushed, _, err) = git.output(&[
         "push",
         "--quiet",
         "--no-verify",
@@ -88,6 +93,10 @@ pub fn push_once(
         remote,
         &format!("{commit}:{refname}"),
     ])?;
+    if pushed {
+        git.run(&["update-ref", refname, commit])?;
+        return Ok(commit.to_string());
+    }
     fetch_run(git, remote, run_id)?;
     local_ref(git, refname)?.ok_or_else(|| {
         DistributedError::Runner(dandori_runner::RunnerError::Git {

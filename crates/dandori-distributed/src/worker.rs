@@ -10,7 +10,7 @@
 //! deployment's address), and the retry first looks for the step's ref on the
 //! remote: a commit pushed before the death is taken as the result, not redone.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,8 +44,11 @@ struct Worker {
     opts: WorkerOptions,
     /// `host:pid`, recorded in each outcome.
     id: String,
-    /// Fetches and pushes of one repository do not interleave.
-    git_lock: Mutex<()>,
+    /// Fetches and pushes of one run do not interleave (runs do: their refs are
+    /// disjoint).
+    run_locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Creating a repository.
+    init_lock: Mutex<()>,
     worktrees: AtomicU64,
 }
 
@@ -95,7 +98,8 @@ pub async fn serve(listener: tokio::net::TcpListener, opts: WorkerOptions) {
     let worker = Arc::new(Worker {
         opts,
         id,
-        git_lock: Mutex::new(()),
+        run_locks: Mutex::new(HashMap::new()),
+        init_lock: Mutex::new(()),
         worktrees: AtomicU64::new(0),
     });
     // A step takes minutes of model time without a journal entry: Restate must
@@ -128,8 +132,9 @@ impl Worker {
         let repo = self.repository(&req.remote)?;
         let git = Git::new(&repo);
         let step_ref = refs::step_ref(&req.run_id, &req.step_id);
+        let run_lock = self.run_lock(&req.run_id);
         {
-            let _turn = self.git_lock.lock().unwrap_or_else(|p| p.into_inner());
+            let _turn = run_lock.lock().unwrap_or_else(|p| p.into_inner());
             refs::fetch_run(&git, &req.remote, &req.run_id)?;
         }
         if let Some(held) = refs::local_ref(&git, &step_ref)? {
@@ -184,7 +189,7 @@ impl Worker {
             && let Some(proof) = commits.last()
         {
             let held = {
-                let _turn = self.git_lock.lock().unwrap_or_else(|p| p.into_inner());
+                let _turn = run_lock.lock().unwrap_or_else(|p| p.into_inner());
                 refs::push_once(&git, &req.remote, &req.run_id, &step_ref, proof)?
             };
             if &held != proof {
@@ -240,13 +245,18 @@ impl Worker {
         })
     }
 
+    fn run_lock(&self, run_id: &str) -> Arc<Mutex<()>> {
+        let mut locks = self.run_locks.lock().unwrap_or_else(|p| p.into_inner());
+        locks.entry(run_id.to_string()).or_default().clone()
+    }
+
     /// The worker's repository for `remote` (created on first use): a plain
     /// repository that only ever holds what the runs' refs bring.
     fn repository(&self, remote: &str) -> Result<PathBuf, DistributedError> {
         let digest = Sha256::digest(remote.as_bytes());
         let name: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
         let dir = self.opts.work_dir.join("repos").join(name);
-        let _turn = self.git_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _turn = self.init_lock.lock().unwrap_or_else(|p| p.into_inner());
         if !dir.join(".git").exists() {
             dandori_fs::create_dir_all(&dir)?;
             init_repository(&dir)?;

@@ -1,3 +1,5 @@
+mod distributed;
+// --
 mod env;
 // --
 mod eval_localize;
