@@ -8,6 +8,7 @@
 //!
 //! Each section lives in its own module, named after the seed's vocabulary.
 
+pub mod edit;
 pub mod env_vars;
 pub mod environment_setup;
 pub mod forges;

@@ -250,13 +250,21 @@ impl Client {
                 _ = tokio::time::sleep(delay) => {}
             }
         };
-        let usage = match parsed.usage {
-            Some((prompt_tokens, completion_tokens)) => Usage {
+        let usage = match (parsed.usage, self.agent.is_some()) {
+            (Some((prompt_tokens, completion_tokens)), false) => Usage {
                 prompt_tokens,
                 completion_tokens,
                 estimated: false,
             },
-            None => Usage {
+            // An agent CLI reports its own system prompt, tools and cache reads
+            // as input (thousands of tokens a call): the budgets count what dandori
+            // sent (estimated) and what the CLI answered (reported).
+            (Some((_, completion_tokens)), true) => Usage {
+                prompt_tokens: prompt_estimate,
+                completion_tokens,
+                estimated: true,
+            },
+            (None, _) => Usage {
                 prompt_tokens: prompt_estimate,
                 completion_tokens: estimate_tokens(&parsed.text)
                     + parsed

@@ -46,6 +46,9 @@ pub struct StepContext<'a> {
     /// The main repository's git config, hooks and attributes as they were before
     /// the run: changed files are reverted after each action (`GIT_CONFIG_TAMPERED`).
     pub git_guard: Option<&'a dandori_exec::git::ConfigGuard>,
+    /// Seed 002 §7.2: the prepared environment, for the prompt (`None` when the
+    /// environment sub-phase did not run).
+    pub environment_summary: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -613,7 +616,12 @@ impl Worker<'_, '_> {
         feedback: Option<&Feedback>,
         log: &str,
     ) -> Result<Option<StepResult>, RunnerError> {
-        let prompt = prompt::build(self.cx.planning, self.step, feedback);
+        let prompt = prompt::build(
+            self.cx.planning,
+            self.step,
+            feedback,
+            self.cx.environment_summary,
+        );
         let prompt_file = self
             .cx
             .paths

@@ -1,8 +1,12 @@
+mod distributed;
+// --
 mod env;
 // --
 mod eval_localize;
 // --
 mod first_run;
+// --
+mod forge;
 // --
 mod graph;
 // --
@@ -32,6 +36,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod run_env;
+// --
 mod sandbox;
 // --
 mod schema;
@@ -41,4 +47,6 @@ mod validate;
 mod trust;
 // --
 mod agent_cli;
+// --
+mod repl;
 // --

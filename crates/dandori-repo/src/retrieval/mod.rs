@@ -104,8 +104,6 @@ pub struct RankingWeights {
     pub literal: f32,
     /// Literal fragments found in more files than this say nothing.
     pub literal_max_files: f32,
-    /// The file defines both parts of a `Class.method` the request mentions.
-    pub qualified: f32,
     /// Test files, unless the request is about tests.
     pub test_penalty: f32,
     /// Files that are not code (docs, data, config).
@@ -130,9 +128,8 @@ impl Default for RankingWeights {
             frame_innermost: 0.4,
             definition: 0.8,
             message: 1.0,
-            literal: 1.0,
+            literal: 2.0,
             literal_max_files: 8.0,
-            qualified: 0.5,
             test_penalty: 0.4,
             non_code_penalty: 0.6,
             other_language_penalty: 0.6,
@@ -471,12 +468,6 @@ impl Index {
                 );
             }
         }
-        // `Class.method`: the files defining both names.
-        if w.qualified > 0.0 {
-            for (doc, pair) in self.qualified_matches(q) {
-                bonus(doc, w.qualified, format!("defines {pair}"), &mut scores);
-            }
-        }
         // Definitions of mentioned names; a rarely defined name is stronger evidence.
         let mut def_bonus: FxHashMap<u32, f32> = FxHashMap::default();
         for ident in &q.identifiers {
@@ -676,39 +667,6 @@ impl Index {
                 }
             }
             out.push((doc, strength.min(1.5), best.1.to_string()));
-        }
-        out
-    }
-
-    /// Files that define both names of a `Class.method` / `module.function` pair
-    /// the request mentions (at most 5 such files per pair).
-    fn qualified_matches(&self, q: &QueryAnalysis) -> Vec<(u32, String)> {
-        let mut out: Vec<(u32, String)> = Vec::new();
-        for dotted in &q.modules {
-            let parts: Vec<&str> = dotted.split('.').collect();
-            for pair in parts.windows(2) {
-                let (a, b) = (pair[0].to_lowercase(), pair[1].to_lowercase());
-                let (Some(da), Some(db)) = (self.defs.get(a.as_str()), self.defs.get(b.as_str()))
-                else {
-                    continue;
-                };
-                let mut both: Vec<u32> = da
-                    .iter()
-                    .map(|s| s.0)
-                    .filter(|d| db.iter().any(|s| s.0 == *d))
-                    .collect();
-                both.sort_unstable();
-                both.dedup();
-                if both.is_empty() || both.len() > 5 {
-                    continue;
-                }
-                let name = format!("{}.{}", pair[0], pair[1]);
-                for d in both {
-                    if !out.iter().any(|(x, _)| *x == d) {
-                        out.push((d, name.clone()));
-                    }
-                }
-            }
         }
         out
     }

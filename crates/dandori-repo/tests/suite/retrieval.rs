@@ -174,35 +174,3 @@ fn a_formatted_message_finds_the_file_that_emits_it() {
     );
     assert_eq!(hits[0].path, "pkg/core/quantity.py", "{hits:#?}");
 }
-
-/// `Class.method` in an expression: the file defining both names, not the
-/// files defining only one of them.
-#[test]
-fn class_dot_method_resolves_to_the_file_defining_both() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = dir.path();
-    write(
-        r,
-        "lib/frame.py",
-        "class Frame:\n    def merge(self, other):\n        return other\n",
-    );
-    write(
-        r,
-        "lib/series.py",
-        "class Series:\n    def merge(self, other):\n        return self\n",
-    );
-    write(
-        r,
-        "lib/ops.py",
-        "def merge(a, b):\n    return a\n\ndef series_merge_frame_helper(frame, series):\n    return merge(frame, series)\n",
-    );
-    let s = scan(r, &ScanOptions::default()).unwrap();
-    let index = Index::build(&s);
-    let hits = index.search("Wrong result from x.Series.merge(y) with empty input", 3);
-    assert_eq!(hits[0].path, "lib/series.py", "{hits:#?}");
-    assert!(
-        hits[0].reasons.iter().any(|r| r == "defines Series.merge"),
-        "{:?}",
-        hits[0].reasons
-    );
-}
