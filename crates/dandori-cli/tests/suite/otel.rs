@@ -72,6 +72,9 @@ fn plan_and_run(
             "--json",
             "--config",
             cfg,
+            // A periodic reflection after every third action (a model call).
+            "-c",
+            "planning.reflection.trigger_interval=3",
         ],
         repo,
         home,
