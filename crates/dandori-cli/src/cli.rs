@@ -48,6 +48,9 @@ pub enum Command {
     Run(RunArgs),
     /// Resume a run directory where it stopped.
     Resume(ResumeArgs),
+    /// Serve the step handler of distributed runs (`run --engine restate`) as a
+    /// Restate service endpoint (HTTP/2); see docs/distributed.md.
+    Worker(WorkerArgs),
     /// The whole loop in a minute, no model: copies the example todo-api into a new
     /// git repository, plans a request and runs it with a scripted demo agent.
     Demo(DemoArgs),
@@ -462,6 +465,8 @@ pub struct RunArgs {
     /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -484,6 +489,64 @@ pub struct ResumeArgs {
     /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// This machine: a worktree pool of this process.
+    Local,
+    /// Workers on any machine, through a Restate server (docs/distributed.md).
+    Restate,
+}
+
+/// Where a run's steps run.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Where steps run (default: the engine stage.json records, else `local`).
+    #[arg(long, value_enum)]
+    pub engine: Option<Engine>,
+    /// Restate's ingress URL (default http://127.0.0.1:8080).
+    #[arg(long, value_name = "URL")]
+    pub restate_url: Option<String>,
+    /// Restate's admin API URL (default: the ingress host, port 9070).
+    #[arg(long, value_name = "URL")]
+    pub restate_admin_url: Option<String>,
+    /// The git remote workers fetch bases from and push step commits to
+    /// (default: the repository's `origin`).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+    /// A worker endpoint to register with Restate when no worker is registered
+    /// yet (repeatable), e.g. http://127.0.0.1:9080.
+    #[arg(long, value_name = "URL")]
+    pub register_worker: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Address to serve the step handler on (HTTP/2), e.g. 0.0.0.0:9080.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// The worker's own working directory: repositories, run logs, worktrees.
+    #[arg(long, value_name = "DIR", default_value = ".dandori-worker")]
+    pub work_dir: PathBuf,
+    /// Who does the steps' work (default: `command` when config `runner.agent_cmd`
+    /// is set, else `llm` when `llm.default_provider` is set, else `none`).
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorKind>,
+    /// External agent command template, e.g. `claude -p {prompt}`.
+    #[arg(long)]
+    pub agent_cmd: Option<String>,
+    /// Approve tools that require approval (a worker has no terminal).
+    #[arg(long)]
+    pub approve: bool,
+    /// Register this worker with Restate's admin API at start (e.g. http://127.0.0.1:9070).
+    #[arg(long, value_name = "ADMIN_URL")]
+    pub register: Option<String>,
+    /// The URL Restate reaches this worker at (default: http://<listen>).
+    #[arg(long, value_name = "URL")]
+    pub advertise: Option<String>,
 }
 
 /// Every command, flag and argument has a help line. The test walks the clap

@@ -253,6 +253,7 @@ impl Service {
             base_env: self.opts.base_env.clone(),
             environment,
             progress: None,
+            dispatch: None,
         };
         let b = board.clone();
         std::thread::Builder::new()

@@ -167,6 +167,7 @@ fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> Duration {
         base_env: env,
         environment: None,
         progress: None,
+        dispatch: None,
     };
     let start = Instant::now();
     let out = dandori_runner::run(&opts).unwrap();

@@ -21,6 +21,7 @@ mod runs;
 mod schema;
 mod trust;
 mod validate;
+mod worker;
 
 use std::path::Path;
 
@@ -109,6 +110,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(cli.config.as_deref(), &cli.set, args),
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
+        // --
+        Command::Worker(args) => worker::worker(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Demo(args) => demo::demo(&args),
         // --

@@ -160,6 +160,25 @@ impl Coordinator<'_> {
 
     /// The environment of agents and unit commands: the caller's, the prepared
     /// environment's activation, the run's ids, and a `gh` that refuses to run.
+    /// What every agent and unit command of the run gets: the user's environment
+    /// with the environment phase's activation, minus secrets and the provider keys,
+    /// plus the run's `bin/gh` and variables ([`Coordinator::child_env`]).
+    pub(super) fn step_env(
+        &self,
+        activation: BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, RunnerError> {
+        let mut env = self.opts.base_env.clone();
+        env.extend(activation);
+        let provider_keys = super::provider_keys(&self.opts.config);
+        let env = dandori_exec::child_env::filter(
+            &env,
+            &self.opts.config.shell_environment_policy,
+            &provider_keys,
+        )
+        .env;
+        self.child_env(env)
+    }
+
     pub(super) fn child_env(
         &self,
         mut env: BTreeMap<String, String>,
