@@ -137,7 +137,7 @@ fn plan_then_run_with_the_llm_executor_commits_each_step() {
     std::fs::write(
         &config,
         format!(
-            "llm:\n  default_provider: fake\n  providers:\n    - name: fake\n      kind: openai\n      base_url: {}\n      api_key_env: TEST_RUN_LLM_KEY\n      model: fake-coder\n      stream: false\n      max_retries: 0\n",
+            "llm:\n  default_provider: fake\n  providers:\n    - name: fake\n      kind: openai\n      base_url: {}\n      api_key_env: TEST_RUN_LLM_KEY\n      model: fake-coder\n      stream: false\n      max_retries: 0\n# an interval reflection whatever the steps' complexity (seed 000 §11.1.3 default: by complexity)\nplanning:\n  reflection:\n    trigger_interval: 3\n",
             server.base_url()
         ),
     )
