@@ -91,7 +91,20 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
-export PATH="$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
+# The Restate server (the durable execution engine of `dandori run --engine
+# restate`; dandori-cli's distributed tests start it). The npm package ships the
+# Linux binary in an optional dependency; its native binary is linked into
+# $TOOLS/restate/bin so tests can kill the server itself, not a node wrapper.
+RESTATE_BIN="$TOOLS/node/node_modules/@restatedev/restate-server-linux-x64/bin/restate-server"
+if [ ! -x "$RESTATE_BIN" ]; then
+  say "installing @restatedev/restate-server and @restatedev/restate from npm into $TOOLS/node (distributed-run tests; ~30 s)"
+  mkdir -p "$TOOLS/node"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @restatedev/restate-server@1.7 @restatedev/restate@1.7 >/dev/null
+fi
+mkdir -p "$TOOLS/restate/bin"
+[ -x "$RESTATE_BIN" ] && ln -sf "$RESTATE_BIN" "$TOOLS/restate/bin/restate-server"
+
+export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 say "running cargo test --workspace --locked $* (the first build of the workspace takes ~10 min on 2 cores)"
 exec cargo test --workspace --locked "$@"

@@ -48,6 +48,9 @@ pub enum Command {
     Run(RunArgs),
     /// Resume a run directory where it stopped.
     Resume(ResumeArgs),
+    /// Serve the step handler of distributed runs (`run --engine restate`) as a
+    /// Restate service endpoint (HTTP/2); see docs/distributed.md.
+    Worker(WorkerArgs),
     /// The whole loop in a minute, no model: copies the example todo-api into a new
     /// git repository, plans a request and runs it with a scripted demo agent.
     Demo(DemoArgs),
@@ -64,6 +67,8 @@ pub enum Command {
     Runs(RunsArgs),
     /// Show one run's progress: steps, groups, current step, tokens, time.
     Status(StatusArgs),
+    /// Planning-quality, performance and quality metrics over all runs (seed 000 §16).
+    Metrics(crate::commands::metrics::MetricsArgs),
     /// Render a finished run's report.md again from its records and print it.
     Report(ReportArgs),
     /// Filter and pretty-print a run's trace.jsonl.
@@ -71,6 +76,63 @@ pub enum Command {
     /// The command policy: check command lines the way `run_command` does.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Interactive shell: `/planning show|set|result`, plan, run, status, help
+    /// (history, tab completion; reads commands line by line when stdin is not a
+    /// terminal).
+    Repl(ReplArgs),
+    /// Revise a run's plan from human feedback: new issue / review comments
+    /// (--from-issue), --text or --file.
+    Revise(ReviseArgs),
+    /// Approve a revision that waits for approval (planning.revision.require_human_approval).
+    Approve(ApproveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplArgs {
+    /// The repository the session works in.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// History file (default: `$DANDORI_REPL_HISTORY`, else
+    /// `$XDG_DATA_HOME/dandori/repl_history`, else `~/.local/share/dandori/repl_history`).
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    /// Keep no history.
+    #[arg(long)]
+    pub no_history: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviseArgs {
+    /// A run directory.
+    pub run_dir: PathBuf,
+    /// Read the new comments (and reviews) on the run's issue / pull request /
+    /// merge request from users allowed to steer.
+    #[arg(long, conflicts_with_all = ["text", "file"])]
+    pub from_issue: bool,
+    /// The feedback as text.
+    #[arg(long, conflicts_with = "file")]
+    pub text: Option<String>,
+    /// Read the feedback from a file.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Report the revision on the issue (default: as `dandori plan --comment` chose).
+    #[arg(long)]
+    pub comment: bool,
+    /// Print the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// A run directory.
+    pub run_dir: PathBuf,
+    /// Approve only if a permitted user replied `/approve` on the issue.
+    #[arg(long)]
+    pub from_issue: bool,
+    /// Print the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -278,8 +340,17 @@ pub struct SchemaArgs {
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A request file (requests/<id>.md). Omit with --text.
+    /// A request file (requests/<id>.md). Omit with --text or --issue.
     pub request: Option<PathBuf>,
+    /// Plan an issue, pull request or merge request: `github:OWNER/REPO#N`,
+    /// `github-pr:OWNER/REPO#N`, `gitlab:GROUP/PROJECT#N`, `gitlab-mr:GROUP/PROJECT!N`
+    /// or its URL. Token: GITHUB_TOKEN / GH_TOKEN, GITLAB_TOKEN.
+    #[arg(long, value_name = "REF", conflicts_with_all = ["request", "text"])]
+    pub issue: Option<String>,
+    /// With --issue: post the plan summary and a status comment on the issue
+    /// (also config `forges.comment: true`).
+    #[arg(long, requires = "issue")]
+    pub comment: bool,
     /// The repository to plan for.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
@@ -360,8 +431,11 @@ pub struct LocalizeArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum LocalizeSplit {
+    /// Every instance.
     All,
+    /// Instances at even positions (the ranking weights were tuned on them).
     Tune,
+    /// Instances at odd positions.
     HeldOut,
 }
 
@@ -459,6 +533,8 @@ pub struct RunArgs {
     /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 #[derive(Debug, Args)]
@@ -481,6 +557,64 @@ pub struct ResumeArgs {
     /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Engine {
+    /// This machine: a worktree pool of this process.
+    Local,
+    /// Workers on any machine, through a Restate server (docs/distributed.md).
+    Restate,
+}
+
+/// Where a run's steps run.
+#[derive(Debug, Clone, Args)]
+pub struct EngineArgs {
+    /// Where steps run (default: the engine stage.json records, else `local`).
+    #[arg(long, value_enum)]
+    pub engine: Option<Engine>,
+    /// Restate's ingress URL (default http://127.0.0.1:8080).
+    #[arg(long, value_name = "URL")]
+    pub restate_url: Option<String>,
+    /// Restate's admin API URL (default: the ingress host, port 9070).
+    #[arg(long, value_name = "URL")]
+    pub restate_admin_url: Option<String>,
+    /// The git remote workers fetch bases from and push step commits to
+    /// (default: the repository's `origin`).
+    #[arg(long, value_name = "URL")]
+    pub remote: Option<String>,
+    /// A worker endpoint to register with Restate when no worker is registered
+    /// yet (repeatable), e.g. http://127.0.0.1:9080.
+    #[arg(long, value_name = "URL")]
+    pub register_worker: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Address to serve the step handler on (HTTP/2), e.g. 0.0.0.0:9080.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// The worker's own working directory: repositories, run logs, worktrees.
+    #[arg(long, value_name = "DIR", default_value = ".dandori-worker")]
+    pub work_dir: PathBuf,
+    /// Who does the steps' work (default: `command` when config `runner.agent_cmd`
+    /// is set, else `llm` when `llm.default_provider` is set, else `none`).
+    #[arg(long, value_enum)]
+    pub executor: Option<ExecutorKind>,
+    /// External agent command template, e.g. `claude -p {prompt}`.
+    #[arg(long)]
+    pub agent_cmd: Option<String>,
+    /// Approve tools that require approval (a worker has no terminal).
+    #[arg(long)]
+    pub approve: bool,
+    /// Register this worker with Restate's admin API at start (e.g. http://127.0.0.1:9070).
+    #[arg(long, value_name = "ADMIN_URL")]
+    pub register: Option<String>,
+    /// The URL Restate reaches this worker at (default: http://<listen>).
+    #[arg(long, value_name = "URL")]
+    pub advertise: Option<String>,
 }
 
 /// Every command, flag and argument has a help line. The test walks the clap

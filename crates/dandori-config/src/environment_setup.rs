@@ -50,14 +50,24 @@ impl Default for EnvExecutionConfig {
 #[serde(default)]
 pub struct EnvVerificationConfig {
     pub enabled: bool,
-    pub on_failure: OnFailure,
+    /// `fail | warn | ignore`; unset (`null`, the default) is `warn` for the
+    /// verification status (seed 002 §8.1) but stops `dandori run` on a failed
+    /// environment: only an explicit `warn` or `ignore` lets a run go on.
+    pub on_failure: Option<OnFailure>,
+}
+
+impl EnvVerificationConfig {
+    /// The behaviour of a failed verification: the configured one, else `warn`.
+    pub fn on_failure(&self) -> OnFailure {
+        self.on_failure.unwrap_or(OnFailure::Warn)
+    }
 }
 
 impl Default for EnvVerificationConfig {
     fn default() -> Self {
         EnvVerificationConfig {
             enabled: true,
-            on_failure: OnFailure::Warn,
+            on_failure: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 //!
 //! Each section lives in its own module, named after the seed's vocabulary.
 
+pub mod edit;
 pub mod env_vars;
 pub mod environment_setup;
 pub mod forges;
@@ -82,6 +83,21 @@ pub struct Config {
     pub shell_environment_policy: ShellEnvironmentPolicy,
     /// GitHub / GitLab issues as the task source.
     pub forges: ForgesConfig,
+    /// OpenTelemetry export (seed 000 §16.4.2); the `OTEL_*` variables win.
+    pub telemetry: TelemetryConfig,
+}
+
+/// `telemetry:` — where spans go. An untrusted repository's file cannot set the
+/// endpoint (it names where data goes).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(default)]
+pub struct TelemetryConfig {
+    /// OTLP/HTTP base URL (`/v1/traces` is appended), as `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    pub otlp_endpoint: Option<String>,
+    /// `http/json` (default) or `http/protobuf`, as `OTEL_EXPORTER_OTLP_PROTOCOL`.
+    pub otlp_protocol: Option<String>,
+    /// `service.name` of the spans (default `dandori`), as `OTEL_SERVICE_NAME`.
+    pub service_name: Option<String>,
 }
 
 /// Where run directories go.

@@ -13,6 +13,18 @@ pub struct LlmConfig {
     pub default_provider: Option<String>,
     pub providers: Vec<ProviderConfig>,
     pub budgets: TokenBudgets,
+    /// Prices per model name (the model a provider answered with, or the configured
+    /// one), for the `api_cost` of `dandori metrics` (seed 000 §16.2.2). A model
+    /// without a price is reported as unpriced, never guessed.
+    pub pricing: BTreeMap<String, ModelPrice>,
+}
+
+/// USD per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    pub input_usd_per_mtok: f64,
+    pub output_usd_per_mtok: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

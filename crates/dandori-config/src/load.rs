@@ -436,7 +436,7 @@ fn path_exists(root: &Value, dotted: &str) -> bool {
     true
 }
 
-fn set_path(root: &mut Value, dotted: &str, value: Value) -> Result<(), String> {
+pub(crate) fn set_path(root: &mut Value, dotted: &str, value: Value) -> Result<(), String> {
     let segs: Vec<&str> = dotted.split('.').collect();
     if segs.iter().any(|s| s.is_empty()) {
         return Err(format!("`{dotted}` is not a dotted key"));

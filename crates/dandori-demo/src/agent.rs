@@ -106,6 +106,7 @@ impl Executor for DemoAgent {
             reflections: Vec::new(),
             summary,
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }

@@ -177,6 +177,7 @@ pub fn run(opts: &DemoOptions) -> Result<DemoOutcome, DemoError> {
         base_env: opts.base_env.clone(),
         environment: None,
         progress: opts.progress.clone(),
+        dispatch: None,
     };
     let outcome = dandori_runner::run(&run_opts)?;
     let log = git(

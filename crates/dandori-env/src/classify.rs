@@ -77,6 +77,39 @@ impl ErrorKind {
         }
     }
 
+    /// What the kind means, for the regeneration prompt's error analysis.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ErrorKind::NetworkError => {
+                "a network error (DNS, connection refused or reset, timeout)"
+            }
+            ErrorKind::TemporaryServerError => {
+                "the registry answered with a temporary server error (HTTP 5xx / 429)"
+            }
+            ErrorKind::LockContention => "another package-manager process holds a lock",
+            ErrorKind::RegistryUnreachable => {
+                "the package registry stayed unreachable after the retries"
+            }
+            ErrorKind::VersionConflict => "dependency versions cannot be satisfied together",
+            ErrorKind::PackageNotFound => "a package or version does not exist in the registry",
+            ErrorKind::ConfigSyntaxError => "a manifest or configuration file does not parse",
+            ErrorKind::LockfileOutOfSync => "the lock file disagrees with the manifest",
+            ErrorKind::RuntimeUnavailable => "the pinned language runtime version is not installed",
+            ErrorKind::CommandFailed => {
+                "the command exited non-zero with no recognised error pattern"
+            }
+            ErrorKind::PolicyViolation => {
+                "dandori's command policy refused the command before it ran"
+            }
+            ErrorKind::ToolMissing => "the command's program is not installed",
+            ErrorKind::DiskFull => "no space left on the device",
+            ErrorKind::OutOfMemory => "the command ran out of memory or was killed",
+            ErrorKind::PermissionDenied => "the command needs permissions the run does not have",
+            ErrorKind::CommandTimeout => "the command exceeded command_timeout_seconds",
+            ErrorKind::SpawnFailed => "the command could not be started",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::NetworkError => "NetworkError",

@@ -3,13 +3,15 @@
 //! the setup under the command policy with error classification, retries and
 //! regeneration (`setup`, `classify`), verify it (`verify`), record everything
 //! (`records`), reuse an unchanged environment (`reuse`), and run commands inside
-//! it afterwards (`activation`).
+//! it afterwards (`activation`). `regenerate` asks a model for corrected setup
+//! commands when a provider is configured.
 
 pub mod activation;
 pub mod analyzer;
 pub mod classify;
 pub mod phase;
 pub mod records;
+pub mod regenerate;
 pub mod reuse;
 pub mod selection;
 pub mod setup;

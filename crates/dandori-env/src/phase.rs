@@ -38,6 +38,43 @@ pub fn select_with_bootstrap(
     ))
 }
 
+/// The status a run acts on: a required verification that failed makes the
+/// environment failed even when `on_failure` turned the setup's own status into
+/// a partial (warn) or full (ignore) success — the run's gate decides, with the
+/// configured `on_failure`, whether to go on.
+fn run_status(out: &SetupOutcome) -> OverallStatus {
+    match out.overall_status {
+        OverallStatus::Success | OverallStatus::PartialSuccess
+            if !out.handover.environment_ready =>
+        {
+            OverallStatus::Failed
+        }
+        s => s,
+    }
+}
+
+/// Why the environment is not ready, in one line.
+fn not_ready_reason(out: &SetupOutcome) -> String {
+    if let Some(b) = &out.setup_result.blocked {
+        return format!("{}: {}", b.code, b.reason);
+    }
+    if let Some(e) = out.errors.first() {
+        return e.clone();
+    }
+    let failed: Vec<String> = out
+        .verification_result
+        .verification_results
+        .iter()
+        .filter(|v| v.required && v.status != "success")
+        .map(|v| format!("`{}`", v.command))
+        .collect();
+    if failed.is_empty() {
+        out.handover.setup_notes.clone()
+    } else {
+        format!("required verification failed: {}", failed.join(", "))
+    }
+}
+
 /// What the runner needs from the sub-phase.
 #[derive(Debug, Clone)]
 pub struct RunEnvironment {
@@ -47,7 +84,96 @@ pub struct RunEnvironment {
     pub message: String,
     /// `<run>/environment/setup.json` (absent when nothing was set up).
     pub setup_record: Option<PathBuf>,
+    /// Seed 002 §7.2: what the executing agent is told about the environment
+    /// (the body of the prompt's `## Execution environment` section).
+    pub summary: String,
     pub outcome: Option<SetupOutcome>,
+}
+
+/// Seed 002 §7.2 — the environment, its setup status, the commands available,
+/// the installed packages and the notes and warnings of the setup, as the
+/// executing agent reads it. Long lists are cut (with the count of what was left
+/// out); the full lists are in the handover record.
+pub fn prompt_summary(out: &SetupOutcome, record: &Path) -> String {
+    const COMMANDS: usize = 40;
+    const PACKAGES: usize = 60;
+    const WARNINGS: usize = 8;
+    let h = &out.handover;
+    let mut s = String::new();
+    let root = &out.setup_result.root;
+    s.push_str(&format!(
+        "Current environment: {}{}\n",
+        h.environment_name,
+        if root == "." {
+            String::new()
+        } else {
+            format!(" (in {root}/)")
+        }
+    ));
+    s.push_str(&format!(
+        "Setup status: {} (environment_ready: {}){}\n",
+        h.setup_status.as_str(),
+        h.environment_ready,
+        if out.setup_result.reused {
+            ", reused from an earlier setup"
+        } else {
+            ""
+        }
+    ));
+    let list = |title: &str, items: &[String], max: usize, joiner: &str| -> String {
+        if items.is_empty() {
+            return format!("{title}: none\n");
+        }
+        let shown: Vec<&str> = items.iter().take(max).map(String::as_str).collect();
+        let more = items.len().saturating_sub(max);
+        format!(
+            "{title}:\n{}{}\n",
+            shown.join(joiner),
+            if more > 0 {
+                format!("{joiner}… and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
+    s.push_str(&list(
+        "Available commands",
+        &h.available_commands,
+        COMMANDS,
+        ", ",
+    ));
+    s.push_str(&list(
+        "Installed packages",
+        &h.installed_packages,
+        PACKAGES,
+        ", ",
+    ));
+    let mut notes = vec![h.setup_notes.clone()];
+    notes.extend(h.warnings.iter().take(WARNINGS).cloned());
+    notes.extend(out.errors.iter().take(WARNINGS).cloned());
+    for v in &out.verification_result.verification_results {
+        if v.status != "success" {
+            notes.push(format!(
+                "{} check failed: `{}`{}",
+                if v.required { "required" } else { "optional" },
+                v.command,
+                v.reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+    s.push_str("Notes:\n");
+    for n in notes.iter().filter(|n| !n.trim().is_empty()) {
+        s.push_str(&format!("- {n}\n"));
+    }
+    s.push_str(&format!(
+        "- Commands you run already have this environment activated (PATH starts with its bin directories); do not install packages globally.\n\
+         - Setup record: {}\n",
+        record.display()
+    ));
+    s
 }
 
 /// The runner's environment phase. The `selected_environment` of the run's
@@ -81,10 +207,14 @@ pub fn prepare_run(
         None => {
             let analysis = analyzer::analyze(repo, &config.analysis);
             if analysis.ecosystems.is_empty() {
+                let message = "no environment files detected: nothing to set up".to_string();
                 return Ok(RunEnvironment {
                     status: OverallStatus::Success,
                     activation_env: activation::env_for_with(repo, base_env),
-                    message: "no environment files detected: nothing to set up".to_string(),
+                    summary: format!(
+                        "Current environment: none\nSetup status: skipped ({message}); use the tools already installed on this machine.\n"
+                    ),
+                    message,
                     setup_record: None,
                     outcome: None,
                 });
@@ -108,20 +238,22 @@ pub fn prepare_run(
     opts.sandbox = sandbox;
     let out = setup::run(&selected, &opts)?;
     let record = out.record_dir.join(SETUP_FILE);
-    let message = match out.overall_status {
+    let status = run_status(&out);
+    let message = match status {
         OverallStatus::Success | OverallStatus::PartialSuccess => out.handover.setup_notes.clone(),
         OverallStatus::Failed | OverallStatus::Blocked => format!(
-            "the {} environment is not ready ({}): {}; see {}",
+            "the {} environment is not ready ({}): {}; setup record: {}",
             selected.name,
             out.overall_status.as_str(),
-            out.handover.setup_notes,
+            not_ready_reason(&out),
             record.display()
         ),
     };
     Ok(RunEnvironment {
-        status: out.overall_status,
+        status,
         activation_env: activation::env_for_with(repo, base_env),
         message,
+        summary: prompt_summary(&out, &record),
         setup_record: Some(record),
         outcome: Some(out),
     })

@@ -102,9 +102,24 @@ pub struct Blocked {
 /// One regeneration of the setup commands (§9.2.2).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegenerationRecord {
+    /// 1 for the first regeneration of this setup; every attempt counts against
+    /// `regeneration.max_retries`, answered or not.
+    #[serde(default)]
+    pub attempt: u32,
+    /// Who was asked: `offline` (built-in rules) or `llm:<provider>/<model>`.
+    #[serde(default)]
+    pub regenerator: String,
     pub error_kind: ErrorKind,
     pub failed_command: String,
+    /// `proposed` (the commands below replace the failed one and the rest) or
+    /// `failed` (no usable answer: `error` says why).
+    #[serde(default)]
+    pub status: String,
     pub setup_commands: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub duration_ms: u64,
 }
 
 /// `environment/verification.json`.
@@ -268,12 +283,21 @@ pub fn error_report(setup: &SetupRecord, verification: &VerificationRecord) -> S
     }
     for r in &setup.regenerations {
         n += 1;
-        md.push_str(&format!(
-            "{n}. Regenerated the setup commands after {} in `{}`: {}\n",
-            r.error_kind.as_str(),
-            r.failed_command,
-            r.setup_commands.join(" ; ")
-        ));
+        match &r.error {
+            None => md.push_str(&format!(
+                "{n}. Regenerated the setup commands ({}) after {} in `{}`: {}\n",
+                r.regenerator,
+                r.error_kind.as_str(),
+                r.failed_command,
+                r.setup_commands.join(" ; ")
+            )),
+            Some(e) => md.push_str(&format!(
+                "{n}. Asked {} to regenerate the setup commands after {} in `{}`: no usable answer ({e})\n",
+                r.regenerator,
+                r.error_kind.as_str(),
+                r.failed_command
+            )),
+        }
     }
     if n == 0 {
         md.push_str("None.\n");

@@ -38,6 +38,10 @@ pub struct RegenerationRequest {
     pub exit_code: Option<i32>,
     /// The end of the command's output, secrets masked.
     pub error: String,
+    /// §5.2 error analysis: what the error kind means, how it is handled, the
+    /// detected environment (package manager, runtime, root) and the
+    /// regeneration budget left.
+    pub analysis: String,
     /// The setup commands as planned.
     pub setup_commands: Vec<String>,
     pub verification_commands: Vec<String>,
@@ -49,10 +53,14 @@ impl RegenerationRequest {
     pub fn prompt(&self) -> String {
         format!(
             "The following error occurred while setting up the {env} environment:\n\
-             Command: {cmd}\nExit code: {code}\nError kind: {kind}\n{err}\n\n\
+             Command: {cmd}\nExit code: {code}\nError kind: {kind}\nOutput (end):\n{err}\n\n\
+             Error analysis:\n{analysis}\n\n\
              Original setup commands:\n{setup}\n\n\
-             Generate corrected setup commands that fix the error. Use only package managers \
-             and build tools (no sudo, no system paths, no piping downloads into a shell).\n\
+             Generate corrected setup commands that fix the error. They replace the failed \
+             command and the commands after it. Use only package managers and build tools, \
+             inside the repository (no sudo, no system paths, no global installs, no piping \
+             downloads into a shell): every command is checked by a command policy and a \
+             refused command counts as a failed attempt.\n\
              Return JSON of this form:\n\
              {{\n  \"setup_commands\": [\"corrected command 1\", \"corrected command 2\"],\n  \
              \"verification_commands\": [\"verification command 1\"],\n  \
@@ -64,6 +72,7 @@ impl RegenerationRequest {
                 .map_or_else(|| "none".to_string(), |c| c.to_string()),
             kind = self.error_kind.as_str(),
             err = self.error,
+            analysis = self.analysis,
             setup = self
                 .setup_commands
                 .iter()
@@ -77,6 +86,10 @@ impl RegenerationRequest {
 /// Corrected commands (§9.2.2 response).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RegeneratedCommands {
+    /// Which regenerator answered (`offline`, `llm:<provider>/<model>`); set by
+    /// the regenerator, never read from the model's JSON.
+    #[serde(skip)]
+    pub source: String,
     pub setup_commands: Vec<String>,
     #[serde(default)]
     pub verification_commands: Vec<String>,
@@ -114,6 +127,10 @@ impl RegeneratedCommands {
 /// implements it; [`OfflineRegenerator`] is the deterministic built-in one.
 pub trait CommandRegenerator {
     fn regenerate(&self, request: &RegenerationRequest) -> Result<RegeneratedCommands, EnvError>;
+    /// How the setup record names this regenerator.
+    fn name(&self) -> String {
+        "custom".to_string()
+    }
 }
 
 /// Rule-based regeneration for well-known fixable errors, used when no model
@@ -123,6 +140,10 @@ pub trait CommandRegenerator {
 pub struct OfflineRegenerator;
 
 impl CommandRegenerator for OfflineRegenerator {
+    fn name(&self) -> String {
+        OFFLINE.to_string()
+    }
+
     fn regenerate(&self, r: &RegenerationRequest) -> Result<RegeneratedCommands, EnvError> {
         let fixed = match r.error_kind {
             ErrorKind::LockfileOutOfSync => {
@@ -168,11 +189,125 @@ impl CommandRegenerator for OfflineRegenerator {
         let mut setup = vec![fixed];
         setup.extend(r.setup_commands.iter().skip(pos + 1).cloned());
         Ok(RegeneratedCommands {
+            source: OFFLINE.to_string(),
             setup_commands: setup,
             verification_commands: Vec::new(),
             expected_results: BTreeMap::new(),
         })
     }
+}
+
+const OFFLINE: &str = "offline";
+
+/// The built-in rules first; what they cannot fix goes to `then` (a model), if any.
+pub struct ChainedRegenerator<'a> {
+    pub first: &'a dyn CommandRegenerator,
+    pub then: Option<&'a dyn CommandRegenerator>,
+}
+
+impl CommandRegenerator for ChainedRegenerator<'_> {
+    fn name(&self) -> String {
+        match self.then {
+            Some(t) => format!("{} then {}", self.first.name(), t.name()),
+            None => self.first.name(),
+        }
+    }
+
+    fn regenerate(&self, r: &RegenerationRequest) -> Result<RegeneratedCommands, EnvError> {
+        let (answer, by) = match (self.first.regenerate(r), self.then) {
+            (Err(_), Some(then)) => (then.regenerate(r), then),
+            (answer, _) => (answer, self.first),
+        };
+        answer.map(|mut c| {
+            if c.source.is_empty() {
+                c.source = by.name();
+            }
+            c
+        })
+    }
+}
+
+/// §5.2 error analysis for the regeneration prompt.
+fn error_analysis(
+    kind: ErrorKind,
+    selected: &SelectedEnvironment,
+    used: usize,
+    budget: u32,
+) -> String {
+    let extra = |k: &str| {
+        selected
+            .extra
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut lines = vec![
+        format!(
+            "- {}: {} ({:?} error: corrected commands are asked for)",
+            kind.as_str(),
+            kind.describe(),
+            kind.class()
+        ),
+        format!(
+            "- environment: {} ({}); package manager: {}; runtime: {}; root: {}",
+            selected.name,
+            selected.reason,
+            or_unknown(extra("package_manager")),
+            or_unknown(extra("runtime_version")),
+            or_unknown(extra("root"))
+        ),
+        format!(
+            "- regeneration attempt {} of {budget} (regeneration.max_retries)",
+            used + 1
+        ),
+    ];
+    if let Some(t) = selected.extra.get("test_command").and_then(|v| v.as_str()) {
+        lines.push(format!("- the project's tests run with `{t}`"));
+    }
+    lines.join("\n")
+}
+
+fn or_unknown(s: String) -> String {
+    if s.is_empty() {
+        "unknown".to_string()
+    } else {
+        s
+    }
+}
+
+/// Asks `regenerator` once and records the attempt, answered or not.
+fn ask_regenerator(
+    regenerator: &dyn CommandRegenerator,
+    request: &RegenerationRequest,
+    setup: &mut SetupRecord,
+) -> Result<RegeneratedCommands, EnvError> {
+    let started = Instant::now();
+    let answer = regenerator.regenerate(request);
+    let mut record = RegenerationRecord {
+        attempt: setup.regenerations.len() as u32 + 1,
+        regenerator: regenerator.name(),
+        error_kind: request.error_kind,
+        failed_command: request.failed_command.clone(),
+        status: "proposed".to_string(),
+        setup_commands: Vec::new(),
+        error: None,
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    match &answer {
+        Ok(new) => {
+            if !new.source.is_empty() {
+                record.regenerator = new.source.clone();
+            }
+            record.setup_commands = new.setup_commands.clone();
+        }
+        Err(e) => {
+            record.status = "failed".to_string();
+            record.error = Some(e.to_string());
+        }
+    }
+    setup.regenerations.push(record);
+    answer
 }
 
 /// How to run the sub-phase.
@@ -447,6 +582,13 @@ pub fn run(
                                     String::new()
                                 }
                             ));
+                            if opts.sandbox.is_some() {
+                                create_tool_caches(
+                                    &parsed,
+                                    &dandori_exec::SandboxPolicy::environment_setup(&repo, &env),
+                                    &env,
+                                );
+                            }
                             let mut spec = CommandSpec::shell(parsed, &repo)
                                 .env(env.clone())
                                 .timeout(timeout)
@@ -565,15 +707,19 @@ pub fn run(
                                 < opts.config.regeneration.max_retries;
                         let regenerator = opts.regenerator.filter(|_| can);
                         let Some(regenerator) = regenerator else {
-                            setup.errors.push(format!(
-                                "`{line}` failed ({}): {}",
-                                kind.as_str(),
-                                if can {
-                                    "no command regenerator is configured"
-                                } else {
-                                    "regeneration disabled or regeneration.max_retries reached"
-                                }
-                            ));
+                            let why = if can {
+                                "no command regenerator is configured (set llm.default_provider to let a model propose corrected commands)".to_string()
+                            } else if !opts.config.regeneration.enabled {
+                                "regeneration is disabled (planning.environment_setup.regeneration.enabled)".to_string()
+                            } else {
+                                format!(
+                                    "regeneration.max_retries ({}) reached",
+                                    opts.config.regeneration.max_retries
+                                )
+                            };
+                            setup
+                                .errors
+                                .push(format!("`{line}` failed ({}): {why}", kind.as_str()));
                             setup_ok = false;
                             break 'commands;
                         };
@@ -583,6 +729,12 @@ pub fn run(
                             failed_command: line.clone(),
                             exit_code,
                             error: error_text,
+                            analysis: error_analysis(
+                                kind,
+                                selected,
+                                setup.regenerations.len(),
+                                opts.config.regeneration.max_retries,
+                            ),
                             setup_commands: commands.clone(),
                             verification_commands: verification_cmds.verification_commands.clone(),
                             expected_results: verification_cmds.expected_results.clone(),
@@ -591,13 +743,8 @@ pub fn run(
                             "{} in `{line}`: regenerating the setup commands",
                             kind.as_str()
                         ));
-                        match regenerator.regenerate(&request) {
+                        match ask_regenerator(regenerator, &request, &mut setup) {
                             Ok(new) => {
-                                setup.regenerations.push(RegenerationRecord {
-                                    error_kind: kind,
-                                    failed_command: line.clone(),
-                                    setup_commands: new.setup_commands.clone(),
-                                });
                                 commands.truncate(i);
                                 commands.extend(new.setup_commands);
                                 if !new.verification_commands.is_empty() {
@@ -646,7 +793,7 @@ pub fn run(
                 log_dir: log_dir.clone(),
                 masker: opts.masker.clone(),
                 limits: limits.clone(),
-                on_failure: opts.config.verification.on_failure,
+                on_failure: opts.config.verification.on_failure(),
                 sandbox: opts.sandbox.clone(),
             };
             verify::run(&verify::checks_from(&verification_cmds), &vopts)
@@ -674,18 +821,19 @@ pub fn run(
                         failed.actual,
                         failed.reason.as_deref().unwrap_or("")
                     ),
+                    analysis: error_analysis(
+                        ErrorKind::CommandFailed,
+                        selected,
+                        setup.regenerations.len(),
+                        opts.config.regeneration.max_retries,
+                    ),
                     setup_commands: commands.clone(),
                     verification_commands: verification_cmds.verification_commands.clone(),
                     expected_results: verification_cmds.expected_results.clone(),
                 };
                 opts.say("verification failed: regenerating the setup commands");
-                match regenerator.regenerate(&request) {
+                match ask_regenerator(regenerator, &request, &mut setup) {
                     Ok(new) => {
-                        setup.regenerations.push(RegenerationRecord {
-                            error_kind: ErrorKind::CommandFailed,
-                            failed_command: failed.command.clone(),
-                            setup_commands: new.setup_commands.clone(),
-                        });
                         commands = new.setup_commands;
                         i = 0;
                         if !new.verification_commands.is_empty() {
@@ -715,7 +863,7 @@ pub fn run(
     } else {
         match (
             verification.overall_status,
-            opts.config.verification.on_failure,
+            opts.config.verification.on_failure(),
         ) {
             (OverallStatus::Success, _) => OverallStatus::Success,
             (OverallStatus::Blocked, _) => OverallStatus::Blocked,
@@ -744,6 +892,50 @@ pub fn run(
         setup.created_files = exclude_created(&repo, &before, &opts.base_env)?;
     }
     finish(opts, &repo, selected, setup, verification, false)
+}
+
+/// The package caches under `HOME` each tool writes (and creates when missing).
+const TOOL_CACHES: &[(&str, &[&str])] = &[
+    ("gradle", &[".gradle"]),
+    ("gradlew", &[".gradle"]),
+    ("mvn", &[".m2"]),
+    ("mvnw", &[".m2"]),
+    ("go", &["go/pkg"]),
+    ("bun", &[".bun/install/cache"]),
+    ("npm", &[".npm"]),
+    ("npx", &[".npm"]),
+    ("pnpm", &[".local/share/pnpm", ".pnpm-store"]),
+    ("yarn", &[".yarn", ".cache"]),
+    ("cargo", &[".cargo/registry", ".cargo/git"]),
+];
+
+/// A sandbox can only make writable what exists: the caches the command's tools
+/// would create on their own outside a sandbox (`~/.gradle` for the Gradle
+/// wrapper's distribution, …) are created first, and only those the setup
+/// sandbox allows writing.
+fn create_tool_caches(
+    parsed: &dandori_exec::ParsedCommand,
+    policy: &dandori_exec::SandboxPolicy,
+    env: &BTreeMap<String, String>,
+) {
+    let Some(home) = env.get("HOME").map(PathBuf::from) else {
+        return;
+    };
+    for c in &parsed.commands {
+        let program = c.program.rsplit('/').next().unwrap_or(&c.program);
+        for (tool, caches) in TOOL_CACHES {
+            if program != *tool {
+                continue;
+            }
+            for rel in *caches {
+                let dir = home.join(rel);
+                if !dir.exists() && policy.writable.contains(&dir) {
+                    // Best effort: without it the tool reports its own error.
+                    let _ = dandori_fs::create_dir_all(&dir);
+                }
+            }
+        }
+    }
 }
 
 /// Failures a fallback rung may get around (a broken build backend, a package
@@ -849,7 +1041,7 @@ fn skipped_verification(
             OverallStatus::Success
         },
         verification_results: Vec::new(),
-        on_failure: verify::on_failure_str(opts.config.verification.on_failure).to_string(),
+        on_failure: verify::on_failure_str(opts.config.verification.on_failure()).to_string(),
         performed: false,
         warnings: vec![format!("verification not performed: {why}")],
         errors: Vec::new(),

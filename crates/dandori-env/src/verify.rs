@@ -122,8 +122,16 @@ pub fn run(checks: &[VerificationCheck], opts: &VerifyOptions) -> VerificationRe
                 continue;
             }
         };
+        let mut env = opts.env.clone();
+        if opts.sandbox.is_some() {
+            // Checks only read the environment, and the package caches are
+            // read-only in the verification sandbox: `uv pip list` would fail
+            // taking the cache lock.
+            env.entry("UV_NO_CACHE".to_string())
+                .or_insert_with(|| "1".to_string());
+        }
         let mut spec = CommandSpec::shell(parsed, &opts.repo)
-            .env(opts.env.clone())
+            .env(env)
             .timeout(opts.timeout)
             .logs(&opts.log_dir, &format!("verify.{:02}", i + 1))
             .masker(opts.masker.clone())

@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use dandori_config::RevisionConfig;
-use dandori_plan::{Planning, Role, SelectedEnvironment};
+use dandori_plan::{Planning, Role, SelectedEnvironment, Stage, StepStatus as StageStepStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -683,8 +683,10 @@ fn commit(
     let before = run_dir.join("planning.json");
     let snapshot = d.join(format!("planning.r{}.json", entry.revision - 1));
     let old = dandori_fs::read(&before)?;
-    dandori_fs::write_atomic(&snapshot, old)?;
+    dandori_fs::write_atomic(&snapshot, &old)?;
+    let old_planning: Option<Planning> = serde_json::from_slice(&old).ok();
     write_json(&before, planning)?;
+    restage(run_dir, old_planning.as_ref(), planning)?;
     history.revision_attempts = entry.revision;
     history.entries.push(entry);
     let keep = config.max_history_in_memory.max(1) as usize;
@@ -718,4 +720,35 @@ fn commit(
         }
     }
     Ok(())
+}
+
+/// stage.json follows the revised steps (seed 004 §6: its steps are the plan's):
+/// a step left unchanged keeps its progress, every other step is pending again.
+fn restage(run_dir: &Path, old: Option<&Planning>, new: &Planning) -> Result<(), ForgeError> {
+    let path = run_dir.join("stage.json");
+    let Some(previous) = read_json::<Stage>(&path)? else {
+        return Ok(());
+    };
+    let now = Utc::now().to_rfc3339();
+    let mut stage = Stage::for_planning(new, &now);
+    stage.created_at = previous.created_at.clone();
+    stage.extra = previous.extra.clone();
+    for st in &mut stage.steps {
+        let unchanged = old
+            .and_then(|o| o.steps.iter().find(|s| s.step_id == st.step_id))
+            .zip(new.steps.iter().find(|s| s.step_id == st.step_id))
+            .is_some_and(|(a, b)| a == b);
+        if unchanged
+            && let Some(prev) = previous.steps.iter().find(|p| p.step_id == st.step_id)
+            && prev.status == StageStepStatus::Done
+        {
+            *st = prev.clone();
+        }
+    }
+    stage.current_step_index = stage
+        .steps
+        .iter()
+        .position(|s| s.status != StageStepStatus::Done)
+        .unwrap_or(stage.steps.len());
+    write_json(&path, &stage)
 }

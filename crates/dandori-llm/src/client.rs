@@ -198,6 +198,8 @@ impl Client {
         request: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
         let prompt_text = prompt_text(request);
         let prompt_estimate = estimate_tokens(&prompt_text);
         let room = self.ledger().admit(request.phase, prompt_estimate)?;
@@ -248,13 +250,21 @@ impl Client {
                 _ = tokio::time::sleep(delay) => {}
             }
         };
-        let usage = match parsed.usage {
-            Some((prompt_tokens, completion_tokens)) => Usage {
+        let usage = match (parsed.usage, self.agent.is_some()) {
+            (Some((prompt_tokens, completion_tokens)), false) => Usage {
                 prompt_tokens,
                 completion_tokens,
                 estimated: false,
             },
-            None => Usage {
+            // An agent CLI reports its own system prompt, tools and cache reads
+            // as input (thousands of tokens a call): the budgets count what dandori
+            // sent (estimated) and what the CLI answered (reported).
+            (Some((_, completion_tokens)), true) => Usage {
+                prompt_tokens: prompt_estimate,
+                completion_tokens,
+                estimated: true,
+            },
+            (None, _) => Usage {
                 prompt_tokens: prompt_estimate,
                 completion_tokens: estimate_tokens(&parsed.text)
                     + parsed
@@ -284,6 +294,8 @@ impl Client {
             attempts: attempt,
             retries,
             streamed: self.config.stream && self.agent.is_none(),
+            started,
+            duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
         })
     }
 

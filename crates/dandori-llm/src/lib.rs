@@ -1,4 +1,5 @@
-//! Model providers: OpenAI-compatible Chat Completions and Anthropic Messages. Knows
+//! Model providers: OpenAI-compatible Chat Completions, Anthropic Messages and
+//! installed agent CLIs ([`agent_cli`]: Claude Code, Codex CLI, Gemini CLI). Knows
 //! nothing of planning.
 //!
 //! * [`Client`] is built from a `dandori_config::ProviderConfig`; the API key is read
@@ -11,6 +12,7 @@
 //!   corrective re-ask.
 
 pub mod agent_cli;
+pub mod blocking;
 pub mod budget;
 mod client;
 mod error;
@@ -21,6 +23,7 @@ mod types;
 mod wire;
 
 pub use agent_cli::AgentRuntime;
+pub use blocking::block_on;
 pub use budget::{LedgerSnapshot, PhaseUsage, TokenLedger, estimate_tokens};
 pub use client::{Client, Secret};
 pub use error::LlmError;

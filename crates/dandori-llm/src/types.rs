@@ -157,6 +157,10 @@ pub struct ChatResponse {
     pub attempts: u32,
     pub retries: Vec<RetryNote>,
     pub streamed: bool,
+    /// When the call began (before the first attempt) and how long it took,
+    /// retries included.
+    pub started: std::time::SystemTime,
+    pub duration_ms: u64,
 }
 
 impl ChatResponse {

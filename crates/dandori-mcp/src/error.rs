@@ -28,6 +28,8 @@ pub mod reason {
     pub const AUTH_REQUIRED: &str = "AUTH_REQUIRED";
     /// HTTP request whose Host or Origin is not loopback on a loopback-only server (403).
     pub const ORIGIN_REFUSED: &str = "ORIGIN_REFUSED";
+    /// HTTP request body over the server's limit (413).
+    pub const REQUEST_TOO_LARGE: &str = "REQUEST_TOO_LARGE";
     /// Reading or writing a file failed.
     pub const IO_ERROR: &str = "IO_ERROR";
 }

@@ -265,6 +265,7 @@ impl Executor for HandoffExecutor {
             reflections: Vec::new(),
             summary,
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }

@@ -11,7 +11,9 @@
 //! - with a token, every request needs `Authorization: Bearer <token>` (401);
 //! - on a loopback bind, the `Host` and any `Origin` header must name a loopback
 //!   host (403), so a web page cannot reach the server by DNS rebinding;
-//! - the endpoint is `/mcp`; any other path is 404.
+//! - the endpoint is `/mcp`; any other path is 404;
+//! - a body over [`MAX_BODY_BYTES`] is refused (413), declared or chunked, so no
+//!   request can make the server buffer without bound.
 
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -35,6 +37,8 @@ pub const ENDPOINT: &str = "/mcp";
 pub const TOKEN_ENV: &str = "DANDORI_MCP_TOKEN";
 /// Shortest accepted token (a guessable token is no protection).
 pub const MIN_TOKEN_LEN: usize = 16;
+/// Largest request body read (a plan request inlined as `text` fits many times).
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
 /// How the HTTP server is exposed.
 #[derive(Clone)]
@@ -212,7 +216,37 @@ impl Gate {
                 );
             }
         }
-        self.mcp.handle(req).await
+        // The body is read here, up to the limit (a declared length over it is
+        // refused before reading), so neither a length nor a chunked stream can
+        // make the server buffer without bound.
+        let (parts, body) = req.into_parts();
+        let too_large = || {
+            refusal(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                reason::REQUEST_TOO_LARGE,
+                &format!("the body is larger than {MAX_BODY_BYTES} bytes"),
+            )
+        };
+        if hyper::body::Body::size_hint(&body).lower() > MAX_BODY_BYTES as u64 {
+            return too_large();
+        }
+        let read = http_body_util::Limited::new(body, MAX_BODY_BYTES)
+            .collect()
+            .await;
+        let body = match read {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+            Err(e) => {
+                return refusal(
+                    StatusCode::BAD_REQUEST,
+                    reason::ARGUMENT_INVALID,
+                    &format!("the body could not be read: {e}"),
+                );
+            }
+        };
+        self.mcp
+            .handle(Request::from_parts(parts, Full::new(body)))
+            .await
     }
 }
 

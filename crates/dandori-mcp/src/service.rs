@@ -253,6 +253,7 @@ impl Service {
             base_env: self.opts.base_env.clone(),
             environment,
             progress: None,
+            dispatch: None,
         };
         let b = board.clone();
         std::thread::Builder::new()
@@ -390,7 +391,12 @@ impl Service {
         let (prompt, workdir, attempt) = match handoff {
             Some((attempt, prompt, workdir)) => (prompt, Some(workdir), Some(attempt)),
             None => (
-                dandori_runner::prompt::build(&files.planning, step, None),
+                dandori_runner::prompt::build(
+                    &files.planning,
+                    step,
+                    None,
+                    dandori_runner::environment::read_summary(&run_dir).as_deref(),
+                ),
                 None,
                 None,
             ),

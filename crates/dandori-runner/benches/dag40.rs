@@ -48,6 +48,7 @@ impl Executor for FixedLatency {
             reflections: Vec::new(),
             summary: "fixed latency".to_string(),
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }
@@ -167,6 +168,7 @@ fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> Duration {
         base_env: env,
         environment: None,
         progress: None,
+        dispatch: None,
     };
     let start = Instant::now();
     let out = dandori_runner::run(&opts).unwrap();

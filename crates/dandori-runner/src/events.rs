@@ -23,3 +23,10 @@ pub const REFLECTION: &str = "REFLECTION";
 pub const COVERAGE_EVALUATION: &str = "COVERAGE_EVALUATION";
 pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";
 pub const EXECUTION_END: &str = "EXECUTION_END";
+/// One model call of the LLM executor (the planner writes the same event for its
+/// own calls): `step_id`, `purpose` (`execution` | `reflection`), `provider`,
+/// `provider_kind`, `model`, `started_at`, `duration_ms`, `ok`, `usage`.
+pub const LLM_CALL: &str = "LLM_CALL";
+/// One tool call of the LLM executor: `step_id`, `tool`, `started_at`,
+/// `duration_ms`, `ok`, `reason_code` (on failure).
+pub const TOOL_CALL: &str = "TOOL_CALL";

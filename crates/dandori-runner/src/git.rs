@@ -99,6 +99,8 @@ pub struct Git {
     /// The run's commit writer, shared by the repository's and the worktrees'
     /// handles; `None`: every commit object comes from `git commit-tree`.
     objects: Option<std::sync::Arc<objects::ObjectWriter>>,
+    /// The run's branch updater, shared like `objects`.
+    refs: Option<std::sync::Arc<objects::RefWriter>>,
 }
 
 /// Index settings of the pool's worktrees (`feature.manyFiles`: index version 4,
@@ -136,13 +138,15 @@ impl Git {
             fixed_date: None,
             pool: false,
             objects: None,
+            refs: None,
         }
     }
 
-    /// This handle with its own commit writer (see `git/objects.rs`), shared by its
-    /// clones and by the handles made with [`Git::sharing_objects`].
+    /// This handle with its own commit and branch writers (see `git/objects.rs`),
+    /// shared by its clones and by the handles made with [`Git::sharing_objects`].
     pub fn with_object_writer(mut self) -> Self {
         self.objects = Some(std::sync::Arc::new(objects::ObjectWriter::default()));
+        self.refs = Some(std::sync::Arc::new(objects::RefWriter::default()));
         self
     }
 
@@ -150,6 +154,7 @@ impl Git {
     /// `other`'s repository).
     pub fn sharing_objects(mut self, other: &Git) -> Self {
         self.objects = other.objects.clone();
+        self.refs = other.refs.clone();
         self
     }
 
@@ -537,7 +542,13 @@ impl Git {
 
     /// Points `refs/heads/<branch>` at `commit` without touching any worktree.
     pub fn set_branch(&self, branch: &str, commit: &str) -> Result<(), RunnerError> {
-        self.run(&["update-ref", &format!("refs/heads/{branch}"), commit])?;
+        let refname = format!("refs/heads/{branch}");
+        if let Some(w) = &self.refs
+            && w.update(self, &refname, commit)
+        {
+            return Ok(());
+        }
+        self.run(&["update-ref", &refname, commit])?;
         Ok(())
     }
 

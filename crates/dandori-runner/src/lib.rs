@@ -13,6 +13,7 @@
 pub mod completion;
 pub mod coordinator;
 pub mod coverage;
+pub mod dispatch;
 pub mod environment;
 pub mod error;
 pub mod events;
@@ -27,7 +28,9 @@ pub mod report;
 pub mod step;
 
 pub use completion::{Completion, CompletionStatus, exit};
-pub use coordinator::{ExecutorChoice, ExecutorKind, Progress, RunOptions, RunOutcome, run};
+pub use coordinator::{
+    ExecutorChoice, ExecutorKind, Progress, RunOptions, RunOutcome, run, run_dispatched_step,
+};
 pub use error::RunnerError;
 
 /// The exit code for an error that stopped a run before completion.

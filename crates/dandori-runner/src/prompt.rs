@@ -1,5 +1,6 @@
 //! The step prompt given to an executor: intent, scope, inputs, success criteria
-//! and the linked acceptance criteria, plus feedback from a failed attempt.
+//! and the linked acceptance criteria, the prepared environment (seed 002 §7.2),
+//! plus feedback from a failed attempt.
 
 use std::fmt::Write;
 
@@ -35,7 +36,15 @@ pub fn section<'a>(prompt: &'a str, heading: &str) -> &'a str {
     rest[..end].trim()
 }
 
-pub fn build(planning: &Planning, step: &Step, feedback: Option<&Feedback>) -> String {
+/// The heading of the seed 002 §7.2 section.
+pub const ENVIRONMENT_HEADING: &str = "Execution environment";
+
+pub fn build(
+    planning: &Planning,
+    step: &Step,
+    feedback: Option<&Feedback>,
+    environment: Option<&str>,
+) -> String {
     let mut p = String::new();
     let _ = writeln!(
         p,
@@ -103,6 +112,9 @@ pub fn build(planning: &Planning, step: &Step, feedback: Option<&Feedback>) -> S
         for c in &planning.context.constraints {
             let _ = writeln!(p, "- {c}");
         }
+    }
+    if let Some(env) = environment.map(str::trim).filter(|e| !e.is_empty()) {
+        let _ = writeln!(p, "\n## {ENVIRONMENT_HEADING}\n{env}");
     }
     if let Some(unit) = step.commands.unit.as_ref().filter(|u| !u.is_empty()) {
         let _ = writeln!(p, "\n## Tests run after you finish\n{}", unit.join("\n"));

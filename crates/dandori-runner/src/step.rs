@@ -46,6 +46,9 @@ pub struct StepContext<'a> {
     /// The main repository's git config, hooks and attributes as they were before
     /// the run: changed files are reverted after each action (`GIT_CONFIG_TAMPERED`).
     pub git_guard: Option<&'a dandori_exec::git::ConfigGuard>,
+    /// Seed 002 §7.2: the prepared environment, for the prompt (`None` when the
+    /// environment sub-phase did not run).
+    pub environment_summary: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -613,7 +616,12 @@ impl Worker<'_, '_> {
         feedback: Option<&Feedback>,
         log: &str,
     ) -> Result<Option<StepResult>, RunnerError> {
-        let prompt = prompt::build(self.cx.planning, self.step, feedback);
+        let prompt = prompt::build(
+            self.cx.planning,
+            self.step,
+            feedback,
+            self.cx.environment_summary,
+        );
         let prompt_file = self
             .cx
             .paths
@@ -643,6 +651,9 @@ impl Worker<'_, '_> {
                 json!({"step_id": self.step_id(), "tooling": t}),
             );
         }
+        for (event, data) in exec.calls {
+            self.emit(event, data);
+        }
         // Seed 000 `revision_attempts`: every plan revision the model's reflections
         // asked for counts, like the runner's own splits.
         let model_revisions = exec
@@ -659,7 +670,11 @@ impl Worker<'_, '_> {
                 .revisions
                 .fetch_add(model_revisions, Ordering::SeqCst);
         }
-        for r in exec.reflections {
+        for mut r in exec.reflections {
+            // The step a reflection judged, for metrics when steps run in parallel.
+            if let Some(o) = r.as_object_mut() {
+                o.entry("step_id").or_insert_with(|| json!(self.step_id()));
+            }
             self.emit(events::REFLECTION, r);
         }
         let ok = exec.outcome == ExecOutcome::Completed;

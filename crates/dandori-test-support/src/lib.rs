@@ -1,4 +1,5 @@
-//! Test support: a scripted fake LLM server over real HTTP and temporary git repositories.
+//! Test support: a scripted fake LLM server over real HTTP, an OTLP/HTTP trace
+//! receiver, and temporary git repositories.
 //!
 //! This crate is only used from tests, so it panics with a clear message on setup
 //! failures instead of threading errors through every test.
@@ -7,8 +8,10 @@ pub mod fake_forge;
 pub mod fake_llm;
 pub mod fixtures;
 pub mod git;
+pub mod otlp_receiver;
 mod serve;
 
 pub use fake_forge::FakeForge;
 pub use fake_llm::{FakeLlmServer, RecordedRequest, Reply};
 pub use git::TempGitRepo;
+pub use otlp_receiver::{OtlpReceiver, ReceivedSpan};

@@ -10,7 +10,7 @@ pub mod secret_scan;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +27,19 @@ pub enum TraceError {
         #[source]
         source: serde_json::Error,
     },
+}
+
+/// Sees every event after it is masked and written, with the path of its trace.
+/// The binary installs one (the human log and the OpenTelemetry export); without
+/// one, emitting costs nothing more than the write.
+pub type Observer = Box<dyn Fn(&Path, &TraceEvent) + Send + Sync>;
+
+static OBSERVER: OnceLock<Observer> = OnceLock::new();
+
+/// Installs the process-wide observer. Only the first call counts; returns false
+/// when one was already installed.
+pub fn set_observer(observer: Observer) -> bool {
+    OBSERVER.set(observer).is_ok()
 }
 
 /// One line of `trace.jsonl`.
@@ -106,6 +119,10 @@ impl TraceWriter {
         f.write_all(line.as_bytes())
             .and_then(|()| f.flush())
             .map_err(|e| dandori_fs::FsError::new("appending to trace", &self.path, e))?;
+        drop(f);
+        if let Some(observe) = OBSERVER.get() {
+            observe(&self.path, &ev);
+        }
         Ok(())
     }
 }

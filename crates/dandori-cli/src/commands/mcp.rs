@@ -29,13 +29,7 @@ impl Host for CliHost {
     }
 
     fn environment(&self, config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
-        let child_env = super::env::child_env(config);
-        let sandbox = super::env::detect_sandbox(config, &child_env);
-        Some(Arc::new(super::env::EnvPhase {
-            config: config.planning.environment_setup.clone(),
-            base_env: child_env,
-            sandbox: Some(sandbox),
-        }))
+        Some(Arc::new(super::env::EnvPhase::new(config, &self.base_env)))
     }
 
     fn planner(&self, loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError> {

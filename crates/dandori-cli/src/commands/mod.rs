@@ -1,6 +1,7 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
 mod eval;
+mod forge;
 mod locate;
 mod plan;
 mod plan_llm;
@@ -14,13 +15,18 @@ mod docs;
 mod env;
 mod graph;
 mod mcp;
+pub mod metrics;
+mod obs;
 mod policy;
+mod repl;
 mod resume;
+mod revise;
 mod run;
 mod runs;
 mod schema;
 mod trust;
 mod validate;
+mod worker;
 
 use std::path::Path;
 
@@ -34,16 +40,29 @@ pub fn load_config(
     repo: &Path,
     env: &std::collections::BTreeMap<String, String>,
 ) -> anyhow::Result<dandori_config::Loaded> {
+    load_config_for(config, sets, repo, env, None)
+}
+
+/// [`load_config`] with the `planning.task_specific` entry of `task_type` merged
+/// (seed 000 §9.3).
+pub fn load_config_for(
+    config: Option<&Path>,
+    sets: &[String],
+    repo: &Path,
+    env: &std::collections::BTreeMap<String, String>,
+    task_type: Option<String>,
+) -> anyhow::Result<dandori_config::Loaded> {
     let loaded = dandori_config::load(&dandori_config::LoadOptions {
         repo: repo.to_path_buf(),
         config_path: config.map(Path::to_path_buf),
         task_planning_path: None,
         env: env.clone(),
         overrides: sets.to_vec(),
-        task_type: None,
+        task_type,
         user_config_path: None,
     })
     .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
+    obs::configure(&loaded.config);
     for w in &loaded.warnings {
         crate::output::progress(&format!("warning: {w}"));
     }
@@ -90,6 +109,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
     {
         cli.set.push(format!("sandbox.mode={name}"));
     }
+    // The human log and the OpenTelemetry export of what this command traces.
+    let _obs = obs::Session::start();
     // One arm per command, separated so that each command's owner edits one line.
     match cli.command {
         Command::Plan(args) => plan::run(args, cli.config.as_deref(), &cli.set),
@@ -110,6 +131,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
         // --
+        Command::Worker(args) => worker::worker(cli.config.as_deref(), &cli.set, &args),
+        // --
         Command::Demo(args) => demo::demo(&args),
         // --
         Command::Completions(args) => docs::completions(&args),
@@ -128,6 +151,13 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         // --
         Command::Trust(args) => trust::trust(&args),
         // --
+        Command::Metrics(args) => metrics::metrics(cli.config.as_deref(), &cli.set, &args),
+        // --
         Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
+        // --
+        Command::Repl(args) => repl::repl(cli.config.as_deref(), &cli.set, &args),
+        Command::Revise(args) => revise::revise(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Approve(args) => revise::approve(cli.config.as_deref(), &cli.set, &args),
     }
 }

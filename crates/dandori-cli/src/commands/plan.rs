@@ -15,7 +15,19 @@ pub const EXIT_UNCLEAR_GOAL: u8 = 3;
 
 pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Result<ExitCode> {
     let provider_flags = super::plan_llm::flags(&args);
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    // `--issue`: the request comes from the forge (seed 000 §2.5).
+    let intake = match &args.issue {
+        Some(reference) => match super::forge::plan_intake(reference, &args, config, sets, &env) {
+            Ok(i) => Some(i),
+            Err(code) => return Ok(code),
+        },
+        None => None,
+    };
     let request = match (args.request, args.text) {
+        _ if intake.is_some() => {
+            RequestSource::Text(intake.as_ref().map(|i| i.text.clone()).unwrap_or_default())
+        }
         (Some(path), None) if !path.is_file() => {
             output::error(&missing_request(&path, &args.repo));
             return Ok(ExitCode::from(2));
@@ -28,7 +40,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         }
         (None, None) => {
             output::error(
-                "REQUEST_INVALID: a request file (requests/<id>.md) or --text \"…\" is required",
+                "REQUEST_INVALID: a request file (requests/<id>.md), --text \"…\" or --issue REF is required",
             );
             return Ok(ExitCode::from(2));
         }
@@ -37,9 +49,9 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     // process environment; tests pass their own to the library. A config that cannot
     // be loaded at all falls back to the defaults (seed 003 §9.1); warnings are
     // recorded in the trace.
-    let env: BTreeMap<String, String> = std::env::vars().collect();
     let mut config_warnings = Vec::new();
-    let loaded = match super::load_config(config, sets, &args.repo, &env) {
+    let task_type = intake.as_ref().map(|i| i.task_type.clone());
+    let loaded = match super::load_config_for(config, sets, &args.repo, &env, task_type) {
         Ok(l) => l,
         Err(e) => {
             let w = format!("{e:#}; planning with the default config");
@@ -89,6 +101,10 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.task_planning = loaded.task_planning;
     opts.config_warnings = config_warnings;
     opts.secret_env = env.clone();
+    if let Some(i) = &intake {
+        super::forge::mask_token(&i.client, &mut opts.secret_env);
+    }
+    let forge_config = opts.config.clone();
     opts.progress = Some(&progress);
     if let Some(planner) = &llm {
         opts.planner = Some(planner);
@@ -118,6 +134,11 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
         }
     };
+    if let Some(i) = intake
+        && let Some(code) = super::forge::plan_after(i, &outcome.run_dir, &forge_config, args.json)
+    {
+        return Ok(code);
+    }
     let llm_usage = llm.as_ref().map(|p| p.client().usage());
     if args.json {
         output::json(&json!({

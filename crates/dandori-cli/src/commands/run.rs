@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions};
 
-use crate::cli::{ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
+use crate::cli::{Engine, EngineArgs, ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
 use crate::output;
 
 pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -36,6 +36,7 @@ pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Res
             resume: false,
             approve: args.approve,
             json: args.json,
+            engine: &args.engine,
         },
     )
 }
@@ -45,17 +46,7 @@ pub fn resume(
     sets: &[String],
     args: ResumeArgs,
 ) -> anyhow::Result<ExitCode> {
-    let executor = match (args.executor, &args.agent_cmd) {
-        (Some(k), t) => Some(ExecutorChoice {
-            kind: kind(k),
-            agent_cmd: t.clone(),
-        }),
-        (None, Some(t)) => Some(ExecutorChoice {
-            kind: ExecutorKind::Command,
-            agent_cmd: Some(t.clone()),
-        }),
-        (None, None) => None,
-    };
+    let executor = executor_choice(args.executor, args.agent_cmd.as_deref());
     execute(
         config,
         sets,
@@ -69,8 +60,28 @@ pub fn resume(
             resume: true,
             approve: args.approve,
             json: args.json,
+            engine: &args.engine,
         },
     )
+}
+
+/// `--executor` and `--agent-cmd` of `resume` and `worker`: an agent command alone
+/// means the command executor; neither means the recorded or configured one.
+pub(crate) fn executor_choice(
+    executor: Option<CliExecutor>,
+    agent_cmd: Option<&str>,
+) -> Option<ExecutorChoice> {
+    match (executor, agent_cmd) {
+        (Some(k), t) => Some(ExecutorChoice {
+            kind: kind(k),
+            agent_cmd: t.map(str::to_string),
+        }),
+        (None, Some(t)) => Some(ExecutorChoice {
+            kind: ExecutorKind::Command,
+            agent_cmd: Some(t.to_string()),
+        }),
+        (None, None) => None,
+    }
 }
 
 fn kind(k: CliExecutor) -> ExecutorKind {
@@ -89,6 +100,7 @@ struct Invocation<'a> {
     resume: bool,
     approve: bool,
     json: bool,
+    engine: &'a EngineArgs,
 }
 
 fn execute(
@@ -103,25 +115,26 @@ fn execute(
         resume,
         approve,
         json,
+        engine,
     } = inv;
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
     let loaded = super::load_config(config, sets, repo, &base_env)?;
     record_config_warnings(target, &loaded.warnings);
     let config = loaded.config;
-    let progress: Option<dandori_runner::Progress> = if json {
-        None
-    } else {
-        Some(Arc::new(|line: &str| output::progress(line)))
-    };
-    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> = Arc::new({
-        let child_env = super::env::child_env(&config);
-        let sandbox = super::env::detect_sandbox(&config, &child_env);
-        super::env::EnvPhase {
-            config: config.planning.environment_setup.clone(),
-            base_env: child_env,
-            sandbox: Some(sandbox),
-        }
-    });
+    // A run planned from an issue reports there; a revision awaiting approval
+    // holds the run back.
+    if let Some(code) = super::forge::refuse_pending(target) {
+        return Ok(code);
+    }
+    let reporter = super::forge::RunReporter::open(target, &config, &base_env);
+    let progress = super::forge::with_reporter(
+        (!json)
+            .then(|| -> dandori_runner::Progress { Arc::new(|line: &str| output::progress(line)) }),
+        reporter.clone(),
+    );
+    let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
+        Arc::new(super::env::EnvPhase::new(&config, &base_env));
+    let dispatch = dispatch(engine, target, repo, progress.clone())?;
     let opts = RunOptions {
         target: target.to_path_buf(),
         repo: repo.to_path_buf(),
@@ -133,10 +146,14 @@ fn execute(
         base_env,
         environment: Some(environment),
         progress,
+        dispatch,
     };
     match dandori_runner::run(&opts) {
         Ok(outcome) => {
             let c = &outcome.completion;
+            if let Some(r) = &reporter {
+                r.finish(&serde_json::to_value(c).unwrap_or_default());
+            }
             if json {
                 output::json(c);
             } else {
@@ -165,6 +182,65 @@ fn execute(
             Ok(ExitCode::from(code))
         }
     }
+}
+
+/// The engine steps run on: `--engine`, else the one `stage.json` records, else
+/// local (`None`). Flags override what is recorded.
+fn dispatch(
+    args: &EngineArgs,
+    target: &Path,
+    repo: &Path,
+    progress: Option<dandori_runner::Progress>,
+) -> anyhow::Result<Option<Arc<dyn dandori_runner::dispatch::StepDispatch>>> {
+    let recorded: Option<dandori_distributed::EngineOptions> =
+        dandori_runner::plan::RunPaths::locate(target)
+            .ok()
+            .and_then(|p| dandori_fs::read_to_string(&p.stage).ok())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| serde_json::from_value(v.get("engine")?.clone()).ok());
+    let recorded = match (args.engine, recorded) {
+        (Some(Engine::Local), _) | (None, None) => return Ok(None),
+        (_, r) => r,
+    };
+    let remote = match args
+        .remote
+        .clone()
+        .or_else(|| recorded.as_ref().map(|r| r.remote.clone()))
+    {
+        Some(r) => r,
+        None => {
+            let (ok, out, _) = dandori_runner::git::Git::new(repo)
+                .output(&["remote", "get-url", "origin"])
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            if !ok || out.trim().is_empty() {
+                anyhow::bail!(
+                    "--engine restate needs a git remote the workers can reach: pass --remote URL (the repository has no `origin`)"
+                );
+            }
+            out.trim().to_string()
+        }
+    };
+    // A local path is made absolute: workers run in other directories.
+    let remote = match dandori_fs::canonicalize(Path::new(&remote)) {
+        Ok(p) if !remote.contains("://") => p.to_string_lossy().into_owned(),
+        _ => remote,
+    };
+    let opts = dandori_distributed::EngineOptions {
+        restate_url: args
+            .restate_url
+            .clone()
+            .or_else(|| recorded.as_ref().map(|r| r.restate_url.clone()))
+            .unwrap_or_else(|| "http://127.0.0.1:8080".to_string()),
+        admin_url: args
+            .restate_admin_url
+            .clone()
+            .or_else(|| recorded.as_ref().and_then(|r| r.admin_url.clone())),
+        remote,
+        register: args.register_worker.clone(),
+    };
+    let engine = dandori_distributed::RestateEngine::new(opts, progress)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(Some(Arc::new(engine)))
 }
 
 /// One line per step: `S01  done        title  [REASON]`.

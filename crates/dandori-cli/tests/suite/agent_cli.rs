@@ -134,13 +134,13 @@ fn each_preset_plans_through_its_stand_in() {
         &gemini_envelope(&plan),
     );
     for (provider, extra, planner, tokens) in [
-        ("claude-cli", vec![], "llm:claude-cli/", 2 * (120 + 50)),
-        ("codex-cli", vec![], "llm:codex-cli/", 2 * (90 + 40)),
+        ("claude-cli", vec![], "llm:claude-cli/", 2 * 50),
+        ("codex-cli", vec![], "llm:codex-cli/", 2 * 40),
         (
             "gemini-cli",
             vec!["--model", "gemini-2.5-pro"],
             "llm:gemini-cli/gemini-2.5-pro",
-            2 * (80 + 30),
+            2 * 30,
         ),
     ] {
         let out = plan_with(
@@ -164,14 +164,19 @@ fn each_preset_plans_through_its_stand_in() {
             json!(2),
             "{provider}"
         );
+        // The budgets count dandori's prompt (estimated) and the CLI's reported
+        // answer tokens, not the CLI's own system prompt.
         let planning = &v["llm_usage"]["phases"]["planning"];
         assert_eq!(
-            planning["prompt_tokens"].as_u64().unwrap()
-                + planning["completion_tokens"].as_u64().unwrap(),
+            planning["completion_tokens"].as_u64().unwrap(),
             tokens,
-            "{provider}: the CLI's own token counts: {planning}"
+            "{provider}: the CLI's own answer token counts: {planning}"
         );
-        assert_eq!(planning["estimated_calls"], json!(0), "{provider}");
+        assert!(
+            planning["prompt_tokens"].as_u64().unwrap() > 500,
+            "{planning}"
+        );
+        assert_eq!(planning["estimated_calls"], json!(2), "{provider}");
         let planning = std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap();
         assert!(planning.contains("priority"), "{provider}");
         let (text, events) = trace(&v);

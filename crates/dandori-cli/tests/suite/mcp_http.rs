@@ -65,14 +65,21 @@ fn serve(cwd: &Path, args: &[&str], token: Option<&str>) -> Server {
 
 /// One raw HTTP/1.1 request; returns the status code and the body.
 fn raw(addr: &str, head: &str, body: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
+    send(
+        addr,
+        &format!(
+            "{head}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
     )
-    .unwrap();
+}
+
+/// Writes `request` as it is and reads the answer until the server closes.
+fn send(addr: &str, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    // The server may answer (and close) before reading all of a refused body.
+    let _ = s.write_all(request.as_bytes());
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     let status = out
@@ -152,6 +159,33 @@ fn python_sdk_client_executes_a_plan_over_streamable_http() {
     );
     let (status, _) = raw(&server.addr, "NOT HTTP AT ALL", "");
     assert_ne!(status, 200);
+    // Oversized bodies: refused by their declared length, or cut while chunked.
+    let (status, body) = send(
+        &server.addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\n{auth}\r\nContent-Length: 9000000\r\nConnection: close\r\n\r\n",
+            server.addr
+        ),
+    );
+    assert_eq!(status, 413, "{body}");
+    assert!(body.starts_with("REQUEST_TOO_LARGE"), "{body}");
+    let chunk = "x".repeat(1 << 20);
+    let mut chunked = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\n{auth}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+        server.addr
+    );
+    for _ in 0..9 {
+        chunked.push_str(&format!("{:x}\r\n{chunk}\r\n", chunk.len()));
+    }
+    chunked.push_str("0\r\n\r\n");
+    // The server answers 413 as soon as the limit is passed and closes; the kernel
+    // may reset the connection under the rest of the body before the answer is
+    // read (status 0 here). Either way, nothing was served.
+    let (status, body) = send(&server.addr, &chunked);
+    assert!(
+        status == 413 && body.starts_with("REQUEST_TOO_LARGE") || status == 0,
+        "{status} {body}"
+    );
     // A local browser page is allowed, and the token opens the door.
     let (status, body) = post(
         &server.addr,

@@ -1,8 +1,12 @@
+mod distributed;
+// --
 mod env;
 // --
 mod eval_localize;
 // --
 mod first_run;
+// --
+mod forge;
 // --
 mod graph;
 // --
@@ -11,6 +15,10 @@ mod locate;
 mod mcp;
 // --
 mod mcp_http;
+// --
+mod metrics;
+// --
+mod otel;
 // --
 mod runs;
 // --
@@ -28,6 +36,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod run_env;
+// --
 mod sandbox;
 // --
 mod schema;
@@ -37,4 +47,6 @@ mod validate;
 mod trust;
 // --
 mod agent_cli;
+// --
+mod repl;
 // --

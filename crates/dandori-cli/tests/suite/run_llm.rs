@@ -39,7 +39,7 @@ fn json_out(o: &Output) -> Value {
 
 /// A tiny Python project. `pytest.py` stands in for pytest (not installed here):
 /// the planner's `python -m pytest -q` runs unittest discovery through it.
-fn calc_project() -> TempGitRepo {
+pub fn calc_project() -> TempGitRepo {
     TempGitRepo::with_files(&[
         ("README.md", "# calc\n"),
         ("calc.py", "def add(a, b):\n    return a + b\n"),
@@ -66,6 +66,34 @@ pub fn completion(outcome: &str) -> Reply {
             "done": true, "comment": "finished"})
         .to_string(),
     )
+}
+
+/// The model's side of the calc run: S01 writes `subtract` and runs the tests (3
+/// actions: a periodic reflection), S02 adds its unit test.
+pub fn calc_script() -> Vec<Reply> {
+    vec![
+        // S01: write the function, run the tests (3 actions: a periodic reflection)
+        Reply::openai_tool_call("read_file", &json!({"path": "calc.py"})),
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n"}),
+        ),
+        Reply::openai_tool_call("run_command", &json!({"command": "python -m pytest -q"})),
+        Reply::openai_text(
+            &json!({"phase": "reflection", "reflection": {"action_evaluated": "run_command",
+            "status": "success", "evaluation": "the tests pass", "issues_identified": [],
+            "plan_revision_needed": false}, "comment": "on track"})
+            .to_string(),
+        ),
+        completion("subtract added"),
+        // S02: the unit test
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "tests/test_calc.py", "content": "import unittest\n\nfrom calc import add, subtract\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_subtract(self):\n        self.assertEqual(subtract(5, 3), 2)\n"}),
+        ),
+        Reply::openai_tool_call("run_command", &json!({"command": "python -m pytest -q"})),
+        completion("test added"),
+    ]
 }
 
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -104,35 +132,12 @@ fn plan_then_run_with_the_llm_executor_commits_each_step() {
         .collect();
     assert_eq!(targets, vec!["calc.py", "tests/test_calc.py"]);
 
-    let server = FakeLlmServer::start(vec![
-        // S01: write the function, run the tests (3 actions: a periodic reflection)
-        Reply::openai_tool_call("read_file", &json!({"path": "calc.py"})),
-        Reply::openai_tool_call(
-            "write_file",
-            &json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n"}),
-        ),
-        Reply::openai_tool_call("run_command", &json!({"command": "python -m pytest -q"})),
-        Reply::openai_text(
-            &json!({"phase": "reflection", "reflection": {"action_evaluated": "run_command",
-                "status": "success", "evaluation": "the tests pass", "issues_identified": [],
-                "plan_revision_needed": false}, "comment": "on track"})
-            .to_string(),
-        ),
-        completion("subtract added"),
-        // S02: the unit test
-        Reply::openai_tool_call(
-            "write_file",
-            &json!({"path": "tests/test_calc.py", "content": "import unittest\n\nfrom calc import add, subtract\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_subtract(self):\n        self.assertEqual(subtract(5, 3), 2)\n"}),
-        ),
-        Reply::openai_tool_call("run_command", &json!({"command": "python -m pytest -q"})),
-        completion("test added"),
-    ])
-    .expect_api_key(KEY);
+    let server = FakeLlmServer::start(calc_script()).expect_api_key(KEY);
     let config = home.path().join("llm.yaml");
     std::fs::write(
         &config,
         format!(
-            "llm:\n  default_provider: fake\n  providers:\n    - name: fake\n      kind: openai\n      base_url: {}\n      api_key_env: TEST_RUN_LLM_KEY\n      model: fake-coder\n      stream: false\n      max_retries: 0\n",
+            "llm:\n  default_provider: fake\n  providers:\n    - name: fake\n      kind: openai\n      base_url: {}\n      api_key_env: TEST_RUN_LLM_KEY\n      model: fake-coder\n      stream: false\n      max_retries: 0\n# an interval reflection whatever the steps' complexity (seed 000 §11.1.3 default: by complexity)\nplanning:\n  reflection:\n    trigger_interval: 3\n",
             server.base_url()
         ),
     )

@@ -169,3 +169,68 @@ fn inspection_commands_name_what_is_wrong() {
     let text = ok(&dandori(&["runs", "--repo"], &[dir.path()]));
     assert!(text.starts_with("no runs under"), "{text}");
 }
+
+/// `trace --follow` on a run still being written: it prints what is there, then
+/// each event as it is appended (a half-written line waits for its end), and
+/// returns at `EXECUTION_END`.
+#[test]
+fn trace_follow_streams_appended_events_until_the_run_ends() {
+    use std::io::{BufRead, BufReader, Write};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_repo, run_dir) = finished_run(&dir.path().canonicalize().unwrap());
+    let full = std::fs::read_to_string(run_dir.join("trace.jsonl")).unwrap();
+    let lines: Vec<&str> = full.lines().collect();
+    assert!(lines.len() > 4);
+    let live = dir.path().join("live");
+    std::fs::create_dir_all(&live).unwrap();
+    let trace = live.join("trace.jsonl");
+    let head = lines.len() - 3;
+    std::fs::write(&trace, lines[..head].join("\n") + "\n").unwrap();
+
+    let mut child = Command::new(BIN)
+        .args(["trace", "--follow", "--json"])
+        .arg(&live)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut got = Vec::new();
+    let mut line = String::new();
+    for _ in 0..head {
+        line.clear();
+        out.read_line(&mut line).unwrap();
+        got.push(line.trim_end().to_string());
+    }
+    // The rest arrives in pieces, the last event split mid-line.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&trace)
+        .unwrap();
+    for l in &lines[head..lines.len() - 1] {
+        writeln!(f, "{l}").unwrap();
+        f.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    let last = lines[lines.len() - 1];
+    let (a, b) = last.split_at(last.len() / 2);
+    write!(f, "{a}").unwrap();
+    f.flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "--follow returned before EXECUTION_END"
+    );
+    writeln!(f, "{b}").unwrap();
+    f.flush().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    assert!(child.wait().unwrap().success());
+    got.extend(rest.lines().map(str::to_string));
+    let parse = |l: &str| serde_json::from_str::<Value>(l).unwrap();
+    assert_eq!(
+        got.iter().map(|l| parse(l)).collect::<Vec<_>>(),
+        lines.iter().map(|l| parse(l)).collect::<Vec<_>>()
+    );
+    assert_eq!(parse(got.last().unwrap())["event"], json!("EXECUTION_END"));
+}

@@ -95,7 +95,7 @@ fn every_seed_env_var_applies() {
         .environment_setup
         .execution
         .command_timeout_seconds = 600;
-    e.planning.environment_setup.verification.on_failure = OnFailure::Fail;
+    e.planning.environment_setup.verification.on_failure = Some(OnFailure::Fail);
     e.planning.environment_setup.regeneration.enabled = false;
     assert_eq!(loaded.config, e);
     assert_eq!(loaded.warnings, vec![]);

@@ -1,3 +1,4 @@
+mod edit;
 mod load;
 mod schema;
 mod trust;

@@ -331,3 +331,24 @@ fn trust_list_and_remove_keep_the_rest_of_the_user_config() {
         Vec::<PathBuf>::new()
     );
 }
+
+#[test]
+fn untrusted_repository_cannot_send_telemetry_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    write(
+        &repo.join("dandori.yaml"),
+        "telemetry:\n  otlp_endpoint: http://attacker.invalid:4318\n  service_name: mine\nllm:\n  pricing:\n    m: {input_usd_per_mtok: 1.0, output_usd_per_mtok: 2.0}\n",
+    );
+    let home = dir.path().join("confhome");
+    std::fs::create_dir_all(&home).unwrap();
+    let loaded = load(&opts(&repo, &home)).unwrap();
+    assert_eq!(loaded.config.telemetry.otlp_endpoint, None);
+    assert_eq!(ignored_keys(&loaded), vec!["telemetry.otlp_endpoint"]);
+    // Harmless keys stay.
+    assert_eq!(
+        loaded.config.telemetry.service_name.as_deref(),
+        Some("mine")
+    );
+    assert_eq!(loaded.config.llm.pricing["m"].output_usd_per_mtok, 2.0);
+}

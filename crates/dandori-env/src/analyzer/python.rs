@@ -193,9 +193,11 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                     }
                 }
                 if let Some(groups) = doc.get("dependency-groups").and_then(|v| v.as_table()) {
-                    for (group, list) in groups {
+                    for group in groups.keys() {
+                        // PEP 735 `{include-group = "…"}` entries are expanded.
+                        let list = toml::Value::Array(expand_group(groups, group, &mut Vec::new()));
                         toml_str_deps(
-                            Some(list),
+                            Some(&list),
                             DependencyKind::Dev,
                             false,
                             Some(group),
@@ -713,4 +715,32 @@ pub(super) fn analyze_conda(e: &mut Ecosystem, reader: &mut Reader<'_>) {
     if e.dependencies.iter().any(|d| d.name == "pytest") {
         e.test_command = Some("python -m pytest".to_string());
     }
+}
+
+/// The requirement strings of PEP 735 group `name`, its `{include-group = "…"}`
+/// entries expanded (a cycle or an unknown group contributes nothing).
+fn expand_group(groups: &toml::Table, name: &str, seen: &mut Vec<String>) -> Vec<toml::Value> {
+    if seen.iter().any(|s| s == name) {
+        return Vec::new();
+    }
+    seen.push(name.to_string());
+    let mut out = Vec::new();
+    for item in groups
+        .get(name)
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        match item {
+            toml::Value::String(_) => out.push(item.clone()),
+            toml::Value::Table(t) => {
+                if let Some(inc) = t.get("include-group").and_then(|v| v.as_str()) {
+                    out.extend(expand_group(groups, inc, seen));
+                }
+            }
+            _ => {}
+        }
+    }
+    seen.pop();
+    out
 }

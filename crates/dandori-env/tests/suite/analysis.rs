@@ -305,3 +305,32 @@ fn generated_commands_follow_the_tools_present() {
     }
     let _ = analyzer::PYTHON;
 }
+
+#[test]
+fn pep735_include_group_entries_are_expanded() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[project]\nname = \"demo\"\nversion = \"0.1\"\n\n[dependency-groups]\n\
+         coverage = [\"coverage>=7\"]\n\
+         test = [\"pytest>=8\", {include-group = \"coverage\"}]\n\
+         loop = [{include-group = \"loop\"}, \"hypothesis\"]\n",
+    )
+    .unwrap();
+    let a = analyze(dir.path(), &AnalysisConfig::default());
+    let mut test: Vec<String> = a.ecosystems[0]
+        .dependencies
+        .iter()
+        .filter(|d| d.group.as_deref() == Some("test"))
+        .map(|d| d.name.clone())
+        .collect();
+    test.sort();
+    assert_eq!(test, vec!["coverage", "pytest"]);
+    let looped: Vec<&str> = a.ecosystems[0]
+        .dependencies
+        .iter()
+        .filter(|d| d.group.as_deref() == Some("loop"))
+        .map(|d| d.name.as_str())
+        .collect();
+    assert_eq!(looped, vec!["hypothesis"], "a cycle contributes nothing");
+}

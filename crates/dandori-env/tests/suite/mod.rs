@@ -1,6 +1,7 @@
 mod analysis;
 mod bootstrap;
 mod classify;
+mod regenerate;
 mod setup;
 mod verification;
 

@@ -39,7 +39,7 @@ fn selected(checks: &[(&str, Option<&str>, bool)]) -> SelectedEnvironment {
 fn run(sel: &SelectedEnvironment, on_failure: OnFailure) -> setup::SetupOutcome {
     let dir = tempfile::tempdir().unwrap();
     let mut opts = SetupOptions::new(dir.path());
-    opts.config.verification.on_failure = on_failure;
+    opts.config.verification.on_failure = Some(on_failure);
     opts.backoff_base = Duration::from_millis(1);
     let out = setup::run(sel, &opts).unwrap();
     // Records exist in the default place outside a run.
@@ -155,7 +155,7 @@ fn failed_verification_goes_back_to_regeneration() {
     let dir = tempfile::tempdir().unwrap();
     let sel = selected(&[("test -f marker", None, true)]);
     let mut opts = SetupOptions::new(dir.path());
-    opts.config.verification.on_failure = OnFailure::Fail;
+    opts.config.verification.on_failure = Some(OnFailure::Fail);
     let regen = TouchMarker;
     opts.regenerator = Some(&regen);
     let out = setup::run(&sel, &opts).unwrap();

@@ -98,3 +98,17 @@ fn request_ids_are_plain_and_distinct() {
     let id = ForgeRef::parse(&long).unwrap().request_id();
     assert!(id.len() <= 100 && id.ends_with("-p-1"), "{id}");
 }
+
+#[test]
+fn every_reason_code_is_documented() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/forges.md"),
+    )
+    .unwrap();
+    for code in dandori_forge::reason::ALL {
+        assert!(
+            doc.contains(&format!("| `{code}` |")),
+            "{code} is not in docs/forges.md"
+        );
+    }
+}

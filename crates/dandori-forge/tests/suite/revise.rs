@@ -275,3 +275,37 @@ fn language_change_renames_targets_and_sets_the_environment() {
             .contains(&"Implement in go".to_string())
     );
 }
+
+#[test]
+fn stage_follows_the_revised_steps_keeping_unchanged_done_steps() {
+    let (_t, dir) = run_dir();
+    let p = planning(&dir);
+    let mut stage = dandori_plan::Stage::for_planning(&p, "2026-01-01T00:00:00Z");
+    stage.steps[0].status = dandori_plan::StepStatus::Done;
+    stage.steps[0].commit = Some("abc".into());
+    stage.current_step_index = 1;
+    std::fs::write(
+        dir.join("stage.json"),
+        serde_json::to_string(&stage).unwrap(),
+    )
+    .unwrap();
+    revise::revise(
+        &dir,
+        &explicit("add step: Write `docs/more.md`"),
+        &RevisionConfig::default(),
+        false,
+        Utc::now(),
+    )
+    .unwrap();
+    let s: dandori_plan::Stage =
+        serde_json::from_slice(&std::fs::read(dir.join("stage.json")).unwrap()).unwrap();
+    let ids: Vec<&str> = s.steps.iter().map(|x| x.step_id.as_str()).collect();
+    assert_eq!(ids, ["S01", "S02"]);
+    assert_eq!(
+        s.steps[0].commit.as_deref(),
+        Some("abc"),
+        "S01 is unchanged: its progress stays"
+    );
+    assert_eq!(s.steps[1].status, dandori_plan::StepStatus::Pending);
+    assert_eq!(s.current_step_index, 1);
+}

@@ -4,7 +4,6 @@
 //! re-ask), then — when the caller's validation finds FAILs in the plan — one more
 //! round sending the findings back.
 
-use std::future::Future;
 use std::time::Duration;
 
 use dandori_config::{DecompositionLevel, Strategy};
@@ -50,6 +49,9 @@ pub struct CallRecord {
     pub retries: Vec<RetryNote>,
     pub model: String,
     pub streamed: bool,
+    /// RFC 3339 start of the call and its duration (retries included).
+    pub started_at: String,
+    pub duration_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -95,6 +97,9 @@ fn record(purpose: &'static str, r: &ChatResponse) -> CallRecord {
         retries: r.retries.clone(),
         model: r.model.clone(),
         streamed: r.streamed,
+        started_at: chrono::DateTime::<chrono::Utc>::from(r.started)
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        duration_ms: r.duration_ms,
     }
 }
 
@@ -304,24 +309,5 @@ fn decode(client: &Client, value: &Value) -> Result<PlanningResponse, LlmError> 
     })
 }
 
-/// Run a future to completion from synchronous code, on a fresh current-thread
-/// runtime in a scoped thread (so it also works when the caller is itself inside a
-/// runtime).
-pub fn block_on<F>(future: F) -> Result<F::Output, std::io::Error>
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    std::thread::scope(|scope| {
-        let handle = scope.spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            Ok(rt.block_on(future))
-        });
-        match handle.join() {
-            Ok(result) => result,
-            Err(_) => Err(std::io::Error::other("the planning thread panicked")),
-        }
-    })
-}
+/// Run a future to completion from synchronous code (also from inside a runtime).
+pub use dandori_llm::block_on;

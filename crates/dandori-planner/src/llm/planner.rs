@@ -269,8 +269,11 @@ impl LlmPlanner {
             self.emit(
                 events::LLM_CALL,
                 json!({"purpose": call.purpose, "provider": self.client.config().name,
-                    "model": call.model, "usage": call.usage, "attempts": call.attempts,
-                    "retries": call.retries, "streamed": call.streamed}),
+                    "provider_kind": self.client.config().kind,
+                    "model": call.model, "request_model": self.client.config().model,
+                    "usage": call.usage, "attempts": call.attempts,
+                    "retries": call.retries, "streamed": call.streamed,
+                    "started_at": call.started_at, "duration_ms": call.duration_ms, "ok": true}),
             );
         }
         self.usage_event(Some(&out));

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use dandori_config::OnFailure;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::environment::EnvironmentStatus;
+use crate::environment::{self, EnvironmentReport, EnvironmentStatus};
 use crate::error::RunnerError;
 use crate::{events, reason};
 
@@ -123,43 +123,109 @@ impl Coordinator<'_> {
     pub(super) fn environment_phase(&mut self) -> Result<BTreeMap<String, String>, RunnerError> {
         let cfg = &self.opts.config.planning.environment_setup;
         let Some(phase) = self.opts.environment.clone().filter(|_| cfg.enabled) else {
-            self.environment = json!({"status": "skipped",
-                "message": "no environment sub-phase configured for this run"});
+            let message = if cfg.enabled {
+                "no environment sub-phase configured for this run"
+            } else {
+                "planning.environment_setup.enabled is false"
+            };
+            self.environment = json!({"status": "skipped", "message": message});
             self.emit(events::ENVIRONMENT_SETUP, self.environment.clone());
+            self.set_environment_summary(format!(
+                "Current environment: not prepared by dandori ({message}); use the tools already installed on this machine.\n"
+            ))?;
             return Ok(BTreeMap::new());
         };
         self.progress(&format!(
             "environment: setting up in {} (planning.environment_setup.enabled=false skips this)",
             self.main.dir().display()
         ));
+        // Unset is not `warn`: only an explicit `warn` / `ignore` lets a run go on
+        // with a failed environment.
         let on_failure = cfg.verification.on_failure;
         let result = phase.prepare(self.main.dir(), &self.paths.run_dir);
-        let (status, env, message) = match result {
-            Ok(r) => (r.status, r.activation_env, r.message),
-            Err(m) => (EnvironmentStatus::Failed, BTreeMap::new(), m),
+        let report = match result {
+            Ok(r) => r,
+            Err(m) => EnvironmentReport {
+                status: EnvironmentStatus::Failed,
+                activation_env: BTreeMap::new(),
+                summary: format!(
+                    "Setup status: failed (the environment sub-phase could not run: {m})\n"
+                ),
+                message: m,
+                setup_record: None,
+                details: Value::Null,
+            },
         };
-        self.environment = json!({"status": status, "message": message, "on_failure": on_failure});
+        let mut event = json!({"status": report.status, "message": report.message,
+            "on_failure": on_failure, "setup_record": report.setup_record});
+        if let (Some(e), Value::Object(extra)) = (event.as_object_mut(), &report.details) {
+            for (k, v) in extra {
+                e.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+        self.environment = event;
         self.emit(events::ENVIRONMENT_SETUP, self.environment.clone());
-        match (status, on_failure) {
-            (EnvironmentStatus::Failed, OnFailure::Fail) => Err(RunnerError::Gate {
+        self.set_environment_summary(report.summary.clone())?;
+        let message = match &report.setup_record {
+            Some(r) if !report.message.contains(&*r.to_string_lossy()) => {
+                format!("{}; setup record: {}", report.message, r.display())
+            }
+            _ => report.message.clone(),
+        };
+        match (report.status, on_failure) {
+            (EnvironmentStatus::Failed, None | Some(OnFailure::Fail)) => Err(RunnerError::Gate {
                 gate: "environment_setup",
                 reason_code: reason::ENVIRONMENT_FAILED,
-                message,
+                message: format!(
+                    "{message} (set planning.environment_setup.verification.on_failure: warn to run the steps anyway)"
+                ),
             }),
-            (EnvironmentStatus::Failed, OnFailure::Warn) => {
+            (EnvironmentStatus::Failed, Some(OnFailure::Warn)) => {
+                self.progress(&format!(
+                    "environment: warning: continuing with a failed environment (on_failure: warn): {message}"
+                ));
                 self.lessons.push(format!(
                     "environment setup failed, continued (on_failure: warn): {message}"
                 ));
-                Ok(env)
+                self.environment_failure = Some(message);
+                Ok(report.activation_env)
             }
-            (EnvironmentStatus::Failed, OnFailure::Ignore)
+            (EnvironmentStatus::Failed, Some(OnFailure::Ignore))
             | (EnvironmentStatus::Success, _)
-            | (EnvironmentStatus::PartialSuccess, _) => Ok(env),
+            | (EnvironmentStatus::PartialSuccess, _) => Ok(report.activation_env),
         }
+    }
+
+    /// Seed 002 §7.2: the text every step prompt gets, also written to
+    /// `<run>/environment/summary.md` for agent commands.
+    fn set_environment_summary(&mut self, text: String) -> Result<(), RunnerError> {
+        let text = self.masker.mask_str(&text);
+        dandori_fs::write_atomic(environment::summary_path(&self.paths.run_dir), &text)?;
+        self.environment_summary = Some(text);
+        Ok(())
     }
 
     /// The environment of agents and unit commands: the caller's, the prepared
     /// environment's activation, the run's ids, and a `gh` that refuses to run.
+    /// What every agent and unit command of the run gets: the user's environment
+    /// with the environment phase's activation, minus secrets and the provider keys,
+    /// plus the run's `bin/gh` and variables ([`Coordinator::child_env`]).
+    pub(super) fn step_env(
+        &self,
+        activation: BTreeMap<String, String>,
+    ) -> Result<BTreeMap<String, String>, RunnerError> {
+        let mut env = self.opts.base_env.clone();
+        env.extend(activation);
+        let provider_keys = super::provider_keys(&self.opts.config);
+        let env = dandori_exec::child_env::filter(
+            &env,
+            &self.opts.config.shell_environment_policy,
+            &provider_keys,
+        )
+        .env;
+        self.child_env(env)
+    }
+
     pub(super) fn child_env(
         &self,
         mut env: BTreeMap<String, String>,
@@ -181,6 +247,19 @@ impl Coordinator<'_> {
             },
         );
         env.insert("DANDORI_RUN_ID".to_string(), self.planning.run_id.clone());
+        if self.environment_summary.is_some() {
+            // Seed 002 §7.2 for agent commands: the same text as the prompt's
+            // `## Execution environment` section, and the status alone.
+            env.insert(
+                environment::SUMMARY_FILE_VAR.to_string(),
+                environment::summary_path(&self.paths.run_dir)
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            if let Some(status) = self.environment.get("status").and_then(Value::as_str) {
+                env.insert(environment::STATUS_VAR.to_string(), status.to_string());
+            }
+        }
         env.insert(
             "DANDORI_RUN_DIR".to_string(),
             self.paths.run_dir.to_string_lossy().into_owned(),

@@ -24,6 +24,7 @@ use serde_json::{Value, json};
 
 use crate::completion::{Completion, StepTiming};
 use crate::coverage::AcEvidence;
+use crate::dispatch::StepDispatch;
 use crate::environment::EnvironmentPhase;
 use crate::error::RunnerError;
 use crate::executor::command::CommandExecutor;
@@ -73,6 +74,8 @@ pub struct RunOptions {
     pub base_env: BTreeMap<String, String>,
     pub environment: Option<Arc<dyn EnvironmentPhase>>,
     pub progress: Option<Progress>,
+    /// Where steps run; `None` is this process's worktree pool (`--engine local`).
+    pub dispatch: Option<Arc<dyn StepDispatch>>,
 }
 
 #[derive(Debug, Clone)]
@@ -109,6 +112,11 @@ struct Coordinator<'o> {
     consecutive_failures: u32,
     lessons: Vec<String>,
     environment: Value,
+    /// Seed 002 §7.2: the environment section of every executor prompt.
+    environment_summary: Option<String>,
+    /// Set when the environment failed and the run went on (`on_failure: warn`):
+    /// each failed step's error names the environment as the likely cause.
+    environment_failure: Option<String>,
     masker: Masker,
     /// The worktree pool: worktrees of merged steps, ready to be moved to the next
     /// step's base (a failed step's worktree is kept for inspection instead).
@@ -136,78 +144,93 @@ struct Coordinator<'o> {
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
 }
 
+impl<'o> Coordinator<'o> {
+    /// The run's state as loaded from its directory, before any gate or step: what
+    /// a whole run and a single dispatched step (a worker's) both start from.
+    fn open(
+        opts: &'o RunOptions,
+        paths: &RunPaths,
+    ) -> Result<(Coordinator<'o>, Vec<dandori_plan::validation::Finding>), RunnerError> {
+        let (planning, warnings) = plan::load_planning(
+            &paths.planning,
+            &opts.config.planning.environment_setup.security,
+        )?;
+        let preds = plan::predecessors(&planning)?;
+        let masker = run_masker(opts);
+        let trace = Arc::new(TraceWriter::open(
+            &paths.trace,
+            planning.run_id.clone(),
+            planning.request_id.clone(),
+            masker.clone(),
+        )?);
+        let stage_exists = paths.stage.is_file();
+        if opts.resume && !stage_exists {
+            return Err(RunnerError::InvalidInput {
+                reason_code: reason::RUN_DIR_INVALID,
+                path: paths.stage.clone(),
+                message: "nothing to resume: no stage.json".to_string(),
+            });
+        }
+        let now = now_rfc3339();
+        let stage = if stage_exists {
+            load_stage(&paths.stage, &planning)?
+        } else {
+            Stage::for_planning(&planning, &now)
+        };
+        let repo_root = plan::repository_root(&opts.repo, &paths.run_dir)?;
+        let main = Git::new(&repo_root)
+            .with_fixed_date(&step::commit_date(&planning))
+            .with_object_writer();
+        let sandbox = dandori_exec::Sandbox::detect(
+            &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
+        );
+        if let Some(p) = &opts.progress {
+            p(&sandbox.status().summary());
+        }
+        // Plan commands get the same policy as the model's `run_command`.
+        let command_policy = Arc::new(
+            dandori_tools::tool_command_policy(&opts.config.planning.environment_setup.security)
+                .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?,
+        );
+        let git_guard = dandori_exec::git::ConfigGuard::capture(&repo_root).map(Arc::new);
+        let c = Coordinator {
+            opts,
+            paths: paths.clone(),
+            planning,
+            preds,
+            stage,
+            trace,
+            main,
+            base_commit: String::new(),
+            started: Instant::now(),
+            timings: BTreeMap::new(),
+            reports: BTreeMap::new(),
+            tokens: TokenUsage::default(),
+            stop_reason: None,
+            consecutive_failures: 0,
+            lessons: Vec::new(),
+            environment: Value::Null,
+            environment_summary: None,
+            environment_failure: None,
+            masker,
+            idle: Vec::new(),
+            in_use: BTreeMap::new(),
+            pool_created: 0,
+            tip: String::new(),
+            ac_evidence: Vec::new(),
+            work_start: String::new(),
+            work_start_below: false,
+            sandbox,
+            command_policy,
+            git_guard,
+        };
+        Ok((c, warnings))
+    }
+}
+
 fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError> {
-    let (planning, warnings) = plan::load_planning(
-        &paths.planning,
-        &opts.config.planning.environment_setup.security,
-    )?;
-    let preds = plan::predecessors(&planning)?;
-    let masker = run_masker(opts);
-    let trace = Arc::new(TraceWriter::open(
-        &paths.trace,
-        planning.run_id.clone(),
-        planning.request_id.clone(),
-        masker.clone(),
-    )?);
+    let (mut c, warnings) = Coordinator::open(opts, paths)?;
     let stage_exists = paths.stage.is_file();
-    if opts.resume && !stage_exists {
-        return Err(RunnerError::InvalidInput {
-            reason_code: reason::RUN_DIR_INVALID,
-            path: paths.stage.clone(),
-            message: "nothing to resume: no stage.json".to_string(),
-        });
-    }
-    let now = now_rfc3339();
-    let stage = if stage_exists {
-        load_stage(&paths.stage, &planning)?
-    } else {
-        Stage::for_planning(&planning, &now)
-    };
-    let repo_root = plan::repository_root(&opts.repo, &paths.run_dir)?;
-    let main = Git::new(&repo_root)
-        .with_fixed_date(&step::commit_date(&planning))
-        .with_object_writer();
-    let sandbox = dandori_exec::Sandbox::detect(
-        &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
-    );
-    if let Some(p) = &opts.progress {
-        p(&sandbox.status().summary());
-    }
-    // Plan commands get the same policy as the model's `run_command`.
-    let command_policy = Arc::new(
-        dandori_tools::tool_command_policy(&opts.config.planning.environment_setup.security)
-            .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?,
-    );
-    let git_guard = dandori_exec::git::ConfigGuard::capture(&repo_root).map(Arc::new);
-    let mut c = Coordinator {
-        opts,
-        paths: paths.clone(),
-        planning,
-        preds,
-        stage,
-        trace,
-        main,
-        base_commit: String::new(),
-        started: Instant::now(),
-        timings: BTreeMap::new(),
-        reports: BTreeMap::new(),
-        tokens: TokenUsage::default(),
-        stop_reason: None,
-        consecutive_failures: 0,
-        lessons: Vec::new(),
-        environment: Value::Null,
-        masker,
-        idle: Vec::new(),
-        in_use: BTreeMap::new(),
-        pool_created: 0,
-        tip: String::new(),
-        ac_evidence: Vec::new(),
-        work_start: String::new(),
-        work_start_below: false,
-        sandbox,
-        command_policy,
-        git_guard,
-    };
     c.load_timings();
     if !warnings.is_empty() {
         c.emit(
@@ -225,41 +248,64 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
                "sandbox": c.sandbox.status()}),
     );
     let executor = c.resolve_executor()?;
-    if executor.can_execute()
-        && let Some(reason) = c.sandbox.refusal()
-    {
-        return Err(RunnerError::Gate {
-            gate: "sandbox",
-            reason_code: reason::SANDBOX_UNAVAILABLE,
-            message: reason,
-        });
-    }
+    c.sandbox_gate(executor.as_ref())?;
     c.gates(stage_exists)?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
     c.stage.status = RunStatus::Running;
     c.save()?;
-    let mut env = opts.base_env.clone();
-    for (k, v) in activation {
-        env.insert(k, v);
-    }
-    // Children inherit the user's environment minus secrets and the provider keys.
-    let provider_keys = provider_keys(&opts.config);
-    let env = dandori_exec::child_env::filter(
-        &env,
-        &opts.config.shell_environment_policy,
-        &provider_keys,
-    )
-    .env;
-    let env = c.child_env(env)?;
-    if executor.can_execute() {
+    let env = c.step_env(activation)?;
+    if executor.can_execute() || opts.dispatch.is_some() {
         c.execute_steps(executor.as_ref(), &env)?;
     } else {
         c.mark_waiting_for_model();
     }
     c.settle_branch()?;
     let coverage = c.coverage_and_follow_ups(executor.as_ref(), &env)?;
-    c.finish(executor.name(), coverage)
+    // Dispatched steps ran on the engine's workers, with their executors.
+    let executor_name = opts.dispatch.as_ref().map_or(executor.name(), |d| d.name());
+    c.finish(executor_name, coverage)
+}
+
+/// Runs one step of the run in `opts.target` (a run directory holding its
+/// `planning.json`) in `worktree`, on the merge of `commits`, through the same
+/// pipeline as a local run: the worker side of a [`StepDispatch`]. Nothing of the
+/// run's state is written but the step's trace events, logs and patch; the caller
+/// owns `stage.json` and the report. `opts.repo` is the repository `worktree`
+/// belongs to, holding every commit of `commits`.
+pub fn run_dispatched_step(
+    opts: &RunOptions,
+    index: usize,
+    commits: &[(String, String)],
+    worktree: &Path,
+) -> Result<StepReport, RunnerError> {
+    let paths = RunPaths::locate(&opts.target)?;
+    let (mut c, _) = Coordinator::open(opts, &paths)?;
+    let step = c
+        .planning
+        .steps
+        .get(index)
+        .cloned()
+        .ok_or_else(|| RunnerError::InvalidInput {
+            reason_code: reason::PLAN_INVALID,
+            path: paths.planning.clone(),
+            message: format!(
+                "$.steps[{index}]: no such step ({} steps)",
+                c.planning.steps.len()
+            ),
+        })?;
+    let executor = c.resolve_executor()?;
+    c.sandbox_gate(executor.as_ref())?;
+    let env = c.step_env(BTreeMap::new())?;
+    let shared = c.step_shared(0, opts.config.planning.revision.max_revisions);
+    let cx = shared.context(executor.as_ref(), &env);
+    let known = c.ancestry();
+    let base = step::StepBase {
+        commits,
+        main: &c.main,
+        known: &known,
+    };
+    Ok(step::run_step_on_base(&cx, index, &step, &base, worktree))
 }
 
 /// The variables holding the configured providers' API keys.
@@ -469,6 +515,20 @@ impl Coordinator<'_> {
             sandbox: self.sandbox.clone(),
             command_policy: self.command_policy.clone(),
             git_guard: self.git_guard.clone(),
+            environment_summary: self.environment_summary.clone(),
+        }
+    }
+
+    /// The sandbox gate: an executor that would run commands needs a sandbox
+    /// unless `sandbox.mode` is `off` (`SANDBOX_UNAVAILABLE`).
+    fn sandbox_gate(&self, executor: &dyn Executor) -> Result<(), RunnerError> {
+        match self.sandbox.refusal() {
+            Some(reason) if executor.can_execute() => Err(RunnerError::Gate {
+                gate: "sandbox",
+                reason_code: reason::SANDBOX_UNAVAILABLE,
+                message: reason,
+            }),
+            _ => Ok(()),
         }
     }
 
@@ -513,6 +573,7 @@ struct StepShared {
     sandbox: dandori_exec::Sandbox,
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
+    environment_summary: Option<String>,
 }
 
 impl StepShared {
@@ -537,6 +598,7 @@ impl StepShared {
             sandbox: &self.sandbox,
             command_policy: &self.command_policy,
             git_guard: self.git_guard.as_deref(),
+            environment_summary: self.environment_summary.as_deref(),
         }
     }
 }

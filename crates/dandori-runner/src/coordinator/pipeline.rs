@@ -26,7 +26,12 @@ impl Coordinator<'_> {
                 reason_code,
                 message,
             } => {
-                let (code, msg) = (*reason_code, message.clone());
+                let (code, mut msg) = (*reason_code, message.clone());
+                if let Some(env) = &self.environment_failure {
+                    msg = format!(
+                        "{msg} — likely cause: the environment is not ready (continued with on_failure: warn): {env}"
+                    );
+                }
                 self.finish_step(&r, StepStatus::Failed, Some(code), Some(msg.clone()), None);
                 self.consecutive_failures += 1;
                 let ee = &self.opts.config.planning.execution.early_termination;

@@ -11,6 +11,7 @@ use dandori_trace::now_rfc3339;
 use serde_json::{Value, json};
 
 use crate::completion::StepTiming;
+use crate::dispatch::StepCall;
 use crate::error::RunnerError;
 use crate::executor::Executor;
 use crate::git::{Ancestry, WORK_START};
@@ -58,6 +59,11 @@ impl Coordinator<'_> {
             .get("revisions")
             .and_then(Value::as_u64)
             .unwrap_or(0) as u32;
+        if let Some(d) = &self.opts.dispatch {
+            d.prepare(&self.planning, &self.main, &self.work_start)?;
+            self.stage.extra.insert("engine".to_string(), d.record());
+            self.progress(&format!("steps run on the {} engine", d.name()));
+        }
         let shared = self.step_shared(revisions, self.opts.config.planning.revision.max_revisions);
         let cx = shared.context(executor, env);
         let planning = &shared.planning;
@@ -96,7 +102,9 @@ impl Coordinator<'_> {
                         continue;
                     }
                     let commits = self.base_commits(i);
-                    let wt = self.start_step(i)?;
+                    let dispatch = self.opts.dispatch.clone();
+                    let wt = self.start_step(i, dispatch.is_none())?;
+                    let attempt = self.stage.steps[i].attempts;
                     running += 1;
                     started_here += 1;
                     let tx = tx.clone();
@@ -104,12 +112,25 @@ impl Coordinator<'_> {
                     let main = self.main.clone();
                     let known = &known;
                     scope.spawn(move || {
-                        let base = step::StepBase {
-                            commits: &commits,
-                            main: &main,
-                            known,
+                        let r = match (dispatch, wt) {
+                            (Some(d), _) => d.run_step(&StepCall {
+                                planning: cx.planning,
+                                planning_path: &cx.paths.planning,
+                                index: i,
+                                attempt,
+                                commits: &commits,
+                                repo: &main,
+                            }),
+                            (None, wt) => {
+                                let base = step::StepBase {
+                                    commits: &commits,
+                                    main: &main,
+                                    known,
+                                };
+                                let wt = wt.unwrap_or_default();
+                                step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt)
+                            }
                         };
-                        let r = step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt);
                         let _ = tx.send(r);
                     });
                 }
@@ -219,7 +240,13 @@ impl Coordinator<'_> {
             .all(|p| self.stage.steps[*p].status == StepStatus::Done)
     }
 
-    pub(super) fn start_step(&mut self, i: usize) -> Result<PathBuf, RunnerError> {
+    /// Marks step `i` running; `pooled` gives it a pool worktree (a dispatched step
+    /// gets none: it runs elsewhere).
+    pub(super) fn start_step(
+        &mut self,
+        i: usize,
+        pooled: bool,
+    ) -> Result<Option<PathBuf>, RunnerError> {
         let now = now_rfc3339();
         let s = &mut self.stage.steps[i];
         s.status = StepStatus::Running;
@@ -230,19 +257,22 @@ impl Coordinator<'_> {
         s.message = None;
         let step_id = s.step_id.clone();
         let attempt = s.attempts;
-        let wt = match self.idle.pop() {
-            Some(wt) => wt,
-            None => {
-                self.pool_created += 1;
-                dandori_fs::create_dir_all(&self.paths.worktrees)?;
-                self.paths.worktrees.join(format!(
-                    "pool-{}-{}",
-                    std::process::id(),
-                    self.pool_created
-                ))
-            }
+        let wt = if !pooled {
+            None
+        } else if let Some(wt) = self.idle.pop() {
+            Some(wt)
+        } else {
+            self.pool_created += 1;
+            dandori_fs::create_dir_all(&self.paths.worktrees)?;
+            Some(self.paths.worktrees.join(format!(
+                "pool-{}-{}",
+                std::process::id(),
+                self.pool_created
+            )))
         };
-        self.in_use.insert(i, wt.clone());
+        if let Some(wt) = &wt {
+            self.in_use.insert(i, wt.clone());
+        }
         self.timings.insert(
             step_id.clone(),
             StepTiming {

@@ -157,6 +157,7 @@ impl Executor for CommandExecutor {
                 out.duration.as_millis()
             ),
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }

@@ -183,8 +183,44 @@ impl LlmExecutor {
         b.build().map_err(tools_err)
     }
 
-    fn chat(&self, request: &ChatRequest) -> Result<dandori_llm::ChatResponse, LlmError> {
-        self.runtime.block_on(self.client.chat(request))
+    /// One model call, recorded in `st.calls` as an `LLM_CALL` (timing, model,
+    /// usage; never the messages).
+    fn chat(
+        &self,
+        st: &mut LoopState,
+        step_id: &str,
+        purpose: &str,
+        request: &ChatRequest,
+    ) -> Result<dandori_llm::ChatResponse, LlmError> {
+        let started_at = dandori_trace::now_rfc3339();
+        let clock = std::time::Instant::now();
+        let out = self.runtime.block_on(self.client.chat(request));
+        let config = self.client.config();
+        let mut data = json!({
+            "step_id": step_id,
+            "purpose": purpose,
+            "provider": config.name,
+            "provider_kind": config.kind,
+            "request_model": config.model,
+            "started_at": started_at,
+            "duration_ms": clock.elapsed().as_millis() as u64,
+            "ok": out.is_ok(),
+        });
+        match &out {
+            Ok(r) => {
+                data["model"] = json!(r.model);
+                data["usage"] = json!({"prompt_tokens": r.usage.prompt_tokens,
+                    "completion_tokens": r.usage.completion_tokens});
+                data["attempts"] = json!(r.attempts);
+                data["finish_reason"] = json!(r.finish_reason);
+            }
+            Err(e) => {
+                data["model"] = json!(config.model);
+                data["error"] = json!(cut(&e.to_string()));
+            }
+        }
+        st.calls.push((crate::events::LLM_CALL, data));
+        out
     }
 }
 
@@ -261,6 +297,7 @@ struct LoopState {
     revisions: u32,
     consecutive_failures: u32,
     seen: HashMap<String, u32>,
+    calls: Vec<(&'static str, Value)>,
 }
 
 impl Executor for LlmExecutor {
@@ -287,6 +324,7 @@ impl Executor for LlmExecutor {
             revisions: 0,
             consecutive_failures: 0,
             seen: HashMap::new(),
+            calls: Vec::new(),
         };
         let tooling = json!({"sandbox": sandbox,
             "tools": specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
@@ -302,11 +340,12 @@ impl Executor for LlmExecutor {
             reflections: st.reflections,
             summary,
             tooling: Some(tooling.clone()),
+            calls: st.calls,
         };
         for iteration in 1..=self.limits.max_iterations {
             let mut request = ChatRequest::new(Phase::Execution, messages.clone());
             request.tools = specs.clone();
-            let resp = match self.chat(&request) {
+            let resp = match self.chat(&mut st, req.step_id, "execution", &request) {
                 Ok(r) => r,
                 Err(e) => {
                     return Ok(finish(
@@ -384,6 +423,8 @@ impl Executor for LlmExecutor {
                     }
                     messages.push(assistant);
                     for (id, name, args, args_ok) in calls {
+                        let started_at = dandori_trace::now_rfc3339();
+                        let clock = std::time::Instant::now();
                         let result = if args_ok {
                             registry.call(&dandori_tools::ToolCall {
                                 id: id.clone(),
@@ -400,6 +441,14 @@ impl Executor for LlmExecutor {
                             )
                         };
                         st.actions += 1;
+                        st.calls.push((
+                            crate::events::TOOL_CALL,
+                            json!({"step_id": req.step_id, "tool": name,
+                                "started_at": started_at,
+                                "duration_ms": clock.elapsed().as_millis() as u64,
+                                "ok": !result.is_error(),
+                                "reason_code": result.error.as_ref().map(|e| e.code)}),
+                        ));
                         // Secrets never reach the model, the trace or the reflection.
                         let result = dandori_tools::ToolResult {
                             content: req.masker.mask_str(&result.content),
@@ -545,7 +594,7 @@ impl LlmExecutor {
             ],
         );
         request.max_tokens = Some(prompt.max_tokens);
-        let resp = match self.chat(&request) {
+        let resp = match self.chat(st, req.step_id, "reflection", &request) {
             Ok(r) => r,
             Err(e) => {
                 st.reflections.push(reflection::record(

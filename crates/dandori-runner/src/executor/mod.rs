@@ -64,6 +64,10 @@ pub struct StepExecution {
     pub summary: String,
     /// How tools were confined (tool list, sandbox kind and fallback), for the trace.
     pub tooling: Option<serde_json::Value>,
+    /// Each model call and tool call the executor made, as (`LLM_CALL` |
+    /// `TOOL_CALL`, event data with `started_at` and `duration_ms`), in order; the
+    /// runner writes them to the trace (metrics and OpenTelemetry spans read them).
+    pub calls: Vec<(&'static str, serde_json::Value)>,
 }
 
 pub trait Executor: Send + Sync {

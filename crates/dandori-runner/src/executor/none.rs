@@ -31,6 +31,7 @@ impl Executor for NoneExecutor {
             reflections: Vec::new(),
             summary: "no executor configured".to_string(),
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }

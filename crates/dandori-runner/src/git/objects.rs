@@ -9,6 +9,9 @@
 //! message ending in a newline), and `hash-object` checks its format as
 //! `commit-tree` does. Whenever the writer is unavailable or answers anything but
 //! an object id, the caller falls back to `commit-tree`.
+//!
+//! Branch updates go the same way through one long-lived `git update-ref
+//! --stdin` ([`RefWriter`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
@@ -136,4 +139,79 @@ fn write(s: &mut WriterState, tree: &str, parents: &[&str], message: &str) -> Op
     });
     let _ = std::fs::remove_file(&path);
     id
+}
+
+/// Branch updates through one long-lived `git update-ref --stdin` per run: each
+/// update is its own transaction (`start`, `update`, `commit`), answered before
+/// the next is sent. Anything but the expected answers ends the writer and the
+/// caller runs `git update-ref` itself (which reports the real error).
+#[derive(Debug, Default)]
+pub struct RefWriter {
+    state: Mutex<Option<RefState>>,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Debug)]
+struct RefState {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Drop for RefState {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl RefWriter {
+    /// Points `refname` at `commit`; false when the caller must do it.
+    pub fn update(&self, git: &Git, refname: &str, commit: &str) -> bool {
+        if self.broken.load(Ordering::SeqCst)
+            || !is_full_hash(commit)
+            || refname.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return false;
+        }
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if guard.is_none() {
+            let mut cmd = git.command(&["update-ref", "--stdin"]);
+            let started = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok()
+                .and_then(|mut child| {
+                    let stdin = child.stdin.take()?;
+                    let stdout = BufReader::new(child.stdout.take()?);
+                    Some(RefState {
+                        child,
+                        stdin,
+                        stdout,
+                    })
+                });
+            *guard = started;
+        }
+        let ok = guard.as_mut().is_some_and(|s| {
+            let sent = s
+                .stdin
+                .write_all(format!("start\nupdate {refname} {commit}\ncommit\n").as_bytes())
+                .and_then(|()| s.stdin.flush());
+            let mut answer = |want: &str| {
+                let mut line = String::new();
+                s.stdout.read_line(&mut line).is_ok() && line.trim_end() == want
+            };
+            sent.is_ok() && answer("start: ok") && answer("commit: ok")
+        });
+        if !ok {
+            *guard = None;
+            self.broken.store(true, Ordering::SeqCst);
+        }
+        ok
+    }
 }

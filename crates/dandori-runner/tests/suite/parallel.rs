@@ -317,6 +317,7 @@ impl dandori_runner::executor::Executor for WriteFile {
             reflections: Vec::new(),
             summary: String::new(),
             tooling: None,
+            calls: Vec::new(),
         })
     }
 }

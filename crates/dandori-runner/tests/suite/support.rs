@@ -239,6 +239,7 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
         base_env: env(),
         environment: None,
         progress: None,
+        dispatch: None,
     }
 }
 

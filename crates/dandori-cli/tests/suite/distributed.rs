@@ -1,0 +1,781 @@
+//! `dandori run --engine restate` against a real Restate server (installed by
+//! `scripts/test.sh` into target/test-tools) and real `dandori worker` processes,
+//! each in its own working directory, sharing a local bare git remote.
+//!
+//! The kill test runs a 12-step plan in four execution groups on three workers
+//! behind one address (a TCP balancer of this test, as a Kubernetes Service would
+//! be), SIGKILLs the worker running S06 in the middle of the step, and SIGKILLs the
+//! server while S10 (second-to-last group) runs, restarting it on the same
+//! directory. It asserts every step is committed exactly once (one proof commit per
+//! step on the work branch and one step ref on the remote), the work branch is the
+//! same, commit for commit, as a local run of the same plan with the same scripted
+//! agent, and report.md lists every step done.
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+const RUN_DIR: &str = ".dandori/runs/RQ-7/run-7";
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The restate-server binary on PATH (scripts/test.sh links it there).
+fn restate_server() -> PathBuf {
+    std::env::var_os("PATH")
+        .and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("restate-server"))
+                .find(|c| c.is_file())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "`restate-server` is not on PATH: run the tests with ./scripts/test.sh, which installs @restatedev/restate-server into target/test-tools/node and links it into target/test-tools/restate/bin"
+            )
+        })
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A Restate server on free ports with its own base directory; killed on drop.
+struct Server {
+    bin: PathBuf,
+    base: PathBuf,
+    ingress: u16,
+    admin: u16,
+    fabric: u16,
+    child: Option<Child>,
+}
+
+impl Server {
+    fn start(base: &Path) -> Server {
+        let mut s = Server {
+            bin: restate_server(),
+            base: base.to_path_buf(),
+            ingress: free_port(),
+            admin: free_port(),
+            fabric: free_port(),
+            child: None,
+        };
+        s.spawn();
+        s
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.base.with_extension("log"))
+            .unwrap();
+        let child = Command::new(&self.bin)
+            .arg("--base-dir")
+            .arg(&self.base)
+            .args(["--node-name", "n1"])
+            .env("RESTATE_BIND_PORT", self.fabric.to_string())
+            .env("RESTATE_INGRESS__BIND_PORT", self.ingress.to_string())
+            .env("RESTATE_ADMIN__BIND_PORT", self.admin.to_string())
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("RESTATE_LOG_DISABLE_ANSI_CODES", "true")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let (admin, ingress) = (self.admin, self.ingress);
+        wait_for("the restate server", Duration::from_secs(60), || {
+            http_ok(admin, "/health") && http_ok(ingress, "/restate/health")
+        });
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn ingress_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.ingress)
+    }
+
+    fn admin_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.admin)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `GET path` answers 200.
+fn http_ok(port: u16, path: &str) -> bool {
+    use std::io::Write;
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    if write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .is_err()
+    {
+        return false;
+    }
+    let mut buf = [0u8; 12];
+    s.read_exact(&mut buf).is_ok() && buf.starts_with(b"HTTP/1.1 200")
+}
+
+/// One address in front of the workers (their ports, changeable while it runs):
+/// each new connection goes to the next worker that accepts it (a dead one is
+/// skipped), as a Service would.
+fn balancer(workers: Arc<Mutex<Vec<u16>>>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let next = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(client) = conn else { continue };
+            let start = next.fetch_add(1, Ordering::SeqCst);
+            let ports = workers.lock().unwrap().clone();
+            let upstream = (0..ports.len()).find_map(|k| {
+                let port = ports[(start + k) % ports.len()];
+                TcpStream::connect(("127.0.0.1", port)).ok()
+            });
+            let Some(upstream) = upstream else { continue };
+            for (mut from, mut to) in [
+                (client.try_clone().unwrap(), upstream.try_clone().unwrap()),
+                (upstream, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    port
+}
+
+fn step(id: &str, deps: &[&str]) -> Value {
+    json!({
+        "step_id": id, "title": format!("Write {id}"), "role": "implementer",
+        "intent": format!("Write the files of {id}"),
+        "scope": {"target_paths": [format!("src/{id}")], "max_diff_lines": 50},
+        "inputs": {"request_path": "requests/RQ-7.md"},
+        "depends_on": deps,
+        "commands": {"unit": [format!("test -f src/{id}/main.txt")]},
+        "success_criteria": ["the file exists"],
+        "links_to_ac": ["AC-01", "AC-02", "AC-03"],
+        "expected_diff": {"lines_max": 50, "files_max": 5, "risk_level": "low"},
+        "outputs": {"patch_path": format!("patches/{id}.patch"), "log_prefix": format!("logs/step.{id}")}
+    })
+}
+
+/// Twelve steps in four execution groups: S01–S04; S05–S08 (each on one of the
+/// first); S09–S11 (each on two of the second); S12 on S09–S11.
+fn twelve_steps() -> Vec<Value> {
+    vec![
+        step("S01", &[]),
+        step("S02", &[]),
+        step("S03", &[]),
+        step("S04", &[]),
+        step("S05", &["S01"]),
+        step("S06", &["S02"]),
+        step("S07", &["S03"]),
+        step("S08", &["S04"]),
+        step("S09", &["S05", "S06"]),
+        step("S10", &["S06", "S07"]),
+        step("S11", &["S07", "S08"]),
+        step("S12", &["S09", "S10", "S11"]),
+    ]
+}
+
+fn plan(run_id: &str, steps: Vec<Value>) -> Value {
+    json!({
+        "version": "1.0", "request_id": "RQ-7", "run_id": run_id,
+        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
+        "work_branch": format!("dandori/RQ-7/{run_id}"),
+        "limits": {"max_diff_lines": 50, "timeout_sec": 120, "max_steps_per_run": 30, "max_autofix_cycles": 1},
+        "context": {
+            "summary": "Write files", "constraints": [],
+            "acceptance_criteria": [
+                {"id": "AC-01", "given": "g", "when": "w", "then": "t1"},
+                {"id": "AC-02", "given": "g", "when": "w", "then": "t2"},
+                {"id": "AC-03", "given": "g", "when": "w", "then": "t3"}
+            ],
+            "test_instructions": {}
+        },
+        "steps": steps,
+        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
+                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
+        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
+    })
+}
+
+/// The scripted agent: writes `src/<step>/main.txt`. A step with `ctl/hold.<step>`
+/// stops on its first execution (recording where it runs and its process group in
+/// `ctl/`) until `ctl/release.<step>` appears. Every execution is logged in
+/// `ctl/started`.
+fn agent(ctl: &Path) -> String {
+    agent_with_latency(ctl, "0.3")
+}
+
+fn agent_with_latency(ctl: &Path, seconds: &str) -> String {
+    let c = ctl.display();
+    std::fs::write(
+        ctl.join("agent.sh"),
+        format!(
+            r#"#!/bin/sh
+set -e
+s="$1"
+echo "$s $(pwd)" >> "{c}/started"
+if [ -f "{c}/hold.$s" ] && mkdir "{c}/held.$s" 2>/dev/null; then
+  pwd > "{c}/where.$s"
+  ps -o pgid= -p $$ | tr -d ' ' > "{c}/pgid.$s"
+  touch "{c}/reached.$s"
+  i=0
+  while [ ! -f "{c}/release.$s" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
+fi
+mkdir -p "src/$s"
+echo "content of $s" > "src/$s/main.txt"
+sleep {seconds}
+"#
+        ),
+    )
+    .unwrap();
+    format!("sh {c}/agent.sh {{step_id}}")
+}
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    remote: PathBuf,
+    /// HOME of every process: its .gitconfig gives all repositories (the run's and
+    /// the workers') the same commit identity.
+    home: PathBuf,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Test\n\temail = test@example.invalid\n[init]\n\tdefaultBranch = main\n",
+    )
+    .unwrap();
+    let seed = root.join("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    let g = |dir: &Path, args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", &home)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+    };
+    g(&seed, &["init", "-q", "-b", "main"]);
+    std::fs::write(seed.join("README.md"), "# demo\n").unwrap();
+    g(&seed, &["add", "-A"]);
+    g(&seed, &["commit", "-q", "-m", "initial"]);
+    let remote = root.join("remote.git");
+    g(&root, &["clone", "-q", "--bare", "seed", "remote.git"]);
+    Setup {
+        _dir: dir,
+        root,
+        remote,
+        home,
+    }
+}
+
+impl Setup {
+    /// A clone of the remote with `plan` in its run directory
+    /// (`.dandori/runs/RQ-7/<run_id>`).
+    fn checkout(&self, name: &str, plan: &Value) -> PathBuf {
+        let out = Command::new("git")
+            .args(["clone", "-q"])
+            .arg(&self.remote)
+            .arg(name)
+            .current_dir(&self.root)
+            .env("HOME", &self.home)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let repo = self.root.join(name);
+        let run_dir = repo
+            .join(".dandori/runs/RQ-7")
+            .join(plan["run_id"].as_str().unwrap());
+        std::fs::create_dir_all(&run_dir).unwrap();
+        std::fs::write(
+            run_dir.join("planning.json"),
+            serde_json::to_string_pretty(plan).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(repo.join(".git/info/exclude"), ".dandori/\n").unwrap();
+        repo
+    }
+
+    fn dandori(&self, cwd: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(BIN);
+        c.arg("--sandbox")
+            .arg("off")
+            .args(args)
+            .current_dir(cwd)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Workers `w<i>` for each `i`, each in its own directory, listening.
+    fn workers(
+        &self,
+        ids: std::ops::RangeInclusive<usize>,
+        agent_cmd: &str,
+    ) -> (Vec<(String, Child)>, Vec<u16>) {
+        let mut workers = Vec::new();
+        let mut ports = Vec::new();
+        for i in ids {
+            let port = free_port();
+            let name = format!("w{i}");
+            workers.push((name.clone(), self.worker(&name, port, agent_cmd)));
+            ports.push(port);
+        }
+        for p in &ports {
+            wait_for("a worker", Duration::from_secs(30), || {
+                TcpStream::connect(("127.0.0.1", *p)).is_ok()
+            });
+        }
+        (workers, ports)
+    }
+
+    fn worker(&self, name: &str, port: u16, agent_cmd: &str) -> Child {
+        let dir = self.root.join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
+        self.dandori(
+            &dir,
+            &[
+                "worker",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--work-dir",
+                &dir.to_string_lossy(),
+                "--agent-cmd",
+                agent_cmd,
+            ],
+        )
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+    }
+}
+
+/// The work branch, oldest first: (subject, hash, tree) of every commit.
+fn history(repo: &Path, branch: &str) -> Vec<(String, String, String)> {
+    git(
+        repo,
+        &["log", "--reverse", "--format=%s%x1f%H%x1f%T", branch],
+    )
+    .lines()
+    .map(|l| {
+        let mut p = l.split('\x1f').map(str::to_string);
+        (
+            p.next().unwrap_or_default(),
+            p.next().unwrap_or_default(),
+            p.next().unwrap_or_default(),
+        )
+    })
+    .collect()
+}
+
+fn step_trailers(repo: &Path, branch: &str) -> Vec<String> {
+    let mut steps: Vec<String> = git(
+        repo,
+        &[
+            "log",
+            "--format=%(trailers:key=Dandori-Step,valueonly)",
+            branch,
+        ],
+    )
+    .lines()
+    .map(str::trim)
+    .filter(|l| !l.is_empty())
+    .map(str::to_string)
+    .collect();
+    steps.sort();
+    steps
+}
+
+fn started(ctl: &Path, step: &str) -> Vec<String> {
+    std::fs::read_to_string(ctl.join("started"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix(&format!("{step} ")).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
+    let s = setup();
+    let all: Vec<String> = (1..=12).map(|i| format!("S{i:02}")).collect();
+
+    // The reference: the same plan and agent on the local engine.
+    let local = s.checkout("local", &plan("run-7", twelve_steps()));
+    let ctl_local = s.root.join("ctl-local");
+    std::fs::create_dir_all(&ctl_local).unwrap();
+    let out = s
+        .dandori(
+            &local,
+            &[
+                "run",
+                RUN_DIR,
+                "--executor",
+                "command",
+                "--agent-cmd",
+                &agent(&ctl_local),
+                "--json",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "local run: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The server, three workers behind one address, the distributed run.
+    let mut server = Server::start(&s.root.join("restate"));
+    let ctl = s.root.join("ctl");
+    std::fs::create_dir_all(&ctl).unwrap();
+    std::fs::write(ctl.join("hold.S06"), "").unwrap();
+    std::fs::write(ctl.join("hold.S10"), "").unwrap();
+    let agent_cmd = agent(&ctl);
+    let (mut workers, ports) = s.workers(1..=3, &agent_cmd);
+    let front = balancer(Arc::new(Mutex::new(ports)));
+    let repo = s.checkout("repo", &plan("run-7", twelve_steps()));
+    let run_log = s.root.join("run.log");
+    let mut run = s
+        .dandori(
+            &repo,
+            &[
+                "run",
+                RUN_DIR,
+                "--engine",
+                "restate",
+                "--restate-url",
+                &server.ingress_url(),
+                "--restate-admin-url",
+                &server.admin_url(),
+                "--register-worker",
+                &format!("http://127.0.0.1:{front}"),
+            ],
+        )
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&run_log).unwrap())
+        .spawn()
+        .unwrap();
+
+    // SIGKILL the worker running S06, in the middle of the step (and its agent).
+    wait_for("S06 to start", Duration::from_secs(120), || {
+        ctl.join("reached.S06").exists()
+    });
+    let where_s06 = std::fs::read_to_string(ctl.join("where.S06")).unwrap();
+    let victim = workers
+        .iter()
+        .position(|(name, _)| where_s06.contains(&format!("/{name}/")))
+        .unwrap_or_else(|| panic!("S06 runs in no worker directory: {where_s06}"));
+    let (victim_name, mut victim_child) = workers.remove(victim);
+    victim_child.kill().unwrap();
+    victim_child.wait().unwrap();
+    let pgid = std::fs::read_to_string(ctl.join("pgid.S06")).unwrap();
+    let _ = Command::new("kill")
+        .args(["-KILL", &format!("-{}", pgid.trim())])
+        .status();
+
+    // SIGKILL the server while S10 (third group) runs; restart it on its directory.
+    wait_for("S10 to start", Duration::from_secs(120), || {
+        ctl.join("reached.S10").exists()
+    });
+    server.kill();
+    std::thread::sleep(Duration::from_millis(500));
+    server.spawn();
+    std::fs::write(ctl.join("release.S10"), "").unwrap();
+
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = run.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "the distributed run did not end: {}",
+            std::fs::read_to_string(&run_log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut stdout = String::new();
+    run.stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let log = std::fs::read_to_string(&run_log).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "run: {stdout}\n{log}");
+    assert!(
+        stdout.contains("completed: All steps are done."),
+        "{stdout}"
+    );
+
+    // S06 ran again after its worker died, on another worker; S10's server
+    // restart did not lose it.
+    let s06 = started(&ctl, "S06");
+    assert!(s06.len() >= 2, "S06 executions: {s06:?}");
+    assert!(
+        !s06[1].contains(&format!("/{victim_name}/")),
+        "S06 ran again on the killed worker: {s06:?}"
+    );
+    assert!(log.contains("S10: restate unreachable"), "{log}");
+
+    // Exactly once: one proof commit per step on the work branch, one ref each on
+    // the remote.
+    let branch = "dandori/RQ-7/run-7";
+    assert_eq!(step_trailers(&repo, branch), all);
+    let refs = git(
+        &s.remote,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/dandori/runs/run-7/steps",
+        ],
+    );
+    let refs: Vec<&str> = refs.lines().collect();
+    assert_eq!(
+        refs,
+        all.iter()
+            .map(|id| format!("refs/dandori/runs/run-7/steps/{id}"))
+            .collect::<Vec<_>>()
+    );
+
+    // The same work branch as the local run, commit for commit.
+    assert_eq!(history(&repo, branch), history(&local, branch));
+
+    // report.md and status are complete.
+    let report = std::fs::read_to_string(repo.join(RUN_DIR).join("report.md")).unwrap();
+    for id in &all {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {id} |")))
+            .unwrap_or_else(|| panic!("report.md has no row for {id}:\n{report}"));
+        assert!(row.contains("| done |"), "{row}");
+    }
+    assert!(report.contains("**Executor:** restate"), "{report}");
+    let status = s.dandori(&repo, &["status", RUN_DIR]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("12/12 steps done"), "{status}");
+
+    for (_, mut w) in workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+}
+
+/// What one batch of runs measured.
+struct Figures {
+    wall: Duration,
+    steps: usize,
+    /// Mean per step: the coordinator's time from start to done, and the step
+    /// pipeline's own time (on the worker, or in the pool worktree).
+    step_ms: f64,
+    pipeline_ms: f64,
+}
+
+/// `key` anywhere in `v`.
+fn find<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+    match v {
+        Value::Object(m) => m.get(key).or_else(|| m.values().find_map(|x| find(x, key))),
+        Value::Array(a) => a.iter().find_map(|x| find(x, key)),
+        _ => None,
+    }
+}
+
+/// Starts every run at once, waits for all, and reads their step timings.
+fn batch(s: &Setup, label: &str, runs: usize, steps: &[Value], args: &[&str]) -> Figures {
+    let repos: Vec<(PathBuf, String)> = (0..runs)
+        .map(|r| {
+            let run_id = format!("{label}-r{r}");
+            let repo = s.checkout(&run_id, &plan(&run_id, steps.to_vec()));
+            (repo, format!(".dandori/runs/RQ-7/{run_id}"))
+        })
+        .collect();
+    let start = Instant::now();
+    let children: Vec<Child> = repos
+        .iter()
+        .map(|(repo, run_dir)| {
+            let mut a = vec!["run", run_dir.as_str()];
+            a.extend_from_slice(args);
+            s.dandori(repo, &a)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert_eq!(c.wait().unwrap().code(), Some(0), "{label}: a run failed");
+    }
+    let wall = start.elapsed();
+    let (mut n, mut step_ms, mut pipeline_ms) = (0usize, 0f64, 0f64);
+    for (repo, run_dir) in &repos {
+        let dir = repo.join(run_dir);
+        let stage: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("stage.json")).unwrap())
+                .unwrap();
+        let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+        for line in trace.lines().filter(|l| l.contains("STEP_END")) {
+            let ev: Value = serde_json::from_str(line).unwrap();
+            let id = find(&ev, "step_id").and_then(Value::as_str).unwrap();
+            let t = &stage["timings"][id];
+            let coordinator =
+                t["finished_ms"].as_f64().unwrap() - t["started_ms"].as_f64().unwrap();
+            step_ms += coordinator;
+            pipeline_ms += find(&ev, "duration_ms").and_then(Value::as_f64).unwrap();
+            n += 1;
+        }
+    }
+    assert_eq!(n, runs * steps.len(), "{label}: every step ends once");
+    Figures {
+        wall,
+        steps: n,
+        step_ms: step_ms / n as f64,
+        pipeline_ms: pipeline_ms / n as f64,
+    }
+}
+
+/// The throughput benchmark of docs/distributed.md (minutes; run by hand):
+/// `./scripts/test.sh -p dandori --test all -- --ignored throughput --nocapture`.
+/// Many runs at once (`DANDORI_BENCH_RUNS`, 20) of `DANDORI_BENCH_STEPS` steps (10,
+/// two dependency chains) with an agent of fixed latency (`DANDORI_BENCH_LATENCY`
+/// seconds, 1), on the local engine and on Restate with one and three workers.
+/// It prints runs per minute, the mean time a step takes beyond its own pipeline
+/// (the engine's per-step overhead) and that overhead's share of the step time.
+#[test]
+#[ignore]
+#[allow(clippy::print_stderr)]
+fn throughput_many_runs_on_the_local_engine_and_on_one_and_three_workers() {
+    let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let runs: usize = var("DANDORI_BENCH_RUNS", "20").parse().unwrap();
+    let n: usize = var("DANDORI_BENCH_STEPS", "10").parse().unwrap();
+    let latency = var("DANDORI_BENCH_LATENCY", "1");
+    let steps: Vec<Value> = (1..=n)
+        .map(|i| {
+            let id = format!("S{i:02}");
+            if i > 2 {
+                step(&id, &[&format!("S{:02}", i - 2)])
+            } else {
+                step(&id, &[])
+            }
+        })
+        .collect();
+    let s = setup();
+    let ctl = s.root.join("ctl");
+    std::fs::create_dir_all(&ctl).unwrap();
+    let agent_cmd = agent_with_latency(&ctl, &latency);
+    let local = batch(
+        &s,
+        "local",
+        runs,
+        &steps,
+        &["--executor", "command", "--agent-cmd", &agent_cmd],
+    );
+    let mut server = Server::start(&s.root.join("restate"));
+    let (mut workers, ports) = s.workers(1..=3, &agent_cmd);
+    let backends = Arc::new(Mutex::new(vec![ports[0]]));
+    let front = format!("http://127.0.0.1:{}", balancer(backends.clone()));
+    let (ingress, admin) = (server.ingress_url(), server.admin_url());
+    let restate = [
+        "--engine",
+        "restate",
+        "--restate-url",
+        &ingress,
+        "--restate-admin-url",
+        &admin,
+        "--register-worker",
+        &front,
+    ];
+    let one = batch(&s, "one", runs, &steps, &restate);
+    // Restate keeps its HTTP/2 connections to the deployment: a restart makes it
+    // connect again, through the balancer that now leads to three workers.
+    *backends.lock().unwrap() = ports.clone();
+    server.kill();
+    server.spawn();
+    let three = batch(&s, "three", runs, &steps, &restate);
+    eprintln!(
+        "\n{runs} runs x {n} steps at once, agent latency {latency} s\n\
+         | engine | wall s | runs/min | mean step ms | mean pipeline ms | overhead ms/step | overhead share |\n|---|---|---|---|---|---|---|"
+    );
+    for (name, f) in [
+        ("local", &local),
+        ("restate, 1 worker", &one),
+        ("restate, 3 workers", &three),
+    ] {
+        let wall = f.wall.as_secs_f64();
+        eprintln!(
+            "| {name} | {wall:.1} | {:.1} | {:.0} | {:.0} | {:.0} | {:.1}% |",
+            runs as f64 * 60.0 / wall,
+            f.step_ms,
+            f.pipeline_ms,
+            f.step_ms - f.pipeline_ms,
+            100.0 * (f.step_ms - f.pipeline_ms) / f.step_ms,
+        );
+        assert_eq!(f.steps, runs * n);
+    }
+    for (_, w) in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+}

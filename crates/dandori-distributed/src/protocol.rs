@@ -1,0 +1,250 @@
+//! What travels through Restate's journal between the coordinator and a worker.
+//! Only the plan, commit hashes and the step's measurements: never a secret (a
+//! worker takes its model keys and agent credentials from its own environment) and
+//! never file contents (the code moves through the git remote).
+
+use std::time::Duration;
+
+use dandori_runner::executor::TokenUsage;
+use dandori_runner::reason;
+use dandori_runner::step::{Check, StepReport, StepResult};
+use serde::{Deserialize, Serialize};
+
+/// The Restate service a worker serves, and its handler.
+pub const SERVICE: &str = "DandoriStep";
+pub const HANDLER: &str = "execute";
+
+/// The Restate server cannot be reached, refuses a request, or lacks the worker
+/// deployment.
+pub const RESTATE_UNAVAILABLE: &str = "RESTATE_UNAVAILABLE";
+
+/// One step for a worker: enough to fetch its base from the remote and run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRequest {
+    pub run_id: String,
+    pub step_id: String,
+    /// The step's index in the plan.
+    pub index: usize,
+    /// `stage.json` `attempts` of this start.
+    pub attempt: u32,
+    /// The git remote holding the run's refs (URL or path, as the worker sees it).
+    pub remote: String,
+    /// The run's `planning.json`, verbatim.
+    pub planning: String,
+    /// The commits the step builds on, each named by the step that made it.
+    pub commits: Vec<(String, String)>,
+}
+
+impl StepRequest {
+    /// The idempotency key of this step start: the same start sent again (after a
+    /// coordinator or server crash) attaches to the same invocation instead of
+    /// running the step twice.
+    pub fn idempotency_key(&self) -> String {
+        format!("{}/{}/{}", self.run_id, self.step_id, self.attempt)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeStatus {
+    Committed,
+    Failed,
+    NeedsInput,
+}
+
+/// A step's result as the worker measured it: the transport form of
+/// `dandori_runner::step::StepReport`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    pub status: OutcomeStatus,
+    #[serde(default)]
+    pub reason_code: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The step's commits, oldest first; the last is the proof, pushed to the
+    /// step's ref.
+    #[serde(default)]
+    pub commits: Vec<String>,
+    pub tokens: TokenUsage,
+    pub diff_lines: u64,
+    pub files_changed: Vec<String>,
+    pub autofix_cycles: u64,
+    pub splits: u32,
+    pub unit_passed: Option<bool>,
+    pub duration_ms: u64,
+    pub notes: Vec<String>,
+    pub base: Option<String>,
+    /// Whether the step's commits form a chain on `base` (see `StepReport::on_base`).
+    #[serde(default)]
+    pub on_base: bool,
+    /// `Dandori-Check` trailer values.
+    pub checks: Vec<String>,
+    /// Who ran it (`host:pid` of the worker).
+    pub worker: String,
+    /// The step's commit was already on the remote (an earlier execution pushed it
+    /// and died before Restate recorded the result): it was not run again.
+    #[serde(default)]
+    pub recovered: bool,
+}
+
+impl StepOutcome {
+    /// An outcome with nothing measured.
+    pub fn bare(status: OutcomeStatus, worker: &str) -> StepOutcome {
+        StepOutcome {
+            status,
+            reason_code: None,
+            message: None,
+            commits: Vec::new(),
+            tokens: TokenUsage::default(),
+            diff_lines: 0,
+            files_changed: Vec::new(),
+            autofix_cycles: 0,
+            splits: 0,
+            unit_passed: None,
+            duration_ms: 0,
+            notes: Vec::new(),
+            base: None,
+            on_base: false,
+            checks: Vec::new(),
+            worker: worker.to_string(),
+            recovered: false,
+        }
+    }
+
+    pub fn from_report(r: &StepReport, worker: &str) -> StepOutcome {
+        let (status, reason_code, message, commits) = match &r.result {
+            StepResult::Committed { commits } => {
+                (OutcomeStatus::Committed, None, None, commits.clone())
+            }
+            StepResult::Failed {
+                reason_code,
+                message,
+            } => (
+                OutcomeStatus::Failed,
+                Some(reason_code.to_string()),
+                Some(message.clone()),
+                Vec::new(),
+            ),
+            StepResult::NeedsInput {
+                reason_code,
+                message,
+            } => (
+                OutcomeStatus::NeedsInput,
+                Some(reason_code.to_string()),
+                Some(message.clone()),
+                Vec::new(),
+            ),
+        };
+        StepOutcome {
+            status,
+            reason_code,
+            message,
+            commits,
+            tokens: r.tokens,
+            diff_lines: r.diff_lines,
+            files_changed: r.files_changed.clone(),
+            autofix_cycles: r.autofix_cycles,
+            splits: r.splits,
+            unit_passed: r.unit_passed,
+            duration_ms: r.duration.as_millis() as u64,
+            notes: r.notes.clone(),
+            base: r.base.clone(),
+            on_base: r.on_base,
+            checks: r.checks.iter().map(Check::trailer).collect(),
+            worker: worker.to_string(),
+            recovered: false,
+        }
+    }
+
+    /// The step report the coordinator records, for step `index` `step_id`.
+    pub fn into_report(self, index: usize, step_id: &str) -> StepReport {
+        let code = || static_code(self.reason_code.as_deref().unwrap_or(""));
+        let message = || {
+            let m = self.message.clone().unwrap_or_default();
+            match self.reason_code.as_deref() {
+                Some(c) if c != code() => format!("{c}: {m}"),
+                _ => m,
+            }
+        };
+        let result = match self.status {
+            OutcomeStatus::Committed => StepResult::Committed {
+                commits: self.commits.clone(),
+            },
+            OutcomeStatus::Failed => StepResult::Failed {
+                reason_code: code(),
+                message: message(),
+            },
+            OutcomeStatus::NeedsInput => StepResult::NeedsInput {
+                reason_code: code(),
+                message: message(),
+            },
+        };
+        let mut notes = self.notes;
+        if self.recovered {
+            notes.push(format!(
+                "the step's commit was already on the remote (worker {}); it was not run again",
+                self.worker
+            ));
+        }
+        StepReport {
+            index,
+            step_id: step_id.to_string(),
+            result,
+            tokens: self.tokens,
+            diff_lines: self.diff_lines,
+            files_changed: self.files_changed,
+            autofix_cycles: self.autofix_cycles,
+            splits: self.splits,
+            unit_passed: self.unit_passed,
+            duration: Duration::from_millis(self.duration_ms),
+            notes,
+            base: self.base,
+            on_base: self.on_base,
+            checks: self.checks.iter().filter_map(|c| Check::parse(c)).collect(),
+        }
+    }
+}
+
+/// The runner's reason code spelled `code`; an unknown one (a newer worker) is
+/// `EXECUTOR_ERROR`, and the message keeps the original.
+fn static_code(code: &str) -> &'static str {
+    const KNOWN: &[&str] = &[
+        reason::STEP_TOO_LARGE,
+        reason::UNIT_TEST_FAILED,
+        reason::UNIT_TEST_TIMEOUT,
+        reason::MODEL_NOT_CONFIGURED,
+        reason::AGENT_FAILED,
+        reason::AGENT_TIMEOUT,
+        reason::E2E_REQUIRED,
+        reason::FORBIDDEN_PATH_CHANGED,
+        reason::COMMAND_FORBIDDEN,
+        reason::SECRET_DETECTED,
+        reason::SANDBOX_UNAVAILABLE,
+        reason::GIT_CONFIG_TAMPERED,
+        reason::GH_FORBIDDEN,
+        reason::DEPENDENCY_FAILED,
+        reason::MERGE_CONFLICT,
+        reason::STEP_NO_CHANGE,
+        reason::LOOP_DETECTED,
+        reason::MAX_ITERATIONS,
+        reason::TOKEN_BUDGET_EXCEEDED,
+        reason::APPROVAL_REQUIRED,
+        reason::MODEL_ERROR,
+        reason::REQUIRES_HUMAN_INTERVENTION,
+        reason::EARLY_TERMINATION,
+        reason::MAX_REVISIONS_EXCEEDED,
+        reason::IO_ERROR,
+        reason::FILE_NOT_FOUND,
+        reason::GIT_ERROR,
+        reason::PROCESS_ERROR,
+        reason::EXECUTOR_ERROR,
+        reason::PLAN_INVALID,
+        reason::RUN_DIR_INVALID,
+        RESTATE_UNAVAILABLE,
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == code)
+        .copied()
+        .unwrap_or(reason::EXECUTOR_ERROR)
+}

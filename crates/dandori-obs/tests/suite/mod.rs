@@ -1,0 +1,6 @@
+mod log;
+// --
+mod metrics;
+// --
+mod otlp;
+// --
