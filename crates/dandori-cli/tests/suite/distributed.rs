@@ -270,6 +270,7 @@ echo "$s $(pwd)" >> "{c}/started"
 if [ -f "{c}/hold.$s" ] && mkdir "{c}/held.$s" 2>/dev/null; then
   pwd > "{c}/where.$s"
   ps -o pgid= -p $$ | tr -d ' ' > "{c}/pgid.$s"
+  echo $$ > "{c}/pid.$s"
   touch "{c}/reached.$s"
   i=0
   while [ ! -f "{c}/release.$s" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done
@@ -532,10 +533,30 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
     let (victim_name, mut victim_child) = workers.remove(victim);
     victim_child.kill().unwrap();
     victim_child.wait().unwrap();
+    // The agent's process group, unless it is not a group of its own: when the
+    // worker runs the agent in the worker's group, that group is the test's (and
+    // whatever started the test): killing it would kill the test harness itself.
     let pgid = std::fs::read_to_string(ctl.join("pgid.S06")).unwrap();
-    let _ = Command::new("kill")
-        .args(["-KILL", &format!("-{}", pgid.trim())])
-        .status();
+    let pgid: i64 = pgid.trim().parse().unwrap_or(0);
+    let own_pgid: i64 = String::from_utf8_lossy(
+        &Command::new("ps")
+            .args(["-o", "pgid=", "-p", &std::process::id().to_string()])
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default(),
+    )
+    .trim()
+    .parse()
+    .unwrap_or(0);
+    let target = if pgid > 1 && own_pgid > 1 && pgid != own_pgid {
+        format!("-{pgid}")
+    } else {
+        std::fs::read_to_string(ctl.join("pid.S06"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let _ = Command::new("kill").args(["-KILL", &target]).status();
 
     // SIGKILL the server while S10 (third group) runs; restart it on its directory.
     wait_for("S10 to start", Duration::from_secs(120), || {
