@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 TOOLS="$PWD/target/test-tools"
 mkdir -p "$TOOLS"
 say() { echo "test.sh: $*" >&2; }
+# apt-get install, refreshing the package lists once when they are missing or stale
+# (a fresh machine may have none).
+apt_install() {
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1 \
+    || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null 2>&1; }
+}
 
 # Python tools in their own virtual environment: uv (dandori-env's real Python
 # install) and mcp-server-git (the MCP client tests of dandori-tools).
@@ -58,7 +64,7 @@ fi
 if ! command -v mvn >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing maven system-wide with apt (dandori-env's blocked-Maven test; needs a JRE; ~2 min)"
-    apt-get install -y -q maven >/dev/null 2>&1 \
+    apt_install maven \
       || say "warning: could not install maven; dandori-env's blocked-Maven test will fail"
   else
     say "warning: mvn not found (apt-get install maven); dandori-env's blocked-Maven test will fail"
@@ -84,7 +90,7 @@ fi
 if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing chromium system-wide with apt (the HTML report's headless-browser test; ~2 min)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+    apt_install chromium \
       || say "warning: could not install chromium; the HTML report test will fail"
   else
     say "warning: chromium not found (apt-get install chromium); the HTML report test will fail"
