@@ -533,30 +533,20 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
     let (victim_name, mut victim_child) = workers.remove(victim);
     victim_child.kill().unwrap();
     victim_child.wait().unwrap();
-    // The agent's process group, unless it is not a group of its own: when the
-    // worker runs the agent in the worker's group, that group is the test's (and
-    // whatever started the test): killing it would kill the test harness itself.
-    let pgid = std::fs::read_to_string(ctl.join("pgid.S06")).unwrap();
-    let pgid: i64 = pgid.trim().parse().unwrap_or(0);
-    let own_pgid: i64 = String::from_utf8_lossy(
-        &Command::new("ps")
-            .args(["-o", "pgid=", "-p", &std::process::id().to_string()])
-            .output()
-            .map(|o| o.stdout)
-            .unwrap_or_default(),
-    )
-    .trim()
-    .parse()
-    .unwrap_or(0);
-    let target = if pgid > 1 && own_pgid > 1 && pgid != own_pgid {
-        format!("-{pgid}")
-    } else {
-        std::fs::read_to_string(ctl.join("pid.S06"))
-            .unwrap()
-            .trim()
-            .to_string()
-    };
-    let _ = Command::new("kill").args(["-KILL", &target]).status();
+    // End the victim's agent: every process whose working directory is the step's
+    // worktree. (A pid or process group read by the agent itself may be an id of
+    // the sandbox's PID namespace, naming an unrelated process on the host.)
+    let agent_dir = PathBuf::from(where_s06.trim());
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&agent_dir))
+        {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+    }
 
     // SIGKILL the server while S10 (third group) runs; restart it on its directory.
     wait_for("S10 to start", Duration::from_secs(120), || {
