@@ -155,17 +155,8 @@ impl AppState {
 pub struct FakeForge {
     addr: SocketAddr,
     state: AppState,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for FakeForge {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        drop(self.thread.take());
-    }
+    /// The server; stopped when this is dropped.
+    _served: crate::serve::Served,
 }
 
 impl FakeForge {
@@ -178,8 +169,7 @@ impl FakeForge {
         FakeForge {
             addr: served.addr,
             state,
-            shutdown: Some(served.shutdown),
-            thread: Some(served.thread),
+            _served: served,
         }
     }
 

@@ -453,8 +453,8 @@ impl AppState {
 pub struct FakeLlmServer {
     addr: SocketAddr,
     state: AppState,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The server; stopped when this is dropped.
+    _served: crate::serve::Served,
 }
 
 impl FakeLlmServer {
@@ -486,8 +486,7 @@ impl FakeLlmServer {
         FakeLlmServer {
             addr: served.addr,
             state,
-            shutdown: Some(served.shutdown),
-            thread: Some(served.thread),
+            _served: served,
         }
     }
 
@@ -538,16 +537,6 @@ impl FakeLlmServer {
             "fake LLM server saw invalid requests:\n{}",
             violations.join("\n")
         );
-    }
-}
-
-impl Drop for FakeLlmServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        // Don't join: graceful shutdown waits for stalled streams a test abandoned.
-        drop(self.thread.take());
     }
 }
 

@@ -53,8 +53,8 @@ struct Shared {
 pub struct OtlpReceiver {
     addr: SocketAddr,
     state: Arc<Mutex<Shared>>,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// The server; stopped when this is dropped.
+    _served: crate::serve::Served,
 }
 
 fn lock(s: &Arc<Mutex<Shared>>) -> std::sync::MutexGuard<'_, Shared> {
@@ -111,12 +111,11 @@ impl OtlpReceiver {
         let app = Router::new()
             .route("/v1/traces", post(receive))
             .with_state(state.clone());
-        let served = crate::serve::spawn(app, "OTLP receiver");
+        let served = crate::serve::spawn(app, "OTLP receiver").joined_on_drop();
         OtlpReceiver {
             addr: served.addr,
             state,
-            shutdown: Some(served.shutdown),
-            thread: Some(served.thread),
+            _served: served,
         }
     }
 
@@ -137,17 +136,6 @@ impl OtlpReceiver {
     /// Requests that could not be decoded.
     pub fn errors(&self) -> Vec<String> {
         lock(&self.state).errors.clone()
-    }
-}
-
-impl Drop for OtlpReceiver {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

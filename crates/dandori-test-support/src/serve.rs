@@ -5,10 +5,34 @@ use std::net::SocketAddr;
 
 use axum::Router;
 
+/// A running fake server: stopped (graceful shutdown signalled) when dropped.
 pub(crate) struct Served {
     pub addr: SocketAddr,
-    pub shutdown: tokio::sync::oneshot::Sender<()>,
-    pub thread: std::thread::JoinHandle<()>,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    join_on_drop: bool,
+}
+
+impl Served {
+    /// Drop also waits for the server thread to end (for servers whose requests
+    /// always finish; the fake LLM's abandoned streams would keep it waiting).
+    pub(crate) fn joined_on_drop(mut self) -> Served {
+        self.join_on_drop = true;
+        self
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take()
+            && self.join_on_drop
+        {
+            let _ = t.join();
+        }
+    }
 }
 
 pub(crate) fn spawn(app: Router, name: &'static str) -> Served {
@@ -48,7 +72,8 @@ pub(crate) fn spawn(app: Router, name: &'static str) -> Served {
     };
     Served {
         addr,
-        shutdown: shutdown_tx,
-        thread,
+        shutdown: Some(shutdown_tx),
+        thread: Some(thread),
+        join_on_drop: false,
     }
 }
