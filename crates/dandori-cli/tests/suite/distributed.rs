@@ -418,7 +418,13 @@ impl Setup {
 fn history(repo: &Path, branch: &str) -> Vec<(String, String, String)> {
     git(
         repo,
-        &["log", "--reverse", "--format=%s%x1f%H%x1f%T", branch],
+        &[
+            "log",
+            "--reverse",
+            "--topo-order",
+            "--format=%s%x1f%H%x1f%T",
+            branch,
+        ],
     )
     .lines()
     .map(|l| {

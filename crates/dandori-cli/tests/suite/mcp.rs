@@ -213,7 +213,7 @@ pub(super) fn planned_repo(root: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// What must be equal between two runs of the same plan: commit messages (with
-/// trailers) and trees in order, the stage, and report.md with hashes, times and
+/// trailers) and trees in topological order, the stage, and report.md with hashes, times and
 /// the executor's name blanked.
 fn outcome(repo: &Path, run_dir: &Path) -> Value {
     let branch = "dandori/RQ-7/run-7";
@@ -222,6 +222,8 @@ fn outcome(repo: &Path, run_dir: &Path) -> Value {
         &[
             "log",
             "--reverse",
+            // Parallel steps' commits in parent order, not by commit time.
+            "--topo-order",
             "--format=%T%x1f%B%x1e",
             &format!("main..{branch}"),
         ],

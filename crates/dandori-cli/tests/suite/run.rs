@@ -180,6 +180,7 @@ fn outcome(f: &Fixture) -> Outcome {
         &[
             "log",
             "--reverse",
+            "--topo-order",
             "--format=%T%x1f%B%x1e",
             "main..dandori/RQ-9/run-9",
         ],

@@ -59,6 +59,7 @@ impl Repo {
         self.git(&[
             "log",
             "--reverse",
+            "--topo-order",
             "--format=%s%x1f%T",
             &format!("main..{branch}"),
         ])
