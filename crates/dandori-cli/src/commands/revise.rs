@@ -265,6 +265,20 @@ pub fn revise(
         output::error("REVISION_NO_CHANGES: no new comments from users allowed to steer");
         return Ok(ExitCode::from(1));
     }
+    // Secrets pasted into feedback (the forge token, any secret variable's
+    // value, key-shaped strings) reach neither the model nor the history.
+    let mut secret_env = ctx.env.clone();
+    if let Some((_, client)) = &forge {
+        super::forge::mask_token(client, &mut secret_env);
+    }
+    let masker = dandori_trace::Masker::default().with_env_secrets(&secret_env);
+    let feedback: Vec<Feedback> = feedback
+        .into_iter()
+        .map(|mut f| {
+            f.text = masker.mask_str(&f.text);
+            f
+        })
+        .collect();
     let author = ctx
         .record
         .as_ref()
@@ -282,8 +296,11 @@ pub fn revise(
             }
         };
     let judge = |line: &str| dandori_runner::plan::command_verdict(&policy, line);
-    let trace =
-        super::run::open_run_trace(&run_dir.join("planning.json"), &run_dir.join("trace.jsonl"));
+    let trace = super::run::open_run_trace(
+        &run_dir.join("planning.json"),
+        &run_dir.join("trace.jsonl"),
+        masker.clone(),
+    );
     let model = match model_revision(&ctx, args, run_dir, &feedback, &judge, trace.as_ref()) {
         Ok(m) => m,
         Err(code) => return Ok(code),

@@ -269,7 +269,11 @@ pub(crate) fn word<T: serde::Serialize>(status: &T) -> String {
 
 /// The trace of a run, appended to (masked as every trace), stamped with the
 /// plan's run and request ids. None when it cannot be opened (best effort).
-pub(crate) fn open_run_trace(planning: &Path, trace: &Path) -> Option<dandori_trace::TraceWriter> {
+pub(crate) fn open_run_trace(
+    planning: &Path,
+    trace: &Path,
+    masker: dandori_trace::Masker,
+) -> Option<dandori_trace::TraceWriter> {
     let ids = dandori_fs::read_to_string(planning)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -278,7 +282,7 @@ pub(crate) fn open_run_trace(planning: &Path, trace: &Path) -> Option<dandori_tr
             (id("run_id"), id("request_id"))
         })
         .unwrap_or_default();
-    dandori_trace::TraceWriter::open(trace, ids.0, ids.1, dandori_trace::Masker::default()).ok()
+    dandori_trace::TraceWriter::open(trace, ids.0, ids.1, masker).ok()
 }
 
 /// Config warnings (ignored untrusted keys among them) go to the run's trace as
@@ -291,7 +295,11 @@ fn record_config_warnings(target: &Path, warnings: &[dandori_config::ConfigWarni
     let Ok(paths) = dandori_runner::plan::RunPaths::locate(target) else {
         return;
     };
-    if let Some(trace) = open_run_trace(&paths.planning, &paths.trace) {
+    if let Some(trace) = open_run_trace(
+        &paths.planning,
+        &paths.trace,
+        dandori_trace::Masker::default(),
+    ) {
         let _ = trace.emit(
             dandori_trace::events::CONFIG_WARNING,
             serde_json::json!({ "config_warnings": warnings }),

@@ -74,10 +74,15 @@ fn fixture() -> Fx {
 }
 
 fn dandori(f: &Fx, args: &[&str]) -> Output {
+    dandori_with(f, args, &[])
+}
+
+fn dandori_with(f: &Fx, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(BIN)
         .args(args)
         .current_dir(&f.repo)
         .env_clear()
+        .envs(env.iter().copied())
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", &f.home)
         .env("DANDORI_CONFIG_HOME", f.home.join("cfg"))
@@ -419,7 +424,7 @@ fn pr_review_feedback_revised_by_the_model_with_fail_closed_fallbacks() {
         "octo/app",
         8,
         "alice",
-        "src/config.txt does not exist; find where the configuration lives before writing the greeting",
+        &format!("src/config.txt does not exist; find where the configuration lives before writing the greeting (debug: GITHUB_TOKEN={TOKEN})"),
         "CHANGES_REQUESTED",
     );
     let llm = FakeLlmServer::start(vec![Reply::openai_text(&model_answer(serde_json::json!([
@@ -559,4 +564,87 @@ fn pr_review_feedback_revised_by_the_model_with_fail_closed_fallbacks() {
         !all_text(&run_dir).contains(TOKEN),
         "the token reached the run directory"
     );
+}
+
+/// GitLab end to end from the CLI: a merge request → the plan and status notes →
+/// a diff note (review feedback) → the revised plan, the plan note edited.
+#[test]
+fn gitlab_merge_request_review_note_revises_the_plan() {
+    const GL_TOKEN: &str = "glpat-e2eSecretToken1234567";
+    let f = fixture();
+    f.forge.add_token(GL_TOKEN, "dandori-bot");
+    f.forge
+        .add_project(Api::GitLab, "grp/sub/app", true, &["dandori-bot"]);
+    f.forge.add_item(
+        Api::GitLab,
+        "grp/sub/app",
+        4,
+        ItemKind::ChangeRequest,
+        "Add a greeting",
+        ISSUE_BODY,
+        &["enhancement"],
+        "alice",
+    );
+    let api = f.forge.gitlab_api_url();
+    let env = [("GITLAB_API_URL", api.as_str()), ("GITLAB_TOKEN", GL_TOKEN)];
+    let o = dandori_with(
+        &f,
+        &[
+            "plan",
+            "--issue",
+            "gitlab-mr:grp/sub/app!4",
+            "--comment",
+            "--json",
+        ],
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let plan = json(&o);
+    assert_eq!(plan["request_id"], "gitlab-mr-grp-sub-app-4");
+    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let ours = |f: &Fx| -> Vec<String> {
+        f.forge
+            .item(Api::GitLab, "grp/sub/app", 4)
+            .comments
+            .iter()
+            .filter(|c| c.author == "dandori-bot")
+            .map(|c| c.body.clone())
+            .collect()
+    };
+    assert_eq!(ours(&f).len(), 2, "plan + status notes: {:#?}", ours(&f));
+    f.forge.add_review(
+        Api::GitLab,
+        "grp/sub/app",
+        4,
+        "alice",
+        "add step: Write `docs/greeting.md`",
+        "",
+    );
+    let o = dandori_with(
+        &f,
+        &[
+            "revise",
+            run_dir.to_str().unwrap(),
+            "--from-issue",
+            "--json",
+        ],
+        &env,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let rev = json(&o);
+    assert_eq!(rev["status"], "revised");
+    assert_eq!(rev["feedback_sources"], serde_json::json!(["pr_review"]));
+    let notes = ours(&f);
+    assert_eq!(
+        notes.len(),
+        3,
+        "plan (edited) + status + revision: {notes:#?}"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|b| b.contains("dandori plan (revision 1)") && b.contains("docs/greeting.md")),
+        "{notes:#?}"
+    );
+    assert!(!all_text(&run_dir).contains(GL_TOKEN));
 }
