@@ -95,6 +95,16 @@ fn dandori_with(f: &Fx, args: &[&str], env: &[(&str, &str)]) -> Output {
         .unwrap()
 }
 
+/// Every request the CLI sent and every answer it parsed, against GitHub's
+/// official OpenAPI descriptions (npm @octokit/openapi, installed by
+/// scripts/test.sh) and the committed GitLab subset.
+fn assert_openapi(f: &Fx) {
+    let exchanges = f.forge.exchanges();
+    assert!(!exchanges.is_empty());
+    let errs = dandori_test_support::openapi::check_all(&exchanges).unwrap();
+    assert!(errs.is_empty(), "{errs:#?}");
+}
+
 fn text(o: &Output) -> String {
     format!(
         "stdout:\n{}\nstderr:\n{}",
@@ -361,6 +371,7 @@ fn issue_to_plan_comment_to_revision_to_run_to_completion_comment() {
     // The token is nowhere in the run directories.
     let everything = all_text(&f.repo.join(".dandori"));
     assert!(!everything.contains(TOKEN));
+    assert_openapi(&f);
 }
 
 /// The seed 000 §15.3.1 answer shape with the §15.2.1 change (search for the
@@ -564,6 +575,7 @@ fn pr_review_feedback_revised_by_the_model_with_fail_closed_fallbacks() {
         !all_text(&run_dir).contains(TOKEN),
         "the token reached the run directory"
     );
+    assert_openapi(&f);
 }
 
 /// GitLab end to end from the CLI: a merge request → the plan and status notes →
@@ -647,4 +659,5 @@ fn gitlab_merge_request_review_note_revises_the_plan() {
         "{notes:#?}"
     );
     assert!(!all_text(&run_dir).contains(GL_TOKEN));
+    assert_openapi(&f);
 }
