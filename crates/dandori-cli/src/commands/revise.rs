@@ -317,22 +317,14 @@ pub fn revise(
     if let Some(t) = &trace {
         let _ = t.emit(
             model_revision::PLAN_REVISION,
-            match &result {
-                Ok(Outcome::Applied { revision, changes })
-                | Ok(Outcome::AwaitingApproval {
-                    revision, changes, ..
-                }) => json!({
-                    "revision": revision,
-                    "revised_by": if model.is_some() { "model" } else { "offline_edits" },
-                    "changes": changes,
-                    "awaiting_approval": matches!(result, Ok(Outcome::AwaitingApproval { .. })),
-                }),
-                Err(e) => json!({
-                    "revised_by": if model.is_some() { "model" } else { "offline_edits" },
-                    "error": e.to_string(),
-                    "reason_code": e.code(),
-                }),
-            },
+            revise::revision_event(
+                &result,
+                if model.is_some() {
+                    "model"
+                } else {
+                    "offline_edits"
+                },
+            ),
         );
     }
     // Report on the issue when the run reports there (or --comment).
