@@ -314,6 +314,11 @@ pub fn revise(
         approval_needed,
         Utc::now(),
     );
+    let revised_by = if model.is_some() {
+        "model"
+    } else {
+        "offline_edits"
+    };
     if let Some(t) = &trace {
         let _ = t.emit(
             model_revision::PLAN_REVISION,
@@ -323,12 +328,12 @@ pub fn revise(
                     revision, changes, ..
                 }) => json!({
                     "revision": revision,
-                    "revised_by": if model.is_some() { "model" } else { "offline_edits" },
+                    "revised_by": revised_by,
                     "changes": changes,
                     "awaiting_approval": matches!(result, Ok(Outcome::AwaitingApproval { .. })),
                 }),
                 Err(e) => json!({
-                    "revised_by": if model.is_some() { "model" } else { "offline_edits" },
+                    "revised_by": revised_by,
                     "error": e.to_string(),
                     "reason_code": e.code(),
                 }),
@@ -385,10 +390,19 @@ pub fn revise(
                     "revision_attempts": revision,
                     "changes": changes,
                     "feedback_sources": feedback.iter().map(|f| f.source.as_str()).collect::<Vec<_>>(),
+                    "revised_by": revised_by,
                     "approval_timeout": waiting,
                 }));
             } else {
-                output::line(&format!("Revision {revision} of {}:", run_dir.display()));
+                output::line(&format!(
+                    "Revision {revision} of {} ({}):",
+                    run_dir.display(),
+                    if model.is_some() {
+                        "written by the model"
+                    } else {
+                        "explicit edits"
+                    }
+                ));
                 for c in &changes {
                     output::line(&format!("  {c}"));
                 }
