@@ -620,7 +620,7 @@ fn python_commands(
             args.push("-r".into());
             args.push(q(f));
         }
-        let dev = explicit_dev_requirements(e);
+        let dev = explicit_dev_requirements(e, &[]);
         if project {
             let extras = test_groups(e, true);
             let target = if extras.is_empty() {
@@ -636,6 +636,24 @@ fn python_commands(
             let mut editable = args.clone();
             editable.push("-e".into());
             editable.push(q(&target));
+            // PEP 735 groups by name when the installer knows `--group` (pip ≥ 25.1,
+            // uv): it resolves `include-group` and environment markers itself. An
+            // older installer refuses the option: the explicit list is the next rung.
+            let groups: Vec<String> = e
+                .dependency_groups
+                .iter()
+                .filter(|g| is_test_group(g))
+                .cloned()
+                .collect();
+            let grouped = (!groups.is_empty()).then(|| {
+                let mut with_groups = editable.clone();
+                for g in &groups {
+                    with_groups.push("--group".into());
+                    with_groups.push(q(g));
+                }
+                with_groups.extend(explicit_dev_requirements(e, &groups));
+                at(format!("{installer} {}", with_groups.join(" ")))
+            });
             editable.extend(dev.iter().cloned());
             let line = at(format!("{installer} {}", editable.join(" ")));
             // §9.2.2 without a model: when the editable install fails (flat layout,
@@ -650,7 +668,13 @@ fn python_commands(
             }
             rung.push(at(importable_from_source(&py_bin)));
             c.fallbacks.insert(line.clone(), rung);
-            c.setup.push(line);
+            match grouped {
+                Some(first) => {
+                    c.fallbacks.insert(first.clone(), vec![line]);
+                    c.setup.push(first);
+                }
+                None => c.setup.push(line),
+            }
             args.clear();
         } else if has("Pipfile") {
             // No pipenv here: install what the Pipfile declares.
@@ -690,16 +714,15 @@ fn python_commands(
             true,
         );
     }
-    for d in e.prod_dependencies().take(3) {
-        let m = analyzer::import_name(&d.name);
-        c.verify(
-            at(format!(
-                "{py_bin} -c {}",
-                dq(&format!("import {m}; print('OK')"))
-            )),
-            Some("OK".into()),
-            false,
-        );
+    // Installed, not importable by a guessed name: a distribution's import name
+    // often differs (`py-cpuinfo` → `cpuinfo`, stub-only `types-*` have none).
+    for d in installed_runtime_dependencies(e).take(3) {
+        let show = if uv {
+            format!("uv pip show --python {py_bin} {}", d.name)
+        } else {
+            format!("{py_bin} -m pip show {}", d.name)
+        };
+        c.verify(at(show), Some("Name: ".into()), false);
     }
     if e.dependencies
         .iter()
@@ -724,6 +747,25 @@ fn python_commands(
             false,
         );
     }
+}
+
+/// The runtime dependencies that the setup commands install: declared by the
+/// project's own manifest or by a requirements file of its directory (or its
+/// `requirements/`), not those of a benchmark or docs folder; names that are
+/// safe as a shell word.
+fn installed_runtime_dependencies(e: &Ecosystem) -> impl Iterator<Item = &analyzer::Dependency> {
+    e.prod_dependencies().filter(move |d| {
+        let installed = if d.source.ends_with(".txt") {
+            analyzer_dir_of(&d.source, e)
+        } else {
+            !rel_in(e, &d.source).contains('/')
+        };
+        installed
+            && !d.name.is_empty()
+            && d.name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+    })
 }
 
 /// A dependency group or extra that the tests need (`test`, `tests`,
@@ -755,7 +797,7 @@ fn test_groups(e: &Ecosystem, extras: bool) -> Vec<String> {
 /// project's tool (uv, poetry, pdm) is absent: `tests_require`, PEP 735
 /// dependency groups, poetry's dev dependencies and groups, pdm and uv dev
 /// dependencies, Pipfile dev packages. PEP 508 strings, quoted for the shell.
-fn explicit_dev_requirements(e: &Ecosystem) -> Vec<String> {
+fn explicit_dev_requirements(e: &Ecosystem, named_groups: &[String]) -> Vec<String> {
     let own = e
         .package_name
         .as_deref()
@@ -767,6 +809,12 @@ fn explicit_dev_requirements(e: &Ecosystem) -> Vec<String> {
         .filter(|d| d.kind == DependencyKind::Dev && !d.optional)
         .filter(|d| !d.source.ends_with(".txt"))
         .filter(|d| d.group.as_deref().is_none_or(is_test_group))
+        // Groups asked for with `--group` (PEP 735, this directory's pyproject.toml).
+        .filter(|d| {
+            !(d.group.as_ref().is_some_and(|g| named_groups.contains(g))
+                && !rel_in(e, &d.source).contains('/')
+                && d.source.ends_with("pyproject.toml"))
+        })
         .filter(|d| own.as_deref() != Some(d.name.to_ascii_lowercase().replace('_', "-").as_str()))
         .collect::<Vec<_>>()
         .pipe_requirements(&mut seen);

@@ -154,6 +154,10 @@ pub struct Ecosystem {
     /// Directories of nested roots merged into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<String>,
+    /// PEP 735 `[dependency-groups]` declared by the `pyproject.toml` of `dir`
+    /// itself (what `pip install --group` / `uv sync --group` can name there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependency_groups: Vec<String>,
 }
 
 impl Ecosystem {
@@ -172,6 +176,7 @@ impl Ecosystem {
             package_name: None,
             test_command: None,
             members: Vec::new(),
+            dependency_groups: Vec::new(),
         }
     }
 

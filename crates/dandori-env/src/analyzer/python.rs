@@ -193,6 +193,9 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                     }
                 }
                 if let Some(groups) = doc.get("dependency-groups").and_then(|v| v.as_table()) {
+                    if super::parent_dir(rel) == e.dir {
+                        e.dependency_groups.extend(groups.keys().cloned());
+                    }
                     for group in groups.keys() {
                         // PEP 735 `{include-group = "…"}` entries are expanded.
                         let list = toml::Value::Array(expand_group(groups, group, &mut Vec::new()));
