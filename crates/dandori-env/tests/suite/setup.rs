@@ -324,3 +324,40 @@ fn regenerated_json_is_parsed_from_model_text() {
         .to_string();
     assert!(e.contains("no JSON"), "{e}");
 }
+
+/// A checkout without its git submodule: the environment is complete, but the
+/// tests that read the submodule cannot pass. Setup says so with a reason code
+/// (partial success) instead of leaving the tests to fail unexplained.
+#[test]
+fn a_submodule_missing_from_the_checkout_is_reported() {
+    require_tool("npm");
+    let repo = copy_fixture("real_node");
+    std::fs::write(
+        repo.path().join(".gitmodules"),
+        "[submodule \"spec\"]\n\tpath = tests/spec-data\n\turl = https://example.invalid/spec.git\n\
+         [submodule \"outside\"]\n\tpath = ../escape\n\turl = https://example.invalid/x.git\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(repo.path().join("tests/spec-data")).unwrap();
+    let sel = select_environment_with(&analysis(repo.path()), None, &tools());
+    let out = setup::run(&sel, &SetupOptions::new(repo.path())).unwrap();
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::PartialSuccess,
+        "{out:#?}"
+    );
+    let warning = out
+        .setup_result
+        .warnings
+        .iter()
+        .find(|w| w.starts_with(records::ENV_SUBMODULE_MISSING))
+        .unwrap_or_else(|| panic!("{:#?}", out.setup_result.warnings));
+    assert!(warning.contains("`tests/spec-data`"), "{warning}");
+    assert!(!warning.contains("escape"), "{warning}");
+    // Checked out: a plain success.
+    std::fs::write(repo.path().join("tests/spec-data/case.json"), "{}\n").unwrap();
+    let mut opts = SetupOptions::new(repo.path());
+    opts.force = true;
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
+}
