@@ -470,6 +470,9 @@ fn runtime_pattern(e: &Ecosystem, prefix: &str, parts: usize) -> Option<String> 
         // The go directive is a minimum; so is `toolchain` for a newer local Go.
         GO => true,
         JAVA => src != ".java-version" && src != ".sdkmanrc",
+        // `engines.node` is a range npm only warns about; `.nvmrc` and
+        // `volta.node` are pins.
+        NODE => src.ends_with("engines.node"),
         _ => false,
     };
     if minimum {
@@ -1083,11 +1086,7 @@ fn node_commands(
         c.fallbacks.insert(at(install.clone()), vec![at(a)]);
     }
     c.setup.push(at(install));
-    let pat = e
-        .runtime_version
-        .as_ref()
-        .and_then(|v| version_pattern("^v", &v.value, 1))
-        .unwrap_or_else(|| r"^v\d+\.".to_string());
+    let pat = runtime_pattern(e, "^v", 1).unwrap_or_else(|| r"^v\d+\.".to_string());
     c.verify("node --version".into(), Some(pat), true);
     c.verify(at(list), None, true);
     if let Some(pkg) = e.prod_dependencies().next() {

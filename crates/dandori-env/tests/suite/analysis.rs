@@ -334,3 +334,52 @@ fn pep735_include_group_entries_are_expanded() {
         .collect();
     assert_eq!(looped, vec!["hypothesis"], "a cycle contributes nothing");
 }
+
+/// The runtime check of a project: `(command, expected pattern)`.
+fn runtime_check(files: &[(&str, &str)], command: &str) -> regex::Regex {
+    let dir = tempfile::tempdir().unwrap();
+    for (p, text) in files {
+        std::fs::write(dir.path().join(p), text).unwrap();
+    }
+    let a = analyze(dir.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["npm", "cargo"]));
+    let pat = sel
+        .expected_results
+        .get(command)
+        .unwrap_or_else(|| panic!("{command}: {:#?}", sel.expected_results));
+    regex::Regex::new(pat).unwrap()
+}
+
+/// Minimums are minimums (`engines.node`, `rust-version`); only pins are pins
+/// (`.nvmrc`, `volta.node`).
+#[test]
+fn minimum_versions_accept_newer_runtimes_and_pins_do_not() {
+    let engines = runtime_check(
+        &[(
+            "package.json",
+            r#"{"name": "x", "engines": {"node": "14"}}"#,
+        )],
+        "node --version",
+    );
+    assert!(engines.is_match("v20.11.1"), "{engines}");
+    assert!(engines.is_match("v14.0.0"), "{engines}");
+    assert!(!engines.is_match("v12.22.0"), "{engines}");
+    let nvmrc = runtime_check(
+        &[("package.json", r#"{"name": "x"}"#), (".nvmrc", "14\n")],
+        "node --version",
+    );
+    assert!(nvmrc.is_match("v14.21.3"), "{nvmrc}");
+    assert!(!nvmrc.is_match("v20.11.1"), "{nvmrc}");
+    let rust = runtime_check(
+        &[(
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\nrust-version = \"1.68\"\n",
+        )],
+        "rustc --version",
+    );
+    assert!(
+        rust.is_match("rustc 1.95.0 (59807616e 2026-04-14)"),
+        "{rust}"
+    );
+    assert!(!rust.is_match("rustc 1.60.0"), "{rust}");
+}
