@@ -1021,10 +1021,19 @@ fn node_commands(
         let via_corepack =
             corepack.then(|| format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}"));
         let classic = pm == "yarn" && !berry;
-        let npx = format!(
-            "npx --yes {pm}@{}",
-            pinned.unwrap_or(if classic { "1" } else { "latest" })
-        );
+        let npx = if pm == "yarn" && berry {
+            // The `yarn` package on npm is yarn 1; later releases are published as
+            // `@yarnpkg/cli-dist`.
+            format!(
+                "npx --yes -p @yarnpkg/cli-dist@{} yarn",
+                pinned.unwrap_or("latest")
+            )
+        } else {
+            format!(
+                "npx --yes {pm}@{}",
+                pinned.unwrap_or(if classic { "1" } else { "latest" })
+            )
+        };
         if pm == "yarn" && berry {
             match (via_corepack, direct) {
                 (Some(c), d) => (c, d),

@@ -392,3 +392,62 @@ fn pinned_pnpm_is_bootstrapped_without_corepack() {
         "pnpm install",
     );
 }
+
+/// yarn ≥ 2 pinned by `packageManager`, no release in the repository and no
+/// corepack that can fetch one: the release comes from npm into the tool cache,
+/// and the cache's `yarn` runs it for this project (yarn 1 elsewhere).
+#[test]
+fn pinned_yarn_berry_is_bootstrapped_without_corepack() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        &[
+            (
+                "package.json",
+                "{\"name\": \"demo\", \"version\": \"1.0.0\", \"private\": true, \"packageManager\": \"yarn@4.5.1\"}\n",
+            ),
+            (".yarnrc.yml", "nodeLinker: node-modules\n"),
+        ],
+    );
+    let env = env_with_cache(cache.path(), true);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let lines = RefCell::new(Vec::new());
+    let say = |s: &str| lines.borrow_mut().push(s.to_string());
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    assert!(
+        cache
+            .path()
+            .join("@yarnpkg_cli-dist@4.5.1/node_modules/@yarnpkg/cli-dist/bin/yarn.js")
+            .is_file(),
+        "{:?}",
+        lines.borrow()
+    );
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = tools::with_tools_on_path(&env);
+    // corepack, when present, cannot reach its download host everywhere: no long waits.
+    opts.backoff_base = std::time::Duration::from_millis(10);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert!(
+        matches!(
+            out.overall_status,
+            OverallStatus::Success | OverallStatus::PartialSuccess
+        ),
+        "{:#?}",
+        out.setup_result
+    );
+    let act = activation::env_for_with(repo.path(), &env);
+    let (ok, text) = run_in(repo.path(), &act, "yarn", &["--version"]);
+    assert!(
+        ok && text.trim() == "4.5.1",
+        "the pinned release runs: {text}"
+    );
+    // A project without the pin gets the cache's yarn 1.
+    let other = tempfile::tempdir().unwrap();
+    write(other.path(), &[("package.json", "{\"name\": \"o\"}\n")]);
+    let (ok, text) = run_in(other.path(), &act, "yarn", &["--version"]);
+    assert!(
+        ok && text.trim().starts_with("1."),
+        "yarn 1 elsewhere: {text}"
+    );
+}
