@@ -763,7 +763,9 @@ fn installed_runtime_dependencies(e: &Ecosystem) -> impl Iterator<Item = &analyz
         } else {
             !rel_in(e, &d.source).contains('/')
         };
+        // Behind an environment marker: maybe not for this Python.
         installed
+            && d.marker.is_none()
             && !d.name.is_empty()
             && d.name
                 .chars()
@@ -887,6 +889,14 @@ impl Requirements for Vec<&analyzer::Dependency> {
 /// One dependency as a PEP 508 requirement; poetry constraints (`^1.2`,
 /// `~1.2`, `1.2.3`) are translated, git and path sources skipped.
 fn pep508(d: &analyzer::Dependency) -> Option<String> {
+    let req = pep508_without_marker(d)?;
+    Some(match d.marker.as_deref() {
+        Some(m) => format!("{req}; {m}"),
+        None => req,
+    })
+}
+
+fn pep508_without_marker(d: &analyzer::Dependency) -> Option<String> {
     let Some(spec) = d.version_spec.as_deref().map(str::trim) else {
         return Some(d.name.clone());
     };

@@ -110,6 +110,10 @@ pub struct Dependency {
     pub group: Option<String>,
     /// The file that declares it.
     pub source: String,
+    /// The PEP 508 environment marker it is installed under (`python_version <
+    /// "3.8"`; poetry's `python` / `markers` translated): not installed everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
 }
 
 /// A required runtime version and where it comes from.

@@ -45,6 +45,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
                                     || (field == "peerDependencies" && peer_optional(name)),
                                 group: None,
                                 source: rel.clone(),
+                                marker: None,
                             });
                         }
                     }
