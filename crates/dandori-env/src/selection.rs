@@ -1059,7 +1059,7 @@ fn node_commands(
         }
     };
     let mut alt: Option<String> = None;
-    let (install, list) = match e.package_manager.as_str() {
+    let (install, list, run) = match e.package_manager.as_str() {
         "pnpm" => {
             let (r, a) = runner("pnpm");
             alt = a;
@@ -1072,6 +1072,7 @@ fn node_commands(
             (
                 format!("{r} install{frozen}"),
                 format!("{r} list --depth 0"),
+                format!("{r} run"),
             )
         }
         "yarn" => {
@@ -1082,7 +1083,11 @@ fn node_commands(
                 (true, false) => " --frozen-lockfile",
             };
             alt = a.map(|a| format!("{a} install{frozen}"));
-            (format!("{r} install{frozen}"), format!("{r} --version"))
+            (
+                format!("{r} install{frozen}"),
+                format!("{r} --version"),
+                format!("{r} run"),
+            )
         }
         "bun" => {
             let frozen = if lock(&["bun.lockb", "bun.lock"]) {
@@ -1090,7 +1095,11 @@ fn node_commands(
             } else {
                 ""
             };
-            (format!("bun install{frozen}"), "bun --version".to_string())
+            (
+                format!("bun install{frozen}"),
+                "bun --version".to_string(),
+                "bun run".to_string(),
+            )
         }
         _ => {
             let install = if lock(&["package-lock.json", "npm-shrinkwrap.json"]) {
@@ -1098,13 +1107,22 @@ fn node_commands(
             } else {
                 "npm install --no-audit --no-fund"
             };
-            (install.to_string(), "npm ls --depth=0".to_string())
+            (
+                install.to_string(),
+                "npm ls --depth=0".to_string(),
+                "npm run".to_string(),
+            )
         }
     };
     if let Some(a) = alt {
         c.fallbacks.insert(at(install.clone()), vec![at(a)]);
     }
     c.setup.push(at(install));
+    if e.needs_build {
+        // The package's own entry points come from its build script and are not
+        // in the checkout: tests that import the package by name need them.
+        c.setup.push(at(format!("{run} build")));
+    }
     let pat = runtime_pattern(e, "^v", 1).unwrap_or_else(|| r"^v\d+\.".to_string());
     c.verify("node --version".into(), Some(pat), true);
     c.verify(at(list), None, true);

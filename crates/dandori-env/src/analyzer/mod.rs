@@ -162,6 +162,11 @@ pub struct Ecosystem {
     /// itself (what `pip install --group` / `uv sync --group` can name there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dependency_groups: Vec<String>,
+    /// Node: the package's own entry points (`main`, `module`, `exports`) are all
+    /// missing from the checkout and a `build` script exists: setup builds it,
+    /// since tests that import the package by name need them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_build: bool,
 }
 
 impl Ecosystem {
@@ -181,6 +186,7 @@ impl Ecosystem {
             test_command: None,
             members: Vec::new(),
             dependency_groups: Vec::new(),
+            needs_build: false,
         }
     }
 
@@ -375,6 +381,11 @@ impl Reader<'_> {
     }
 
     /// The first `n` bytes, whatever the file's size (lock file headers).
+    /// Whether `rel` exists in the repository.
+    pub(crate) fn exists(&self, rel: &str) -> bool {
+        self.root.join(rel).exists()
+    }
+
     pub(crate) fn head(&mut self, rel: &str, n: usize) -> Option<String> {
         use std::io::Read;
         let mut f = std::fs::File::open(self.root.join(rel)).ok()?;
@@ -560,7 +571,7 @@ fn analyze_inner(root: &Path, paths: &[String], config: &AnalysisConfig) -> Envi
             match e.name.as_str() {
                 PYTHON => python::analyze(&mut e, &mut reader, &all_paths),
                 MINIFORGE => python::analyze_conda(&mut e, &mut reader),
-                NODE => node::analyze(&mut e, &mut reader),
+                NODE => node::analyze(&mut e, &mut reader, &all_paths),
                 JAVA => java::analyze(&mut e, &mut reader),
                 GO => go::analyze(&mut e, &mut reader),
                 RUST => rust::analyze(&mut e, &mut reader),

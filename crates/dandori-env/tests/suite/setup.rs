@@ -361,3 +361,70 @@ fn a_submodule_missing_from_the_checkout_is_reported() {
     let out = setup::run(&sel, &opts).unwrap();
     assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
 }
+
+/// A package whose tests import it by its own name while its entry points come
+/// from its build script (not in the checkout): setup builds it, the tests run.
+/// Tests that import the sources get no build step.
+#[test]
+fn a_package_whose_tests_import_its_built_entry_points_is_built() {
+    require_tool("npm");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |p: &str, text: &str| {
+        let path = dir.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "package.json",
+        r#"{"name": "selfy", "version": "1.0.0", "exports": {".": "./dist/index.js"},
+            "scripts": {"build": "node build.js", "test": "node --test test/"}}"#,
+    );
+    write(
+        "build.js",
+        "const fs = require('fs');\nfs.mkdirSync('dist', {recursive: true});\nfs.writeFileSync('dist/index.js', 'module.exports = 42;\\n');\n",
+    );
+    write(".gitignore", "dist/\nnode_modules/\n");
+    write(
+        "test/self.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('self', () => assert.strictEqual(require('selfy'), 42));\n",
+    );
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "i",
+        ],
+    ] {
+        assert!(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let sel = select_environment_with(&analysis(dir.path()), None, &tools());
+    assert_eq!(
+        sel.setup_commands,
+        vec!["npm install --no-audit --no-fund", "npm run build"]
+    );
+    let out = setup::run(&sel, &SetupOptions::new(dir.path())).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
+    let env = activation::env_for(dir.path());
+    let o = run_command(&CommandSpec::program("npm", ["test"], dir.path()).env(env)).unwrap();
+    assert!(o.success(), "{o:?}");
+    // Tests of the sources: nothing to build.
+    write(
+        "test/self.test.js",
+        "const test = require('node:test');\ntest('src', () => require('../build.js'));\n",
+    );
+    let sel = select_environment_with(&analysis(dir.path()), None, &tools());
+    assert_eq!(sel.setup_commands, vec!["npm install --no-audit --no-fund"]);
+}
