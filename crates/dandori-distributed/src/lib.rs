@@ -18,6 +18,7 @@ pub mod error;
 pub mod protocol;
 pub mod refs;
 pub mod worker;
+pub mod workflow;
 
 pub use engine::{EngineOptions, RestateEngine};
 pub use error::DistributedError;

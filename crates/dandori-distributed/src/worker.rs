@@ -114,9 +114,16 @@ pub async fn serve(listener: tokio::net::TcpListener, opts: WorkerOptions) {
             .retry_policy_max_interval(Duration::from_secs(5))
             .retry_policy_max_attempts(5000),
     );
-    HttpServer::new(Endpoint::builder().bind(service).build())
-        .serve(listener)
-        .await;
+    // The run workflows are served by every worker too; a workflow waiting for
+    // its steps' calls is suspended by Restate, holding no worker.
+    HttpServer::new(
+        Endpoint::builder()
+            .bind(service)
+            .bind(crate::workflow::DandoriRun)
+            .build(),
+    )
+    .serve(listener)
+    .await;
 }
 
 impl Worker {

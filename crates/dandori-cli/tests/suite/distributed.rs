@@ -464,12 +464,8 @@ fn started(ctl: &Path, step: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
-    let s = setup();
-    let all: Vec<String> = (1..=12).map(|i| format!("S{i:02}")).collect();
-
-    // The reference: the same plan and agent on the local engine.
+/// The reference: the plan of run-7 and the scripted agent on the local engine.
+fn local_reference(s: &Setup) -> PathBuf {
     let local = s.checkout("local", &plan("run-7", twelve_steps()));
     let ctl_local = s.root.join("ctl-local");
     std::fs::create_dir_all(&ctl_local).unwrap();
@@ -494,6 +490,105 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
         "local run: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    local
+}
+
+/// Every step of run-7 done exactly once (one proof commit per step on the work
+/// branch, one ref each on the remote), the work branch the same as the local
+/// run's commit for commit, report.md and status complete.
+fn same_outcome_as_local(s: &Setup, repo: &Path, local: &Path) {
+    let all: Vec<String> = (1..=12).map(|i| format!("S{i:02}")).collect();
+    let branch = "dandori/RQ-7/run-7";
+    assert_eq!(step_trailers(repo, branch), all);
+    let refs = git(
+        &s.remote,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/dandori/runs/run-7/steps",
+        ],
+    );
+    let refs: Vec<&str> = refs.lines().collect();
+    assert_eq!(
+        refs,
+        all.iter()
+            .map(|id| format!("refs/dandori/runs/run-7/steps/{id}"))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(history(repo, branch), history(local, branch));
+    let report = std::fs::read_to_string(repo.join(RUN_DIR).join("report.md")).unwrap();
+    for id in &all {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {id} |")))
+            .unwrap_or_else(|| panic!("report.md has no row for {id}:\n{report}"));
+        assert!(row.contains("| done |"), "{row}");
+    }
+    assert!(report.contains("**Executor:** restate"), "{report}");
+    let status = s.dandori(repo, &["status", RUN_DIR]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("12/12 steps done"), "{status}");
+}
+
+/// `dandori run RUN_DIR --engine restate` on `server`, registering `worker`;
+/// stdout piped, stderr to `log`.
+fn restate_run(s: &Setup, repo: &Path, server: &Server, worker: &str, log: &Path) -> Child {
+    s.dandori(
+        repo,
+        &[
+            "run",
+            RUN_DIR,
+            "--engine",
+            "restate",
+            "--restate-url",
+            &server.ingress_url(),
+            "--restate-admin-url",
+            &server.admin_url(),
+            "--register-worker",
+            worker,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(log).unwrap())
+    .spawn()
+    .unwrap()
+}
+
+/// Waits for `child` (a run or resume, up to 4 minutes) and asserts it completed
+/// every step; its stderr (`log`).
+fn completes(child: &mut Child, log: &Path) -> String {
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "the distributed run did not end: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{stdout}\n{log}");
+    assert!(
+        stdout.contains("completed: All steps are done."),
+        "{stdout}"
+    );
+    log
+}
+
+#[test]
+fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
+    let s = setup();
+    let local = local_reference(&s);
 
     // The server, three workers behind one address, the distributed run.
     let mut server = Server::start(&s.root.join("restate"));
@@ -506,26 +601,13 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
     let front = balancer(Arc::new(Mutex::new(ports)));
     let repo = s.checkout("repo", &plan("run-7", twelve_steps()));
     let run_log = s.root.join("run.log");
-    let mut run = s
-        .dandori(
-            &repo,
-            &[
-                "run",
-                RUN_DIR,
-                "--engine",
-                "restate",
-                "--restate-url",
-                &server.ingress_url(),
-                "--restate-admin-url",
-                &server.admin_url(),
-                "--register-worker",
-                &format!("http://127.0.0.1:{front}"),
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&run_log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut run = restate_run(
+        &s,
+        &repo,
+        &server,
+        &format!("http://127.0.0.1:{front}"),
+        &run_log,
+    );
 
     // SIGKILL the worker running S06, in the middle of the step (and its agent).
     wait_for("S06 to start", Duration::from_secs(120), || {
@@ -563,30 +645,7 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
     server.spawn();
     std::fs::write(ctl.join("release.S10"), "").unwrap();
 
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = run.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "the distributed run did not end: {}",
-            std::fs::read_to_string(&run_log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let mut stdout = String::new();
-    run.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let log = std::fs::read_to_string(&run_log).unwrap_or_default();
-    assert_eq!(status.code(), Some(0), "run: {stdout}\n{log}");
-    assert!(
-        stdout.contains("completed: All steps are done."),
-        "{stdout}"
-    );
+    let log = completes(&mut run, &run_log);
 
     // S06 ran again after its worker died, on another worker; S10's server
     // restart did not lose it.
@@ -597,45 +656,78 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
         "S06 ran again on the killed worker: {s06:?}"
     );
     assert!(log.contains("S10: restate unreachable"), "{log}");
-
-    // Exactly once: one proof commit per step on the work branch, one ref each on
-    // the remote.
-    let branch = "dandori/RQ-7/run-7";
-    assert_eq!(step_trailers(&repo, branch), all);
-    let refs = git(
-        &s.remote,
-        &[
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/dandori/runs/run-7/steps",
-        ],
-    );
-    let refs: Vec<&str> = refs.lines().collect();
-    assert_eq!(
-        refs,
-        all.iter()
-            .map(|id| format!("refs/dandori/runs/run-7/steps/{id}"))
-            .collect::<Vec<_>>()
+    // The run's scheduling was its workflow's, keyed by the run id.
+    assert!(
+        log.contains("restate: started the run's workflow DandoriRun/run-7"),
+        "{log}"
     );
 
-    // The same work branch as the local run, commit for commit.
-    assert_eq!(history(&repo, branch), history(&local, branch));
-
-    // report.md and status are complete.
-    let report = std::fs::read_to_string(repo.join(RUN_DIR).join("report.md")).unwrap();
-    for id in &all {
-        let row = report
-            .lines()
-            .find(|l| l.starts_with(&format!("| {id} |")))
-            .unwrap_or_else(|| panic!("report.md has no row for {id}:\n{report}"));
-        assert!(row.contains("| done |"), "{row}");
-    }
-    assert!(report.contains("**Executor:** restate"), "{report}");
-    let status = s.dandori(&repo, &["status", RUN_DIR]).output().unwrap();
-    let status = String::from_utf8_lossy(&status.stdout);
-    assert!(status.contains("12/12 steps done"), "{status}");
+    same_outcome_as_local(&s, &repo, &local);
 
     for (_, mut w) in workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+}
+
+/// The coordinator (`dandori run`) is SIGKILLed while S06 runs. Without it the
+/// run's workflow goes on: S06 ends, the third group runs. `dandori resume`
+/// (no engine flags: stage.json records the engine and the workflow) attaches to
+/// the same workflow, and the run ends as a local one does, no step run twice.
+#[test]
+fn a_killed_coordinator_resumes_on_the_same_workflow_and_no_step_runs_twice() {
+    let s = setup();
+    let local = local_reference(&s);
+    let server = Server::start(&s.root.join("restate"));
+    let ctl = s.root.join("ctl");
+    std::fs::create_dir_all(&ctl).unwrap();
+    std::fs::write(ctl.join("hold.S06"), "").unwrap();
+    std::fs::write(ctl.join("hold.S12"), "").unwrap();
+    let (mut workers, ports) = s.workers(1..=2, &agent(&ctl));
+    let repo = s.checkout("repo", &plan("run-7", twelve_steps()));
+    let run_log = s.root.join("run.log");
+    let mut run = restate_run(
+        &s,
+        &repo,
+        &server,
+        &format!("http://127.0.0.1:{}", ports[0]),
+        &run_log,
+    );
+    wait_for("S06 to start", Duration::from_secs(120), || {
+        ctl.join("reached.S06").exists()
+    });
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    // Nobody coordinates: the workflow still runs S06 to its end and starts the
+    // steps that build on it.
+    std::fs::write(ctl.join("release.S06"), "").unwrap();
+    wait_for(
+        "S12 to start without a coordinator",
+        Duration::from_secs(120),
+        || ctl.join("reached.S12").exists(),
+    );
+
+    let resume_log = s.root.join("resume.log");
+    let mut resume = s
+        .dandori(&repo, &["resume", RUN_DIR])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&resume_log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("resume to attach", Duration::from_secs(120), || {
+        std::fs::read_to_string(&resume_log)
+            .unwrap_or_default()
+            .contains("attached to the run's workflow DandoriRun/run-7")
+    });
+    std::fs::write(ctl.join("release.S12"), "").unwrap();
+    completes(&mut resume, &resume_log);
+    for i in 1..=12 {
+        let id = format!("S{i:02}");
+        assert_eq!(started(&ctl, &id).len(), 1, "{id} ran more than once");
+    }
+    same_outcome_as_local(&s, &repo, &local);
+    for (_, w) in &mut workers {
         let _ = w.kill();
         let _ = w.wait();
     }
