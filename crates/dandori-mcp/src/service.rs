@@ -174,6 +174,7 @@ impl Service {
             ),
             "runs" => self.runs(args),
             "env_detect" => self.env_detect(args),
+            "env_setup" => self.env_setup(args),
             "locate" => self.locate(args),
             "trace" => self.trace(args),
             other => Err(McpError::invalid(
@@ -630,6 +631,42 @@ impl Service {
         Ok(json!({
             "selected": selected,
             "ecosystems": analysis.ecosystem_names(),
+        }))
+    }
+
+    /// The environment sub-phase of a planned run, as `dandori run` does it before
+    /// the first step (same policy, sandbox and records under
+    /// `<run>/environment/`); the run reuses the result when its fingerprint holds.
+    fn env_setup(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        if self.board(&run_dir).is_some_and(|b| b.ended().is_none()) {
+            return Err(McpError::path(
+                reason::RUN_ACTIVE,
+                &run_dir,
+                "the run is executing; its environment was prepared when it started",
+            ));
+        }
+        let repo = dandori_fs::canonicalize(self.run_repo(args, &run_dir)?)?;
+        let loaded = self.load(&repo)?;
+        let Some(phase) = self.opts.host.environment(&loaded.config) else {
+            return Err(McpError::invalid(
+                reason::ENVIRONMENT_FAILED,
+                "this server has no environment phase",
+            ));
+        };
+        let r = phase
+            .prepare(&repo, &run_dir)
+            .map_err(|e| McpError::path(reason::ENVIRONMENT_FAILED, &run_dir, e))?;
+        // As the runner does: the masked summary the step prompts carry.
+        let summary = dandori_runner::environment::summary_path(&run_dir);
+        let masker = dandori_runner::coordinator::masker_for(&loaded.config, &self.opts.base_env);
+        dandori_fs::write_atomic(&summary, masker.mask_str(&r.summary))?;
+        Ok(json!({
+            "status": r.status,
+            "message": r.message,
+            "setup_record": r.setup_record.as_deref().map(file_uri),
+            "summary": file_uri(&summary),
+            "details": r.details,
         }))
     }
 

@@ -16,7 +16,7 @@ pub enum ToolSet {
     /// Core plus validation, graph, status, run listing, environment detection,
     /// file location.
     Standard,
-    /// Standard plus trace filtering.
+    /// Standard plus trace filtering and environment setup.
     All,
 }
 
@@ -163,6 +163,19 @@ const DEFS: &[Def] = &[
             )
         },
         output: || out(&["selected", "ecosystems"]),
+    },
+    Def {
+        name: "env_setup",
+        set: ToolSet::All,
+        read_only: false,
+        description: "Set up and verify a planned run's environment (sandboxed, as `dandori run` does first).",
+        input: || {
+            obj(
+                json!({"run_dir": run_dir(), "repo": {"type": "string"}}),
+                &["run_dir"],
+            )
+        },
+        output: || out(&["status", "message", "setup_record", "summary"]),
     },
     Def {
         name: "locate",

@@ -80,7 +80,7 @@ fn tool_sets_nest_and_the_core_set_stays_small() {
             "locate"
         ]
     );
-    assert_eq!(names(ToolSet::All).len(), 12);
+    assert_eq!(names(ToolSet::All).len(), 13);
     assert!(tools::schema_chars(ToolSet::Core) <= 4000);
     for t in tools::tools(ToolSet::All) {
         assert!(t.output_schema.is_some(), "{} has no output schema", t.name);
