@@ -15,6 +15,7 @@
 pub mod admin;
 pub mod engine;
 pub mod error;
+pub mod identity;
 pub mod protocol;
 pub mod refs;
 pub mod worker;

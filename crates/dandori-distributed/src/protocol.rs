@@ -85,6 +85,10 @@ pub struct WorkflowStep {
 /// deployment.
 pub const RESTATE_UNAVAILABLE: &str = "RESTATE_UNAVAILABLE";
 
+/// A worker's identity key (`--identity-key`, `DANDORI_RESTATE_IDENTITY_KEYS`) is
+/// not a Restate public key.
+pub const RESTATE_IDENTITY_INVALID: &str = "RESTATE_IDENTITY_INVALID";
+
 /// One step for a worker: enough to fetch its base from the remote and run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRequest {

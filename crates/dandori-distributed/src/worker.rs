@@ -38,6 +38,9 @@ pub struct WorkerOptions {
     /// The worker's environment: where its agent's credentials come from.
     pub base_env: BTreeMap<String, String>,
     pub progress: Option<Progress>,
+    /// Restate's request identity keys (`publickeyv1_…`): when any is given, only
+    /// requests signed by the matching server are answered (401 otherwise).
+    pub identity_keys: Vec<String>,
 }
 
 struct Worker {
@@ -86,8 +89,25 @@ impl DandoriStep {
     }
 }
 
-/// Serves the step handler on `listener` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, opts: WorkerOptions) {
+/// Serves the step handler and the run workflow on `listener` until the process
+/// ends. An identity key that is not a Restate public key is an error before
+/// anything is served.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    opts: WorkerOptions,
+) -> Result<(), DistributedError> {
+    let mut endpoint = Endpoint::builder();
+    if !opts.identity_keys.is_empty() {
+        crate::identity::install();
+    }
+    for k in &opts.identity_keys {
+        endpoint = endpoint
+            .identity_key(k)
+            .map_err(|e| DistributedError::Invalid {
+                reason_code: crate::protocol::RESTATE_IDENTITY_INVALID,
+                message: format!("identity key {k}: {e}"),
+            })?;
+    }
     let id = format!(
         "{}:{}",
         std::fs::read_to_string("/etc/hostname")
@@ -117,13 +137,14 @@ pub async fn serve(listener: tokio::net::TcpListener, opts: WorkerOptions) {
     // The run workflows are served by every worker too; a workflow waiting for
     // its steps' calls is suspended by Restate, holding no worker.
     HttpServer::new(
-        Endpoint::builder()
+        endpoint
             .bind(service)
             .bind(crate::workflow::DandoriRun)
             .build(),
     )
     .serve(listener)
     .await;
+    Ok(())
 }
 
 impl Worker {

@@ -79,10 +79,21 @@ struct Server {
     admin: u16,
     fabric: u16,
     child: Option<Child>,
+    /// The request identity private key the server signs its requests with.
+    identity: Option<PathBuf>,
 }
 
 impl Server {
     fn start(base: &Path) -> Server {
+        Server::with_identity(base, None)
+    }
+
+    /// A server that signs every request to a deployment with `pem`.
+    fn signing(base: &Path, pem: &Path) -> Server {
+        Server::with_identity(base, Some(pem.to_path_buf()))
+    }
+
+    fn with_identity(base: &Path, identity: Option<PathBuf>) -> Server {
         let mut s = Server {
             bin: restate_server(),
             base: base.to_path_buf(),
@@ -90,6 +101,7 @@ impl Server {
             admin: free_port(),
             fabric: free_port(),
             child: None,
+            identity,
         };
         s.spawn();
         s
@@ -101,7 +113,11 @@ impl Server {
             .append(true)
             .open(self.base.with_extension("log"))
             .unwrap();
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(pem) = &self.identity {
+            cmd.env("RESTATE_REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE", pem);
+        }
+        let child = cmd
             .arg("--base-dir")
             .arg(&self.base)
             .args(["--node-name", "n1"])
@@ -392,25 +408,31 @@ impl Setup {
     }
 
     fn worker(&self, name: &str, port: u16, agent_cmd: &str) -> Child {
+        let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
+        self.worker_command(name, port, agent_cmd, &[])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    /// `dandori worker` `name` in its own directory, on `port`, with `extra` flags.
+    fn worker_command(&self, name: &str, port: u16, agent_cmd: &str, extra: &[&str]) -> Command {
         let dir = self.root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
-        let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
-        self.dandori(
-            &dir,
-            &[
-                "worker",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--work-dir",
-                &dir.to_string_lossy(),
-                "--agent-cmd",
-                agent_cmd,
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap()
+        let listen = format!("127.0.0.1:{port}");
+        let work_dir = dir.to_string_lossy().into_owned();
+        let mut args = vec![
+            "worker",
+            "--listen",
+            &listen,
+            "--work-dir",
+            &work_dir,
+            "--agent-cmd",
+            agent_cmd,
+        ];
+        args.extend_from_slice(extra);
+        self.dandori(&dir, &args)
     }
 }
 
@@ -731,6 +753,117 @@ fn a_killed_coordinator_resumes_on_the_same_workflow_and_no_step_runs_twice() {
         let _ = w.kill();
         let _ = w.wait();
     }
+}
+
+/// A new Ed25519 key pair (openssl): the private key's PEM file and the public
+/// key as Restate writes it (`publickeyv1_` and the base58 of its 32 bytes).
+fn identity_key(dir: &Path, name: &str) -> (PathBuf, String) {
+    let pem = dir.join(format!("{name}.pem"));
+    let ok = Command::new("openssl")
+        .args(["genpkey", "-algorithm", "ed25519", "-out"])
+        .arg(&pem)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let der = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&pem)
+        .output()
+        .unwrap();
+    assert!(der.status.success());
+    let raw = &der.stdout[der.stdout.len() - 32..];
+    (
+        pem,
+        format!("publickeyv1_{}", bs58::encode(raw).into_string()),
+    )
+}
+
+/// Restate's request identity: a worker given the server's public key answers its
+/// signed requests (registration, the run's workflow and steps); a worker given
+/// another server's key refuses them (registration fails), and an unsigned request
+/// is refused (401).
+#[test]
+fn workers_answer_only_the_restate_server_of_their_identity_key() {
+    let s = setup();
+    let (pem, public) = identity_key(&s.root, "server");
+    let (_, other) = identity_key(&s.root, "other");
+    let server = Server::signing(&s.root.join("restate"), &pem);
+    let ctl = s.root.join("ctl");
+    std::fs::create_dir_all(&ctl).unwrap();
+    let agent_cmd = agent(&ctl);
+
+    // The worker of another server: registering it fails, the worker says so.
+    let out = s
+        .worker_command(
+            "w-other",
+            free_port(),
+            &agent_cmd,
+            &["--register", &server.admin_url()],
+        )
+        .env("DANDORI_RESTATE_IDENTITY_KEYS", &other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("registering"), "{err}");
+    assert!(err.contains("identity key"), "{err}");
+
+    // A bad key is refused before anything is served.
+    let out = s
+        .dandori(
+            &s.root,
+            &[
+                "worker",
+                "--listen",
+                "127.0.0.1:0",
+                "--identity-key",
+                "nope",
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("RESTATE_IDENTITY_INVALID"), "{err}");
+
+    // The server's own worker: unsigned requests are refused, the run goes through.
+    let port = free_port();
+    let mut worker = s
+        .worker_command("w1", port, &agent_cmd, &["--identity-key", &public])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the worker", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let unsigned = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--http2-prior-knowledge",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/discover"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&unsigned.stdout), "401");
+
+    let steps = vec![step("S01", &[]), step("S02", &["S01"])];
+    let repo = s.checkout("repo", &plan("run-7", steps));
+    let run_log = s.root.join("run.log");
+    let mut run = restate_run(
+        &s,
+        &repo,
+        &server,
+        &format!("http://127.0.0.1:{port}"),
+        &run_log,
+    );
+    completes(&mut run, &run_log);
+    let _ = worker.kill();
+    let _ = worker.wait();
 }
 
 /// What one batch of runs measured.
