@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::admin;
 use crate::error::DistributedError;
 use crate::protocol::{
-    OutcomeStatus, RESTATE_UNAVAILABLE, RunSpec, SERVICE, SpecStep, StepOutcome, WORKFLOW,
-    WorkflowState,
+    OutcomeStatus, RESTATE_UNAVAILABLE, RunSpec, SERVICE, SpecStep, StepFile, StepOutcome,
+    WORKFLOW, WorkflowState,
 };
 use crate::refs;
 
@@ -371,6 +371,7 @@ impl RestateEngine {
                 call.repo.rev_parse(c)?;
             }
         }
+        self.keep_files(&step_id, &outcome)?;
         if !outcome.worker.is_empty() {
             self.progress(&format!(
                 "{step_id}: ran on worker {}{}",
@@ -383,6 +384,24 @@ impl RestateEngine {
             ));
         }
         Ok(outcome.into_report(call.index, &step_id))
+    }
+
+    /// Writes the step's logs and patch from the worker into the run directory.
+    fn keep_files(&self, step_id: &str, outcome: &StepOutcome) -> Result<(), DistributedError> {
+        let paths = RunPaths::locate(&self.run_dir)?;
+        for f in &outcome.files {
+            if !StepFile::belongs_to(&f.path, step_id) {
+                return Err(DistributedError::Invalid {
+                    reason_code: dandori_runner::reason::RUN_DIR_INVALID,
+                    message: format!(
+                        "{step_id}: the worker returned a file outside the step's logs: {}",
+                        f.path
+                    ),
+                });
+            }
+            dandori_fs::write_atomic(paths.run_dir.join(&f.path), &f.text)?;
+        }
+        Ok(())
     }
 
     /// Tells the run's workflow to start no more steps (the coordinator ended or

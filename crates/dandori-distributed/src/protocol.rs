@@ -156,6 +156,39 @@ pub struct StepOutcome {
     /// and died before Restate recorded the result): it was not run again.
     #[serde(default)]
     pub recovered: bool,
+    /// The step's logs and patch as the worker wrote them (masked by the step
+    /// pipeline), for the coordinator's run directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<StepFile>,
+}
+
+/// One file of a step's run-directory output: `logs/step.<step>.<what>.log` or
+/// `patches/<step>.patch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFile {
+    pub path: String,
+    pub text: String,
+}
+
+/// The most of one step file that travels back (the head is kept).
+pub const STEP_FILE_LIMIT: usize = 256 * 1024;
+
+impl StepFile {
+    /// Whether `path` names a file of step `step_id`'s output (and nothing else:
+    /// no directory change, no other step's file).
+    pub fn belongs_to(path: &str, step_id: &str) -> bool {
+        let name_ok = |n: &str| {
+            !n.is_empty()
+                && !n.contains("..")
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        };
+        match path.split_once('/') {
+            Some(("logs", name)) => name_ok(name) && name.starts_with(&format!("step.{step_id}.")),
+            Some(("patches", name)) => name == format!("{step_id}.patch"),
+            _ => false,
+        }
+    }
 }
 
 impl StepOutcome {
@@ -179,6 +212,7 @@ impl StepOutcome {
             checks: Vec::new(),
             worker: worker.to_string(),
             recovered: false,
+            files: Vec::new(),
         }
     }
 
@@ -224,6 +258,7 @@ impl StepOutcome {
             checks: r.checks.iter().map(Check::trailer).collect(),
             worker: worker.to_string(),
             recovered: false,
+            files: Vec::new(),
         }
     }
 

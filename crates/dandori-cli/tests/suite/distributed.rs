@@ -518,7 +518,8 @@ fn local_reference(s: &Setup) -> PathBuf {
 /// Every step of run-7 done exactly once (one proof commit per step on the work
 /// branch, one ref each on the remote), the work branch the same as the local
 /// run's commit for commit, report.md and status complete.
-fn same_outcome_as_local(s: &Setup, repo: &Path, local: &Path) {
+/// `log`: the progress lines of the coordinator(s).
+fn same_outcome_as_local(s: &Setup, repo: &Path, local: &Path, log: &str) {
     let all: Vec<String> = (1..=12).map(|i| format!("S{i:02}")).collect();
     let branch = "dandori/RQ-7/run-7";
     assert_eq!(step_trailers(repo, branch), all);
@@ -547,6 +548,36 @@ fn same_outcome_as_local(s: &Setup, repo: &Path, local: &Path) {
         assert!(row.contains("| done |"), "{row}");
     }
     assert!(report.contains("**Executor:** restate"), "{report}");
+    // The steps' logs and patches came back from the workers: the run directory
+    // has the same files as the local run's.
+    let files = |repo: &Path, sub: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(repo.join(RUN_DIR).join(sub))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    // (A step recovered from the remote by another worker than the one that ran
+    // it comes back without them.)
+    for sub in ["logs", "patches"] {
+        let (here, there) = (files(repo, sub), files(local, sub));
+        assert!(!there.is_empty(), "the local run wrote no {sub}");
+        assert!(here.iter().all(|f| there.contains(f)), "{sub}: {here:?}");
+        for id in &all {
+            let recovered = log.lines().any(|l| {
+                l.starts_with(&format!("{id}: ran on worker"))
+                    && l.contains("already on the remote")
+            });
+            assert!(
+                recovered || here.iter().any(|f| f.contains(&format!("{id}."))),
+                "{sub}: nothing of {id}: {here:?}"
+            );
+        }
+    }
     let status = s.dandori(repo, &["status", RUN_DIR]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("12/12 steps done"), "{status}");
@@ -684,7 +715,7 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
         "{log}"
     );
 
-    same_outcome_as_local(&s, &repo, &local);
+    same_outcome_as_local(&s, &repo, &local, &log);
 
     for (_, mut w) in workers {
         let _ = w.kill();
@@ -743,12 +774,13 @@ fn a_killed_coordinator_resumes_on_the_same_workflow_and_no_step_runs_twice() {
             .contains("attached to the run's workflow DandoriRun/run-7")
     });
     std::fs::write(ctl.join("release.S12"), "").unwrap();
-    completes(&mut resume, &resume_log);
+    let log = completes(&mut resume, &resume_log)
+        + &std::fs::read_to_string(&run_log).unwrap_or_default();
     for i in 1..=12 {
         let id = format!("S{i:02}");
         assert_eq!(started(&ctl, &id).len(), 1, "{id} ran more than once");
     }
-    same_outcome_as_local(&s, &repo, &local);
+    same_outcome_as_local(&s, &repo, &local, &log);
     for (_, w) in &mut workers {
         let _ = w.kill();
         let _ = w.wait();
