@@ -506,3 +506,50 @@ impl StepDispatch for RestateEngine {
         })
     }
 }
+
+/// The live state of the workflow of the run in `run_dir`, for `dandori status`:
+/// `None` when the run is not on the Restate engine (or its workflow was never
+/// started); one request, no retry.
+pub fn workflow_status(
+    run_dir: &Path,
+) -> Option<Result<(String, WorkflowState), DistributedError>> {
+    let paths = RunPaths::locate(run_dir).ok()?;
+    let stage: serde_json::Value =
+        serde_json::from_str(&dandori_fs::read_to_string(&paths.stage).ok()?).ok()?;
+    let opts: EngineOptions = serde_json::from_value(stage.get("engine")?.clone()).ok()?;
+    let key = opts.workflow.clone()?;
+    let url = format!(
+        "{}/{WORKFLOW}/{key}/status",
+        opts.restate_url.trim_end_matches('/')
+    );
+    let fetch = || -> Result<WorkflowState, DistributedError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| DistributedError::Restate {
+                url: url.clone(),
+                message: format!("starting the HTTP client runtime: {e}"),
+            })?;
+        runtime.block_on(async {
+            let resp = admin::client()?
+                .post(&url)
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await
+                .map_err(|e| admin::unreachable(&url, e))?;
+            let status = resp.status();
+            let text = resp.text().await.map_err(|e| admin::unreachable(&url, e))?;
+            if !status.is_success() {
+                return Err(DistributedError::Restate {
+                    url: url.clone(),
+                    message: format!("HTTP {status}: {}", text.trim()),
+                });
+            }
+            serde_json::from_str(&text).map_err(|e| DistributedError::Restate {
+                url: url.clone(),
+                message: format!("not a workflow state: {e}"),
+            })
+        })
+    };
+    Some(fetch().map(|state| (key, state)))
+}

@@ -581,6 +581,11 @@ fn same_outcome_as_local(s: &Setup, repo: &Path, local: &Path, log: &str) {
     let status = s.dandori(repo, &["status", RUN_DIR]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("12/12 steps done"), "{status}");
+    // status reads the run's workflow too.
+    assert!(
+        status.contains("restate workflow DandoriRun/run-7: finished — 12/12 done, 0 failed"),
+        "{status}"
+    );
 }
 
 /// `dandori run RUN_DIR --engine restate` on `server`, registering `worker`;
@@ -759,6 +764,15 @@ fn a_killed_coordinator_resumes_on_the_same_workflow_and_no_step_runs_twice() {
         "S12 to start without a coordinator",
         Duration::from_secs(120),
         || ctl.join("reached.S12").exists(),
+    );
+
+    // status reads the live workflow while nobody coordinates.
+    let status = s.dandori(&repo, &["status", RUN_DIR]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("restate workflow DandoriRun/run-7: running")
+            && status.contains("running: S12"),
+        "{status}"
     );
 
     let resume_log = s.root.join("resume.log");
