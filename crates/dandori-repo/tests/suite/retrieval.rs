@@ -327,3 +327,27 @@ fn definition_specificity_discounts_names_used_all_over_the_code() {
     let after = ratio(&index);
     assert!(after < before * 0.8, "{before} -> {after}");
 }
+
+#[test]
+fn a_module_named_several_times_counts_once() {
+    let dir = src_layout_repo();
+    let s = scan(dir.path(), &ScanOptions::default()).unwrap();
+    let index = Index::build(&s);
+    let score = |q: &str| {
+        index
+            .search(q, 10)
+            .into_iter()
+            .find(|h| h.path == "src/pkgx/units/__init__.py")
+            .map(|h| (h.score, h.reasons))
+            .unwrap()
+    };
+    // `pkgx.units` as a dotted path and again through the names imported from it.
+    let (once, reasons) = score("Wrong value\n\nimport pkgx.units\n");
+    let (many, _) =
+        score("Wrong value\n\nimport pkgx.units\nfrom pkgx.units import alpha_one, beta_two\n");
+    assert!(
+        reasons.iter().any(|r| r == "module pkgx.units"),
+        "{reasons:?}"
+    );
+    assert!((many - once).abs() < 0.5, "{once} vs {many}");
+}
