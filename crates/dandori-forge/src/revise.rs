@@ -747,6 +747,27 @@ pub fn revise(
     Ok(Outcome::Applied { revision, changes })
 }
 
+/// The fields of the `PLAN_REVISION` trace event for a revision's result;
+/// `revised_by` is `model` or `offline_edits`.
+pub fn revision_event(result: &Result<Outcome, ForgeError>, revised_by: &str) -> Value {
+    match result {
+        Ok(Outcome::Applied { revision, changes })
+        | Ok(Outcome::AwaitingApproval {
+            revision, changes, ..
+        }) => json!({
+            "revision": revision,
+            "revised_by": revised_by,
+            "changes": changes,
+            "awaiting_approval": matches!(result, Ok(Outcome::AwaitingApproval { .. })),
+        }),
+        Err(e) => json!({
+            "revised_by": revised_by,
+            "error": e.to_string(),
+            "reason_code": e.code(),
+        }),
+    }
+}
+
 /// Approves the pending revision: it replaces planning.json. Past
 /// `approval_timeout` the pending revision is dropped (`APPROVAL_TIMEOUT`).
 pub fn approve(

@@ -322,22 +322,7 @@ pub fn revise(
     if let Some(t) = &trace {
         let _ = t.emit(
             model_revision::PLAN_REVISION,
-            match &result {
-                Ok(Outcome::Applied { revision, changes })
-                | Ok(Outcome::AwaitingApproval {
-                    revision, changes, ..
-                }) => json!({
-                    "revision": revision,
-                    "revised_by": revised_by,
-                    "changes": changes,
-                    "awaiting_approval": matches!(result, Ok(Outcome::AwaitingApproval { .. })),
-                }),
-                Err(e) => json!({
-                    "revised_by": revised_by,
-                    "error": e.to_string(),
-                    "reason_code": e.code(),
-                }),
-            },
+            revise::revision_event(&result, revised_by),
         );
     }
     // Report on the issue when the run reports there (or --comment).

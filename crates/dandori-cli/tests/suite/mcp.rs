@@ -379,6 +379,7 @@ fn mcp_inspector_cli_lists_and_calls_the_tools() {
             "status",
             "runs",
             "env_detect",
+            "revise",
             "env_setup",
             "locate",
             "trace"
