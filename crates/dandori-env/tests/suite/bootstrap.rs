@@ -12,37 +12,13 @@ use dandori_env::setup::{self, INSTALL_RUNG_FALLBACK, SetupOptions};
 use dandori_env::{Toolchain, activation, analyze, phase, select_environment_with, tools};
 use dandori_exec::{CommandSpec, run_command};
 
-use super::system_env;
+use super::{git_init, system_env};
 
 fn write(dir: &Path, files: &[(&str, &str)]) {
     for (p, text) in files {
         let path = dir.join(p);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
-    }
-}
-
-fn git_init(dir: &Path) {
-    for args in [
-        vec!["init", "-q"],
-        vec!["add", "-A"],
-        vec![
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "init",
-        ],
-    ] {
-        let ok = std::process::Command::new("git")
-            .args(&args)
-            .current_dir(dir)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
     }
 }
 
