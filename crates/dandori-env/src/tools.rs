@@ -259,12 +259,20 @@ for (;;) {
   try {
     const pm = JSON.parse(fs.readFileSync(p.join(d, "package.json"), "utf8")).packageManager || "";
     const m = /^yarn@([0-9]+\.[0-9A-Za-z.-]*)/.exec(pm);
-    if (m) { process.stdout.write(m[1]); break; }
+    if (m) {
+      // A `yarnPath` release missing from the checkout: the cached one runs instead.
+      let rc = ""; try { rc = fs.readFileSync(p.join(d, ".yarnrc.yml"), "utf8"); } catch (e) {}
+      const yp = /^yarnPath:\s*["\x27]?([^"\x27\n]+)/m.exec(rc);
+      const gone = yp && !fs.existsSync(p.resolve(d, yp[1].trim()));
+      process.stdout.write(m[1] + (gone ? " ignore-path" : "")); break;
+    }
   } catch (e) {}
   const up = p.dirname(d); if (up === d) break; d = up;
 }' 2>/dev/null)
+case "$v" in *" ignore-path") v=${v% ignore-path}; export YARN_IGNORE_PATH=1 ;; esac
 berry="$tools/@yarnpkg_cli-dist@$v/node_modules/@yarnpkg/cli-dist/bin/yarn.js"
 if [ -n "$v" ] && [ -f "$berry" ]; then exec node "$berry" "$@"; fi
+unset YARN_IGNORE_PATH
 exec "$tools/yarn@1/node_modules/.bin/yarn" "$@"
 "#;
 
