@@ -125,7 +125,10 @@ fn generate(files: usize) -> BenchRepo {
         std::fs::write(d.join(format!("f{i}.txt")), format!("file {i}\n")).unwrap();
     }
     git(&repo, &["add", "-A"]);
-    git(&repo, &["commit", "-q", "-m", "initial"]);
+    git(&repo, &["-c", "gc.auto=0", "commit", "-q", "-m", "initial"]);
+    // Packed like a real repository: no automatic `gc` of thousands of loose
+    // objects started by a later git command in the background of the timed runs.
+    git(&repo, &["-c", "gc.autoDetach=false", "gc", "-q"]);
     let run_dir = repo.join(".dandori/runs/RQ-B/bench");
     BenchRepo {
         _dir: dir,
