@@ -477,6 +477,17 @@ impl Git {
     /// Points this worktree's detached HEAD at `commit` (its files and index are
     /// left as they are).
     pub fn set_head(&self, commit: &str) -> Result<(), RunnerError> {
+        // A linked worktree's detached HEAD is the ref `worktrees/<id>/HEAD` of the
+        // repository: the run's branch writer moves it without a process.
+        if let Some(w) = &self.refs
+            && self.detached_head().is_some()
+            && let Some(id) = self
+                .admin_dir()
+                .and_then(|a| a.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            && w.update(self, &format!("worktrees/{id}/HEAD"), commit)
+        {
+            return Ok(());
+        }
         self.run(&["update-ref", "--no-deref", "HEAD", commit])?;
         Ok(())
     }
@@ -717,11 +728,16 @@ impl Git {
     /// The commit a linked worktree's detached HEAD points at, read from its
     /// administrative `HEAD` file; `None` when it is not that simple.
     pub fn detached_head(&self) -> Option<String> {
-        let text = std::fs::read_to_string(self.dir.join(".git")).ok()?;
-        let admin = PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end());
-        let head = std::fs::read_to_string(admin.join("HEAD")).ok()?;
+        let head = std::fs::read_to_string(self.admin_dir()?.join("HEAD")).ok()?;
         let head = head.trim_end();
         is_full_hash(head).then(|| head.to_string())
+    }
+
+    /// A linked worktree's administrative directory (`.git/worktrees/<id>`), named
+    /// by its `.git` file.
+    fn admin_dir(&self) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(self.dir.join(".git")).ok()?;
+        Some(PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end()))
     }
 }
 

@@ -99,7 +99,7 @@ impl PoolWorktree {
             self.tracker = Tracker::start(&self.path);
             Moved::Created
         } else {
-            let git = Git::new(&self.path).pool_worktree();
+            let git = Git::new(&self.path).pool_worktree().sharing_objects(main);
             match self.fast_move(&git, rev) {
                 Ok(true) => Moved::Fast,
                 Ok(false) | Err(_) => {
