@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
-"""Refresh crates/dandori-forge/openapi/*-subset.json from the official descriptions.
+"""Refresh crates/dandori-forge/openapi/gitlab-subset.json from GitLab's official description.
 
-GitHub: downloads descriptions/api.github.com/api.github.com.json from
-github/rest-api-description and, for every operation already in the subset,
-replaces its request and response schemas with the official ones, resolved
-($ref) and pruned to the properties the subset lists (the fields dandori reads
-or writes). `required` keeps the official entries among those properties.
+GitHub needs no subset: dandori-forge's OpenAPI test reads GitHub's official
+descriptions from npm @octokit/openapi, which scripts/test.sh installs.
 
-GitLab: downloads doc/api/openapi/openapi_v2.yaml from the GitLab repository
-and does the same for the operations it describes; operations it does not
+GitLab's official description is doc/api/openapi/openapi_v2.yaml in the GitLab
+repository (Swagger 2.0, paths under /api/v4, schemas under #/definitions). It
+is on no package registry, so the subset is committed. For every operation of
+the subset that the official file describes, its request and response schemas
+are replaced with the official ones, resolved ($ref) and pruned to the
+properties the subset lists (the fields dandori reads or writes); `required`
+keeps the official entries among those properties. Operations it does not
 describe keep their documented shapes (reported on stderr).
 
-Usage: scripts/refresh-forge-openapi.py [--github-file F] [--gitlab-file F]
-(the files instead of downloading, for an offline copy). Needs PyYAML for GitLab.
+Usage: scripts/refresh-forge-openapi.py [--gitlab-file F]
+(an offline copy instead of downloading). Needs PyYAML.
 """
 import argparse
 import json
@@ -21,7 +23,6 @@ import sys
 import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "crates/dandori-forge/openapi"
-GITHUB_URL = "https://raw.githubusercontent.com/github/rest-api-description/main/descriptions/api.github.com/api.github.com.json"
 GITLAB_URL = "https://gitlab.com/gitlab-org/gitlab/-/raw/master/doc/api/openapi/openapi_v2.yaml"
 
 
@@ -79,6 +80,25 @@ def prune(official, ours):
     return out or ours
 
 
+def official_operation(doc, template, method):
+    """The official operation: OpenAPI 3 paths as they are, Swagger 2 under /api/v4."""
+    paths = doc.get("paths", {})
+    op = paths.get(template, {}).get(method) or paths.get("/api/v4" + template, {}).get(method)
+    return resolve(doc, op) if op else None
+
+
+def request_schema(op):
+    body = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+    if "schema" in body:
+        return body["schema"]
+    # Swagger 2: the body is a parameter.
+    return next((p["schema"] for p in op.get("parameters", []) if p.get("in") == "body"), None)
+
+
+def response_schema(resp):
+    return resp.get("content", {}).get("application/json", {}).get("schema") or resp.get("schema")
+
+
 def refresh(name, url, path):
     file = ROOT / f"{name}-subset.json"
     subset = json.loads(file.read_text())
@@ -86,20 +106,19 @@ def refresh(name, url, path):
     missing = []
     for p, ops in subset["paths"].items():
         for method, op in ops.items():
-            official = doc.get("paths", {}).get(p, {}).get(method)
+            official = official_operation(doc, p, method)
             if official is None:
                 missing.append(f"{method.upper()} {p}")
                 continue
-            official = resolve(doc, official)
-            body = official.get("requestBody", {}).get("content", {}).get("application/json", {})
-            if "requestBody" in op and "schema" in body:
+            body = request_schema(official)
+            if "requestBody" in op and body:
                 ours = op["requestBody"]["content"]["application/json"]["schema"]
-                op["requestBody"]["content"]["application/json"]["schema"] = prune(body["schema"], ours)
+                op["requestBody"]["content"]["application/json"]["schema"] = prune(body, ours)
             for code, resp in op.get("responses", {}).items():
-                off = official.get("responses", {}).get(code, {}).get("content", {}).get("application/json", {})
-                if "schema" in off and "content" in resp:
+                off = response_schema(official.get("responses", {}).get(code, {}))
+                if off and "content" in resp:
                     ours = resp["content"]["application/json"]["schema"]
-                    resp["content"]["application/json"]["schema"] = prune(off["schema"], ours)
+                    resp["content"]["application/json"]["schema"] = prune(off, ours)
     file.write_text(json.dumps(subset, indent=2) + "\n")
     for m in missing:
         print(f"{name}: {m} is not in the official description; kept as documented", file=sys.stderr)
@@ -107,10 +126,8 @@ def refresh(name, url, path):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--github-file")
     ap.add_argument("--gitlab-file")
     a = ap.parse_args()
-    refresh("github", GITHUB_URL, a.github_file)
     refresh("gitlab", GITLAB_URL, a.gitlab_file)
 
 

@@ -78,6 +78,17 @@ if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" @modelcontextprotocol/inspector >/dev/null
 fi
 
+# GitHub's official OpenAPI descriptions (npm @octokit/openapi, generated from
+# github/rest-api-description: api.github.com.json and ghes-*.json): dandori-forge's
+# OpenAPI test checks every request of its GitHub client and every fake-forge
+# answer against them. Pinned, so the check does not move under the tests.
+OCTOKIT_OPENAPI_VERSION=23.0.2
+if ! grep -q "\"version\": \"$OCTOKIT_OPENAPI_VERSION\"" "$TOOLS/node/node_modules/@octokit/openapi/package.json" 2>/dev/null; then
+  say "installing @octokit/openapi@$OCTOKIT_OPENAPI_VERSION from npm into $TOOLS/node (forge OpenAPI test; ~29 MB download)"
+  mkdir -p "$TOOLS/node"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" "@octokit/openapi@$OCTOKIT_OPENAPI_VERSION" >/dev/null
+fi
+
 # The HTML report test: `dandori report --html` inlines npm `mermaid`'s
 # dist/mermaid.min.js, and the page is opened in a real headless browser.
 if [ ! -f "$TOOLS/node/node_modules/mermaid/dist/mermaid.min.js" ]; then

@@ -121,6 +121,33 @@ pub struct ReviseArgs {
     /// Print the outcome as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// The model that writes the seed's `plan_revision` (default:
+    /// `llm.default_provider`). Without one, or when its answer is unusable,
+    /// the feedback's explicit edits are applied.
+    #[command(flatten)]
+    pub llm: ProviderArgs,
+    /// Apply only the explicit edits, even with a provider configured.
+    #[arg(long, conflicts_with_all = ["provider", "base_url", "model", "api_key_env"])]
+    pub offline: bool,
+}
+
+/// The LLM provider flags of `plan` and `revise`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProviderArgs {
+    /// A provider named in config (`llm.providers[].name`), or `openai` / `anthropic`
+    /// for an ad-hoc endpoint with --base-url and --model.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// The endpoint of an ad-hoc provider, e.g. `http://localhost:11434/v1` (with
+    /// --provider openai|anthropic), or an override of the configured one.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// The model name to ask (overrides the provider's configured model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// The environment variable that holds the API key (its value is never logged).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -360,20 +387,8 @@ pub struct PlanArgs {
     /// Print the outcome (run directory, files, validation, usage) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-    /// A provider named in config (`llm.providers[].name`), or `openai` / `anthropic`
-    /// for an ad-hoc endpoint with --base-url and --model.
-    #[arg(long)]
-    pub provider: Option<String>,
-    /// The endpoint of an ad-hoc provider, e.g. `http://localhost:11434/v1` (with
-    /// --provider openai|anthropic), or an override of the configured one.
-    #[arg(long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// The model name to ask (overrides the provider's configured model).
-    #[arg(long, value_name = "NAME")]
-    pub model: Option<String>,
-    /// The environment variable that holds the API key (its value is never logged).
-    #[arg(long, value_name = "VAR")]
-    pub api_key_env: Option<String>,
+    #[command(flatten)]
+    pub llm: ProviderArgs,
     /// Root of run directories (default from config `runs.root`).
     #[arg(long)]
     pub runs_root: Option<PathBuf>,

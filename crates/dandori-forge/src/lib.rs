@@ -15,12 +15,15 @@
 //!   comments posted, the feedback consumed, the approval state).
 //! * [`revise`]: human feedback → a seed-format human reflection and a revised
 //!   planning.json, with the revision history of seed 000 §11.3.1.
+//! * [`model_revision`]: the model's seed-format `plan_revision` answer,
+//!   checked (shape, steps, paths, commands, validation) before it is applied.
 //!
 //! Reason codes: [`reason`], documented in docs/forges.md.
 
 pub mod client;
 mod error;
 pub mod intake;
+pub mod model_revision;
 pub mod permissions;
 pub mod reason;
 pub mod record;

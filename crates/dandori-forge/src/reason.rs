@@ -16,6 +16,8 @@ pub const FORGE_IO_ERROR: &str = "FORGE_IO_ERROR";
 pub const FORGE_INTERNAL: &str = "FORGE_INTERNAL";
 pub const REVISION_NO_CHANGES: &str = "REVISION_NO_CHANGES";
 pub const REVISION_INVALID: &str = "REVISION_INVALID";
+/// A model-written revision adds a command the policy does not allow outright.
+pub const REVISION_COMMAND_REFUSED: &str = "REVISION_COMMAND_REFUSED";
 pub const REVISION_LIMIT_REACHED: &str = "REVISION_LIMIT_REACHED";
 pub const APPROVAL_PENDING: &str = "APPROVAL_PENDING";
 pub const APPROVAL_TIMEOUT: &str = "APPROVAL_TIMEOUT";
@@ -38,6 +40,7 @@ pub const ALL: &[&str] = &[
     FORGE_INTERNAL,
     REVISION_NO_CHANGES,
     REVISION_INVALID,
+    REVISION_COMMAND_REFUSED,
     REVISION_LIMIT_REACHED,
     APPROVAL_PENDING,
     APPROVAL_TIMEOUT,

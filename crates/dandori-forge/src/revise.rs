@@ -37,7 +37,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::ForgeError;
+use crate::model_revision::ModelRevision;
 use crate::record::{read_json, write_json};
+use dandori_plan::validation::CommandJudge;
 
 pub const DIR: &str = "revisions";
 pub const HISTORY: &str = "history.json";
@@ -86,6 +88,27 @@ pub enum Edit {
     AddStep {
         title: String,
         paths: Vec<String>,
+        /// The step the new one must precede (a model's `before_task`);
+        /// None: after the last step.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<String>,
+        /// Its unit commands (a model's `commands`); None: the template's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commands: Option<Vec<String>>,
+    },
+    /// A model's `modify_action`: what is given replaces the step's.
+    ModifyStep {
+        step: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// Replaces `scope.target_paths`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        files: Option<Vec<String>>,
+        /// Replaces `commands.unit`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commands: Option<Vec<String>>,
     },
     Language {
         language: String,
@@ -149,6 +172,8 @@ pub fn parse_edits(text: &str) -> Vec<Edit> {
                 edits.push(Edit::AddStep {
                     paths: backticked_paths(&rest),
                     title: rest.replace('`', ""),
+                    before: None,
+                    commands: None,
                 });
             }
             continue;
@@ -336,7 +361,58 @@ pub fn apply_edits(p: &mut Planning, edits: &[Edit]) -> Result<Vec<String>, Forg
                 }
                 changes.push(format!("dropped {step} ({})", dropped.title));
             }
-            Edit::AddStep { title, paths } => {
+            Edit::ModifyStep {
+                step,
+                title,
+                description,
+                files,
+                commands,
+            } => {
+                let Some(s) = p.steps.iter_mut().find(|s| &s.step_id == step) else {
+                    changes.push(format!("skipped: no step {step} to modify"));
+                    continue;
+                };
+                let mut what = Vec::new();
+                if let Some(t) = title.as_ref().or(description.as_ref()) {
+                    s.title = t.lines().next().unwrap_or(t).to_string();
+                    what.push(format!("title \"{}\"", s.title));
+                }
+                if let Some(d) = description {
+                    s.intent = d.clone();
+                }
+                if let Some(f) = files {
+                    s.scope.target_paths = f.clone();
+                    what.push(format!("target files {}", f.join(", ")));
+                }
+                if let Some(c) = commands {
+                    s.commands.unit = Some(c.clone());
+                    what.push(format!("unit commands {}", c.join("; ")));
+                }
+                changes.push(format!(
+                    "{step}: {}",
+                    if what.is_empty() {
+                        "unchanged".to_string()
+                    } else {
+                        what.join(", ")
+                    }
+                ));
+            }
+            Edit::AddStep {
+                title,
+                paths,
+                before,
+                commands,
+            } => {
+                let before_idx = match before {
+                    Some(b) => match p.steps.iter().position(|s| &s.step_id == b) {
+                        Some(i) => Some(i),
+                        None => {
+                            changes.push(format!("skipped: no step {b} to add a step before"));
+                            continue;
+                        }
+                    },
+                    None => None,
+                };
                 let Some(template) = p.steps.last().cloned() else {
                     changes.push("skipped: no step to model a new one on".to_string());
                     continue;
@@ -364,8 +440,24 @@ pub fn apply_edits(p: &mut Planning, edits: &[Edit]) -> Result<Vec<String>, Forg
                 s.outputs.patch_path = s.outputs.patch_path.replace(&old, &id);
                 s.outputs.log_prefix = s.outputs.log_prefix.replace(&old, &id);
                 s.success_criteria = vec![format!("{title} (added by human feedback)")];
-                changes.push(format!("added {id}: {title} (after {old})"));
-                p.steps.push(s);
+                if let Some(c) = commands {
+                    s.commands.unit = Some(c.clone());
+                }
+                match before_idx {
+                    Some(i) => {
+                        // Before `before`: the new step takes its dependencies,
+                        // and `before` waits for the new step.
+                        let target = p.steps[i].step_id.clone();
+                        s.depends_on = p.steps[i].depends_on.clone();
+                        p.steps[i].depends_on = Some(vec![id.clone()]);
+                        changes.push(format!("added {id}: {title} (before {target})"));
+                        p.steps.insert(i, s);
+                    }
+                    None => {
+                        changes.push(format!("added {id}: {title} (after {old})"));
+                        p.steps.push(s);
+                    }
+                }
             }
             Edit::Language { language: name } => {
                 let Some((lang, env, ext)) = language(name) else {
@@ -505,8 +597,15 @@ fn load_planning(run_dir: &Path) -> Result<Planning, ForgeError> {
     })
 }
 
-/// The seed 000 §5 reflection record of human feedback.
-pub fn human_reflection(revision: u64, feedback: &[Feedback], changes: &[String]) -> Value {
+/// The seed 000 §5 reflection record of human feedback. With a model's
+/// revision, its `reason`, `changes` (as written) and `feedback_summary` are
+/// recorded verbatim.
+pub fn human_reflection(
+    revision: u64,
+    feedback: &[Feedback],
+    changes: &[String],
+    model: Option<&ModelRevision>,
+) -> Value {
     let source = feedback
         .first()
         .map_or(FeedbackSource::Explicit, |f| f.source);
@@ -524,7 +623,7 @@ pub fn human_reflection(revision: u64, feedback: &[Feedback], changes: &[String]
             )
         })
         .collect();
-    json!({
+    let mut v = json!({
         "phase": "reflection",
         "trigger": "human_feedback",
         "feedback_type": "human",
@@ -543,15 +642,35 @@ pub fn human_reflection(revision: u64, feedback: &[Feedback], changes: &[String]
             "reason": "human feedback",
             "changes": changes,
         },
+        "revised_by": "offline_edits",
         "comment": "計画を修正しました",
-    })
+    });
+    if let Some(m) = model {
+        v["revised_by"] = json!("model");
+        v["plan_revision"] = json!({
+            "reason": m.reason,
+            "changes": m.changes,
+            "applied": changes,
+        });
+        if let Some(summary) = &m.feedback_summary {
+            v["reflection"]["feedback_summary"] = json!(summary);
+        }
+    }
+    v
 }
 
 /// Revises the plan of `run_dir` from `feedback`. `approval_needed` comes from
 /// [`crate::permissions::Permissions::approval_needed`] (or the config alone).
+///
+/// `model` is the model's checked revision ([`crate::model_revision::check`]);
+/// None: the offline edits of the feedback. `judge` is the command policy of
+/// plan sanitisation: the revised plan's paths must stay in the repository and
+/// its commands must pass the policy (`REVISION_INVALID` otherwise).
 pub fn revise(
     run_dir: &Path,
     feedback: &[Feedback],
+    model: Option<&ModelRevision>,
+    judge: &dyn CommandJudge,
     config: &RevisionConfig,
     approval_needed: bool,
     now: DateTime<Utc>,
@@ -570,7 +689,10 @@ pub fn revise(
             max: u64::from(config.max_revisions),
         });
     }
-    let edits: Vec<Edit> = feedback.iter().flat_map(|f| parse_edits(&f.text)).collect();
+    let edits: Vec<Edit> = match model {
+        Some(m) => m.edits.clone(),
+        None => feedback.iter().flat_map(|f| parse_edits(&f.text)).collect(),
+    };
     if edits.is_empty() {
         return Err(ForgeError::NothingToRevise(
             "the feedback asks for no edit dandori can apply (add file …, drop S02, add step: …, language: …, constraint: …)".to_string(),
@@ -585,15 +707,11 @@ pub fn revise(
     planning
         .extra
         .insert("revision_attempts".to_string(), json!(revision));
-    let text =
-        serde_json::to_string_pretty(&planning).map_err(|e| ForgeError::Internal(e.to_string()))?;
-    let report = dandori_plan::validation::validate_str(&text);
-    let fails: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == dandori_plan::validation::Severity::Fail)
-        .map(|f| format!("{} at {}: {}", f.code, f.path, f.message))
-        .collect();
+    let mut fails = match model {
+        Some(m) => crate::model_revision::command_problems(&m.edits, judge),
+        None => Vec::new(),
+    };
+    fails.extend(crate::model_revision::plan_problems(&planning, judge));
     if !fails.is_empty() {
         return Err(ForgeError::RevisionInvalid(fails.join("; ")));
     }
@@ -604,7 +722,7 @@ pub fn revise(
             .first()
             .map_or(FeedbackSource::Explicit, |f| f.source),
         approved_by: None,
-        reflection: human_reflection(revision, feedback, &changes),
+        reflection: human_reflection(revision, feedback, &changes, model),
         changes: changes.clone(),
     };
     dandori_fs::create_dir_all(dir(run_dir))?;
@@ -627,6 +745,27 @@ pub fn revise(
     }
     commit(run_dir, history, entry, &planning, config)?;
     Ok(Outcome::Applied { revision, changes })
+}
+
+/// The fields of the `PLAN_REVISION` trace event for a revision's result;
+/// `revised_by` is `model` or `offline_edits`.
+pub fn revision_event(result: &Result<Outcome, ForgeError>, revised_by: &str) -> Value {
+    match result {
+        Ok(Outcome::Applied { revision, changes })
+        | Ok(Outcome::AwaitingApproval {
+            revision, changes, ..
+        }) => json!({
+            "revision": revision,
+            "revised_by": revised_by,
+            "changes": changes,
+            "awaiting_approval": matches!(result, Ok(Outcome::AwaitingApproval { .. })),
+        }),
+        Err(e) => json!({
+            "revised_by": revised_by,
+            "error": e.to_string(),
+            "reason_code": e.code(),
+        }),
+    }
 }
 
 /// Approves the pending revision: it replaces planning.json. Past

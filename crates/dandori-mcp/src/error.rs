@@ -30,6 +30,10 @@ pub mod reason {
     pub const ORIGIN_REFUSED: &str = "ORIGIN_REFUSED";
     /// HTTP request body over the server's limit (413).
     pub const REQUEST_TOO_LARGE: &str = "REQUEST_TOO_LARGE";
+    /// `env_setup` on a run that is executing.
+    pub const RUN_ACTIVE: &str = "RUN_ACTIVE";
+    /// The environment sub-phase could not run (`env_setup`).
+    pub const ENVIRONMENT_FAILED: &str = "ENVIRONMENT_FAILED";
     /// Reading or writing a file failed.
     pub const IO_ERROR: &str = "IO_ERROR";
 }

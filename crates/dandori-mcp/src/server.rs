@@ -26,6 +26,9 @@ const RUN_FILES: &[(&str, &str)] = &[
     ("report.md", "text/markdown"),
     ("errors.json", "application/json"),
     ("trace.jsonl", "application/jsonl"),
+    ("report.html", "text/html"),
+    ("environment/summary.md", "text/markdown"),
+    ("environment/setup.json", "application/json"),
 ];
 
 /// The dandori MCP server.
@@ -91,17 +94,17 @@ impl DandoriServer {
     fn readable(&self, uri: &str) -> Option<(PathBuf, &'static str)> {
         let path = PathBuf::from(uri.strip_prefix("file://")?);
         let path = dandori_fs::canonicalize(&path).ok()?;
-        let run_dir = path.parent()?;
-        let name = path.file_name()?.to_str()?;
-        let mime = RUN_FILES
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, m)| *m)?;
-        // Only files of a run directory: planning.json beside them.
-        run_dir
-            .join("planning.json")
-            .is_file()
-            .then_some((path, mime))
+        RUN_FILES.iter().find_map(|(name, mime)| {
+            if !path.ends_with(name) {
+                return None;
+            }
+            // Only files of a run directory: planning.json beside them.
+            let run_dir = path.ancestors().nth(Path::new(name).components().count())?;
+            run_dir
+                .join("planning.json")
+                .is_file()
+                .then(|| (path.clone(), *mime))
+        })
     }
 }
 

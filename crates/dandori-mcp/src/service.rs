@@ -174,6 +174,8 @@ impl Service {
             ),
             "runs" => self.runs(args),
             "env_detect" => self.env_detect(args),
+            "env_setup" => self.env_setup(args),
+            "revise" => self.revise(args),
             "locate" => self.locate(args),
             "trace" => self.trace(args),
             other => Err(McpError::invalid(
@@ -631,6 +633,118 @@ impl Service {
             "selected": selected,
             "ecosystems": analysis.ecosystem_names(),
         }))
+    }
+
+    /// The environment sub-phase of a planned run, as `dandori run` does it before
+    /// the first step (same policy, sandbox and records under
+    /// `<run>/environment/`); the run reuses the result when its fingerprint holds.
+    fn env_setup(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        let run_dir = self.run_dir(args)?;
+        if self.board(&run_dir).is_some_and(|b| b.ended().is_none()) {
+            return Err(McpError::path(
+                reason::RUN_ACTIVE,
+                &run_dir,
+                "the run is executing; its environment was prepared when it started",
+            ));
+        }
+        let repo = dandori_fs::canonicalize(self.run_repo(args, &run_dir)?)?;
+        let loaded = self.load(&repo)?;
+        let Some(phase) = self.opts.host.environment(&loaded.config) else {
+            return Err(McpError::invalid(
+                reason::ENVIRONMENT_FAILED,
+                "this server has no environment phase",
+            ));
+        };
+        let r = phase
+            .prepare(&repo, &run_dir)
+            .map_err(|e| McpError::path(reason::ENVIRONMENT_FAILED, &run_dir, e))?;
+        // As the runner does: the masked summary the step prompts carry.
+        let summary = dandori_runner::environment::summary_path(&run_dir);
+        let masker = dandori_runner::coordinator::masker_for(&loaded.config, &self.opts.base_env);
+        dandori_fs::write_atomic(&summary, masker.mask_str(&r.summary))?;
+        Ok(json!({
+            "status": r.status,
+            "message": r.message,
+            "setup_record": r.setup_record.as_deref().map(file_uri),
+            "summary": file_uri(&summary),
+            "details": r.details,
+        }))
+    }
+
+    /// Human (or calling agent) feedback → a revised planning.json, as `dandori
+    /// revise RUN_DIR --text … --offline`: the explicit edits of the feedback
+    /// (add file …, drop S02, add step: …, language: …, constraint: …), judged by
+    /// the run's command policy, recorded as a seed-format human reflection,
+    /// paused for `require_human_approval`. The client is the model here: it
+    /// phrases the edits itself.
+    fn revise(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
+        use dandori_forge::revise::{self, Feedback, FeedbackSource, Outcome};
+        let run_dir = self.run_dir(args)?;
+        if self.board(&run_dir).is_some_and(|b| b.ended().is_none()) {
+            return Err(McpError::path(
+                reason::RUN_ACTIVE,
+                &run_dir,
+                "the run is executing; revise it when it has stopped",
+            ));
+        }
+        let repo = dandori_fs::canonicalize(self.run_repo(args, &run_dir)?)?;
+        let config = self.load(&repo)?.config;
+        let masker = dandori_runner::coordinator::masker_for(&config, &self.opts.base_env);
+        let feedback = [Feedback {
+            source: FeedbackSource::Explicit,
+            author: None,
+            comment_id: None,
+            text: masker.mask_str(req_str(args, "feedback")?),
+        }];
+        let policy =
+            dandori_tools::tool_command_policy(&config.planning.environment_setup.security)
+                .map_err(|e| McpError::invalid("CONFIG_INVALID", e.to_string()))?;
+        let judge = |line: &str| dandori_runner::plan::command_verdict(&policy, line);
+        let author = dandori_forge::record::ForgeRecord::load(&run_dir)
+            .ok()
+            .flatten()
+            .map(|r| r.issue_author)
+            .unwrap_or_default();
+        let approval_needed =
+            dandori_forge::permissions::Permissions::new(&config.planning.permissions, &author)
+                .approval_needed(config.planning.revision.require_human_approval);
+        let result = revise::revise(
+            &run_dir,
+            &feedback,
+            None,
+            &judge,
+            &config.planning.revision,
+            approval_needed,
+            chrono::Utc::now(),
+        );
+        let files = RunFiles::open(&run_dir)?;
+        if let Ok(trace) = dandori_trace::TraceWriter::open(
+            run_dir.join("trace.jsonl"),
+            files.planning.run_id.clone(),
+            files.planning.request_id.clone(),
+            masker,
+        ) {
+            let _ = trace.emit(
+                dandori_forge::model_revision::PLAN_REVISION,
+                revise::revision_event(&result, "offline_edits"),
+            );
+        }
+        match result {
+            Ok(Outcome::Applied { revision, changes }) => Ok(json!({
+                "status": "revised", "revision": revision, "changes": changes,
+                "planning": file_uri(&run_dir.join("planning.json")),
+            })),
+            Ok(Outcome::AwaitingApproval {
+                revision,
+                changes,
+                timeout,
+            }) => Ok(json!({
+                "status": "awaiting_approval", "revision": revision, "changes": changes,
+                "approval_timeout": timeout,
+                "approve": format!("dandori approve {}", run_dir.display()),
+            })),
+            Err(e) => Err(McpError::path(e.code(), &run_dir, e.to_string())),
+        }
     }
 
     fn locate(&self, args: &Map<String, Value>) -> Result<Value, McpError> {

@@ -16,7 +16,7 @@ pub enum ToolSet {
     /// Core plus validation, graph, status, run listing, environment detection,
     /// file location.
     Standard,
-    /// Standard plus trace filtering.
+    /// Standard plus trace filtering, environment setup and plan revision.
     All,
 }
 
@@ -163,6 +163,32 @@ const DEFS: &[Def] = &[
             )
         },
         output: || out(&["selected", "ecosystems"]),
+    },
+    Def {
+        name: "revise",
+        set: ToolSet::All,
+        read_only: false,
+        description: "Revise a stopped run's plan from feedback: lines like `add file P`, `drop S02`, `add step: …`, `language: …`, `constraint: …`.",
+        input: || {
+            obj(
+                json!({"run_dir": run_dir(), "feedback": {"type": "string"}, "repo": {"type": "string"}}),
+                &["run_dir", "feedback"],
+            )
+        },
+        output: || out(&["status", "revision", "changes"]),
+    },
+    Def {
+        name: "env_setup",
+        set: ToolSet::All,
+        read_only: false,
+        description: "Set up and verify a planned run's environment (sandboxed, as `dandori run` does first).",
+        input: || {
+            obj(
+                json!({"run_dir": run_dir(), "repo": {"type": "string"}}),
+                &["run_dir"],
+            )
+        },
+        output: || out(&["status", "message", "setup_record", "summary"]),
     },
     Def {
         name: "locate",

@@ -441,6 +441,15 @@ async fn handle(
             }
         }
     };
+    let mut a = a;
+    if api == Api::GitHub && a.status >= 400 {
+        // GitHub's error bodies (`basic-error`, `validation-error`) carry the
+        // documentation link.
+        if let Some(o) = a.body.as_object_mut() {
+            o.entry("documentation_url")
+                .or_insert_with(|| json!("https://docs.github.com/rest"));
+        }
+    }
     s.exchanges.push(ForgeExchange {
         api,
         method: method.to_string(),
@@ -514,7 +523,7 @@ fn route(
     let segs: Vec<&str> = path.split('/').filter(|x| !x.is_empty()).collect();
     if segs == ["user"] {
         return match (user, api) {
-            (Some(u), Api::GitHub) => answer(200, json!({"login": u, "id": 1, "type": "User"})),
+            (Some(u), Api::GitHub) => answer(200, gh_private_user(u, host)),
             (Some(u), Api::GitLab) => answer(200, json!({"username": u, "id": 1, "name": u})),
             (None, _) => answer(401, json!({"message": "Requires authentication"})),
         };
@@ -601,18 +610,82 @@ fn page(
     }
 }
 
-fn gh_user(login: &str) -> Value {
-    json!({"login": login, "id": 1, "type": "User"})
+/// A stable id for a login (the same user has the same id in every answer).
+fn gh_user_id(login: &str) -> u64 {
+    login
+        .bytes()
+        .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+        % 1_000_000
+        + 1
 }
 
-fn gh_comment(project: &str, c: &FakeComment, host: &str) -> Value {
+/// GitHub's `simple-user`, every required field of the official description.
+fn gh_user(login: &str, host: &str) -> Value {
+    let api = format!("http://{host}/gh/users/{login}");
+    json!({
+        "login": login,
+        "id": gh_user_id(login),
+        "node_id": format!("U_{login}"),
+        "avatar_url": format!("http://{host}/avatars/{login}"),
+        "gravatar_id": "",
+        "url": api,
+        "html_url": format!("http://{host}/{login}"),
+        "followers_url": format!("{api}/followers"),
+        "following_url": format!("{api}/following{{/other_user}}"),
+        "gists_url": format!("{api}/gists{{/gist_id}}"),
+        "starred_url": format!("{api}/starred{{/owner}}{{/repo}}"),
+        "subscriptions_url": format!("{api}/subscriptions"),
+        "organizations_url": format!("{api}/orgs"),
+        "repos_url": format!("{api}/repos"),
+        "events_url": format!("{api}/events{{/privacy}}"),
+        "received_events_url": format!("{api}/received_events"),
+        "type": "User",
+        "site_admin": false,
+    })
+}
+
+/// GitHub's `private-user` (`GET /user` with a token).
+fn gh_private_user(login: &str, host: &str) -> Value {
+    let mut v = gh_user(login, host);
+    let extra = json!({
+        "user_view_type": "private",
+        "name": login, "company": null, "blog": "", "location": null, "email": null,
+        "hireable": null, "bio": null, "public_repos": 0, "public_gists": 0,
+        "followers": 0, "following": 0,
+        "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+        "private_gists": 0, "total_private_repos": 0, "owned_private_repos": 0,
+        "disk_usage": 0, "collaborators": 0, "two_factor_authentication": true,
+    });
+    if let (Some(o), Value::Object(e)) = (v.as_object_mut(), extra) {
+        o.extend(e);
+    }
+    v
+}
+
+/// GitHub's `label`.
+fn gh_label(project: &str, name: &str, host: &str) -> Value {
+    let id = gh_user_id(name);
+    json!({
+        "id": id,
+        "node_id": format!("LA_{id}"),
+        "url": format!("http://{host}/gh/repos/{project}/labels/{}", name.replace(' ', "%20")),
+        "name": name,
+        "description": null,
+        "color": "ededed",
+        "default": false,
+    })
+}
+
+/// GitHub's `issue-comment`.
+fn gh_comment(project: &str, number: u64, c: &FakeComment, host: &str) -> Value {
     json!({
         "id": c.id,
         "node_id": format!("IC_{}", c.id),
         "url": format!("http://{host}/gh/repos/{project}/issues/comments/{}", c.id),
-        "html_url": format!("http://{host}/{project}#issuecomment-{}", c.id),
+        "html_url": format!("http://{host}/{project}/issues/{number}#issuecomment-{}", c.id),
+        "issue_url": format!("http://{host}/gh/repos/{project}/issues/{number}"),
         "body": c.body,
-        "user": gh_user(&c.author),
+        "user": gh_user(&c.author, host),
         "created_at": c.created_at,
         "updated_at": c.updated_at,
         "author_association": "NONE",
@@ -633,9 +706,14 @@ fn github(
     if let ["orgs", org, "teams", slug, "memberships", who] = segs {
         let team = format!("{org}/{slug}");
         return match s.teams.get(&team) {
-            Some(m) if m.iter().any(|x| x == who) => {
-                answer(200, json!({"state": "active", "role": "member", "url": ""}))
-            }
+            Some(m) if m.iter().any(|x| x == who) => answer(
+                200,
+                json!({
+                    "state": "active",
+                    "role": "member",
+                    "url": format!("http://{host}/gh/organizations/1/team/1/memberships/{who}"),
+                }),
+            ),
             _ => not_found(),
         };
     }
@@ -660,6 +738,7 @@ fn github(
             else {
                 return not_found();
             };
+            let api = format!("http://{host}/gh/repos/{project}");
             let mut v = json!({
                 "id": 500 + n.parse::<u64>().unwrap_or(0),
                 "node_id": format!("I_{n}"),
@@ -667,17 +746,31 @@ fn github(
                 "title": item.title,
                 "body": item.body,
                 "state": item.state,
-                "user": gh_user(&item.author),
-                "labels": item.labels.iter().map(|l| json!({"id": 1, "name": l, "color": "ededed"})).collect::<Vec<_>>(),
+                "locked": false,
+                "user": gh_user(&item.author, host),
+                "assignee": null,
+                "milestone": null,
+                "labels": item.labels.iter().map(|l| gh_label(&project, l, host)).collect::<Vec<_>>(),
                 "comments": item.comments.iter().filter(|c| !c.review).count(),
                 "html_url": format!("http://{host}/{project}/issues/{n}"),
-                "url": format!("http://{host}/gh/repos/{project}/issues/{n}"),
+                "url": format!("{api}/issues/{n}"),
+                "repository_url": api,
+                "labels_url": format!("{api}/issues/{n}/labels{{/name}}"),
+                "comments_url": format!("{api}/issues/{n}/comments"),
+                "events_url": format!("{api}/issues/{n}/events"),
+                "author_association": "NONE",
                 "created_at": "2026-01-01T00:00:00Z",
                 "updated_at": "2026-01-01T00:00:00Z",
+                "closed_at": null,
             });
             if item.kind == ItemKind::ChangeRequest {
-                v["pull_request"] =
-                    json!({"url": format!("http://{host}/gh/repos/{project}/pulls/{n}")});
+                v["pull_request"] = json!({
+                    "url": format!("{api}/pulls/{n}"),
+                    "html_url": format!("http://{host}/{project}/pull/{n}"),
+                    "diff_url": format!("http://{host}/{project}/pull/{n}.diff"),
+                    "patch_url": format!("http://{host}/{project}/pull/{n}.patch"),
+                    "merged_at": null,
+                });
             }
             answer(200, v)
         }
@@ -693,7 +786,7 @@ fn github(
                 .comments
                 .iter()
                 .filter(|c| !c.review)
-                .map(|c| gh_comment(&project, c, host))
+                .map(|c| gh_comment(&project, n.parse().unwrap_or(0), c, host))
                 .collect();
             page(s, Api::GitHub, items, query, host, "/gh", path)
         }
@@ -713,14 +806,23 @@ fn github(
                 .iter()
                 .filter(|c| c.review)
                 .map(|c| {
+                    let html = format!(
+                        "http://{host}/{project}/pull/{n}#pullrequestreview-{}",
+                        c.id
+                    );
+                    let pr = format!("http://{host}/gh/repos/{project}/pulls/{n}");
                     json!({
                         "id": c.id,
                         "node_id": format!("PRR_{}", c.id),
-                        "user": gh_user(&c.author),
+                        "user": gh_user(&c.author, host),
                         "body": c.body,
                         "state": c.review_state.clone().unwrap_or_else(|| "COMMENTED".into()),
                         "submitted_at": c.created_at,
-                        "html_url": format!("http://{host}/{project}/pull/{n}#pullrequestreview-{}", c.id),
+                        "commit_id": "0123456789abcdef0123456789abcdef01234567",
+                        "html_url": html,
+                        "pull_request_url": pr,
+                        "_links": {"html": {"href": html}, "pull_request": {"href": pr}},
+                        "author_association": "NONE",
                     })
                 })
                 .collect();
@@ -742,7 +844,7 @@ fn github(
                 return not_found();
             };
             item.comments.push(c.clone());
-            answer(201, gh_comment(&project, &c, host))
+            answer(201, gh_comment(&project, n.parse().unwrap_or(0), &c, host))
         }
         ("PATCH", ["issues", "comments", id]) => {
             let Some(text) = body.get("body").and_then(Value::as_str) else {
@@ -753,7 +855,7 @@ fn github(
             let Some(p) = s.projects.get_mut(&key) else {
                 return not_found();
             };
-            for item in p.items.values_mut() {
+            for (number, item) in p.items.iter_mut() {
                 if let Some(c) = item.comments.iter_mut().find(|c| c.id == id && !c.review) {
                     if Some(c.author.as_str()) != user {
                         return answer(
@@ -764,7 +866,7 @@ fn github(
                     c.body = text.to_string();
                     c.updated_at = now;
                     let c = c.clone();
-                    return answer(200, gh_comment(&project, &c, host));
+                    return answer(200, gh_comment(&project, *number, &c, host));
                 }
             }
             not_found()
@@ -788,7 +890,7 @@ fn github(
             let out: Vec<Value> = item
                 .labels
                 .iter()
-                .map(|l| json!({"id": 1, "name": l, "color": "ededed"}))
+                .map(|l| gh_label(&project, l, host))
                 .collect();
             answer(200, Value::Array(out))
         }

@@ -8,6 +8,7 @@ pub mod fake_forge;
 pub mod fake_llm;
 pub mod fixtures;
 pub mod git;
+pub mod openapi;
 pub mod otlp_receiver;
 mod serve;
 

@@ -14,7 +14,7 @@ use crate::output;
 pub const EXIT_UNCLEAR_GOAL: u8 = 3;
 
 pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Result<ExitCode> {
-    let provider_flags = super::plan_llm::flags(&args);
+    let provider_flags = super::plan_llm::flags(&args.llm);
     let env: BTreeMap<String, String> = std::env::vars().collect();
     // `--issue`: the request comes from the forge (seed 000 §2.5).
     let intake = match &args.issue {

@@ -10,9 +10,10 @@ use dandori_planner::PlannerError;
 use dandori_planner::llm::LlmPlanner;
 use dandori_planner::llm::provider::{ProviderFlags, resolve};
 
-use crate::cli::PlanArgs;
+use crate::cli::ProviderArgs;
 
-pub fn flags(args: &PlanArgs) -> ProviderFlags {
+/// The provider flags of `plan` / `revise`.
+pub fn flags(args: &ProviderArgs) -> ProviderFlags {
     ProviderFlags {
         provider: args.provider.clone(),
         base_url: args.base_url.clone(),

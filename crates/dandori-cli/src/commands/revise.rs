@@ -10,7 +10,8 @@ use dandori_config::Config;
 use dandori_forge::permissions::Permissions;
 use dandori_forge::record::ForgeRecord;
 use dandori_forge::revise::{self, Feedback, FeedbackSource, Outcome};
-use dandori_forge::{CommentSource, ForgeClient, ForgeError, report};
+use dandori_forge::{CommentSource, ForgeClient, ForgeError, model_revision, report};
+use dandori_planner::llm::provider::resolve;
 use serde_json::json;
 
 use super::forge::{client_for, exit_code, membership, read_planning};
@@ -71,6 +72,99 @@ fn forge_of(ctx: &Context, run_dir: &Path) -> Result<(ForgeRecord, ForgeClient),
     match client_for(&record.reference, &ctx.config.forges, &ctx.env) {
         Ok(c) => Ok((record, c)),
         Err(e) => Err(fail(&e)),
+    }
+}
+
+/// With a provider (`--provider …` or `llm.default_provider`) and not
+/// `--offline`: the feedback and the plan go to the model, and its seed-format
+/// `plan_revision` is checked (shape, steps, paths inside the repository, the
+/// command policy, plan validation), re-asked once with the problems quoted.
+/// An unusable answer or a failed call falls back to the offline edits with the
+/// reason in the trace (`PLAN_REVISION_MODEL_FAILED`). A provider that cannot
+/// be set up (unknown name, missing key variable) is a usage error (exit 2).
+fn model_revision(
+    ctx: &Context,
+    args: &ReviseArgs,
+    run_dir: &Path,
+    feedback: &[Feedback],
+    judge: &(dyn dandori_plan::validation::CommandJudge + Sync),
+    trace: Option<&dandori_trace::TraceWriter>,
+) -> Result<Option<model_revision::ModelRevision>, ExitCode> {
+    if args.offline {
+        return Ok(None);
+    }
+    let flags = super::plan_llm::flags(&args.llm);
+    let usage = |e: String| {
+        output::error(&format!("LLM_PROVIDER_INVALID: {e}"));
+        ExitCode::from(2)
+    };
+    let provider = match resolve(&ctx.config.llm, &flags) {
+        Ok(Some(p)) => p,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(usage(e.to_string())),
+    };
+    let lookup = |name: &str| ctx.env.get(name).cloned();
+    let client = match dandori_llm::Client::from_config(&provider, &ctx.config.llm.budgets, &lookup)
+    {
+        Ok(c) => c.with_agent_runtime(dandori_llm::AgentRuntime::from_config(
+            &ctx.config,
+            &ctx.env,
+        )),
+        Err(e) => return Err(usage(e.to_string())),
+    };
+    let planning: dandori_plan::Planning = match dandori_fs::read(run_dir.join("planning.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
+        Some(p) => p,
+        // The revision itself reports the broken plan.
+        None => return Ok(None),
+    };
+    let (system, user) = model_revision::prompt(&planning, feedback);
+    let mut request = dandori_llm::ChatRequest::new(
+        // A re-plan: the plan is in the prompt, so the planning budget applies.
+        dandori_llm::Phase::Planning,
+        vec![
+            dandori_llm::Message::system(system),
+            dandori_llm::Message::user(user),
+        ],
+    );
+    request.response_schema = Some(dandori_llm::ResponseSchema {
+        name: "plan_revision".to_string(),
+        schema: model_revision::schema(),
+    });
+    request.temperature = Some(0.0);
+    let extra = |v: &serde_json::Value| model_revision::check(&planning, v, judge);
+    let answer = dandori_llm::block_on(dandori_llm::structured::chat_structured(
+        &client, &request, &extra,
+    ));
+    let failed = |reason: String| {
+        if let Some(t) = trace {
+            let _ = t.emit(
+                model_revision::PLAN_REVISION_MODEL_FAILED,
+                json!({"provider": provider.name, "model": provider.model, "error": reason, "fallback": "offline_edits"}),
+            );
+        }
+        output::progress(&format!(
+            "the model's plan revision was not usable ({reason}); applying the feedback's explicit edits"
+        ));
+    };
+    match answer {
+        Ok(Ok(s)) => match model_revision::parse(&s.value) {
+            Ok(m) => Ok(Some(m)),
+            Err(problems) => {
+                failed(problems.join("; "));
+                Ok(None)
+            }
+        },
+        Ok(Err(e)) => {
+            failed(e.to_string());
+            Ok(None)
+        }
+        Err(e) => {
+            failed(format!("cannot start the model call: {e}"));
+            Ok(None)
+        }
     }
 }
 
@@ -171,6 +265,20 @@ pub fn revise(
         output::error("REVISION_NO_CHANGES: no new comments from users allowed to steer");
         return Ok(ExitCode::from(1));
     }
+    // Secrets pasted into feedback (the forge token, any secret variable's
+    // value, key-shaped strings) reach neither the model nor the history.
+    let mut secret_env = ctx.env.clone();
+    if let Some((_, client)) = &forge {
+        super::forge::mask_token(client, &mut secret_env);
+    }
+    let masker = dandori_trace::Masker::default().with_env_secrets(&secret_env);
+    let feedback: Vec<Feedback> = feedback
+        .into_iter()
+        .map(|mut f| {
+            f.text = masker.mask_str(&f.text);
+            f
+        })
+        .collect();
     let author = ctx
         .record
         .as_ref()
@@ -178,13 +286,47 @@ pub fn revise(
         .unwrap_or_default();
     let approval_needed = Permissions::new(&ctx.config.planning.permissions, &author)
         .approval_needed(ctx.config.planning.revision.require_human_approval);
+    // Plan sanitisation judges the revised plan with the run's command policy.
+    let policy =
+        match dandori_tools::tool_command_policy(&ctx.config.planning.environment_setup.security) {
+            Ok(p) => p,
+            Err(e) => {
+                output::error(&format!("{}: {e}", dandori_report::reason::PLAN_INVALID));
+                return Ok(ExitCode::from(2));
+            }
+        };
+    let judge = |line: &str| dandori_runner::plan::command_verdict(&policy, line);
+    let trace = super::run::open_run_trace(
+        &run_dir.join("planning.json"),
+        &run_dir.join("trace.jsonl"),
+        masker.clone(),
+    );
+    let model = match model_revision(&ctx, args, run_dir, &feedback, &judge, trace.as_ref()) {
+        Ok(m) => m,
+        Err(code) => return Ok(code),
+    };
     let result = revise::revise(
         run_dir,
         &feedback,
+        model.as_ref(),
+        &judge,
         &ctx.config.planning.revision,
         approval_needed,
         Utc::now(),
     );
+    if let Some(t) = &trace {
+        let _ = t.emit(
+            model_revision::PLAN_REVISION,
+            revise::revision_event(
+                &result,
+                if model.is_some() {
+                    "model"
+                } else {
+                    "offline_edits"
+                },
+            ),
+        );
+    }
     // Report on the issue when the run reports there (or --comment).
     let reporting = forge.is_none()
         && ctx.record.is_some()

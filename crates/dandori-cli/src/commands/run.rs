@@ -267,6 +267,24 @@ pub(crate) fn word<T: serde::Serialize>(status: &T) -> String {
         .unwrap_or_default()
 }
 
+/// The trace of a run, appended to (masked as every trace), stamped with the
+/// plan's run and request ids. None when it cannot be opened (best effort).
+pub(crate) fn open_run_trace(
+    planning: &Path,
+    trace: &Path,
+    masker: dandori_trace::Masker,
+) -> Option<dandori_trace::TraceWriter> {
+    let ids = dandori_fs::read_to_string(planning)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|v| {
+            let id = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
+            (id("run_id"), id("request_id"))
+        })
+        .unwrap_or_default();
+    dandori_trace::TraceWriter::open(trace, ids.0, ids.1, masker).ok()
+}
+
 /// Config warnings (ignored untrusted keys among them) go to the run's trace as
 /// well as stderr, so the audit record says what the repository tried to set.
 /// Best effort: a target that is no run directory is reported by the runner itself.
@@ -277,18 +295,9 @@ fn record_config_warnings(target: &Path, warnings: &[dandori_config::ConfigWarni
     let Ok(paths) = dandori_runner::plan::RunPaths::locate(target) else {
         return;
     };
-    let ids = dandori_fs::read_to_string(&paths.planning)
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .map(|v| {
-            let id = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
-            (id("run_id"), id("request_id"))
-        })
-        .unwrap_or_default();
-    if let Ok(trace) = dandori_trace::TraceWriter::open(
+    if let Some(trace) = open_run_trace(
+        &paths.planning,
         &paths.trace,
-        ids.0,
-        ids.1,
         dandori_trace::Masker::default(),
     ) {
         let _ = trace.emit(

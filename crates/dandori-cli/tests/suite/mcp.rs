@@ -137,7 +137,14 @@ fn python_sdk_client_plans_and_executes_a_request() {
     assert!(out["report_md_chars"].as_u64().unwrap() > 200);
     assert_eq!(
         out["resources"],
-        json!(["planning.json", "report.md", "stage.json", "trace.jsonl"])
+        json!([
+            "environment/setup.json",
+            "environment/summary.md",
+            "planning.json",
+            "report.md",
+            "stage.json",
+            "trace.jsonl"
+        ])
     );
     // The work is on the work branch, one commit per step with dandori's trailers,
     // each changing the step's target.
@@ -372,6 +379,8 @@ fn mcp_inspector_cli_lists_and_calls_the_tools() {
             "status",
             "runs",
             "env_detect",
+            "revise",
+            "env_setup",
             "locate",
             "trace"
         ]
@@ -403,6 +412,35 @@ fn mcp_inspector_cli_lists_and_calls_the_tools() {
     );
     assert_eq!(status["structuredContent"]["status"], json!("planned"));
     assert_eq!(status["structuredContent"]["current_step"], json!("S01"));
+    // The environment sub-phase of the planned run, its summary as a resource.
+    let env = inspect(
+        &repo,
+        &[
+            "tools/call",
+            "--tool-name",
+            "env_setup",
+            "--tool-arg",
+            &format!("run_dir={run}"),
+        ],
+    );
+    assert_eq!(env["isError"], json!(false), "{env}");
+    assert_eq!(
+        env["structuredContent"]["status"],
+        json!("success"),
+        "{env}"
+    );
+    let summary = env["structuredContent"]["summary"].as_str().unwrap();
+    assert_eq!(
+        summary,
+        format!("file://{run}/environment/summary.md"),
+        "{env}"
+    );
+    let read = inspect(&repo, &["resources/read", "--uri", summary]);
+    let text = read["contents"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        dandori_fs::read_to_string(run_dir.join("environment/summary.md")).unwrap(),
+        text
+    );
     // A bad step id is a tool error, not a dead server.
     let step = inspect(
         &repo,

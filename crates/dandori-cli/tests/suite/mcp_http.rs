@@ -330,7 +330,7 @@ fn mcp_inspector_cli_drives_the_loop_over_http() {
     let (repo, run_dir) = planned_repo(&dir.path().canonicalize().unwrap(), "repo");
     let server = serve(&repo, &["--tools", "all", "--http", "127.0.0.1:0"], None);
     let listed = inspect_http(&server.url, &["tools/list"]);
-    assert_eq!(listed["tools"].as_array().unwrap().len(), 12);
+    assert_eq!(listed["tools"].as_array().unwrap().len(), 14);
     let run = run_dir.to_str().unwrap();
     let mut handed = Vec::new();
     let mut verdicts = Vec::new();

@@ -80,6 +80,10 @@ pub const POLICY_INTERPRETER_CODE: &str = "POLICY_INTERPRETER_CODE";
 /// A loop or command that never ends: `while true`, `until false`, `for ((;;))`,
 /// `yes`, `watch`, `sleep infinity`, `tail -f`.
 pub const POLICY_INFINITE_LOOP: &str = "POLICY_INFINITE_LOOP";
+/// A write to a machine elsewhere that cannot be taken back: `git push`,
+/// publishing a package (`npm publish`, `cargo publish`, `twine upload`, …), an
+/// HTTP upload or POST/PUT/PATCH/DELETE to a host other than this machine.
+pub const POLICY_REMOTE_WRITE: &str = "POLICY_REMOTE_WRITE";
 
 /// Every code, for documentation checks.
 pub const ALL: &[&str] = &[
@@ -114,4 +118,5 @@ pub const ALL: &[&str] = &[
     POLICY_LINK_OUTSIDE,
     POLICY_INTERPRETER_CODE,
     POLICY_INFINITE_LOOP,
+    POLICY_REMOTE_WRITE,
 ];

@@ -349,6 +349,16 @@ const BACKGROUND_WRAPPERS: &[&str] = &["nohup", "setsid"];
 const KEYWORDS: &[&str] = &["if", "then", "else", "elif", "do", "!", "{", "time"];
 /// Reserved words that close a compound command.
 const CLOSERS: &[&str] = &["fi", "done", "}", "esac"];
+/// Variables that choose where programs and modules are loaded from.
+const SEARCH_PATHS: &[&str] = &[
+    "PATH",
+    "PYTHONPATH",
+    "NODE_PATH",
+    "PERL5LIB",
+    "RUBYLIB",
+    "CLASSPATH",
+    "GOPATH",
+];
 const DANGEROUS_ENV: &[&str] = &[
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
@@ -582,6 +592,7 @@ impl CommandPolicy {
             .collect();
         for (k, (name, value)) in cmd.assignments.iter().enumerate() {
             check_assignment(name)?;
+            self.check_search_path(name, value, st)?;
             check_path_like(value)?;
             if cmd.program.is_empty() {
                 let resolved = assignment_words.get(k).and_then(|w| {
@@ -726,6 +737,7 @@ impl CommandPolicy {
                         && is_name(name)
                     {
                         check_assignment(name)?;
+                        self.check_search_path(name, value, st)?;
                         let w = arg_words.iter().find(|w| w.text == *a).map(|w| Word {
                             text: value.to_string(),
                             ..w.clone()
@@ -762,7 +774,7 @@ impl CommandPolicy {
                     && is_name(name)
                 {
                     check_assignment(name)?;
-                    let _ = value;
+                    self.check_search_path(name, value, st)?;
                 } else if base == "env" && (a == "-C" || a == "--chdir") {
                     let v = args.get(k + 1).cloned();
                     if let Some(v) = v
@@ -800,6 +812,7 @@ impl CommandPolicy {
             return Ok(());
         }
         self.check_lifetime(base, args)?;
+        rules::check_remote_write(base, args)?;
         if stdin_args && (SHELLS.contains(&base) || INTERPRETERS.contains(&base) || base == "git") {
             return Err(PolicyViolation::new(
                 codes::POLICY_UNRESOLVED_EXPANSION,
@@ -837,6 +850,12 @@ impl CommandPolicy {
             && matches!(module.as_str(), "pip" | "pip3")
         {
             self.check_lifetime("pip", &args[m + 2..])?;
+        }
+        if stem == "python"
+            && let Some(m) = args.iter().position(|a| a == "-m")
+            && let Some(module) = args.get(m + 1)
+        {
+            rules::check_remote_write(module, &args[m + 2..])?;
         }
         if let Some(i) = self.runner_target(base, args, depth)? {
             let target = rules::package_program(&args[i]);
@@ -981,6 +1000,36 @@ impl CommandPolicy {
                 _ => {}
             }
             i += 1;
+        }
+        Ok(())
+    }
+
+    /// A search path (`PATH`, `PYTHONPATH`, …) that takes programs or modules from
+    /// the temp dirs or from above the worktree: anything written there earlier
+    /// would run in place of the real tool.
+    fn check_search_path(
+        &self,
+        name: &str,
+        value: &str,
+        st: &LineState,
+    ) -> Result<(), PolicyViolation> {
+        if !SEARCH_PATHS.contains(&name) {
+            return Ok(());
+        }
+        for dir in value
+            .split(':')
+            .filter(|d| !d.is_empty() && !d.contains('$'))
+        {
+            if matches!(
+                paths::classify(dir, st, &self.roots),
+                paths::Place::Temp | paths::Place::Escapes
+            ) {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_DANGEROUS_ENV,
+                    format!("`{name}` takes `{dir}` first, a directory outside the worktree anyone can write"),
+                )
+                .with_rule("search-path"));
+            }
         }
         Ok(())
     }

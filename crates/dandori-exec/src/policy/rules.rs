@@ -1642,3 +1642,245 @@ fn sed_executes_or_writes(script: &str) -> Result<Option<String>, PolicyViolatio
 pub(crate) fn is_deleter(base: &str) -> bool {
     DELETERS.contains(&base)
 }
+
+/// Writes to another machine that cannot be taken back: pushes, package
+/// publication, uploads. Dandori's own git traffic (distributed runs) does not go
+/// through the policy; a step's commands never need to push or publish.
+pub(crate) fn check_remote_write(base: &str, args: &[String]) -> Result<(), PolicyViolation> {
+    let sub = subcommand(args);
+    let has_word = |words: &[&str]| args.iter().any(|x| words.contains(&x.as_str()));
+    let what = match base {
+        "npm" | "pnpm" | "yarn" | "bun"
+            if matches!(
+                sub,
+                "publish" | "unpublish" | "deprecate" | "dist-tag" | "owner" | "access"
+            ) =>
+        {
+            format!("`{base} {sub}` changes a package on the registry")
+        }
+        "yarn" if sub == "npm" && has_word(&["publish", "tag"]) => {
+            "`yarn npm publish` changes a package on the registry".to_string()
+        }
+        "cargo" if matches!(sub, "publish" | "yank" | "owner") => {
+            format!("`cargo {sub}` changes a crate on the registry")
+        }
+        "twine" if matches!(sub, "upload" | "register") => {
+            format!("`twine {sub}` publishes to a package index")
+        }
+        "poetry" | "flit" | "hatch" | "uv" | "pdm" | "maturin" | "rye"
+            if matches!(sub, "publish" | "upload") =>
+        {
+            format!("`{base} {sub}` publishes to a package index")
+        }
+        "gem" if matches!(sub, "push" | "yank" | "owner") => {
+            format!("`gem {sub}` changes a gem on the registry")
+        }
+        "mvn" | "mvnw" | "./mvnw"
+            if args.iter().any(|x| {
+                x == "deploy" || x.starts_with("deploy:") || x.starts_with("release:")
+            }) =>
+        {
+            format!("`{base} deploy` publishes artifacts to a repository")
+        }
+        "gradle" | "gradlew"
+            if args.iter().any(|x| {
+                let task = x.rsplit(':').next().unwrap_or(x);
+                task.starts_with("publish") || task.starts_with("upload")
+            }) =>
+        {
+            format!("`{base}` publish tasks upload artifacts")
+        }
+        "dotnet" if sub == "nuget" && has_word(&["push", "delete"]) => {
+            "`dotnet nuget push` publishes a package".to_string()
+        }
+        "docker" | "podman" | "buildah" if sub == "push" => {
+            format!("`{base} push` uploads an image")
+        }
+        "git" => match git_subcommand(args) {
+            Some(("push", _)) => "`git push` writes to a remote repository".to_string(),
+            Some(("lfs", rest)) if rest.first().is_some_and(|x| x == "push") => {
+                "`git lfs push` writes to a remote repository".to_string()
+            }
+            Some(("svn", rest)) if rest.first().is_some_and(|x| x == "dcommit") => {
+                "`git svn dcommit` writes to a remote repository".to_string()
+            }
+            Some(("p4", rest)) if rest.first().is_some_and(|x| x == "submit") => {
+                "`git p4 submit` writes to a remote repository".to_string()
+            }
+            _ => return Ok(()),
+        },
+        "curl" | "wget" => match http_write_target(base, args) {
+            Some(host) => format!("`{base}` sends data to `{host}`, another machine"),
+            None => return Ok(()),
+        },
+        _ => return Ok(()),
+    };
+    refuse(codes::POLICY_REMOTE_WRITE, "remote-write", what)
+}
+
+/// The subcommand: the first word that is neither an option nor the value of the
+/// option before it (`npm --registry URL publish` → `publish`). An option's value
+/// is guessed: a word after a long option without `=`, or after a short option
+/// of one letter, counts as its value when another plain word follows.
+fn subcommand(args: &[String]) -> &str {
+    let plain: Vec<usize> = (0..args.len())
+        .filter(|&i| !args[i].starts_with('-'))
+        .collect();
+    for (k, &i) in plain.iter().enumerate() {
+        let after_option = i > 0 && {
+            let prev = args[i - 1].as_str();
+            (prev.starts_with("--") && !prev.contains('='))
+                || (prev.len() == 2 && prev.starts_with('-'))
+        };
+        if !after_option || k + 1 == plain.len() {
+            return &args[i];
+        }
+    }
+    ""
+}
+
+/// git's subcommand and the arguments after it, past the global options.
+fn git_subcommand(args: &[String]) -> Option<(&str, &[String])> {
+    let mut i = 0;
+    while i < args.len() && args[i].starts_with('-') {
+        let takes_value = matches!(
+            args[i].as_str(),
+            "-c" | "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
+        );
+        i += if takes_value { 2 } else { 1 };
+    }
+    args.get(i).map(|s| (s.as_str(), &args[i + 1..]))
+}
+
+/// The first remote host `curl`/`wget` would send data to (a body, a form, an
+/// upload or a writing method), if any. Loopback targets are local tests.
+fn http_write_target(base: &str, args: &[String]) -> Option<String> {
+    // Options that send data; like those of CURL_VALUE they take a value.
+    const CURL_WRITE: &[&str] = &[
+        "-d",
+        "--data",
+        "--data-raw",
+        "--data-binary",
+        "--data-urlencode",
+        "--data-ascii",
+        "-F",
+        "--form",
+        "--form-string",
+        "-T",
+        "--upload-file",
+        "--json",
+    ];
+    // The other curl options that take a value.
+    const CURL_VALUE: &[&str] = &[
+        "-X",
+        "--request",
+        "-H",
+        "--header",
+        "-o",
+        "--output",
+        "-u",
+        "--user",
+        "-A",
+        "--user-agent",
+        "-e",
+        "--referer",
+        "-b",
+        "--cookie",
+        "-c",
+        "--cookie-jar",
+        "-m",
+        "--max-time",
+        "--connect-timeout",
+        "-w",
+        "--write-out",
+        "--retry",
+        "-x",
+        "--proxy",
+        "-K",
+        "--config",
+        "--resolve",
+        "--cacert",
+        "--cert",
+        "--key",
+        "-r",
+        "--range",
+        "-U",
+        "--proxy-user",
+    ];
+    const WGET_WRITE: &[&str] = &["--post-data", "--post-file", "--body-data", "--body-file"];
+    let mut writes = false;
+    let mut targets: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (a, None),
+        };
+        let method =
+            |m: &str| !matches!(m.to_ascii_uppercase().as_str(), "GET" | "HEAD" | "OPTIONS");
+        if base == "curl" {
+            if CURL_WRITE.contains(&name) {
+                writes = true;
+            }
+            if let Some(m) = a.strip_prefix("-X").filter(|m| !m.is_empty()) {
+                writes |= method(m);
+            }
+            if matches!(name, "-X" | "--request") {
+                let m = inline.or_else(|| args.get(i + 1).map(String::as_str));
+                writes |= m.is_some_and(method);
+            }
+            if name == "--url" {
+                targets.extend(inline.or_else(|| args.get(i + 1).map(String::as_str)));
+            }
+            if a.starts_with("-d") && a.len() > 2 && !a.starts_with("--") {
+                writes = true;
+            }
+            if CURL_WRITE.contains(&name) || CURL_VALUE.contains(&name) || name == "--url" {
+                i += if inline.is_some() { 1 } else { 2 };
+                continue;
+            }
+        } else {
+            if WGET_WRITE.contains(&name) {
+                writes = true;
+            }
+            if name == "--method" {
+                let m = inline.or_else(|| args.get(i + 1).map(String::as_str));
+                writes |= m.is_some_and(method);
+            }
+        }
+        if !a.starts_with('-') {
+            targets.push(a);
+        }
+        i += 1;
+    }
+    if !writes {
+        return None;
+    }
+    targets
+        .into_iter()
+        .map(url_host)
+        .find(|h| !is_loopback(h))
+        .map(str::to_string)
+}
+
+/// The host of a URL or `host[:port][/path]` argument.
+fn url_host(target: &str) -> &str {
+    let rest = target.split_once("://").map_or(target, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = host.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or(v6);
+    }
+    host.split(':').next().unwrap_or(host)
+}
+
+fn is_loopback(host: &str) -> bool {
+    let h = host.to_ascii_lowercase();
+    h == "localhost"
+        || h.ends_with(".localhost")
+        || h == "::1"
+        || h == "0.0.0.0"
+        || h.starts_with("127.")
+        || h.is_empty()
+}

@@ -97,6 +97,8 @@ mod hostile {
         destructive,
         loops_background,
         misc_shell,
+        remote_write,
+        search_path,
     );
 }
 

@@ -1,4 +1,5 @@
 mod client;
+mod model_revision;
 mod openapi;
 mod reference;
 mod revise;

@@ -1,144 +1,35 @@
-//! The fake forge's responses and dandori's requests against the committed
-//! OpenAPI subsets (crates/dandori-forge/openapi, refreshed by
-//! scripts/refresh-forge-openapi.py).
+//! dandori's requests and the fake forge's responses against the official
+//! OpenAPI descriptions (the checker: `dandori_test_support::openapi`).
+//!
+//! GitHub: npm `@octokit/openapi` (GitHub's own generated descriptions:
+//! `generated/api.github.com.json` and the newest `ghes-*.json`), installed by
+//! scripts/test.sh into target/test-tools/node. Every exchange is matched to
+//! its operation (method and path template), its path and query parameters and
+//! JSON body are checked against the operation's parameters and request body
+//! (unknown fields are errors), and the response against the schema of its
+//! status code ($ref, required, types, formats, enums, nullable, oneOf with a
+//! discriminator, anyOf, allOf).
+//!
+//! GitLab: its official description (doc/api/openapi/openapi_v2.yaml) is not
+//! installable from a package registry; the committed subset
+//! crates/dandori-forge/openapi/gitlab-subset.json is checked the same way
+//! (scripts/refresh-forge-openapi.py refreshes it from the official file).
+
+use std::collections::BTreeSet;
 
 use dandori_config::{ForgeOperation, ForgesConfig};
 use dandori_forge::record::ForgeRecord;
 use dandori_forge::{ForgeRef, report};
 use dandori_test_support::fake_forge::{Api, ForgeExchange, ItemKind};
+use dandori_test_support::openapi::{
+    check_exchange, check_exchanges, github_descriptions, gitlab_subset,
+};
 use serde_json::Value;
 
 use super::client::{client, seeded};
 
-fn subset(name: &str) -> Value {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("openapi")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-/// The subset's path template matching `path` (`{x}` matches one segment).
-fn template<'a>(doc: &'a Value, path: &str) -> Option<(&'a str, &'a Value)> {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    doc["paths"].as_object()?.iter().find_map(|(t, ops)| {
-        let ts: Vec<&str> = t.split('/').filter(|s| !s.is_empty()).collect();
-        (ts.len() == segs.len()
-            && ts
-                .iter()
-                .zip(&segs)
-                .all(|(a, b)| a.starts_with('{') || a == b))
-        .then_some((t.as_str(), ops))
-    })
-}
-
-fn check(schema: &Value, v: &Value, at: &str, errs: &mut Vec<String>) {
-    if v.is_null() {
-        if schema.get("nullable") != Some(&Value::Bool(true)) {
-            errs.push(format!("{at}: null where not nullable"));
-        }
-        return;
-    }
-    if let Some(alts) = schema.get("oneOf").and_then(Value::as_array) {
-        let ok = alts.iter().any(|a| {
-            let mut e = Vec::new();
-            check(a, v, at, &mut e);
-            e.is_empty()
-        });
-        if !ok {
-            errs.push(format!("{at}: matches no alternative"));
-        }
-        return;
-    }
-    let ty = schema.get("type").and_then(Value::as_str).unwrap_or("");
-    let ok = match ty {
-        "object" => v.is_object(),
-        "array" => v.is_array(),
-        "string" => v.is_string(),
-        "integer" => v.is_u64() || v.is_i64(),
-        "boolean" => v.is_boolean(),
-        _ => true,
-    };
-    if !ok {
-        errs.push(format!("{at}: expected {ty}, got {v}"));
-        return;
-    }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array)
-        && !e.contains(v)
-    {
-        errs.push(format!("{at}: {v} not in {e:?}"));
-    }
-    if let Some(req) = schema.get("required").and_then(Value::as_array) {
-        for r in req.iter().filter_map(Value::as_str) {
-            if v.get(r).is_none() {
-                errs.push(format!("{at}.{r}: required, missing"));
-            }
-        }
-    }
-    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        for (k, s) in props {
-            if let Some(x) = v.get(k) {
-                check(s, x, &format!("{at}.{k}"), errs);
-            }
-        }
-    }
-    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
-        for (i, x) in arr.iter().enumerate() {
-            check(items, x, &format!("{at}[{i}]"), errs);
-        }
-    }
-}
-
-fn check_exchanges(exchanges: &[ForgeExchange]) -> (usize, Vec<String>) {
-    let gh = subset("github-subset.json");
-    let gl = subset("gitlab-subset.json");
-    let mut errs = Vec::new();
-    let mut checked = 0;
-    for e in exchanges {
-        let doc = if e.api == Api::GitHub { &gh } else { &gl };
-        let path = e.path.replace("%2F", "/");
-        // GitLab's {id} is one url-encoded segment.
-        let path = if e.api == Api::GitLab {
-            e.path.clone()
-        } else {
-            path
-        };
-        let Some((t, ops)) = template(doc, &path) else {
-            errs.push(format!("{} {}: not in the subset", e.method, e.path));
-            continue;
-        };
-        let Some(op) = ops.get(e.method.to_lowercase()) else {
-            errs.push(format!("{} {t}: method not in the subset", e.method));
-            continue;
-        };
-        if let Some(s) = op.pointer("/requestBody/content/application~1json/schema") {
-            check(s, &e.body, &format!("{} {t} request", e.method), &mut errs);
-        } else if !e.body.is_null() {
-            errs.push(format!(
-                "{} {t}: a body the operation does not take",
-                e.method
-            ));
-        }
-        if (200..300).contains(&e.status) {
-            let code = e.status.to_string();
-            match op.pointer(&format!(
-                "/responses/{code}/content/application~1json/schema"
-            )) {
-                Some(s) => check(
-                    s,
-                    &e.response,
-                    &format!("{} {t} {code}", e.method),
-                    &mut errs,
-                ),
-                None => errs.push(format!("{} {t}: status {code} not in the subset", e.method)),
-            }
-        }
-        checked += 1;
-    }
-    (checked, errs)
-}
-
-#[test]
-fn requests_and_responses_match_the_openapi_subsets() {
+/// Exercises every request dandori's forge client makes, on both forges.
+fn exercise() -> dandori_test_support::fake_forge::FakeForge {
     let f = seeded();
     f.set_max_per_page(1);
     f.add_comment(Api::GitHub, "octo/app", 1, "alice", "one");
@@ -154,6 +45,14 @@ fn requests_and_responses_match_the_openapi_subsets() {
         "alice",
     );
     f.add_review(Api::GitHub, "octo/app", 3, "carol", "", "APPROVED");
+    f.add_review(
+        Api::GitHub,
+        "octo/app",
+        3,
+        "dave",
+        "use tokio",
+        "CHANGES_REQUESTED",
+    );
     f.add_comment(Api::GitLab, "grp/sub/app", 2, "alice", "note");
     f.add_item(
         Api::GitLab,
@@ -178,6 +77,7 @@ fn requests_and_responses_match_the_openapi_subsets() {
     ] {
         let r = ForgeRef::parse(reference).unwrap();
         let c = client(&f, &r, &cfg);
+        assert_eq!(c.whoami().unwrap(), "dandori-bot");
         let issue = c.issue(&r).unwrap();
         let mut rec = ForgeRecord {
             reference: r.clone(),
@@ -217,25 +117,131 @@ fn requests_and_responses_match_the_openapi_subsets() {
             "grp/maint"
         };
         assert!(c.is_member(team, "carol").unwrap());
+        assert!(!c.is_member(team, "mallory").unwrap());
+        // A missing item: the 404 answer is checked too.
+        let missing = ForgeRef::parse(&reference.replace(['1', '3', '2', '4'], "9")).unwrap();
+        assert!(c.issue(&missing).is_err());
     }
-    let (checked, errs) = check_exchanges(&f.exchanges());
+    f
+}
+
+#[test]
+fn github_requests_and_responses_match_the_official_descriptions() {
+    let f = exercise();
+    let exchanges: Vec<ForgeExchange> = f
+        .exchanges()
+        .into_iter()
+        .filter(|e| e.api == Api::GitHub)
+        .collect();
+    for (name, doc) in github_descriptions().unwrap() {
+        let (ops, errs) = check_exchanges(&doc, &exchanges);
+        assert!(errs.is_empty(), "{name}: {errs:#?}");
+        // Every operation dandori's GitHub client performs was exercised.
+        let expected: BTreeSet<String> = [
+            "users/get-authenticated",
+            "issues/get",
+            "issues/list-comments",
+            "issues/create-comment",
+            "issues/update-comment",
+            "issues/add-labels",
+            "pulls/list-reviews",
+            "teams/get-membership-for-user-in-org",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        assert_eq!(ops, expected, "{name}");
+        assert!(
+            exchanges.len() >= 20,
+            "{name}: {} exchanges",
+            exchanges.len()
+        );
+    }
+}
+
+#[test]
+fn gitlab_requests_and_responses_match_the_subset() {
+    let f = exercise();
+    let doc = gitlab_subset().unwrap();
+    let exchanges: Vec<ForgeExchange> = f
+        .exchanges()
+        .into_iter()
+        .filter(|e| e.api == Api::GitLab)
+        .collect();
+    let (ops, errs) = check_exchanges(&doc, &exchanges);
     assert!(errs.is_empty(), "{errs:#?}");
-    assert!(checked >= 20, "{checked} exchanges checked");
-    // Every operation of both subsets was exercised.
-    for (name, api) in [
-        ("github-subset.json", Api::GitHub),
-        ("gitlab-subset.json", Api::GitLab),
-    ] {
-        let doc = subset(name);
-        for (t, ops) in doc["paths"].as_object().unwrap() {
-            for m in ops.as_object().unwrap().keys() {
-                let used = f.exchanges().iter().any(|e| {
-                    e.api == api
-                        && e.method.eq_ignore_ascii_case(m)
-                        && template(&doc, &e.path).map(|(x, _)| x) == Some(t.as_str())
-                });
-                assert!(used, "{name}: {m} {t} never exercised");
-            }
+    // Every operation of the subset was exercised.
+    for (t, m) in doc["paths"].as_object().unwrap() {
+        for method in m.as_object().unwrap().keys().filter(|k| *k != "parameters") {
+            let id = m[method]["operationId"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| format!("{} {t}", method.to_uppercase()));
+            assert!(
+                ops.contains(&id),
+                "gitlab-subset.json: {method} {t} never exercised"
+            );
         }
     }
+}
+
+#[test]
+fn the_checker_rejects_what_the_description_forbids() {
+    let docs = github_descriptions().unwrap();
+    let doc = &docs[0].1;
+    let base = ForgeExchange {
+        api: Api::GitHub,
+        method: "POST".into(),
+        path: "/repos/o/r/issues/1/comments".into(),
+        query: String::new(),
+        headers: Default::default(),
+        body: serde_json::json!({"body": "hi"}),
+        status: 422,
+        response: serde_json::json!({"message": "x", "documentation_url": "https://docs.github.com/rest"}),
+    };
+    let errors = |e: &ForgeExchange| {
+        let mut errs = Vec::new();
+        check_exchange(doc, e, &mut errs);
+        errs
+    };
+    assert!(errors(&base).is_empty(), "{:?}", errors(&base));
+    let mut e = base.clone();
+    e.body = serde_json::json!({"text": "hi"});
+    let errs = errors(&e);
+    assert!(
+        errs.iter().any(|x| x.contains("body: required")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|x| x.contains(".text: not a property")),
+        "{errs:?}"
+    );
+    let mut e = base.clone();
+    e.path = "/repos/o/r/issues/one/comments".into();
+    assert!(errors(&e).iter().any(|x| x.contains("not an integer")));
+    let mut e = base.clone();
+    e.method = "GET".into();
+    e.body = Value::Null;
+    e.query = "per_page=100&colour=red".into();
+    assert!(
+        errors(&e)
+            .iter()
+            .any(|x| x.contains("query parameter colour"))
+    );
+    let mut e = base.clone();
+    e.status = 201;
+    e.response = serde_json::json!({"id": "7", "node_id": "x"});
+    let errs = errors(&e);
+    assert!(
+        errs.iter().any(|x| x.contains(".id: expected integer")),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter().any(|x| x.contains(".user: required")),
+        "{errs:?}"
+    );
+    let mut e = base.clone();
+    e.method = "DELETE".into();
+    e.path = "/repos/o/r/issues/1/comments/nope/x".into();
+    assert!(errors(&e).iter().any(|x| x.contains("no such path")));
 }

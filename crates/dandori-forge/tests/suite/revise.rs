@@ -4,8 +4,9 @@ use chrono::{Duration, Utc};
 use dandori_config::RevisionConfig;
 use dandori_forge::revise::{self, Edit, Feedback, FeedbackSource, Outcome};
 use dandori_plan::Planning;
+use dandori_plan::validation::CommandVerdict;
 
-fn run_dir() -> (tempfile::TempDir, PathBuf) {
+pub fn run_dir() -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../dandori-plan/tests/fixtures/seed004_sample.json");
@@ -15,7 +16,19 @@ fn run_dir() -> (tempfile::TempDir, PathBuf) {
     (t, dir)
 }
 
-fn planning(dir: &Path) -> Planning {
+/// Offline edits, every command allowed.
+pub fn revise_offline(
+    dir: &Path,
+    feedback: &[Feedback],
+    cfg: &RevisionConfig,
+    approval_needed: bool,
+    now: chrono::DateTime<Utc>,
+) -> Result<Outcome, dandori_forge::ForgeError> {
+    let judge = |_: &str| -> Option<CommandVerdict> { None };
+    revise::revise(dir, feedback, None, &judge, cfg, approval_needed, now)
+}
+
+pub fn planning(dir: &Path) -> Planning {
     serde_json::from_slice(&std::fs::read(dir.join("planning.json")).unwrap()).unwrap()
 }
 
@@ -45,7 +58,9 @@ fn edits_are_parsed_from_plain_lines() {
             Edit::DropStep { step: "S03".into() },
             Edit::AddStep {
                 title: "Document it in docs/health.md".into(),
-                paths: vec!["docs/health.md".into()]
+                paths: vec!["docs/health.md".into()],
+                before: None,
+                commands: None,
             },
             Edit::Language {
                 language: "go".into()
@@ -63,7 +78,7 @@ fn edits_are_parsed_from_plain_lines() {
 fn a_revision_applies_edits_records_a_human_reflection_and_history() {
     let (_t, dir) = run_dir();
     let cfg = RevisionConfig::default();
-    let out = revise::revise(
+    let out = revise_offline(
         &dir,
         &explicit("add file src/extra.py\nadd step: Write `docs/usage.md`"),
         &cfg,
@@ -123,10 +138,10 @@ fn nothing_to_apply_and_the_revision_limit_are_reason_codes() {
         max_history_on_disk: 2,
         ..RevisionConfig::default()
     };
-    let e = revise::revise(&dir, &explicit("lgtm"), &cfg, false, Utc::now()).unwrap_err();
+    let e = revise_offline(&dir, &explicit("lgtm"), &cfg, false, Utc::now()).unwrap_err();
     assert_eq!(e.code(), "REVISION_NO_CHANGES");
     for i in 0..2 {
-        revise::revise(
+        revise_offline(
             &dir,
             &explicit(&format!("constraint: rule {i}")),
             &cfg,
@@ -136,7 +151,7 @@ fn nothing_to_apply_and_the_revision_limit_are_reason_codes() {
         .unwrap();
     }
     let e =
-        revise::revise(&dir, &explicit("constraint: more"), &cfg, false, Utc::now()).unwrap_err();
+        revise_offline(&dir, &explicit("constraint: more"), &cfg, false, Utc::now()).unwrap_err();
     assert_eq!(e.code(), "REVISION_LIMIT_REACHED");
     let h = revise::load_history(&dir).unwrap();
     assert_eq!(h.revision_attempts, 2);
@@ -155,7 +170,7 @@ fn history_on_disk_is_bounded() {
         ..RevisionConfig::default()
     };
     for i in 0..6 {
-        revise::revise(
+        revise_offline(
             &dir,
             &explicit(&format!("constraint: c{i}")),
             &cfg,
@@ -188,7 +203,7 @@ fn approval_pauses_the_revision_until_approved_or_timed_out() {
         ..RevisionConfig::default()
     };
     let before = std::fs::read(dir.join("planning.json")).unwrap();
-    let out = revise::revise(
+    let out = revise_offline(
         &dir,
         &explicit("constraint: keep it small"),
         &cfg,
@@ -213,7 +228,7 @@ fn approval_pauses_the_revision_until_approved_or_timed_out() {
         "unchanged until approved"
     );
     let e =
-        revise::revise(&dir, &explicit("constraint: other"), &cfg, true, Utc::now()).unwrap_err();
+        revise_offline(&dir, &explicit("constraint: other"), &cfg, true, Utc::now()).unwrap_err();
     assert_eq!(e.code(), "APPROVAL_PENDING");
     assert_eq!(revise::approve(&dir, "lead", &cfg, Utc::now()).unwrap(), 1);
     assert!(
@@ -230,7 +245,7 @@ fn approval_pauses_the_revision_until_approved_or_timed_out() {
     );
 
     // Past approval_timeout the revision is dropped.
-    revise::revise(&dir, &explicit("constraint: late"), &cfg, true, Utc::now()).unwrap();
+    revise_offline(&dir, &explicit("constraint: late"), &cfg, true, Utc::now()).unwrap();
     let e = revise::approve(&dir, "lead", &cfg, Utc::now() + Duration::seconds(61)).unwrap_err();
     assert_eq!(e.code(), "APPROVAL_TIMEOUT");
     assert!(revise::load_pending(&dir).unwrap().is_none());
@@ -245,7 +260,7 @@ fn approval_pauses_the_revision_until_approved_or_timed_out() {
 #[test]
 fn language_change_renames_targets_and_sets_the_environment() {
     let (_t, dir) = run_dir();
-    revise::revise(
+    revise_offline(
         &dir,
         &explicit("add file app/main.py"),
         &RevisionConfig::default(),
@@ -253,7 +268,7 @@ fn language_change_renames_targets_and_sets_the_environment() {
         Utc::now(),
     )
     .unwrap();
-    revise::revise(
+    revise_offline(
         &dir,
         &explicit("use go instead"),
         &RevisionConfig::default(),
@@ -289,7 +304,7 @@ fn stage_follows_the_revised_steps_keeping_unchanged_done_steps() {
         serde_json::to_string(&stage).unwrap(),
     )
     .unwrap();
-    revise::revise(
+    revise_offline(
         &dir,
         &explicit("add step: Write `docs/more.md`"),
         &RevisionConfig::default(),

@@ -80,7 +80,7 @@ fn tool_sets_nest_and_the_core_set_stays_small() {
             "locate"
         ]
     );
-    assert_eq!(names(ToolSet::All).len(), 12);
+    assert_eq!(names(ToolSet::All).len(), 14);
     assert!(tools::schema_chars(ToolSet::Core) <= 4000);
     for t in tools::tools(ToolSet::All) {
         assert!(t.output_schema.is_some(), "{} has no output schema", t.name);
@@ -214,4 +214,53 @@ fn graph_and_locate_answer_small_structured_results() {
     let l = l.structured_content.unwrap();
     assert_eq!(l["files"][0]["path"], json!("src/parser.py"));
     assert_eq!(l["files"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn revise_applies_explicit_feedback_to_a_planned_run() {
+    let repo = dandori_test_support::TempGitRepo::with_files(&[
+        ("app/main.py", "def main():\n    return 1\n"),
+        ("README.md", "# app\n"),
+    ]);
+    let rt = rt();
+    let s = server(ToolSet::All, repo.path());
+    let p = rt.block_on(s.call(
+        "plan",
+        args(json!({"text": "Add a --verbose flag to app/main.py"})),
+    ));
+    let run_dir = p.structured_content.unwrap()["run_dir"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let before: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&run_dir).join("planning.json")).unwrap(),
+    )
+    .unwrap();
+    let steps_before = before["steps"].as_array().unwrap().len();
+    let r = rt.block_on(s.call(
+        "revise",
+        args(json!({"run_dir": run_dir, "feedback": "add step: document the flag in `README.md`"})),
+    ));
+    let r = r.structured_content.unwrap();
+    assert_eq!(r["status"], json!("revised"), "{r}");
+    assert_eq!(r["revision"], json!(1));
+    let after: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(&run_dir).join("planning.json")).unwrap(),
+    )
+    .unwrap();
+    let steps = after["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), steps_before + 1);
+    assert_eq!(
+        steps.last().unwrap()["scope"]["target_paths"],
+        json!(["README.md"])
+    );
+    assert_eq!(after["revision_attempts"], json!(1));
+    let trace = std::fs::read_to_string(Path::new(&run_dir).join("trace.jsonl")).unwrap();
+    assert!(trace.contains("\"PLAN_REVISION\""), "{trace}");
+    // Feedback with no edit dandori can apply is a tool error with its reason code.
+    let none = rt.block_on(s.call(
+        "revise",
+        args(json!({"run_dir": run_dir, "feedback": "looks fine to me"})),
+    ));
+    assert_eq!(error_code(&none), "REVISION_NO_CHANGES");
 }

@@ -322,19 +322,23 @@ fn provider_keys(config: &Config) -> Vec<String> {
 /// secret environment variable (`dandori_trace::mask::is_secret_env`) and of every
 /// provider's `api_key_env`.
 fn run_masker(opts: &RunOptions) -> Masker {
-    let logging = &opts.config.planning.logging;
-    let provider_keys = opts
-        .config
+    masker_for(&opts.config, &opts.base_env)
+}
+
+/// The masker of a run with `config` whose children get `base_env`.
+pub fn masker_for(config: &dandori_config::Config, base_env: &BTreeMap<String, String>) -> Masker {
+    let logging = &config.planning.logging;
+    let provider_keys = config
         .llm
         .providers
         .iter()
         .filter_map(|p| p.api_key_env.as_ref())
-        .filter_map(|var| opts.base_env.get(var).cloned());
+        .filter_map(|var| base_env.get(var).cloned());
     Masker::new(
         logging.mask_sensitive_data,
         logging.sensitive_patterns.clone(),
     )
-    .with_env_secrets(&opts.base_env)
+    .with_env_secrets(base_env)
     .with_literal_secrets(provider_keys)
 }
 
