@@ -4,7 +4,10 @@
 #   scripts/env-bench.sh REPOS_DIR [NAME…]
 #
 # REPOS_DIR holds one checkout per repository (fetched beforehand; nothing is
-# downloaded here except what `dandori env setup` installs). Each is cloned into
+# downloaded here except what `dandori env setup` installs). The committed set is
+# scripts/env-bench-repos.txt (directory, GitHub owner/name, commit); with
+# BENCH_CLONE=1 the missing ones are cloned from GitHub at that commit first.
+# Each is cloned into
 # a scratch directory, then:
 #   1. `dandori env setup` (time, outcome, exit code),
 #   2. the project's test command through `dandori env exec` (tests collected /
@@ -25,6 +28,16 @@ export DANDORI_TOOLS_DIR="${DANDORI_TOOLS_DIR:-$REPOS/.tools}"
 WORK="${BENCH_WORK:-$(mktemp -d)}"
 TEST_TIMEOUT="${TEST_TIMEOUT:-900}"
 mkdir -p "$WORK"
+
+if [ "${BENCH_CLONE:-0}" = 1 ]; then
+  while read -r dir repo commit; do
+    case "$dir" in ''|'#'*) continue ;; esac
+    [ -d "$REPOS/$dir/.git" ] && continue
+    git clone -q "https://github.com/$repo" "$REPOS/$dir" &&
+      git -C "$REPOS/$dir" checkout -q "$commit" ||
+      echo "could not clone $repo at $commit" >&2
+  done <"$ROOT/scripts/env-bench-repos.txt"
+fi
 
 names=("$@")
 if [ ${#names[@]} -eq 0 ]; then

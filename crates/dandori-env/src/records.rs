@@ -24,6 +24,10 @@ pub const STATS_FILE: &str = "environment_stats.json";
 pub const ENV_TOOL_MISSING: &str = "ENV_TOOL_MISSING";
 /// Blocked: the package registry stayed unreachable after the bounded retries.
 pub const ENV_REGISTRY_UNREACHABLE: &str = "ENV_REGISTRY_UNREACHABLE";
+/// Warning (partial success): a git submodule of `.gitmodules` is not checked out,
+/// so tests that read it fail although the environment is complete: a problem of
+/// the checkout, not of the setup.
+pub const ENV_SUBMODULE_MISSING: &str = "ENV_SUBMODULE_MISSING";
 
 /// §5.4.3 `overall_status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

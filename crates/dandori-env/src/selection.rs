@@ -470,6 +470,9 @@ fn runtime_pattern(e: &Ecosystem, prefix: &str, parts: usize) -> Option<String> 
         // The go directive is a minimum; so is `toolchain` for a newer local Go.
         GO => true,
         JAVA => src != ".java-version" && src != ".sdkmanrc",
+        // `engines.node` is a range npm only warns about; `.nvmrc` and
+        // `volta.node` are pins.
+        NODE => src.ends_with("engines.node"),
         _ => false,
     };
     if minimum {
@@ -620,7 +623,7 @@ fn python_commands(
             args.push("-r".into());
             args.push(q(f));
         }
-        let dev = explicit_dev_requirements(e);
+        let dev = explicit_dev_requirements(e, &[]);
         if project {
             let extras = test_groups(e, true);
             let target = if extras.is_empty() {
@@ -636,6 +639,24 @@ fn python_commands(
             let mut editable = args.clone();
             editable.push("-e".into());
             editable.push(q(&target));
+            // PEP 735 groups by name when the installer knows `--group` (pip ≥ 25.1,
+            // uv): it resolves `include-group` and environment markers itself. An
+            // older installer refuses the option: the explicit list is the next rung.
+            let groups: Vec<String> = e
+                .dependency_groups
+                .iter()
+                .filter(|g| is_test_group(g))
+                .cloned()
+                .collect();
+            let grouped = (!groups.is_empty()).then(|| {
+                let mut with_groups = editable.clone();
+                for g in &groups {
+                    with_groups.push("--group".into());
+                    with_groups.push(q(g));
+                }
+                with_groups.extend(explicit_dev_requirements(e, &groups));
+                at(format!("{installer} {}", with_groups.join(" ")))
+            });
             editable.extend(dev.iter().cloned());
             let line = at(format!("{installer} {}", editable.join(" ")));
             // §9.2.2 without a model: when the editable install fails (flat layout,
@@ -650,7 +671,13 @@ fn python_commands(
             }
             rung.push(at(importable_from_source(&py_bin)));
             c.fallbacks.insert(line.clone(), rung);
-            c.setup.push(line);
+            match grouped {
+                Some(first) => {
+                    c.fallbacks.insert(first.clone(), vec![line]);
+                    c.setup.push(first);
+                }
+                None => c.setup.push(line),
+            }
             args.clear();
         } else if has("Pipfile") {
             // No pipenv here: install what the Pipfile declares.
@@ -690,16 +717,15 @@ fn python_commands(
             true,
         );
     }
-    for d in e.prod_dependencies().take(3) {
-        let m = analyzer::import_name(&d.name);
-        c.verify(
-            at(format!(
-                "{py_bin} -c {}",
-                dq(&format!("import {m}; print('OK')"))
-            )),
-            Some("OK".into()),
-            false,
-        );
+    // Installed, not importable by a guessed name: a distribution's import name
+    // often differs (`py-cpuinfo` → `cpuinfo`, stub-only `types-*` have none).
+    for d in installed_runtime_dependencies(e).take(3) {
+        let show = if uv {
+            format!("uv pip show --python {py_bin} {}", d.name)
+        } else {
+            format!("{py_bin} -m pip show {}", d.name)
+        };
+        c.verify(at(show), Some("Name: ".into()), false);
     }
     if e.dependencies
         .iter()
@@ -724,6 +750,27 @@ fn python_commands(
             false,
         );
     }
+}
+
+/// The runtime dependencies that the setup commands install: declared by the
+/// project's own manifest or by a requirements file of its directory (or its
+/// `requirements/`), not those of a benchmark or docs folder; names that are
+/// safe as a shell word.
+fn installed_runtime_dependencies(e: &Ecosystem) -> impl Iterator<Item = &analyzer::Dependency> {
+    e.prod_dependencies().filter(move |d| {
+        let installed = if d.source.ends_with(".txt") {
+            analyzer_dir_of(&d.source, e)
+        } else {
+            !rel_in(e, &d.source).contains('/')
+        };
+        // Behind an environment marker: maybe not for this Python.
+        installed
+            && d.marker.is_none()
+            && !d.name.is_empty()
+            && d.name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+    })
 }
 
 /// A dependency group or extra that the tests need (`test`, `tests`,
@@ -755,7 +802,7 @@ fn test_groups(e: &Ecosystem, extras: bool) -> Vec<String> {
 /// project's tool (uv, poetry, pdm) is absent: `tests_require`, PEP 735
 /// dependency groups, poetry's dev dependencies and groups, pdm and uv dev
 /// dependencies, Pipfile dev packages. PEP 508 strings, quoted for the shell.
-fn explicit_dev_requirements(e: &Ecosystem) -> Vec<String> {
+fn explicit_dev_requirements(e: &Ecosystem, named_groups: &[String]) -> Vec<String> {
     let own = e
         .package_name
         .as_deref()
@@ -767,6 +814,12 @@ fn explicit_dev_requirements(e: &Ecosystem) -> Vec<String> {
         .filter(|d| d.kind == DependencyKind::Dev && !d.optional)
         .filter(|d| !d.source.ends_with(".txt"))
         .filter(|d| d.group.as_deref().is_none_or(is_test_group))
+        // Groups asked for with `--group` (PEP 735, this directory's pyproject.toml).
+        .filter(|d| {
+            !(d.group.as_ref().is_some_and(|g| named_groups.contains(g))
+                && !rel_in(e, &d.source).contains('/')
+                && d.source.ends_with("pyproject.toml"))
+        })
         .filter(|d| own.as_deref() != Some(d.name.to_ascii_lowercase().replace('_', "-").as_str()))
         .collect::<Vec<_>>()
         .pipe_requirements(&mut seen);
@@ -836,6 +889,14 @@ impl Requirements for Vec<&analyzer::Dependency> {
 /// One dependency as a PEP 508 requirement; poetry constraints (`^1.2`,
 /// `~1.2`, `1.2.3`) are translated, git and path sources skipped.
 fn pep508(d: &analyzer::Dependency) -> Option<String> {
+    let req = pep508_without_marker(d)?;
+    Some(match d.marker.as_deref() {
+        Some(m) => format!("{req}; {m}"),
+        None => req,
+    })
+}
+
+fn pep508_without_marker(d: &analyzer::Dependency) -> Option<String> {
     let Some(spec) = d.version_spec.as_deref().map(str::trim) else {
         return Some(d.name.clone());
     };
@@ -970,10 +1031,19 @@ fn node_commands(
         let via_corepack =
             corepack.then(|| format!("COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack {pm}"));
         let classic = pm == "yarn" && !berry;
-        let npx = format!(
-            "npx --yes {pm}@{}",
-            pinned.unwrap_or(if classic { "1" } else { "latest" })
-        );
+        let npx = if pm == "yarn" && berry {
+            // The `yarn` package on npm is yarn 1; later releases are published as
+            // `@yarnpkg/cli-dist`.
+            format!(
+                "npx --yes -p @yarnpkg/cli-dist@{} yarn",
+                pinned.unwrap_or("latest")
+            )
+        } else {
+            format!(
+                "npx --yes {pm}@{}",
+                pinned.unwrap_or(if classic { "1" } else { "latest" })
+            )
+        };
         if pm == "yarn" && berry {
             match (via_corepack, direct) {
                 (Some(c), d) => (c, d),
@@ -989,7 +1059,7 @@ fn node_commands(
         }
     };
     let mut alt: Option<String> = None;
-    let (install, list) = match e.package_manager.as_str() {
+    let (install, list, run) = match e.package_manager.as_str() {
         "pnpm" => {
             let (r, a) = runner("pnpm");
             alt = a;
@@ -1002,6 +1072,7 @@ fn node_commands(
             (
                 format!("{r} install{frozen}"),
                 format!("{r} list --depth 0"),
+                format!("{r} run"),
             )
         }
         "yarn" => {
@@ -1012,7 +1083,11 @@ fn node_commands(
                 (true, false) => " --frozen-lockfile",
             };
             alt = a.map(|a| format!("{a} install{frozen}"));
-            (format!("{r} install{frozen}"), format!("{r} --version"))
+            (
+                format!("{r} install{frozen}"),
+                format!("{r} --version"),
+                format!("{r} run"),
+            )
         }
         "bun" => {
             let frozen = if lock(&["bun.lockb", "bun.lock"]) {
@@ -1020,7 +1095,11 @@ fn node_commands(
             } else {
                 ""
             };
-            (format!("bun install{frozen}"), "bun --version".to_string())
+            (
+                format!("bun install{frozen}"),
+                "bun --version".to_string(),
+                "bun run".to_string(),
+            )
         }
         _ => {
             let install = if lock(&["package-lock.json", "npm-shrinkwrap.json"]) {
@@ -1028,18 +1107,23 @@ fn node_commands(
             } else {
                 "npm install --no-audit --no-fund"
             };
-            (install.to_string(), "npm ls --depth=0".to_string())
+            (
+                install.to_string(),
+                "npm ls --depth=0".to_string(),
+                "npm run".to_string(),
+            )
         }
     };
     if let Some(a) = alt {
         c.fallbacks.insert(at(install.clone()), vec![at(a)]);
     }
     c.setup.push(at(install));
-    let pat = e
-        .runtime_version
-        .as_ref()
-        .and_then(|v| version_pattern("^v", &v.value, 1))
-        .unwrap_or_else(|| r"^v\d+\.".to_string());
+    if e.needs_build {
+        // The package's own entry points come from its build script and are not
+        // in the checkout: tests that import the package by name need them.
+        c.setup.push(at(format!("{run} build")));
+    }
+    let pat = runtime_pattern(e, "^v", 1).unwrap_or_else(|| r"^v\d+\.".to_string());
     c.verify("node --version".into(), Some(pat), true);
     c.verify(at(list), None, true);
     if let Some(pkg) = e.prod_dependencies().next() {

@@ -886,12 +886,47 @@ pub fn run(
     if setup.overall_status == OverallStatus::Failed && setup_ok {
         setup.errors.extend(verification.errors.iter().cloned());
     }
+    let missing = missing_submodules(&repo);
+    if !missing.is_empty() {
+        setup.warnings.push(format!(
+            "{}: git submodule{} `{}` (.gitmodules) not checked out: tests that read {} will fail although the environment is complete; run `git submodule update --init --recursive`",
+            records::ENV_SUBMODULE_MISSING,
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join("`, `"),
+            if missing.len() == 1 { "it" } else { "them" },
+        ));
+        if setup.overall_status == OverallStatus::Success {
+            setup.overall_status = OverallStatus::PartialSuccess;
+        }
+    }
     setup.finished_at = now();
     setup.duration_ms = started.elapsed().as_millis() as u64;
     if let Some(before) = untracked_before {
         setup.created_files = exclude_created(&repo, &before, &opts.base_env)?;
     }
     finish(opts, &repo, selected, setup, verification, false)
+}
+
+/// The submodule paths of the repository's `.gitmodules` that are missing or
+/// empty in the work tree (paths outside the repository are ignored).
+fn missing_submodules(repo: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(repo.join(".gitmodules")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "path").then(|| v.trim().trim_matches('"').to_string())
+        })
+        .filter(|p| {
+            let rel = Path::new(p);
+            !p.is_empty()
+                && rel
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        })
+        .filter(|p| std::fs::read_dir(repo.join(p)).map_or(true, |mut d| d.next().is_none()))
+        .collect()
 }
 
 /// The package caches under `HOME` each tool writes (and creates when missing).

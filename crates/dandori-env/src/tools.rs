@@ -96,6 +96,15 @@ pub fn ensure_for(
         return Ok(None);
     }
     let env = with_tools_on_path(env);
+    if let (Some(version), Some(dir)) = (berry_version(eco), tools_dir(&env)) {
+        // Without corepack (or when it cannot fetch), the launcher of
+        // `<tools>/bin/yarn` runs this release for the projects that pin it.
+        let package = format!("{BERRY_PACKAGE}@{version}");
+        let installed = npm_install(&dir, "yarn", &package, BERRY_ENTRY, &env, progress)?;
+        if installed.is_some() {
+            write_yarn_launcher(&dir)?;
+        }
+    }
     let (tool, package) = match (eco.name.as_str(), eco.package_manager.as_str()) {
         (PYTHON, _) => ("uv", "uv".to_string()),
         (NODE, "yarn") => ("yarn", "yarn@1".to_string()),
@@ -108,12 +117,18 @@ pub fn ensure_for(
         ),
         _ => return Ok(None),
     };
-    if on_path(tool, &env) {
-        return Ok(None);
-    }
     let Some(dir) = tools_dir(&env) else {
         return Ok(None);
     };
+    // The cache's own yarn launcher needs the cache's yarn 1 behind it.
+    let cached = |t: &str| {
+        let path = env.get("PATH").map(String::as_str).unwrap_or("");
+        dandori_exec::run::find_program(t, path, Path::new("/"))
+            .is_some_and(|p| p.starts_with(dir.join("bin")))
+    };
+    if on_path(tool, &env) && !(tool == "yarn" && cached(tool)) {
+        return Ok(None);
+    }
     let installed = if tool == "uv" {
         install_from_pypi(&dir, tool, &package, &env, progress)?
     } else {
@@ -208,8 +223,64 @@ fn install_from_pypi(
     Ok(Some(linked))
 }
 
+/// The npm package of yarn ≥ 2 releases (one bundled JavaScript file).
+const BERRY_PACKAGE: &str = "@yarnpkg/cli-dist";
+/// The release's entry point inside its install prefix.
+const BERRY_ENTRY: &str = "node_modules/@yarnpkg/cli-dist/bin/yarn.js";
+
+/// The yarn ≥ 2 release a project pins (`packageManager: yarn@4.5.1`), when its
+/// version is a plain release number.
+fn berry_version(eco: &Ecosystem) -> Option<&str> {
+    let v = eco.package_manager_version.as_deref()?;
+    let major: u32 = v.split('.').next()?.parse().ok()?;
+    let plain = v
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+    (eco.name == NODE && eco.package_manager == "yarn" && major >= 2 && plain).then_some(v)
+}
+
+/// `<tools>/bin/yarn`: runs the yarn release that the nearest `package.json`
+/// pins (`packageManager: yarn@X`, X ≥ 2) when the tool cache holds it, else the
+/// cache's yarn 1 (which runs a repository's own `yarnPath` release itself).
+const YARN_LAUNCHER: &str = r#"#!/bin/sh
+# Written by dandori (tool cache launcher): the yarn release that the nearest
+# package.json pins when dandori's tool cache holds it, else yarn 1.
+tools=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+v=$(node -e 'const fs = require("fs"), p = require("path"); let d = process.cwd();
+for (;;) {
+  try {
+    const pm = JSON.parse(fs.readFileSync(p.join(d, "package.json"), "utf8")).packageManager || "";
+    const m = /^yarn@([0-9]+\.[0-9A-Za-z.-]*)/.exec(pm);
+    if (m) { process.stdout.write(m[1]); break; }
+  } catch (e) {}
+  const up = p.dirname(d); if (up === d) break; d = up;
+}' 2>/dev/null)
+berry="$tools/@yarnpkg_cli-dist@$v/node_modules/@yarnpkg/cli-dist/bin/yarn.js"
+if [ -n "$v" ] && [ -f "$berry" ]; then exec node "$berry" "$@"; fi
+exec "$tools/yarn@1/node_modules/.bin/yarn" "$@"
+"#;
+
+/// Writes the yarn launcher as `<tools>/bin/yarn` (replacing a link to yarn 1).
+fn write_yarn_launcher(dir: &Path) -> Result<PathBuf, EnvError> {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = dir.join("bin");
+    dandori_fs::create_dir_all(&bin)?;
+    let dest = bin.join("yarn");
+    if dest.is_symlink() {
+        dandori_fs::remove_file(&dest)?;
+    }
+    dandori_fs::write_atomic(&dest, YARN_LAUNCHER.as_bytes())?;
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).map_err(|e| {
+        EnvError::Record {
+            path: dest.display().to_string(),
+            message: format!("making the yarn launcher executable: {e}"),
+        }
+    })?;
+    Ok(dest)
+}
+
 /// yarn / pnpm from npm into `<tools>/<package@version>` (no corepack, no
-/// global npm prefix).
+/// global npm prefix), linked into `<tools>/bin` (yarn through the launcher).
 fn install_from_npm(
     dir: &Path,
     tool: &str,
@@ -217,8 +288,30 @@ fn install_from_npm(
     env: &BTreeMap<String, String>,
     progress: &dyn Fn(&str),
 ) -> Result<Option<PathBuf>, EnvError> {
+    let exe_rel = format!("node_modules/.bin/{tool}");
+    let Some(exe) = npm_install(dir, tool, package, &exe_rel, env, progress)? else {
+        return Ok(None);
+    };
+    if tool == "yarn" {
+        return write_yarn_launcher(dir).map(Some);
+    }
+    let linked = link(&exe, &dir.join("bin"), tool)?;
+    Ok(Some(linked))
+}
+
+/// `package` from npm into `<tools>/<package@version>` unless `exe_rel` is
+/// already there; the installed `exe_rel`, or `None` when npm is missing or the
+/// install failed (said through `progress`).
+fn npm_install(
+    dir: &Path,
+    tool: &str,
+    package: &str,
+    exe_rel: &str,
+    env: &BTreeMap<String, String>,
+    progress: &dyn Fn(&str),
+) -> Result<Option<PathBuf>, EnvError> {
     let prefix = dir.join(package.replace('/', "_"));
-    let exe = prefix.join("node_modules/.bin").join(tool);
+    let exe = prefix.join(exe_rel);
     if !exe.exists() {
         if !on_path("npm", env) {
             return Ok(None);
@@ -245,6 +338,5 @@ fn install_from_npm(
             return Ok(None);
         }
     }
-    let linked = link(&exe, &dir.join("bin"), tool)?;
-    Ok(Some(linked))
+    Ok(Some(exe))
 }

@@ -255,3 +255,49 @@ fn children_inherit_the_environment_minus_secrets() {
         assert!(!text.contains(secret), "{secret} leaked: {text}");
     }
 }
+
+/// A package manager's user configuration (`~/.npmrc`) is hidden, yet a
+/// sandboxed command reads a copy without its credentials: yarn 1 stops on an
+/// unreadable `~/.npmrc`, and a registry mirror configured there must still apply.
+fn user_config_without_credentials(mode: &str) {
+    let w = world();
+    let token = "npm_TOKEN_0123456789abcdef";
+    let npmrc = format!(
+        "# mirror\nregistry=http://mirror.invalid/npm/\n//mirror.invalid/npm/:_authToken={token}\n_auth=dXNlcjpwYXNz\nstrict-ssl=false\n"
+    );
+    std::fs::write(w.home.join(".npmrc"), &npmrc).unwrap();
+    let npm = on_path("npm").display().to_string();
+    let (code, text) = exec(
+        &w,
+        mode,
+        &format!(
+            "{npm} config get registry && {npm} config get strict-ssl; cat ~/.npmrc; cat \"${{npm_config_userconfig:-/dev/null}}\""
+        ),
+    );
+    assert_eq!(code, 0, "[{mode}] {text}");
+    assert!(
+        text.contains("http://mirror.invalid/npm/\nfalse\n"),
+        "[{mode}] the mirror was lost: {text}"
+    );
+    assert!(!text.contains(token), "[{mode}] token leaked: {text}");
+    assert!(
+        !text.contains("dXNlcjpwYXNz"),
+        "[{mode}] _auth leaked: {text}"
+    );
+    // The user's file is untouched.
+    assert_eq!(
+        std::fs::read_to_string(w.home.join(".npmrc")).unwrap(),
+        npmrc
+    );
+}
+
+#[test]
+fn the_builtin_fallback_replaces_user_config_with_a_credential_free_copy() {
+    user_config_without_credentials("landlock");
+}
+
+#[test]
+fn bubblewrap_replaces_user_config_with_a_credential_free_copy() {
+    on_path("bwrap");
+    user_config_without_credentials("bubblewrap");
+}

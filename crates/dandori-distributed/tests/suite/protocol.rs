@@ -128,3 +128,22 @@ fn the_admin_url_defaults_to_port_9070_of_the_ingress_host() {
     );
     assert_eq!(default_admin_url("restate:8080"), "http://restate:9070");
 }
+
+#[test]
+fn only_the_steps_own_logs_and_patch_come_back() {
+    use dandori_distributed::protocol::StepFile;
+    assert!(StepFile::belongs_to("logs/step.S01.agent.log", "S01"));
+    assert!(StepFile::belongs_to("patches/S01.patch", "S01"));
+    for bad in [
+        "logs/step.S02.agent.log",
+        "logs/step.S01/../../x",
+        "logs/../stage.json",
+        "patches/S02.patch",
+        "stage.json",
+        "/etc/passwd",
+        "logs/step.S01..log",
+        "logs/sub/step.S01.a.log",
+    ] {
+        assert!(!StepFile::belongs_to(bad, "S01"), "{bad}");
+    }
+}

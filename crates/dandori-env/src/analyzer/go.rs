@@ -55,6 +55,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
                     optional: false,
                     group: indirect.then(|| "indirect".to_string()),
                     source: rel.clone(),
+                    marker: None,
                 });
             }
         }

@@ -86,6 +86,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
                             optional: tag(body, "optional") == Some("true"),
                             group: None,
                             source: rel.clone(),
+                            marker: None,
                         });
                     }
                 }
@@ -136,6 +137,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
                             optional: false,
                             group: Some(conf.to_string()),
                             source: rel.clone(),
+                            marker: None,
                         });
                     }
                 }

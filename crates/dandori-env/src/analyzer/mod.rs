@@ -110,6 +110,10 @@ pub struct Dependency {
     pub group: Option<String>,
     /// The file that declares it.
     pub source: String,
+    /// The PEP 508 environment marker it is installed under (`python_version <
+    /// "3.8"`; poetry's `python` / `markers` translated): not installed everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<String>,
 }
 
 /// A required runtime version and where it comes from.
@@ -154,6 +158,15 @@ pub struct Ecosystem {
     /// Directories of nested roots merged into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<String>,
+    /// PEP 735 `[dependency-groups]` declared by the `pyproject.toml` of `dir`
+    /// itself (what `pip install --group` / `uv sync --group` can name there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependency_groups: Vec<String>,
+    /// Node: the package's own entry points (`main`, `module`, `exports`) are all
+    /// missing from the checkout and a `build` script exists: setup builds it,
+    /// since tests that import the package by name need them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_build: bool,
 }
 
 impl Ecosystem {
@@ -172,6 +185,8 @@ impl Ecosystem {
             package_name: None,
             test_command: None,
             members: Vec::new(),
+            dependency_groups: Vec::new(),
+            needs_build: false,
         }
     }
 
@@ -366,6 +381,11 @@ impl Reader<'_> {
     }
 
     /// The first `n` bytes, whatever the file's size (lock file headers).
+    /// Whether `rel` exists in the repository.
+    pub(crate) fn exists(&self, rel: &str) -> bool {
+        self.root.join(rel).exists()
+    }
+
     pub(crate) fn head(&mut self, rel: &str, n: usize) -> Option<String> {
         use std::io::Read;
         let mut f = std::fs::File::open(self.root.join(rel)).ok()?;
@@ -551,7 +571,7 @@ fn analyze_inner(root: &Path, paths: &[String], config: &AnalysisConfig) -> Envi
             match e.name.as_str() {
                 PYTHON => python::analyze(&mut e, &mut reader, &all_paths),
                 MINIFORGE => python::analyze_conda(&mut e, &mut reader),
-                NODE => node::analyze(&mut e, &mut reader),
+                NODE => node::analyze(&mut e, &mut reader, &all_paths),
                 JAVA => java::analyze(&mut e, &mut reader),
                 GO => go::analyze(&mut e, &mut reader),
                 RUST => rust::analyze(&mut e, &mut reader),

@@ -2,7 +2,11 @@
 
 use super::{Dependency, DependencyKind, Ecosystem, Reader, RuntimeVersion, file_name};
 
-pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
+pub(super) fn analyze(
+    e: &mut Ecosystem,
+    reader: &mut Reader<'_>,
+    all: &std::collections::BTreeSet<&str>,
+) {
     let files = e.files.clone();
     let mut pinned: Option<(String, Option<String>, String)> = None;
     let mut lock_pm: Option<(&str, String)> = None;
@@ -45,6 +49,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
                                     || (field == "peerDependencies" && peer_optional(name)),
                                 group: None,
                                 source: rel.clone(),
+                                marker: None,
                             });
                         }
                     }
@@ -79,6 +84,24 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
                 let scripts = doc.get("scripts").and_then(|v| v.as_object());
                 if scripts.is_some_and(|s| s.contains_key("build")) {
                     e.has_build_file = true;
+                    if *rel == root_manifest {
+                        let entries = entry_points(&doc);
+                        let dir = super::parent_dir(rel);
+                        let present = |p: &str| {
+                            let p = p.trim_start_matches("./");
+                            reader.exists(&if dir == "." {
+                                p.to_string()
+                            } else {
+                                format!("{dir}/{p}")
+                            })
+                        };
+                        e.needs_build = !entries.is_empty()
+                            && !entries.iter().any(|p| present(p))
+                            && doc
+                                .get("name")
+                                .and_then(|v| v.as_str())
+                                .is_some_and(|n| tests_import_package(n, dir, all, reader));
+                    }
                 }
                 if let Some(t) = scripts.and_then(|s| s.get("test")).and_then(|v| v.as_str())
                     && !t.contains("no test specified")
@@ -152,4 +175,78 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>) {
     if e.test_command.is_some() && e.package_manager != "npm" {
         e.test_command = Some(format!("{} test", e.package_manager));
     }
+}
+
+/// The relative files a package.json names as its own entry points: `main`,
+/// `module`, and the string targets of `exports` (its `.` entry or the whole
+/// object); paths leaving the package and patterns are ignored.
+fn entry_points(doc: &serde_json::Value) -> Vec<String> {
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>, depth: usize) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Object(m) if depth < 4 => {
+                // Subpath keys other than `.` name other entry points.
+                let dot = m.get(".");
+                match dot {
+                    Some(d) => strings(d, out, depth + 1),
+                    None => {
+                        for (k, v) in m {
+                            if !k.starts_with("./") {
+                                strings(v, out, depth + 1);
+                            }
+                        }
+                    }
+                }
+            }
+            serde_json::Value::Array(a) if depth < 4 => {
+                for v in a {
+                    strings(v, out, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for key in ["main", "module"] {
+        if let Some(s) = doc.get(key).and_then(|v| v.as_str()) {
+            out.push(s.to_string());
+        }
+    }
+    if let Some(x) = doc.get("exports") {
+        strings(x, &mut out, 0);
+    }
+    out.retain(|p| {
+        !p.is_empty() && !p.starts_with('/') && !p.contains('*') && !p.split('/').any(|c| c == "..")
+    });
+    out
+}
+
+/// Whether a test file under `dir` imports the package by its own name
+/// (`from 'tinyspy'`, `require("tinyspy")`, subpaths too): at most 64 test files,
+/// their first 8 KiB.
+fn tests_import_package(
+    name: &str,
+    dir: &str,
+    all: &std::collections::BTreeSet<&str>,
+    reader: &mut Reader<'_>,
+) -> bool {
+    const EXTS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx"];
+    let under = |p: &str| dir == "." || p.starts_with(&format!("{dir}/"));
+    let is_test = |p: &str| {
+        let lower = p.to_ascii_lowercase();
+        !lower.contains("node_modules/")
+            && EXTS.iter().any(|x| lower.ends_with(x))
+            && (lower.contains("test") || lower.contains("spec"))
+    };
+    let quoted = [
+        format!("'{name}'"),
+        format!("\"{name}\""),
+        format!("'{name}/"),
+        format!("\"{name}/"),
+    ];
+    all.iter()
+        .filter(|p| under(p) && is_test(p))
+        .take(64)
+        .filter_map(|p| reader.head(p, 8192))
+        .any(|text| quoted.iter().any(|q| text.contains(q.as_str())))
 }

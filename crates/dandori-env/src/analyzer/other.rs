@@ -17,6 +17,7 @@ fn dep(
         optional: false,
         group: group.map(str::to_string),
         source: source.to_string(),
+        marker: None,
     }
 }
 

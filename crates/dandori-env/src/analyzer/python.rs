@@ -21,6 +21,7 @@ fn dep(
         optional,
         group,
         source: source.to_string(),
+        marker: None,
     }
 }
 
@@ -70,7 +71,9 @@ fn parse_requirements(
         }
         if let Some((name, spec, marker)) = split_requirement(line) {
             let optional = marker.as_deref().is_some_and(|m| m.contains("extra"));
-            out.push(dep(name, spec, kind, optional, None, rel));
+            let mut d = dep(name, spec, kind, optional, None, rel);
+            d.marker = marker.filter(|m| !optional && !m.is_empty());
+            out.push(d);
         }
     }
 }
@@ -85,15 +88,17 @@ fn toml_str_deps(
 ) {
     if let Some(arr) = v.and_then(|v| v.as_array()) {
         for s in arr.iter().filter_map(|x| x.as_str()) {
-            if let Some((name, spec, _)) = split_requirement(s) {
-                out.push(dep(
+            if let Some((name, spec, marker)) = split_requirement(s) {
+                let mut d = dep(
                     name,
                     spec,
                     kind,
                     optional,
                     group.map(str::to_string),
                     source,
-                ));
+                );
+                d.marker = marker.filter(|m| !m.is_empty() && !m.contains("extra"));
+                out.push(d);
             }
         }
     }
@@ -135,15 +140,59 @@ fn toml_table_deps(
             _ => (None, false),
         };
         let spec = spec.filter(|s| s != "*");
-        out.push(dep(
+        let mut d = dep(
             name.clone(),
             spec,
             kind,
             optional,
             group.map(str::to_string),
             source,
-        ));
+        );
+        if let toml::Value::Table(t) = val {
+            let python = t
+                .get("python")
+                .and_then(|v| v.as_str())
+                .and_then(poetry_python_marker);
+            let markers = t
+                .get("markers")
+                .and_then(|v| v.as_str())
+                .map(str::to_string);
+            d.marker = match (python, markers) {
+                (Some(p), Some(m)) => Some(format!("({p}) and ({m})")),
+                (p, m) => p.or(m),
+            };
+        }
+        out.push(d);
     }
+}
+
+/// Poetry's `python = ">=3.5,<3.8"` / `"^3.7"` / `"3.8"` as a PEP 508 marker on
+/// `python_version`; `None` for what does not translate (`||`, wildcards).
+fn poetry_python_marker(constraint: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    for c in constraint
+        .split(',')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+    {
+        let (op, v) = if let Some(v) = c.strip_prefix('^').or_else(|| c.strip_prefix('~')) {
+            (">=", v)
+        } else if let Some(i) = c.find(|ch: char| ch.is_ascii_digit()) {
+            match c[..i].trim() {
+                "" | "=" | "==" => ("==", &c[i..]),
+                op @ (">=" | "<=" | "<" | ">" | "!=") => (op, &c[i..]),
+                _ => return None,
+            }
+        } else {
+            return None;
+        };
+        let v = v.trim();
+        if v.is_empty() || !v.chars().all(|ch| ch.is_ascii_digit() || ch == '.') {
+            return None;
+        }
+        parts.push(format!("python_version {op} \"{v}\""));
+    }
+    (!parts.is_empty()).then(|| parts.join(" and "))
 }
 
 pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet<&str>) {
@@ -193,6 +242,9 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                     }
                 }
                 if let Some(groups) = doc.get("dependency-groups").and_then(|v| v.as_table()) {
+                    if super::parent_dir(rel) == e.dir {
+                        e.dependency_groups.extend(groups.keys().cloned());
+                    }
                     for group in groups.keys() {
                         // PEP 735 `{include-group = "…"}` entries are expanded.
                         let list = toml::Value::Array(expand_group(groups, group, &mut Vec::new()));

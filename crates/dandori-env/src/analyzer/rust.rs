@@ -46,6 +46,7 @@ fn table_deps(
             optional,
             group: None,
             source: source.to_string(),
+            marker: None,
         });
     }
 }

@@ -334,3 +334,115 @@ fn pep735_include_group_entries_are_expanded() {
         .collect();
     assert_eq!(looped, vec!["hypothesis"], "a cycle contributes nothing");
 }
+
+/// The runtime check of a project: `(command, expected pattern)`.
+fn runtime_check(files: &[(&str, &str)], command: &str) -> regex::Regex {
+    let dir = tempfile::tempdir().unwrap();
+    for (p, text) in files {
+        std::fs::write(dir.path().join(p), text).unwrap();
+    }
+    let a = analyze(dir.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["npm", "cargo"]));
+    let pat = sel
+        .expected_results
+        .get(command)
+        .unwrap_or_else(|| panic!("{command}: {:#?}", sel.expected_results));
+    regex::Regex::new(pat).unwrap()
+}
+
+/// Minimums are minimums (`engines.node`, `rust-version`); only pins are pins
+/// (`.nvmrc`, `volta.node`).
+#[test]
+fn minimum_versions_accept_newer_runtimes_and_pins_do_not() {
+    let engines = runtime_check(
+        &[(
+            "package.json",
+            r#"{"name": "x", "engines": {"node": "14"}}"#,
+        )],
+        "node --version",
+    );
+    assert!(engines.is_match("v20.11.1"), "{engines}");
+    assert!(engines.is_match("v14.0.0"), "{engines}");
+    assert!(!engines.is_match("v12.22.0"), "{engines}");
+    let nvmrc = runtime_check(
+        &[("package.json", r#"{"name": "x"}"#), (".nvmrc", "14\n")],
+        "node --version",
+    );
+    assert!(nvmrc.is_match("v14.21.3"), "{nvmrc}");
+    assert!(!nvmrc.is_match("v20.11.1"), "{nvmrc}");
+    let rust = runtime_check(
+        &[(
+            "Cargo.toml",
+            "[package]\nname = \"x\"\nversion = \"0.1.0\"\nrust-version = \"1.68\"\n",
+        )],
+        "rustc --version",
+    );
+    assert!(
+        rust.is_match("rustc 1.95.0 (59807616e 2026-04-14)"),
+        "{rust}"
+    );
+    assert!(!rust.is_match("rustc 1.60.0"), "{rust}");
+}
+
+/// Environment markers survive: PEP 508 ones as written, poetry's `python`
+/// constraints translated; the explicit install list carries them, and a
+/// dependency behind a marker is not verified (it may not be for this Python).
+#[test]
+fn environment_markers_reach_the_explicit_list_and_skip_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("pyproject.toml"),
+        "[tool.poetry]\nname = \"demo\"\nversion = \"0.1.0\"\n\n\
+         [tool.poetry.dependencies]\npython = \">=3.5\"\nimportlib-metadata = {version = \">=1.6.0\", python = \"<3.8\"}\nattrs = \"^23.1\"\n\n\
+         [tool.poetry.group.dev.dependencies]\npytest = {version = \"^7.2\", python = \"^3.7\"}\n\n\
+         [build-system]\nrequires = [\"poetry-core\"]\nbuild-backend = \"poetry.core.masonry.api\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("requirements.txt"),
+        "tomli>=1; python_version < \"3.11\"\n",
+    )
+    .unwrap();
+    let a = analyze(dir.path(), &AnalysisConfig::default());
+    let deps = &a.ecosystems[0].dependencies;
+    let marker = |n: &str| {
+        deps.iter()
+            .find(|d| d.name == n)
+            .unwrap_or_else(|| panic!("{n}: {deps:#?}"))
+            .marker
+            .clone()
+    };
+    assert_eq!(
+        marker("importlib-metadata").as_deref(),
+        Some("python_version < \"3.8\"")
+    );
+    assert_eq!(
+        marker("pytest").as_deref(),
+        Some("python_version >= \"3.7\"")
+    );
+    assert_eq!(
+        marker("tomli").as_deref(),
+        Some("python_version < \"3.11\"")
+    );
+    assert_eq!(marker("attrs"), None);
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
+    let install = sel.setup_commands.last().unwrap();
+    assert!(
+        install.contains("'pytest>=7.2,<8; python_version >= \"3.7\"'"),
+        "{install}"
+    );
+    assert!(
+        !sel.verification_commands
+            .iter()
+            .any(|c| c.contains("importlib-metadata") || c.contains("tomli")),
+        "{:#?}",
+        sel.verification_commands
+    );
+    assert!(
+        sel.verification_commands
+            .iter()
+            .any(|c| c.ends_with("pip show attrs")),
+        "{:#?}",
+        sel.verification_commands
+    );
+}

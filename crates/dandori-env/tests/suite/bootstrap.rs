@@ -69,18 +69,18 @@ fn run_in(
     (o.success(), format!("{}{}", o.stdout_tail, o.stderr_tail))
 }
 
-#[test]
-fn dependency_groups_and_tests_require_are_installed_with_pip_when_uv_is_absent() {
-    let repo = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
+/// A project with PEP 735 groups (one including another), a docs group that must
+/// stay out, and tests that import a test-group package.
+fn grouped_project(dir: &Path) {
     write(
-        repo.path(),
+        dir,
         &[
             (
                 "pyproject.toml",
                 "[build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
                  [project]\nname = \"demo\"\nversion = \"0.1.0\"\ndependencies = []\n\n\
-                 [dependency-groups]\ntest = [\"iniconfig>=1\"]\ndocs = [\"this-package-does-not-exist-dandori\"]\n",
+                 [dependency-groups]\nbase = [\"pluggy>=1\"]\ntest = [{include-group = \"base\"}, \"iniconfig>=1\"]\n\
+                 docs = [\"this-package-does-not-exist-dandori\"]\n",
             ),
             ("demo/__init__.py", "VALUE = 1\n"),
             (
@@ -89,44 +89,140 @@ fn dependency_groups_and_tests_require_are_installed_with_pip_when_uv_is_absent(
             ),
         ],
     );
-    git_init(repo.path());
-    let env = env_with_cache(cache.path(), false);
-    let a = analyze(repo.path(), &AnalysisConfig::default());
-    let sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
-    let install = sel.setup_commands.last().unwrap().clone();
-    assert!(
-        install.starts_with(".venv/bin/python -m pip install -e . "),
-        "{install}"
-    );
-    assert!(install.contains("'iniconfig>=1'"), "{install}");
-    assert!(
-        !install.contains("does-not-exist"),
-        "docs group stays out: {install}"
-    );
-    let mut opts = SetupOptions::new(repo.path());
+    git_init(dir);
+}
+
+/// Runs the setup of `sel` with `env`: it must succeed.
+fn setup_succeeds(
+    repo: &Path,
+    sel: &dandori_plan::SelectedEnvironment,
+    env: &BTreeMap<String, String>,
+) -> dandori_env::setup::SetupOutcome {
+    let mut opts = SetupOptions::new(repo);
     opts.base_env = env.clone();
-    let out = setup::run(&sel, &opts).unwrap();
+    let out = setup::run(sel, &opts).unwrap();
     assert_eq!(
         out.overall_status,
         OverallStatus::Success,
         "{:#?}",
         out.errors
     );
+    out
+}
+
+/// The test group (with its included group) and the project import in `act`.
+fn groups_are_importable(repo: &Path, act: &BTreeMap<String, String>) {
+    let (ok, text) = run_in(
+        repo,
+        act,
+        "python",
+        &["-c", "import iniconfig, pluggy, demo; print('OK')"],
+    );
+    assert!(ok, "{text}");
+}
+
+/// The install lines actually run, in order.
+fn installs(out: &dandori_env::setup::SetupOutcome) -> Vec<(String, Option<i32>)> {
+    out.setup_result
+        .commands_executed
+        .iter()
+        .filter(|c| c.command.contains(" install "))
+        .map(|c| (c.command.clone(), c.exit_code))
+        .collect()
+}
+
+/// Without uv, with the pip that ships with the system Python (older than 25.1
+/// here): `pip install --group` is refused and the explicit list is the next rung.
+#[test]
+fn dependency_groups_are_installed_with_an_older_pip_through_the_explicit_list() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    grouped_project(repo.path());
+    let env = env_with_cache(cache.path(), false);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
+    let install = sel.setup_commands.last().unwrap().clone();
+    assert_eq!(
+        install, ".venv/bin/python -m pip install -e . --group test pytest",
+        "docs stays out, the test group by name (pytest: the tests need it, nothing declares it)"
+    );
+    let out = setup_succeeds(repo.path(), &sel, &env);
     assert_eq!(
         out.setup_result.install_rung.as_deref(),
         Some(setup::INSTALL_RUNG_EDITABLE)
     );
     let act = activation::env_for_with(repo.path(), &env);
-    let (ok, text) = run_in(
-        repo.path(),
-        &act,
-        "python",
-        &["-c", "import iniconfig, demo; print('OK')"],
-    );
-    assert!(ok, "{text}");
+    let (_, pip) = run_in(repo.path(), &act, "python", &["-m", "pip", "--version"]);
+    let ran = installs(&out);
+    if pip_knows_groups(&pip) {
+        // A newer system pip: the first line did it.
+        assert_eq!(ran.len(), 1, "{ran:?}");
+    } else {
+        assert_eq!(ran.len(), 2, "{ran:?}");
+        assert_ne!(ran[0].1, Some(0), "{ran:?}");
+        assert!(
+            ran[1].0.contains("'iniconfig>=1'") && ran[1].0.contains("'pluggy>=1'"),
+            "the explicit list expands include-group: {ran:?}"
+        );
+        assert!(
+            !ran[1].0.contains("does-not-exist"),
+            "docs group stays out: {ran:?}"
+        );
+        assert_eq!(ran[1].1, Some(0), "{ran:?}");
+    }
+    groups_are_importable(repo.path(), &act);
     // The egg-info setuptools left behind is excluded: `git status` stays clean.
     let (_, status) = run_in(repo.path(), &env, "git", &["status", "--porcelain"]);
     assert_eq!(status.trim(), "", "setup dirtied the work tree");
+}
+
+/// `pip X.Y…` of `pip --version` is 25.1 or newer.
+fn pip_knows_groups(version_line: &str) -> bool {
+    let v: Vec<u32> = version_line
+        .split_whitespace()
+        .nth(1)
+        .unwrap_or("0")
+        .split('.')
+        .take(2)
+        .map(|p| p.parse().unwrap_or(0))
+        .collect();
+    (
+        v.first().copied().unwrap_or(0),
+        v.get(1).copied().unwrap_or(0),
+    ) >= (25, 1)
+}
+
+/// pip ≥ 25.1 in the environment: the groups are installed by name, in one
+/// command, with `include-group` resolved by pip.
+#[test]
+fn dependency_groups_are_installed_by_name_with_pip_25_1() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    grouped_project(repo.path());
+    let env = env_with_cache(cache.path(), false);
+    // The venv the setup reuses, with a pip that knows `--group`.
+    let (ok, text) = run_in(repo.path(), &env, "python3", &["-m", "venv", ".venv"]);
+    assert!(ok, "{text}");
+    let (ok, text) = run_in(
+        repo.path(),
+        &env,
+        ".venv/bin/python",
+        &["-m", "pip", "install", "-q", "pip>=25.1"],
+    );
+    assert!(ok, "{text}");
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
+    let out = setup_succeeds(repo.path(), &sel, &env);
+    let ran = installs(&out);
+    assert_eq!(
+        ran,
+        vec![(
+            ".venv/bin/python -m pip install -e . --group test pytest".to_string(),
+            Some(0)
+        )]
+    );
+    let act = activation::env_for_with(repo.path(), &env);
+    groups_are_importable(repo.path(), &act);
 }
 
 #[test]
@@ -294,5 +390,64 @@ fn pinned_pnpm_is_bootstrapped_without_corepack() {
         )],
         "pnpm",
         "pnpm install",
+    );
+}
+
+/// yarn ≥ 2 pinned by `packageManager`, no release in the repository and no
+/// corepack that can fetch one: the release comes from npm into the tool cache,
+/// and the cache's `yarn` runs it for this project (yarn 1 elsewhere).
+#[test]
+fn pinned_yarn_berry_is_bootstrapped_without_corepack() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        &[
+            (
+                "package.json",
+                "{\"name\": \"demo\", \"version\": \"1.0.0\", \"private\": true, \"packageManager\": \"yarn@4.5.1\"}\n",
+            ),
+            (".yarnrc.yml", "nodeLinker: node-modules\n"),
+        ],
+    );
+    let env = env_with_cache(cache.path(), true);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let lines = RefCell::new(Vec::new());
+    let say = |s: &str| lines.borrow_mut().push(s.to_string());
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    assert!(
+        cache
+            .path()
+            .join("@yarnpkg_cli-dist@4.5.1/node_modules/@yarnpkg/cli-dist/bin/yarn.js")
+            .is_file(),
+        "{:?}",
+        lines.borrow()
+    );
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = tools::with_tools_on_path(&env);
+    // corepack, when present, cannot reach its download host everywhere: no long waits.
+    opts.backoff_base = std::time::Duration::from_millis(10);
+    let out = setup::run(&sel, &opts).unwrap();
+    assert!(
+        matches!(
+            out.overall_status,
+            OverallStatus::Success | OverallStatus::PartialSuccess
+        ),
+        "{:#?}",
+        out.setup_result
+    );
+    let act = activation::env_for_with(repo.path(), &env);
+    let (ok, text) = run_in(repo.path(), &act, "yarn", &["--version"]);
+    assert!(
+        ok && text.trim() == "4.5.1",
+        "the pinned release runs: {text}"
+    );
+    // A project without the pin gets the cache's yarn 1.
+    let other = tempfile::tempdir().unwrap();
+    write(other.path(), &[("package.json", "{\"name\": \"o\"}\n")]);
+    let (ok, text) = run_in(other.path(), &act, "yarn", &["--version"]);
+    assert!(
+        ok && text.trim().starts_with("1."),
+        "yarn 1 elsewhere: {text}"
     );
 }

@@ -324,3 +324,107 @@ fn regenerated_json_is_parsed_from_model_text() {
         .to_string();
     assert!(e.contains("no JSON"), "{e}");
 }
+
+/// A checkout without its git submodule: the environment is complete, but the
+/// tests that read the submodule cannot pass. Setup says so with a reason code
+/// (partial success) instead of leaving the tests to fail unexplained.
+#[test]
+fn a_submodule_missing_from_the_checkout_is_reported() {
+    require_tool("npm");
+    let repo = copy_fixture("real_node");
+    std::fs::write(
+        repo.path().join(".gitmodules"),
+        "[submodule \"spec\"]\n\tpath = tests/spec-data\n\turl = https://example.invalid/spec.git\n\
+         [submodule \"outside\"]\n\tpath = ../escape\n\turl = https://example.invalid/x.git\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(repo.path().join("tests/spec-data")).unwrap();
+    let sel = select_environment_with(&analysis(repo.path()), None, &tools());
+    let out = setup::run(&sel, &SetupOptions::new(repo.path())).unwrap();
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::PartialSuccess,
+        "{out:#?}"
+    );
+    let warning = out
+        .setup_result
+        .warnings
+        .iter()
+        .find(|w| w.starts_with(records::ENV_SUBMODULE_MISSING))
+        .unwrap_or_else(|| panic!("{:#?}", out.setup_result.warnings));
+    assert!(warning.contains("`tests/spec-data`"), "{warning}");
+    assert!(!warning.contains("escape"), "{warning}");
+    // Checked out: a plain success.
+    std::fs::write(repo.path().join("tests/spec-data/case.json"), "{}\n").unwrap();
+    let mut opts = SetupOptions::new(repo.path());
+    opts.force = true;
+    let out = setup::run(&sel, &opts).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
+}
+
+/// A package whose tests import it by its own name while its entry points come
+/// from its build script (not in the checkout): setup builds it, the tests run.
+/// Tests that import the sources get no build step.
+#[test]
+fn a_package_whose_tests_import_its_built_entry_points_is_built() {
+    require_tool("npm");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |p: &str, text: &str| {
+        let path = dir.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "package.json",
+        r#"{"name": "selfy", "version": "1.0.0", "exports": {".": "./dist/index.js"},
+            "scripts": {"build": "node build.js", "test": "node --test test/"}}"#,
+    );
+    write(
+        "build.js",
+        "const fs = require('fs');\nfs.mkdirSync('dist', {recursive: true});\nfs.writeFileSync('dist/index.js', 'module.exports = 42;\\n');\n",
+    );
+    write(".gitignore", "dist/\nnode_modules/\n");
+    write(
+        "test/self.test.js",
+        "const test = require('node:test');\nconst assert = require('node:assert');\ntest('self', () => assert.strictEqual(require('selfy'), 42));\n",
+    );
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "i",
+        ],
+    ] {
+        assert!(
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    let sel = select_environment_with(&analysis(dir.path()), None, &tools());
+    assert_eq!(
+        sel.setup_commands,
+        vec!["npm install --no-audit --no-fund", "npm run build"]
+    );
+    let out = setup::run(&sel, &SetupOptions::new(dir.path())).unwrap();
+    assert_eq!(out.overall_status, OverallStatus::Success, "{out:#?}");
+    let env = activation::env_for(dir.path());
+    let o = run_command(&CommandSpec::program("npm", ["test"], dir.path()).env(env)).unwrap();
+    assert!(o.success(), "{o:?}");
+    // Tests of the sources: nothing to build.
+    write(
+        "test/self.test.js",
+        "const test = require('node:test');\ntest('src', () => require('../build.js'));\n",
+    );
+    let sel = select_environment_with(&analysis(dir.path()), None, &tools());
+    assert_eq!(sel.setup_commands, vec!["npm install --no-audit --no-fund"]);
+}

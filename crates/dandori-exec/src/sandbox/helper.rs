@@ -27,6 +27,10 @@ pub struct Request {
     pub hidden: Vec<PathBuf>,
     pub network: bool,
     pub tmp: Option<PathBuf>,
+    /// `NAME=VALUE`: set for the command unless its environment already names
+    /// `NAME` (in any case): the credential-free copies of hidden user
+    /// configurations (`npm_config_userconfig`).
+    pub env_defaults: Vec<String>,
     pub cwd: PathBuf,
     pub argv: Vec<String>,
 }
@@ -46,6 +50,9 @@ impl Request {
         }
         if let Some(t) = &self.tmp {
             out.extend(["--tmp".to_string(), s(t)]);
+        }
+        for kv in &self.env_defaults {
+            out.extend(["--env-default".to_string(), kv.clone()]);
         }
         if self.network {
             out.push("--net".to_string());
@@ -70,6 +77,13 @@ impl Request {
                 "--hide" => req.hidden.push(value(a)?),
                 "--tmp" => req.tmp = Some(value(a)?),
                 "--cwd" => req.cwd = value(a)?,
+                "--env-default" => {
+                    let kv = it.next().ok_or("--env-default needs a value")?;
+                    if !kv.contains('=') {
+                        return Err(format!("--env-default `{kv}`: expected NAME=VALUE"));
+                    }
+                    req.env_defaults.push(kv.clone());
+                }
                 "--net" => req.network = true,
                 "--" => {
                     req.argv = it.cloned().collect();
@@ -143,6 +157,13 @@ fn run(req: &Request) -> Result<Infallible, String> {
     if let Some(t) = &req.tmp {
         for var in ["TMPDIR", "TMP", "TEMP"] {
             cmd.env(var, t);
+        }
+    }
+    for kv in &req.env_defaults {
+        if let Some((name, value)) = kv.split_once('=')
+            && !std::env::vars_os().any(|(k, _)| k.eq_ignore_ascii_case(name))
+        {
+            cmd.env(name, value);
         }
     }
     let err = cmd.exec();

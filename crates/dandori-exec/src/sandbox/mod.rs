@@ -63,6 +63,15 @@ pub const HIDDEN_HOME_PATHS: &[&str] = &[
     ".terraform.d/credentials.tfrc.json",
 ];
 
+/// Hidden user configurations that package managers need for more than
+/// credentials (a registry mirror, a proxy, a CA file): a sandboxed command reads
+/// a copy without the credential entries instead, so that a tool which treats an
+/// unreadable file as fatal (yarn 1 and `~/.npmrc`) still works and the mirror
+/// still applies. (path under `HOME`, variable naming the copy for the fallback
+/// sandbox, which cannot bind a file over another.) The user's file is never
+/// written.
+const REPLACED_USER_CONFIGS: &[(&str, &str)] = &[(".npmrc", "npm_config_userconfig")];
+
 /// Package caches under `HOME` that environment setup may write.
 const SETUP_HOME_CACHES: &[&str] = &[
     ".cache",
@@ -266,6 +275,114 @@ pub struct Sandbox {
     status: SandboxStatus,
     mechanism: Mechanism,
     hidden: Vec<PathBuf>,
+    /// Credential-free copies of hidden user configurations.
+    replaced: Arc<ReplacedConfigs>,
+}
+
+/// Credential-free copies of hidden user configurations ([`REPLACED_USER_CONFIGS`])
+/// in a directory of their own (read-only for sandboxed commands; removed when the
+/// last clone of the sandbox drops).
+#[derive(Debug, Default)]
+struct ReplacedConfigs {
+    dir: Option<tempfile::TempDir>,
+    /// (hidden file, its copy, the variable that names the copy).
+    files: Vec<(PathBuf, PathBuf, &'static str)>,
+}
+
+impl ReplacedConfigs {
+    /// Copies each hidden configuration file of [`REPLACED_USER_CONFIGS`] that
+    /// exists, without its credential entries. Best effort: a file that cannot be
+    /// read or copied stays hidden as before.
+    fn create(hidden: &[PathBuf]) -> ReplacedConfigs {
+        let mut out = ReplacedConfigs::default();
+        for (rel, var) in REPLACED_USER_CONFIGS {
+            // The first home's copy wins for the variable; each file is replaced.
+            for h in hidden.iter().filter(|h| h.ends_with(rel) && h.is_file()) {
+                let Ok(text) = std::fs::read_to_string(h) else {
+                    continue;
+                };
+                if out.dir.is_none() {
+                    out.dir = tempfile::Builder::new()
+                        .prefix("dandori-user-config-")
+                        .tempdir()
+                        .ok();
+                }
+                let Some(dir) = out.dir.as_ref() else {
+                    return out;
+                };
+                let copy = dir.path().join(format!(
+                    "{}.{}",
+                    out.files.len(),
+                    rel.trim_start_matches('.')
+                ));
+                if std::fs::write(&copy, without_credentials(&text)).is_ok() {
+                    out.files.push((h.clone(), copy, var));
+                }
+            }
+        }
+        out
+    }
+
+    fn copy_of(&self, hidden: &Path) -> Option<&Path> {
+        self.files
+            .iter()
+            .find(|(h, _, _)| h == hidden)
+            .map(|(_, c, _)| c.as_path())
+    }
+
+    /// `NAME=VALUE` defaults for the fallback sandbox (first copy per variable).
+    fn env_defaults(&self) -> Vec<String> {
+        let mut seen: Vec<&str> = Vec::new();
+        let mut out = Vec::new();
+        for (_, copy, var) in &self.files {
+            if !seen.contains(var) {
+                seen.push(var);
+                out.push(format!("{var}={}", copy.display()));
+            }
+        }
+        out
+    }
+}
+
+/// An ini-style package-manager configuration (`.npmrc`) without the entries that
+/// carry credentials (`_auth`, `_authToken`, `_password`, `username`, `email`,
+/// client certificates and keys, tokens), scoped (`//host/:_authToken`) or not.
+pub fn without_credentials(text: &str) -> String {
+    const SECRET_KEYS: &[&str] = &[
+        "_auth",
+        "_authtoken",
+        "_password",
+        "password",
+        "username",
+        "email",
+        "certfile",
+        "keyfile",
+        "cert",
+        "key",
+        "token",
+        "otp",
+    ];
+    let mut out = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+            continue;
+        }
+        let key = t
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        // `//registry.example/:_authToken` → `_authtoken`.
+        let last = key.rsplit(':').next().unwrap_or(&key);
+        if SECRET_KEYS.contains(&last) || last.contains("token") || last.contains("password") {
+            continue;
+        }
+        out.push_str(t);
+        out.push('\n');
+    }
+    out
 }
 
 impl Sandbox {
@@ -281,6 +398,7 @@ impl Sandbox {
                 },
                 mechanism: Mechanism::None,
                 hidden,
+                replaced: Arc::default(),
             };
         }
         if !cfg!(target_os = "linux") {
@@ -316,6 +434,7 @@ impl Sandbox {
             },
             mechanism: Mechanism::None,
             hidden,
+            replaced: Arc::default(),
         }
     }
 
@@ -366,6 +485,7 @@ impl Sandbox {
                 bwrap,
                 shown_tmp_dirs,
                 &self.hidden,
+                &self.replaced,
                 argv,
                 policy,
                 cwd,
@@ -381,6 +501,7 @@ impl Sandbox {
                     hidden: self.hidden.clone(),
                     network: policy.network,
                     tmp: Some(tmp.path().to_path_buf()),
+                    env_defaults: self.replaced.env_defaults(),
                     cwd: cwd.to_path_buf(),
                     argv,
                 };
@@ -426,10 +547,12 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
     };
     let probe_dir = std::env::temp_dir();
     let policy = SandboxPolicy::worktree(&probe_dir, &[]);
+    let replaced = Arc::new(ReplacedConfigs::create(hidden));
     let argv = bwrap_argv(
         &bwrap,
         &[],
         hidden,
+        &replaced,
         vec!["true".to_string()],
         &policy,
         &probe_dir,
@@ -452,6 +575,7 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
                     shown_tmp_dirs: tmp_roots(dirs.iter().map(PathBuf::as_path)),
                 },
                 hidden: hidden.to_vec(),
+                replaced,
             })
         }
         Err(e) => Err(format!("bwrap cannot create a sandbox here: {e}")),
@@ -482,6 +606,7 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
             tmp: Arc::new(tmp),
         },
         hidden: hidden.to_vec(),
+        replaced: Arc::new(ReplacedConfigs::create(hidden)),
     };
     let dir = std::env::temp_dir();
     let argv = sandbox
@@ -545,6 +670,7 @@ fn bwrap_argv(
     bwrap: &Path,
     shown_tmp_dirs: &[PathBuf],
     hidden: &[PathBuf],
+    replaced: &ReplacedConfigs,
     argv: Vec<String>,
     policy: &SandboxPolicy,
     cwd: &Path,
@@ -598,6 +724,10 @@ fn bwrap_argv(
     for h in hidden {
         match std::fs::symlink_metadata(h) {
             Ok(m) if m.is_dir() => out.extend(["--tmpfs".to_string(), s(h)]),
+            Ok(_) if replaced.copy_of(h).is_some() => {
+                let copy = replaced.copy_of(h).unwrap_or(h);
+                out.extend(["--ro-bind".to_string(), s(copy), s(h)]);
+            }
             Ok(_) => out.extend(["--ro-bind".to_string(), "/dev/null".to_string(), s(h)]),
             Err(_) => {}
         }

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dandori_plan::{StepStatus, WorkerStrategyType};
+use dandori_plan::StepStatus;
 use dandori_trace::now_rfc3339;
 use serde_json::{Value, json};
 
@@ -187,25 +187,9 @@ impl Coordinator<'_> {
         result
     }
 
-    /// How many steps run at once: `runner.max_parallel_workers`, lowered by the
-    /// plan's `execution_plan.worker_strategy` (seed 003 §6.1: `single` is one
-    /// worker, otherwise its `max_parallel_workers`). `round_robin` and
-    /// `least_loaded` are the same here: every worker is a local worktree and a
-    /// ready step takes the next free one.
+    /// How many steps run at once ([`crate::plan::max_parallel`]).
     fn workers(&self) -> usize {
-        let configured = self.opts.config.runner.max_parallel_workers.max(1) as usize;
-        let planned = self
-            .planning
-            .execution_plan
-            .as_ref()
-            .and_then(|p| p.worker_strategy.as_ref())
-            .map(|w| match w.kind {
-                WorkerStrategyType::Single => 1,
-                WorkerStrategyType::RoundRobin | WorkerStrategyType::LeastLoaded => {
-                    w.max_parallel_workers.max(1) as usize
-                }
-            });
-        planned.map_or(configured, |p| p.min(configured))
+        crate::plan::max_parallel(&self.planning, self.opts.config.runner.max_parallel_workers)
     }
 
     /// What step `i` builds on: its predecessors' proof commits in plan order, or
