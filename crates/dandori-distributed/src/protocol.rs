@@ -10,9 +10,8 @@ use dandori_runner::reason;
 use dandori_runner::step::{Check, StepReport, StepResult};
 use serde::{Deserialize, Serialize};
 
-/// The Restate service a worker serves, and its handler.
+/// The Restate service a worker serves (its one handler is `execute`).
 pub const SERVICE: &str = "DandoriStep";
-pub const HANDLER: &str = "execute";
 
 /// The Restate workflow of a run (keyed by the run id), its `run` handler and its
 /// shared handlers.
@@ -104,15 +103,6 @@ pub struct StepRequest {
     pub planning: String,
     /// The commits the step builds on, each named by the step that made it.
     pub commits: Vec<(String, String)>,
-}
-
-impl StepRequest {
-    /// The idempotency key of this step start: the same start sent again (after a
-    /// coordinator or server crash) attaches to the same invocation instead of
-    /// running the step twice.
-    pub fn idempotency_key(&self) -> String {
-        format!("{}/{}/{}", self.run_id, self.step_id, self.attempt)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

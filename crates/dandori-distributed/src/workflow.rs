@@ -11,7 +11,7 @@
 //! handler) records, merges and reports; `stop` is how the coordinator's guardrails
 //! stop the starting of steps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use restate_sdk::prelude::*;
 
@@ -169,15 +169,6 @@ impl Schedule {
         s.reason_code = outcome.reason_code.clone();
         s.worker = Some(outcome.worker.clone());
     }
-
-    /// Steps never started that the coordinator may still wait for (stopped or
-    /// over `max_steps`): their promises are resolved with this outcome when the
-    /// workflow ends, so nobody waits forever.
-    pub fn unstarted(&self) -> Vec<usize> {
-        (0..self.state.steps.len())
-            .filter(|i| self.status(*i) == "pending")
-            .collect()
-    }
 }
 
 /// The run's workflow. It runs no step itself: it is served by every worker
@@ -204,6 +195,7 @@ impl DandoriRun {
         let mut schedule = Schedule::new(spec);
         let mut calls = DurableFuturesUnordered::new();
         let mut which: HashMap<usize, usize> = HashMap::new();
+        let mut called: HashSet<usize> = HashSet::new();
         loop {
             if schedule.state.stopped.is_none()
                 && let Some(reason) = ctx.peek_promise::<String>(STOP).await?
@@ -211,6 +203,7 @@ impl DandoriRun {
                 schedule.state.stopped = Some(reason);
             }
             for (i, req) in schedule.start_ready() {
+                called.insert(i);
                 let call = ctx
                     .service_client::<DandoriStepClient>()
                     .execute(Json(req))
@@ -237,23 +230,37 @@ impl DandoriRun {
             let step_id = schedule.state.steps[i].step_id.clone();
             ctx.resolve_promise(&outcome_promise(&step_id), Json(outcome));
         }
-        for i in schedule.unstarted() {
-            let step_id = schedule.state.steps[i].step_id.clone();
+        // Every step the workflow did not call gets an outcome too, so that no
+        // coordinator waits forever on one (it asks only for steps it scheduled by
+        // the same rule; a stop or a divergence could still leave one).
+        for i in (0..schedule.state.steps.len()).filter(|i| !called.contains(i)) {
+            let step = &schedule.state.steps[i];
+            let (code, why) = if step.status == "skipped" {
+                (
+                    dandori_runner::reason::DEPENDENCY_FAILED,
+                    "it depends on a step that did not complete".to_string(),
+                )
+            } else {
+                (
+                    dandori_runner::reason::EXECUTOR_ERROR,
+                    format!(
+                        "the run's workflow {} ended before starting it{}; `dandori resume` starts it",
+                        ctx.key(),
+                        schedule
+                            .state
+                            .stopped
+                            .as_deref()
+                            .map(|r| format!(" (stopped: {r})"))
+                            .unwrap_or_default()
+                    ),
+                )
+            };
             let outcome = StepOutcome {
-                reason_code: Some(dandori_runner::reason::EXECUTOR_ERROR.to_string()),
-                message: Some(format!(
-                    "the run's workflow {} ended before starting {step_id}{}; `dandori resume` starts it",
-                    ctx.key(),
-                    schedule
-                        .state
-                        .stopped
-                        .as_deref()
-                        .map(|r| format!(" (stopped: {r})"))
-                        .unwrap_or_default()
-                )),
+                reason_code: Some(code.to_string()),
+                message: Some(format!("{}: {why}", step.step_id)),
                 ..StepOutcome::bare(OutcomeStatus::Failed, "")
             };
-            ctx.resolve_promise(&outcome_promise(&step_id), Json(outcome));
+            ctx.resolve_promise(&outcome_promise(&step.step_id), Json(outcome));
         }
         schedule.state.finished = true;
         ctx.set(STAGE, Json(schedule.state.clone()));

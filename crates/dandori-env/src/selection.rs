@@ -1059,6 +1059,7 @@ fn node_commands(
         }
     };
     let mut alt: Option<String> = None;
+    let mut alt_run: Option<String> = None;
     let (install, list, run) = match e.package_manager.as_str() {
         "pnpm" => {
             let (r, a) = runner("pnpm");
@@ -1068,6 +1069,7 @@ fn node_commands(
             } else {
                 ""
             };
+            alt_run = alt.as_ref().map(|a| format!("{a} run"));
             alt = alt.map(|a| format!("{a} install{frozen}"));
             (
                 format!("{r} install{frozen}"),
@@ -1082,6 +1084,7 @@ fn node_commands(
                 (true, true) => " --immutable",
                 (true, false) => " --frozen-lockfile",
             };
+            alt_run = a.as_ref().map(|a| format!("{a} run"));
             alt = a.map(|a| format!("{a} install{frozen}"));
             (
                 format!("{r} install{frozen}"),
@@ -1121,7 +1124,12 @@ fn node_commands(
     if e.needs_build {
         // The package's own entry points come from its build script and are not
         // in the checkout: tests that import the package by name need them.
-        c.setup.push(at(format!("{run} build")));
+        let build = at(format!("{run} build"));
+        if let Some(a) = alt_run {
+            c.fallbacks
+                .insert(build.clone(), vec![at(format!("{a} build"))]);
+        }
+        c.setup.push(build);
     }
     let pat = runtime_pattern(e, "^v", 1).unwrap_or_else(|| r"^v\d+\.".to_string());
     c.verify("node --version".into(), Some(pat), true);

@@ -100,7 +100,15 @@ pub fn ensure_for(
         // Without corepack (or when it cannot fetch), the launcher of
         // `<tools>/bin/yarn` runs this release for the projects that pin it.
         let package = format!("{BERRY_PACKAGE}@{version}");
-        let installed = npm_install(&dir, "yarn", &package, BERRY_ENTRY, &env, progress)?;
+        let prefix = package.replace('/', "_");
+        let mut installed =
+            npm_install(&dir, &prefix, "yarn", &package, BERRY_ENTRY, &env, progress)?;
+        if installed.is_none() {
+            // Not every release reached npm (4.10.0 did not): the latest patch of
+            // the same minor, for this pin.
+            let nearest = format!("{BERRY_PACKAGE}@~{version}");
+            installed = npm_install(&dir, &prefix, "yarn", &nearest, BERRY_ENTRY, &env, progress)?;
+        }
         if installed.is_some() {
             write_yarn_launcher(&dir)?;
         }
@@ -251,12 +259,20 @@ for (;;) {
   try {
     const pm = JSON.parse(fs.readFileSync(p.join(d, "package.json"), "utf8")).packageManager || "";
     const m = /^yarn@([0-9]+\.[0-9A-Za-z.-]*)/.exec(pm);
-    if (m) { process.stdout.write(m[1]); break; }
+    if (m) {
+      // A `yarnPath` release missing from the checkout: the cached one runs instead.
+      let rc = ""; try { rc = fs.readFileSync(p.join(d, ".yarnrc.yml"), "utf8"); } catch (e) {}
+      const yp = /^yarnPath:\s*["\x27]?([^"\x27\n]+)/m.exec(rc);
+      const gone = yp && !fs.existsSync(p.resolve(d, yp[1].trim()));
+      process.stdout.write(m[1] + (gone ? " ignore-path" : "")); break;
+    }
   } catch (e) {}
   const up = p.dirname(d); if (up === d) break; d = up;
 }' 2>/dev/null)
+case "$v" in *" ignore-path") v=${v% ignore-path}; export YARN_IGNORE_PATH=1 ;; esac
 berry="$tools/@yarnpkg_cli-dist@$v/node_modules/@yarnpkg/cli-dist/bin/yarn.js"
 if [ -n "$v" ] && [ -f "$berry" ]; then exec node "$berry" "$@"; fi
+unset YARN_IGNORE_PATH
 exec "$tools/yarn@1/node_modules/.bin/yarn" "$@"
 "#;
 
@@ -289,7 +305,8 @@ fn install_from_npm(
     progress: &dyn Fn(&str),
 ) -> Result<Option<PathBuf>, EnvError> {
     let exe_rel = format!("node_modules/.bin/{tool}");
-    let Some(exe) = npm_install(dir, tool, package, &exe_rel, env, progress)? else {
+    let prefix = package.replace('/', "_");
+    let Some(exe) = npm_install(dir, &prefix, tool, package, &exe_rel, env, progress)? else {
         return Ok(None);
     };
     if tool == "yarn" {
@@ -299,18 +316,19 @@ fn install_from_npm(
     Ok(Some(linked))
 }
 
-/// `package` from npm into `<tools>/<package@version>` unless `exe_rel` is
-/// already there; the installed `exe_rel`, or `None` when npm is missing or the
-/// install failed (said through `progress`).
+/// `package` from npm into `<tools>/<prefix>` unless `exe_rel` is already
+/// there; the installed `exe_rel`, or `None` when npm is missing or the install
+/// failed (said through `progress`).
 fn npm_install(
     dir: &Path,
+    prefix: &str,
     tool: &str,
     package: &str,
     exe_rel: &str,
     env: &BTreeMap<String, String>,
     progress: &dyn Fn(&str),
 ) -> Result<Option<PathBuf>, EnvError> {
-    let prefix = dir.join(package.replace('/', "_"));
+    let prefix = dir.join(prefix);
     let exe = prefix.join(exe_rel);
     if !exe.exists() {
         if !on_path("npm", env) {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use dandori_distributed::admin::default_admin_url;
-use dandori_distributed::protocol::{OutcomeStatus, StepOutcome, StepRequest};
+use dandori_distributed::protocol::{OutcomeStatus, StepOutcome};
 use dandori_distributed::refs;
 use dandori_runner::step::{Check, StepReport, StepResult};
 use pretty_assertions::assert_eq;
@@ -83,20 +83,6 @@ fn a_recovered_step_says_so() {
         "{:?}",
         r.notes
     );
-}
-
-#[test]
-fn the_idempotency_key_is_run_step_attempt() {
-    let req = StepRequest {
-        run_id: "20260101-120000-ab12cd".to_string(),
-        step_id: "S02".to_string(),
-        index: 1,
-        attempt: 3,
-        remote: "/srv/r.git".to_string(),
-        planning: "{}".to_string(),
-        commits: vec![],
-    };
-    assert_eq!(req.idempotency_key(), "20260101-120000-ab12cd/S02/3");
 }
 
 #[test]

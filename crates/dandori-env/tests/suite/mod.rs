@@ -49,3 +49,28 @@ pub fn system_env() -> BTreeMap<String, String> {
     env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
     env
 }
+
+/// `git init` + one commit of everything in `dir`.
+pub fn git_init(dir: &Path) {
+    for args in [
+        vec!["init", "-q"],
+        vec!["add", "-A"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+}

@@ -13,7 +13,7 @@ use dandori_env::{EnvError, EnvironmentAnalysis, Toolchain, analyze, select_envi
 use dandori_exec::{CommandSpec, run_command};
 use pretty_assertions::assert_eq;
 
-use super::{copy_fixture, require_tool, system_env};
+use super::{copy_fixture, git_init, require_tool, system_env};
 
 fn analysis(dir: &std::path::Path) -> EnvironmentAnalysis {
     analyze(dir, &AnalysisConfig::default())
@@ -388,28 +388,7 @@ fn a_package_whose_tests_import_its_built_entry_points_is_built() {
         "test/self.test.js",
         "const test = require('node:test');\nconst assert = require('node:assert');\ntest('self', () => assert.strictEqual(require('selfy'), 42));\n",
     );
-    for args in [
-        &["init", "-q"][..],
-        &["add", "-A"],
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-qm",
-            "i",
-        ],
-    ] {
-        assert!(
-            std::process::Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .status()
-                .unwrap()
-                .success()
-        );
-    }
+    git_init(dir.path());
     let sel = select_environment_with(&analysis(dir.path()), None, &tools());
     assert_eq!(
         sel.setup_commands,
