@@ -705,15 +705,17 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
 
     let log = completes(&mut run, &run_log);
 
-    // S06 ran again after its worker died, on another worker; S10's server
-    // restart did not lose it.
+    // S06 ran again after its worker died, on another worker; the server
+    // restart during S10 lost nothing.
     let s06 = started(&ctl, "S06");
     assert!(s06.len() >= 2, "S06 executions: {s06:?}");
     assert!(
         !s06[1].contains(&format!("/{victim_name}/")),
         "S06 ran again on the killed worker: {s06:?}"
     );
-    assert!(log.contains("S10: restate unreachable"), "{log}");
+    // The coordinator noticed the dead server and sent again: on the promise of
+    // whichever step it was waiting for then (S10 or another of its group).
+    assert!(log.contains(": restate unreachable ("), "{log}");
     // The run's scheduling was its workflow's, keyed by the run id.
     assert!(
         log.contains("restate: started the run's workflow DandoriRun/run-7"),
