@@ -630,6 +630,10 @@ pub struct WorkerArgs {
     /// The URL Restate reaches this worker at (default: http://<listen>).
     #[arg(long, value_name = "URL")]
     pub advertise: Option<String>,
+    /// A Restate request identity public key (`publickeyv1_…`, repeatable; also
+    /// DANDORI_RESTATE_IDENTITY_KEYS): only requests signed by that server are answered.
+    #[arg(long, value_name = "KEY")]
+    pub identity_key: Vec<String>,
 }
 
 /// Every command, flag and argument has a help line. The test walks the clap

@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::error::DistributedError;
-use crate::protocol::{RESTATE_UNAVAILABLE, SERVICE};
+use crate::protocol::RESTATE_UNAVAILABLE;
 
 /// The admin URL of a Restate server whose ingress is `ingress` (same host,
 /// port 9070).
@@ -19,12 +19,13 @@ pub fn default_admin_url(ingress: &str) -> String {
     format!("{scheme}://{host}:9070")
 }
 
-/// Whether `DandoriStep` is registered.
+/// Whether `service` (`DandoriStep`, `DandoriRun`) is registered.
 pub async fn service_registered(
     client: &reqwest::Client,
     admin: &str,
+    service: &str,
 ) -> Result<bool, DistributedError> {
-    let url = format!("{}/services/{SERVICE}", admin.trim_end_matches('/'));
+    let url = format!("{}/services/{service}", admin.trim_end_matches('/'));
     let resp = client
         .get(&url)
         .send()

@@ -10,13 +10,83 @@ use dandori_runner::reason;
 use dandori_runner::step::{Check, StepReport, StepResult};
 use serde::{Deserialize, Serialize};
 
-/// The Restate service a worker serves, and its handler.
+/// The Restate service a worker serves (its one handler is `execute`).
 pub const SERVICE: &str = "DandoriStep";
-pub const HANDLER: &str = "execute";
+
+/// The Restate workflow of a run (keyed by the run id), its `run` handler and its
+/// shared handlers.
+pub const WORKFLOW: &str = "DandoriRun";
+
+/// What the run's workflow needs to drive the steps: the plan, what is already
+/// done, and the limits of the coordinator's scheduler.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub run_id: String,
+    /// The git remote holding the run's refs.
+    pub remote: String,
+    /// The run's `planning.json`, verbatim.
+    pub planning: String,
+    /// The work branch start (`refs/dandori/runs/<run>/start`).
+    pub work_start: String,
+    /// Every step of the plan, in plan order.
+    pub steps: Vec<SpecStep>,
+    /// How many steps run at once (`runner.max_parallel_workers`, lowered by the
+    /// plan's `worker_strategy`).
+    pub max_parallel: usize,
+    /// How many steps this workflow may start (`limits.max_steps_per_run`).
+    pub max_steps: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecStep {
+    pub step_id: String,
+    /// Indices of the steps it builds on.
+    pub preds: Vec<usize>,
+    /// `pending`, or what it already is (`done` with its commit, `failed`, …):
+    /// only `pending` steps are started.
+    pub status: String,
+    #[serde(default)]
+    pub commit: Option<String>,
+    /// `stage.json` `attempts` so far.
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+/// The workflow's view of the stage machine (seed 004 §6), kept in its state
+/// (`stage`) after every transition and returned by `run` and `status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowState {
+    pub run_id: String,
+    /// The `run` handler returned: no step starts any more.
+    pub finished: bool,
+    /// Why starting steps stopped early (the coordinator's guardrail).
+    #[serde(default)]
+    pub stopped: Option<String>,
+    pub steps: Vec<WorkflowStep>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkflowStep {
+    pub step_id: String,
+    /// pending / running / done / failed / needs_input / skipped.
+    pub status: String,
+    pub attempt: u32,
+    #[serde(default)]
+    pub commit: Option<String>,
+    #[serde(default)]
+    pub reason_code: Option<String>,
+    /// The worker that ran it (`host:pid`).
+    #[serde(default)]
+    pub worker: Option<String>,
+}
 
 /// The Restate server cannot be reached, refuses a request, or lacks the worker
 /// deployment.
 pub const RESTATE_UNAVAILABLE: &str = "RESTATE_UNAVAILABLE";
+
+/// A worker's identity key (`--identity-key`, `DANDORI_RESTATE_IDENTITY_KEYS`) is
+/// not a Restate public key.
+pub const RESTATE_IDENTITY_INVALID: &str = "RESTATE_IDENTITY_INVALID";
 
 /// One step for a worker: enough to fetch its base from the remote and run it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,15 +103,6 @@ pub struct StepRequest {
     pub planning: String,
     /// The commits the step builds on, each named by the step that made it.
     pub commits: Vec<(String, String)>,
-}
-
-impl StepRequest {
-    /// The idempotency key of this step start: the same start sent again (after a
-    /// coordinator or server crash) attaches to the same invocation instead of
-    /// running the step twice.
-    pub fn idempotency_key(&self) -> String {
-        format!("{}/{}/{}", self.run_id, self.step_id, self.attempt)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +146,39 @@ pub struct StepOutcome {
     /// and died before Restate recorded the result): it was not run again.
     #[serde(default)]
     pub recovered: bool,
+    /// The step's logs and patch as the worker wrote them (masked by the step
+    /// pipeline), for the coordinator's run directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<StepFile>,
+}
+
+/// One file of a step's run-directory output: `logs/step.<step>.<what>.log` or
+/// `patches/<step>.patch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFile {
+    pub path: String,
+    pub text: String,
+}
+
+/// The most of one step file that travels back (the head is kept).
+pub const STEP_FILE_LIMIT: usize = 256 * 1024;
+
+impl StepFile {
+    /// Whether `path` names a file of step `step_id`'s output (and nothing else:
+    /// no directory change, no other step's file).
+    pub fn belongs_to(path: &str, step_id: &str) -> bool {
+        let name_ok = |n: &str| {
+            !n.is_empty()
+                && !n.contains("..")
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        };
+        match path.split_once('/') {
+            Some(("logs", name)) => name_ok(name) && name.starts_with(&format!("step.{step_id}.")),
+            Some(("patches", name)) => name == format!("{step_id}.patch"),
+            _ => false,
+        }
+    }
 }
 
 impl StepOutcome {
@@ -108,6 +202,7 @@ impl StepOutcome {
             checks: Vec::new(),
             worker: worker.to_string(),
             recovered: false,
+            files: Vec::new(),
         }
     }
 
@@ -153,6 +248,7 @@ impl StepOutcome {
             checks: r.checks.iter().map(Check::trailer).collect(),
             worker: worker.to_string(),
             recovered: false,
+            files: Vec::new(),
         }
     }
 

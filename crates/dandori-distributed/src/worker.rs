@@ -24,7 +24,7 @@ use restate_sdk::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::error::DistributedError;
-use crate::protocol::{OutcomeStatus, StepOutcome, StepRequest};
+use crate::protocol::{OutcomeStatus, STEP_FILE_LIMIT, StepFile, StepOutcome, StepRequest};
 use crate::refs;
 
 pub struct WorkerOptions {
@@ -38,6 +38,9 @@ pub struct WorkerOptions {
     /// The worker's environment: where its agent's credentials come from.
     pub base_env: BTreeMap<String, String>,
     pub progress: Option<Progress>,
+    /// Restate's request identity keys (`publickeyv1_…`): when any is given, only
+    /// requests signed by the matching server are answered (401 otherwise).
+    pub identity_keys: Vec<String>,
 }
 
 struct Worker {
@@ -86,8 +89,25 @@ impl DandoriStep {
     }
 }
 
-/// Serves the step handler on `listener` until the process ends.
-pub async fn serve(listener: tokio::net::TcpListener, opts: WorkerOptions) {
+/// Serves the step handler and the run workflow on `listener` until the process
+/// ends. An identity key that is not a Restate public key is an error before
+/// anything is served.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    opts: WorkerOptions,
+) -> Result<(), DistributedError> {
+    let mut endpoint = Endpoint::builder();
+    if !opts.identity_keys.is_empty() {
+        crate::identity::install();
+    }
+    for k in &opts.identity_keys {
+        endpoint = endpoint
+            .identity_key(k)
+            .map_err(|e| DistributedError::Invalid {
+                reason_code: crate::protocol::RESTATE_IDENTITY_INVALID,
+                message: format!("identity key {k}: {e}"),
+            })?;
+    }
     let id = format!(
         "{}:{}",
         std::fs::read_to_string("/etc/hostname")
@@ -114,9 +134,17 @@ pub async fn serve(listener: tokio::net::TcpListener, opts: WorkerOptions) {
             .retry_policy_max_interval(Duration::from_secs(5))
             .retry_policy_max_attempts(5000),
     );
-    HttpServer::new(Endpoint::builder().bind(service).build())
-        .serve(listener)
-        .await;
+    // The run workflows are served by every worker too; a workflow waiting for
+    // its steps' calls is suspended by Restate, holding no worker.
+    HttpServer::new(
+        endpoint
+            .bind(service)
+            .bind(crate::workflow::DandoriRun)
+            .build(),
+    )
+    .serve(listener)
+    .await;
+    Ok(())
 }
 
 impl Worker {
@@ -185,6 +213,7 @@ impl Worker {
             });
         }
         let mut outcome = StepOutcome::from_report(&report, &self.id);
+        outcome.files = step_files(&run_dir, &req.step_id);
         if let StepResult::Committed { commits } = &report.result
             && let Some(proof) = commits.last()
         {
@@ -241,6 +270,11 @@ impl Worker {
             commits: vec![held.to_string()],
             checks: proof.checks.clone(),
             recovered: true,
+            // The logs, when this worker is the one that ran it.
+            files: step_files(
+                &self.opts.work_dir.join("runs").join(&req.run_id),
+                &req.step_id,
+            ),
             ..StepOutcome::bare(OutcomeStatus::Committed, &self.id)
         })
     }
@@ -263,6 +297,34 @@ impl Worker {
         }
         Ok(dir)
     }
+}
+
+/// The step's logs and patch in the worker's run directory, for the coordinator's.
+fn step_files(run_dir: &Path, step_id: &str) -> Vec<StepFile> {
+    let mut paths = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(run_dir.join("logs")) {
+        for e in entries.flatten() {
+            paths.push(format!("logs/{}", e.file_name().to_string_lossy()));
+        }
+    }
+    paths.push(format!("patches/{step_id}.patch"));
+    paths.sort();
+    paths
+        .into_iter()
+        .filter(|p| StepFile::belongs_to(p, step_id))
+        .filter_map(|path| {
+            let mut text = dandori_fs::read_to_string(run_dir.join(&path)).ok()?;
+            if text.len() > STEP_FILE_LIMIT {
+                let mut end = STEP_FILE_LIMIT;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push_str("\n[dandori: truncated on the worker; the whole file is in its run directory]\n");
+            }
+            Some(StepFile { path, text })
+        })
+        .collect()
 }
 
 fn init_repository(dir: &Path) -> Result<(), DistributedError> {

@@ -7,6 +7,7 @@ use crate::error::RunnerError;
 
 mod driver_overrides;
 mod objects;
+pub mod touched;
 
 /// Commit trailers that make a commit the proof of a step.
 pub const TRAILER_RUN: &str = "Dandori-Run";
@@ -305,35 +306,137 @@ impl Git {
     /// change against HEAD (one `git diff` prints both). Binary files count one line.
     pub fn staged_numstat(&self) -> Result<(u64, Vec<String>, String), RunnerError> {
         self.run(&["add", "-A", "--", "."])?;
-        let out = self.run(&[
+        self.cached_numstat("HEAD", None)
+    }
+
+    /// Runs git with `input` on its stdin and returns stdout; a non-zero exit is an
+    /// error carrying stderr.
+    pub fn run_input(&self, args: &[&str], input: &[u8]) -> Result<String, RunnerError> {
+        use std::io::Write;
+        let mut cmd = self.command(args);
+        cmd.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| self.err(args, format!("could not start git: {e}")))?;
+        // Written from a thread: git may answer before it has read everything.
+        let writer = child.stdin.take().map(|mut stdin| {
+            let input = input.to_vec();
+            std::thread::spawn(move || stdin.write_all(&input))
+        });
+        let out = child
+            .wait_with_output()
+            .map_err(|e| self.err(args, format!("git did not finish: {e}")))?;
+        let written = writer.map(|w| w.join());
+        if !out.status.success() {
+            return Err(self.err(
+                args,
+                String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            ));
+        }
+        if let Some(Ok(Err(e))) = written {
+            return Err(self.err(args, format!("could not write to git: {e}")));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// `git status` of `paths` only (all of the worktree when `None`): each entry's
+    /// index and worktree states (`XY` of `--porcelain`, `?` untracked, `!`
+    /// ignored) and its path. Untracked directories are listed file by file; an
+    /// ignored directory as itself (ending in `/`).
+    pub fn status_of(&self, paths: Option<&[&str]>) -> Result<Vec<StatusEntry>, RunnerError> {
+        let mut args = vec![
+            "--literal-pathspecs",
+            "status",
+            "--porcelain",
+            "-z",
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--no-renames",
+            "--",
+        ];
+        args.extend(paths.unwrap_or(&["."]));
+        let out = self.run(&args)?;
+        Ok(out
+            .split('\0')
+            .filter_map(|e| {
+                let b = e.as_bytes();
+                (b.len() > 3).then(|| StatusEntry {
+                    index: b[0],
+                    worktree: b[1],
+                    path: e[3..].to_string(),
+                })
+            })
+            .collect())
+    }
+
+    /// Stages exactly `paths` (files or symbolic links; a missing one leaves the
+    /// index): `git update-index --add --remove`.
+    pub fn update_index(&self, paths: &[&str]) -> Result<(), RunnerError> {
+        self.run_paths(
+            &["update-index", "--add", "--remove", "-z", "--stdin"],
+            paths,
+        )
+    }
+
+    /// Writes the index's version of `paths` over the worktree's (and their file
+    /// metadata into the index, so that git sees them unchanged).
+    pub fn checkout_index(&self, paths: &[&str]) -> Result<(), RunnerError> {
+        self.run_paths(
+            &["checkout-index", "-f", "-u", "-q", "-z", "--stdin"],
+            paths,
+        )
+    }
+
+    /// Runs `args` (a command reading NUL-separated paths on stdin) on `paths`;
+    /// nothing when there are none.
+    fn run_paths(&self, args: &[&str], paths: &[&str]) -> Result<(), RunnerError> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut input = Vec::new();
+        for p in paths {
+            input.extend_from_slice(p.as_bytes());
+            input.push(0);
+        }
+        self.run_input(args, &input)?;
+        Ok(())
+    }
+
+    /// `(lines, files)` changed between `rev` and the index, only among `paths`
+    /// (all paths when `None`), with the changed paths and the binary patch
+    /// (see [`Git::staged_numstat`]).
+    pub fn cached_numstat(
+        &self,
+        rev: &str,
+        paths: Option<&[&str]>,
+    ) -> Result<(u64, Vec<String>, String), RunnerError> {
+        let mut args = vec![
+            "--literal-pathspecs",
             "diff",
             "--cached",
             "--numstat",
             "--no-renames",
             "--binary",
             "--patch",
-            "HEAD",
-        ])?;
-        // numstat lines (paths with newlines are quoted), a blank line, the patch.
-        let (numstat, patch) = match out.split_once("\n\n") {
-            Some((n, p)) => (n, p.to_string()),
-            None => (out.as_str(), String::new()),
-        };
-        let mut lines = 0u64;
-        let mut files = Vec::new();
-        for l in numstat.lines() {
-            let mut it = l.splitn(3, '\t');
-            let (a, d, p) = (it.next(), it.next(), it.next());
-            let n = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok());
-            lines += match (n(a), n(d)) {
-                (Some(a), Some(d)) => a + d,
-                _ => 1,
-            };
-            if let Some(p) = p {
-                files.push(p.to_string());
-            }
-        }
-        Ok((lines, files, patch))
+            rev,
+            "--",
+        ];
+        args.extend(paths.unwrap_or(&["."]));
+        let out = self.run(&args)?;
+        Ok(parse_numstat_patch(&out))
+    }
+
+    /// Moves the worktree from `from` (a tree or commit whose tree the index
+    /// holds and the worktree matches) to `to`, rewriting and removing only the
+    /// paths that differ between the two (`git read-tree -m -u`: a two-tree merge
+    /// that keeps every other index entry as it is, without looking at its file).
+    /// HEAD is left alone. Fails when a file that must change does not match the
+    /// index, or an untracked file is in the way.
+    pub fn read_tree_move(&self, from: &str, to: &str) -> Result<(), RunnerError> {
+        self.run(&["read-tree", "-m", "-u", from, to])?;
+        Ok(())
     }
 
     /// Commits the index (possibly unchanged) with `message`; returns the hash.
@@ -374,6 +477,17 @@ impl Git {
     /// Points this worktree's detached HEAD at `commit` (its files and index are
     /// left as they are).
     pub fn set_head(&self, commit: &str) -> Result<(), RunnerError> {
+        // A linked worktree's detached HEAD is the ref `worktrees/<id>/HEAD` of the
+        // repository: the run's branch writer moves it without a process.
+        if let Some(w) = &self.refs
+            && self.detached_head().is_some()
+            && let Some(id) = self
+                .admin_dir()
+                .and_then(|a| a.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            && w.update(self, &format!("worktrees/{id}/HEAD"), commit)
+        {
+            return Ok(());
+        }
         self.run(&["update-ref", "--no-deref", "HEAD", commit])?;
         Ok(())
     }
@@ -614,12 +728,52 @@ impl Git {
     /// The commit a linked worktree's detached HEAD points at, read from its
     /// administrative `HEAD` file; `None` when it is not that simple.
     pub fn detached_head(&self) -> Option<String> {
-        let text = std::fs::read_to_string(self.dir.join(".git")).ok()?;
-        let admin = PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end());
-        let head = std::fs::read_to_string(admin.join("HEAD")).ok()?;
+        let head = std::fs::read_to_string(self.admin_dir()?.join("HEAD")).ok()?;
         let head = head.trim_end();
         is_full_hash(head).then(|| head.to_string())
     }
+
+    /// A linked worktree's administrative directory (`.git/worktrees/<id>`), named
+    /// by its `.git` file.
+    fn admin_dir(&self) -> Option<PathBuf> {
+        let text = std::fs::read_to_string(self.dir.join(".git")).ok()?;
+        Some(PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end()))
+    }
+}
+
+/// One entry of [`Git::status_of`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusEntry {
+    /// `X`: the index against HEAD.
+    pub index: u8,
+    /// `Y`: the worktree against the index (`?` untracked, `!` ignored).
+    pub worktree: u8,
+    pub path: String,
+}
+
+/// `git diff --numstat --patch` output: `(lines, files, patch)`; binary files
+/// count one line.
+fn parse_numstat_patch(out: &str) -> (u64, Vec<String>, String) {
+    // numstat lines (paths with newlines are quoted), a blank line, the patch.
+    let (numstat, patch) = match out.split_once("\n\n") {
+        Some((n, p)) => (n, p.to_string()),
+        None => (out, String::new()),
+    };
+    let mut lines = 0u64;
+    let mut files = Vec::new();
+    for l in numstat.lines() {
+        let mut it = l.splitn(3, '\t');
+        let (a, d, p) = (it.next(), it.next(), it.next());
+        let n = |s: Option<&str>| s.and_then(|s| s.parse::<u64>().ok());
+        lines += match (n(a), n(d)) {
+            (Some(a), Some(d)) => a + d,
+            _ => 1,
+        };
+        if let Some(p) = p {
+            files.push(p.to_string());
+        }
+    }
+    (lines, files, patch)
 }
 
 /// A commit message as `git commit -m` stores it (cleanup mode `whitespace`): no

@@ -26,6 +26,7 @@ pub mod reason;
 pub mod reflection;
 pub mod report;
 pub mod step;
+pub mod worktree;
 
 pub use completion::{Completion, CompletionStatus, exit};
 pub use coordinator::{

@@ -237,6 +237,26 @@ pub fn load_planning(
     }
 }
 
+/// How many steps run at once: `runner.max_parallel_workers` (`configured`),
+/// lowered by the plan's `execution_plan.worker_strategy` (seed 003 §6.1: `single`
+/// is one worker, otherwise its `max_parallel_workers`). `round_robin` and
+/// `least_loaded` are the same here: a ready step takes the next free worker.
+pub fn max_parallel(planning: &Planning, configured: u32) -> usize {
+    let configured = configured.max(1) as usize;
+    let planned = planning
+        .execution_plan
+        .as_ref()
+        .and_then(|p| p.worker_strategy.as_ref())
+        .map(|w| match w.kind {
+            dandori_plan::WorkerStrategyType::Single => 1,
+            dandori_plan::WorkerStrategyType::RoundRobin
+            | dandori_plan::WorkerStrategyType::LeastLoaded => {
+                w.max_parallel_workers.max(1) as usize
+            }
+        });
+    planned.map_or(configured, |p| p.min(configured))
+}
+
 /// For each step (by index), the indices of the steps it must wait for.
 ///
 /// The edges are `dependency_graph.edges` when the plan carries them, plus every

@@ -18,6 +18,7 @@ use crate::git::{Git, TRAILER_AC, TRAILER_CHECK, TRAILER_PART, TRAILER_RUN, TRAI
 use crate::plan::RunPaths;
 use crate::prompt::{self, Feedback};
 use crate::reflection::{self, ReflectionStatus, Trigger};
+use crate::worktree::PoolWorktree;
 use crate::{events, process, reason};
 
 /// Shared by every worker of a run.
@@ -185,6 +186,9 @@ struct Worker<'c, 'a> {
     step: &'a Step,
     git: Git,
     wt: &'c Path,
+    /// What is known of the worktree's state (staging and the next move cost
+    /// what the step touched).
+    pool: &'c mut PoolWorktree,
     report: StepReport,
     base: Option<String>,
     /// The patch of the index against `base` as last measured, while that is still
@@ -207,7 +211,8 @@ pub struct StepBase<'b> {
 }
 
 /// Folds `base.commits` into one commit (merge commits dated by the plan), moves the
-/// pool `worktree` there (or adds it when it does not exist yet), then runs the step.
+/// worktree at `worktree` there (or adds it when it does not exist yet), then runs
+/// the step.
 pub fn run_step_on_base<'a>(
     cx: &StepContext<'a>,
     index: usize,
@@ -215,13 +220,21 @@ pub fn run_step_on_base<'a>(
     base: &StepBase<'_>,
     worktree: &Path,
 ) -> StepReport {
+    run_step_in_pool(cx, index, step, base, &mut PoolWorktree::new(worktree))
+}
+
+/// [`run_step_on_base`] in a worktree of the pool, which keeps what it knows of
+/// the worktree from one step to the next.
+pub fn run_step_in_pool<'a>(
+    cx: &StepContext<'a>,
+    index: usize,
+    step: &'a Step,
+    base: &StepBase<'_>,
+    pool: &mut PoolWorktree,
+) -> StepReport {
     let prepared = fold_base(cx, step, base).and_then(|rev| match rev {
         Some(rev) => {
-            if worktree.join(".git").exists() {
-                Git::new(worktree).pool_worktree().move_worktree(&rev)?;
-            } else {
-                base.main.add_worktree(worktree, &rev)?;
-            }
+            pool.prepare(base.main, &rev)?;
             Ok(Ok(rev))
         }
         None => Ok(Err(())),
@@ -239,7 +252,7 @@ pub fn run_step_on_base<'a>(
         )
     };
     match prepared {
-        Ok(Ok(rev)) => run_step_at(cx, index, step, worktree, Some((&rev, base.main))),
+        Ok(Ok(rev)) => run_step_at(cx, index, step, pool, Some((&rev, base.main))),
         Ok(Err(())) => failed(
             reason::MERGE_CONFLICT,
             format!(
@@ -291,7 +304,7 @@ pub fn run_step<'a>(
     step: &'a Step,
     worktree: &Path,
 ) -> StepReport {
-    run_step_at(cx, index, step, worktree, None)
+    run_step_at(cx, index, step, &mut PoolWorktree::new(worktree), None)
 }
 
 /// [`run_step`] in a worktree known to be checked out at the full commit hash
@@ -300,12 +313,13 @@ fn run_step_at<'a>(
     cx: &StepContext<'a>,
     index: usize,
     step: &'a Step,
-    worktree: &Path,
+    pool: &mut PoolWorktree,
     at: Option<(&str, &Git)>,
 ) -> StepReport {
     let started = Instant::now();
     let base = at.map(|(b, _)| b);
-    let mut git = Git::new(worktree)
+    let worktree = pool.path().to_path_buf();
+    let mut git = Git::new(&worktree)
         .pool_worktree()
         .with_fixed_date(&commit_date(cx.planning));
     if let Some((_, main)) = at {
@@ -315,7 +329,8 @@ fn run_step_at<'a>(
         cx,
         step,
         git,
-        wt: worktree,
+        wt: &worktree,
+        pool,
         base: base.map(str::to_string),
         staged_patch: None,
         head: None,
@@ -379,6 +394,7 @@ impl Worker<'_, '_> {
         if more {
             self.git.set_head(&c)?;
         }
+        self.pool.committed(&c, more);
         self.head = Some(c.clone());
         Ok(c)
     }
@@ -512,7 +528,7 @@ impl Worker<'_, '_> {
                 if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
                     return Ok(r);
                 }
-                let (lines, files, patch) = self.git.staged_numstat()?;
+                let (lines, files, patch) = self.pool.stage(&self.git)?;
                 if let Some(r) = self.check_forbidden(&files) {
                     return Ok(r);
                 }
@@ -525,6 +541,7 @@ impl Worker<'_, '_> {
                 }
                 if lines > self.limit() {
                     self.git.reset_hard(&base)?;
+                    self.pool.was_reset(&base);
                     self.report.diff_lines = lines;
                     let revisions_left =
                         self.cx.revisions.load(Ordering::SeqCst) < self.cx.max_revisions;
@@ -822,6 +839,7 @@ impl Worker<'_, '_> {
             dandori_trace::secret_scan::redact_patch(patch, &findings, self.cx.masker),
         )?;
         self.git.reset_hard(base)?;
+        self.pool.was_reset(base);
         self.emit(
             events::SECRET_DETECTED,
             json!({"step_id": self.step_id(), "findings": findings}),
@@ -976,7 +994,7 @@ impl Worker<'_, '_> {
             )? {
                 return Ok(Some(r));
             }
-            let (lines, files, patch) = self.git.staged_numstat()?;
+            let (lines, files, patch) = self.pool.stage(&self.git)?;
             if let Some(r) = self.check_forbidden(&files) {
                 return Ok(Some(r));
             }

@@ -314,17 +314,15 @@ pub fn revise(
         approval_needed,
         Utc::now(),
     );
+    let revised_by = if model.is_some() {
+        "model"
+    } else {
+        "offline_edits"
+    };
     if let Some(t) = &trace {
         let _ = t.emit(
             model_revision::PLAN_REVISION,
-            revise::revision_event(
-                &result,
-                if model.is_some() {
-                    "model"
-                } else {
-                    "offline_edits"
-                },
-            ),
+            revise::revision_event(&result, revised_by),
         );
     }
     // Report on the issue when the run reports there (or --comment).
@@ -377,10 +375,19 @@ pub fn revise(
                     "revision_attempts": revision,
                     "changes": changes,
                     "feedback_sources": feedback.iter().map(|f| f.source.as_str()).collect::<Vec<_>>(),
+                    "revised_by": revised_by,
                     "approval_timeout": waiting,
                 }));
             } else {
-                output::line(&format!("Revision {revision} of {}:", run_dir.display()));
+                output::line(&format!(
+                    "Revision {revision} of {} ({}):",
+                    run_dir.display(),
+                    if model.is_some() {
+                        "written by the model"
+                    } else {
+                        "explicit edits"
+                    }
+                ));
                 for c in &changes {
                     output::line(&format!("  {c}"));
                 }

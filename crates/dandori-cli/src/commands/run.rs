@@ -134,7 +134,10 @@ fn execute(
     );
     let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
         Arc::new(super::env::EnvPhase::new(&config, &base_env));
-    let dispatch = dispatch(engine, target, repo, progress.clone())?;
+    let restate = restate_engine(engine, target, repo, &config, progress.clone())?;
+    let dispatch = restate
+        .clone()
+        .map(|e| -> Arc<dyn dandori_runner::dispatch::StepDispatch> { e });
     let opts = RunOptions {
         target: target.to_path_buf(),
         repo: repo.to_path_buf(),
@@ -148,7 +151,15 @@ fn execute(
         progress,
         dispatch,
     };
-    match dandori_runner::run(&opts) {
+    let result = dandori_runner::run(&opts);
+    if let Some(engine) = &restate {
+        // The run's workflow starts no more steps once its coordinator ended.
+        engine.stop(match &result {
+            Ok(o) => &o.completion.comment,
+            Err(_) => "the coordinator stopped on an error",
+        });
+    }
+    match result {
         Ok(outcome) => {
             let c = &outcome.completion;
             if let Some(r) = &reporter {
@@ -186,12 +197,13 @@ fn execute(
 
 /// The engine steps run on: `--engine`, else the one `stage.json` records, else
 /// local (`None`). Flags override what is recorded.
-fn dispatch(
+fn restate_engine(
     args: &EngineArgs,
     target: &Path,
     repo: &Path,
+    config: &dandori_config::Config,
     progress: Option<dandori_runner::Progress>,
-) -> anyhow::Result<Option<Arc<dyn dandori_runner::dispatch::StepDispatch>>> {
+) -> anyhow::Result<Option<Arc<dandori_distributed::RestateEngine>>> {
     let recorded: Option<dandori_distributed::EngineOptions> =
         dandori_runner::plan::RunPaths::locate(target)
             .ok()
@@ -237,8 +249,12 @@ fn dispatch(
             .or_else(|| recorded.as_ref().and_then(|r| r.admin_url.clone())),
         remote,
         register: args.register_worker.clone(),
+        workflow: recorded.as_ref().and_then(|r| r.workflow.clone()),
     };
-    let engine = dandori_distributed::RestateEngine::new(opts, progress)
+    let limits = dandori_distributed::engine::Limits {
+        max_parallel_workers: config.runner.max_parallel_workers,
+    };
+    let engine = dandori_distributed::RestateEngine::new(opts, target, limits, progress)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Some(Arc::new(engine)))
 }

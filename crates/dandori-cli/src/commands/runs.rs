@@ -107,6 +107,35 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default(),
         ));
     }
+    match dandori_distributed::engine::workflow_status(&args.run_dir) {
+        Some(Ok((key, w))) => {
+            let count = |status: &str| w.steps.iter().filter(|s| s.status == status).count();
+            let running: Vec<String> = w
+                .steps
+                .iter()
+                .filter(|s| s.status == "running")
+                .map(|s| s.step_id.clone())
+                .collect();
+            output::line(&format!(
+                "restate workflow DandoriRun/{key}: {} — {}/{} done, {} failed{}{}",
+                if w.finished { "finished" } else { "running" },
+                count("done"),
+                w.steps.len(),
+                count("failed"),
+                if running.is_empty() {
+                    String::new()
+                } else {
+                    format!(", running: {}", running.join(", "))
+                },
+                w.stopped
+                    .as_deref()
+                    .map(|r| format!(" (stopped: {r})"))
+                    .unwrap_or_default()
+            ));
+        }
+        Some(Err(e)) => output::line(&format!("restate workflow: {e}")),
+        None => {}
+    }
     if let Some(r) = &p.report {
         output::line(&format!("report: {}", r.display()));
     }

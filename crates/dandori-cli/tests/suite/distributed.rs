@@ -79,10 +79,21 @@ struct Server {
     admin: u16,
     fabric: u16,
     child: Option<Child>,
+    /// The request identity private key the server signs its requests with.
+    identity: Option<PathBuf>,
 }
 
 impl Server {
     fn start(base: &Path) -> Server {
+        Server::with_identity(base, None)
+    }
+
+    /// A server that signs every request to a deployment with `pem`.
+    fn signing(base: &Path, pem: &Path) -> Server {
+        Server::with_identity(base, Some(pem.to_path_buf()))
+    }
+
+    fn with_identity(base: &Path, identity: Option<PathBuf>) -> Server {
         let mut s = Server {
             bin: restate_server(),
             base: base.to_path_buf(),
@@ -90,6 +101,7 @@ impl Server {
             admin: free_port(),
             fabric: free_port(),
             child: None,
+            identity,
         };
         s.spawn();
         s
@@ -101,7 +113,11 @@ impl Server {
             .append(true)
             .open(self.base.with_extension("log"))
             .unwrap();
-        let child = Command::new(&self.bin)
+        let mut cmd = Command::new(&self.bin);
+        if let Some(pem) = &self.identity {
+            cmd.env("RESTATE_REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE", pem);
+        }
+        let child = cmd
             .arg("--base-dir")
             .arg(&self.base)
             .args(["--node-name", "n1"])
@@ -392,25 +408,31 @@ impl Setup {
     }
 
     fn worker(&self, name: &str, port: u16, agent_cmd: &str) -> Child {
+        let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
+        self.worker_command(name, port, agent_cmd, &[])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    /// `dandori worker` `name` in its own directory, on `port`, with `extra` flags.
+    fn worker_command(&self, name: &str, port: u16, agent_cmd: &str, extra: &[&str]) -> Command {
         let dir = self.root.join(name);
         std::fs::create_dir_all(&dir).unwrap();
-        let log = std::fs::File::create(self.root.join(format!("{name}.log"))).unwrap();
-        self.dandori(
-            &dir,
-            &[
-                "worker",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--work-dir",
-                &dir.to_string_lossy(),
-                "--agent-cmd",
-                agent_cmd,
-            ],
-        )
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap()
+        let listen = format!("127.0.0.1:{port}");
+        let work_dir = dir.to_string_lossy().into_owned();
+        let mut args = vec![
+            "worker",
+            "--listen",
+            &listen,
+            "--work-dir",
+            &work_dir,
+            "--agent-cmd",
+            agent_cmd,
+        ];
+        args.extend_from_slice(extra);
+        self.dandori(&dir, &args)
     }
 }
 
@@ -464,12 +486,8 @@ fn started(ctl: &Path, step: &str) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
-    let s = setup();
-    let all: Vec<String> = (1..=12).map(|i| format!("S{i:02}")).collect();
-
-    // The reference: the same plan and agent on the local engine.
+/// The reference: the plan of run-7 and the scripted agent on the local engine.
+fn local_reference(s: &Setup) -> PathBuf {
     let local = s.checkout("local", &plan("run-7", twelve_steps()));
     let ctl_local = s.root.join("ctl-local");
     std::fs::create_dir_all(&ctl_local).unwrap();
@@ -494,6 +512,141 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
         "local run: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    local
+}
+
+/// Every step of run-7 done exactly once (one proof commit per step on the work
+/// branch, one ref each on the remote), the work branch the same as the local
+/// run's commit for commit, report.md and status complete.
+/// `log`: the progress lines of the coordinator(s).
+fn same_outcome_as_local(s: &Setup, repo: &Path, local: &Path, log: &str) {
+    let all: Vec<String> = (1..=12).map(|i| format!("S{i:02}")).collect();
+    let branch = "dandori/RQ-7/run-7";
+    assert_eq!(step_trailers(repo, branch), all);
+    let refs = git(
+        &s.remote,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/dandori/runs/run-7/steps",
+        ],
+    );
+    let refs: Vec<&str> = refs.lines().collect();
+    assert_eq!(
+        refs,
+        all.iter()
+            .map(|id| format!("refs/dandori/runs/run-7/steps/{id}"))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(history(repo, branch), history(local, branch));
+    let report = std::fs::read_to_string(repo.join(RUN_DIR).join("report.md")).unwrap();
+    for id in &all {
+        let row = report
+            .lines()
+            .find(|l| l.starts_with(&format!("| {id} |")))
+            .unwrap_or_else(|| panic!("report.md has no row for {id}:\n{report}"));
+        assert!(row.contains("| done |"), "{row}");
+    }
+    assert!(report.contains("**Executor:** restate"), "{report}");
+    // The steps' logs and patches came back from the workers: the run directory
+    // has the same files as the local run's.
+    let files = |repo: &Path, sub: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(repo.join(RUN_DIR).join(sub))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    // (A step recovered from the remote by another worker than the one that ran
+    // it comes back without them.)
+    for sub in ["logs", "patches"] {
+        let (here, there) = (files(repo, sub), files(local, sub));
+        assert!(!there.is_empty(), "the local run wrote no {sub}");
+        assert!(here.iter().all(|f| there.contains(f)), "{sub}: {here:?}");
+        for id in &all {
+            let recovered = log.lines().any(|l| {
+                l.starts_with(&format!("{id}: ran on worker"))
+                    && l.contains("already on the remote")
+            });
+            assert!(
+                recovered || here.iter().any(|f| f.contains(&format!("{id}."))),
+                "{sub}: nothing of {id}: {here:?}"
+            );
+        }
+    }
+    let status = s.dandori(repo, &["status", RUN_DIR]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(status.contains("12/12 steps done"), "{status}");
+    // status reads the run's workflow too.
+    assert!(
+        status.contains("restate workflow DandoriRun/run-7: finished — 12/12 done, 0 failed"),
+        "{status}"
+    );
+}
+
+/// `dandori run RUN_DIR --engine restate` on `server`, registering `worker`;
+/// stdout piped, stderr to `log`.
+fn restate_run(s: &Setup, repo: &Path, server: &Server, worker: &str, log: &Path) -> Child {
+    s.dandori(
+        repo,
+        &[
+            "run",
+            RUN_DIR,
+            "--engine",
+            "restate",
+            "--restate-url",
+            &server.ingress_url(),
+            "--restate-admin-url",
+            &server.admin_url(),
+            "--register-worker",
+            worker,
+        ],
+    )
+    .stdout(Stdio::piped())
+    .stderr(std::fs::File::create(log).unwrap())
+    .spawn()
+    .unwrap()
+}
+
+/// Waits for `child` (a run or resume, up to 4 minutes) and asserts it completed
+/// every step; its stderr (`log`).
+fn completes(child: &mut Child, log: &Path) -> String {
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(240),
+            "the distributed run did not end: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{stdout}\n{log}");
+    assert!(
+        stdout.contains("completed: All steps are done."),
+        "{stdout}"
+    );
+    log
+}
+
+#[test]
+fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
+    let s = setup();
+    let local = local_reference(&s);
 
     // The server, three workers behind one address, the distributed run.
     let mut server = Server::start(&s.root.join("restate"));
@@ -506,26 +659,13 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
     let front = balancer(Arc::new(Mutex::new(ports)));
     let repo = s.checkout("repo", &plan("run-7", twelve_steps()));
     let run_log = s.root.join("run.log");
-    let mut run = s
-        .dandori(
-            &repo,
-            &[
-                "run",
-                RUN_DIR,
-                "--engine",
-                "restate",
-                "--restate-url",
-                &server.ingress_url(),
-                "--restate-admin-url",
-                &server.admin_url(),
-                "--register-worker",
-                &format!("http://127.0.0.1:{front}"),
-            ],
-        )
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&run_log).unwrap())
-        .spawn()
-        .unwrap();
+    let mut run = restate_run(
+        &s,
+        &repo,
+        &server,
+        &format!("http://127.0.0.1:{front}"),
+        &run_log,
+    );
 
     // SIGKILL the worker running S06, in the middle of the step (and its agent).
     wait_for("S06 to start", Duration::from_secs(120), || {
@@ -563,30 +703,7 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
     server.spawn();
     std::fs::write(ctl.join("release.S10"), "").unwrap();
 
-    let start = Instant::now();
-    let status = loop {
-        if let Some(st) = run.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(240),
-            "the distributed run did not end: {}",
-            std::fs::read_to_string(&run_log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let mut stdout = String::new();
-    run.stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    let log = std::fs::read_to_string(&run_log).unwrap_or_default();
-    assert_eq!(status.code(), Some(0), "run: {stdout}\n{log}");
-    assert!(
-        stdout.contains("completed: All steps are done."),
-        "{stdout}"
-    );
+    let log = completes(&mut run, &run_log);
 
     // S06 ran again after its worker died, on another worker; S10's server
     // restart did not lose it.
@@ -597,48 +714,202 @@ fn twelve_steps_on_three_workers_survive_a_killed_worker_and_a_killed_server() {
         "S06 ran again on the killed worker: {s06:?}"
     );
     assert!(log.contains("S10: restate unreachable"), "{log}");
-
-    // Exactly once: one proof commit per step on the work branch, one ref each on
-    // the remote.
-    let branch = "dandori/RQ-7/run-7";
-    assert_eq!(step_trailers(&repo, branch), all);
-    let refs = git(
-        &s.remote,
-        &[
-            "for-each-ref",
-            "--format=%(refname)",
-            "refs/dandori/runs/run-7/steps",
-        ],
-    );
-    let refs: Vec<&str> = refs.lines().collect();
-    assert_eq!(
-        refs,
-        all.iter()
-            .map(|id| format!("refs/dandori/runs/run-7/steps/{id}"))
-            .collect::<Vec<_>>()
+    // The run's scheduling was its workflow's, keyed by the run id.
+    assert!(
+        log.contains("restate: started the run's workflow DandoriRun/run-7"),
+        "{log}"
     );
 
-    // The same work branch as the local run, commit for commit.
-    assert_eq!(history(&repo, branch), history(&local, branch));
-
-    // report.md and status are complete.
-    let report = std::fs::read_to_string(repo.join(RUN_DIR).join("report.md")).unwrap();
-    for id in &all {
-        let row = report
-            .lines()
-            .find(|l| l.starts_with(&format!("| {id} |")))
-            .unwrap_or_else(|| panic!("report.md has no row for {id}:\n{report}"));
-        assert!(row.contains("| done |"), "{row}");
-    }
-    assert!(report.contains("**Executor:** restate"), "{report}");
-    let status = s.dandori(&repo, &["status", RUN_DIR]).output().unwrap();
-    let status = String::from_utf8_lossy(&status.stdout);
-    assert!(status.contains("12/12 steps done"), "{status}");
+    same_outcome_as_local(&s, &repo, &local, &log);
 
     for (_, mut w) in workers {
         let _ = w.kill();
         let _ = w.wait();
     }
+}
+
+/// The coordinator (`dandori run`) is SIGKILLed while S06 runs. Without it the
+/// run's workflow goes on: S06 ends, the third group runs. `dandori resume`
+/// (no engine flags: stage.json records the engine and the workflow) attaches to
+/// the same workflow, and the run ends as a local one does, no step run twice.
+#[test]
+fn a_killed_coordinator_resumes_on_the_same_workflow_and_no_step_runs_twice() {
+    let s = setup();
+    let local = local_reference(&s);
+    let server = Server::start(&s.root.join("restate"));
+    let ctl = s.root.join("ctl");
+    std::fs::create_dir_all(&ctl).unwrap();
+    std::fs::write(ctl.join("hold.S06"), "").unwrap();
+    std::fs::write(ctl.join("hold.S12"), "").unwrap();
+    let (mut workers, ports) = s.workers(1..=2, &agent(&ctl));
+    let repo = s.checkout("repo", &plan("run-7", twelve_steps()));
+    let run_log = s.root.join("run.log");
+    let mut run = restate_run(
+        &s,
+        &repo,
+        &server,
+        &format!("http://127.0.0.1:{}", ports[0]),
+        &run_log,
+    );
+    wait_for("S06 to start", Duration::from_secs(120), || {
+        ctl.join("reached.S06").exists()
+    });
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    // Nobody coordinates: the workflow still runs S06 to its end and starts the
+    // steps that build on it.
+    std::fs::write(ctl.join("release.S06"), "").unwrap();
+    wait_for(
+        "S12 to start without a coordinator",
+        Duration::from_secs(120),
+        || ctl.join("reached.S12").exists(),
+    );
+
+    // status reads the live workflow while nobody coordinates.
+    let status = s.dandori(&repo, &["status", RUN_DIR]).output().unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains("restate workflow DandoriRun/run-7: running")
+            && status.contains("running: S12"),
+        "{status}"
+    );
+
+    let resume_log = s.root.join("resume.log");
+    let mut resume = s
+        .dandori(&repo, &["resume", RUN_DIR])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&resume_log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_for("resume to attach", Duration::from_secs(120), || {
+        std::fs::read_to_string(&resume_log)
+            .unwrap_or_default()
+            .contains("attached to the run's workflow DandoriRun/run-7")
+    });
+    std::fs::write(ctl.join("release.S12"), "").unwrap();
+    let log = completes(&mut resume, &resume_log)
+        + &std::fs::read_to_string(&run_log).unwrap_or_default();
+    for i in 1..=12 {
+        let id = format!("S{i:02}");
+        assert_eq!(started(&ctl, &id).len(), 1, "{id} ran more than once");
+    }
+    same_outcome_as_local(&s, &repo, &local, &log);
+    for (_, w) in &mut workers {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+}
+
+/// A new Ed25519 key pair (openssl): the private key's PEM file and the public
+/// key as Restate writes it (`publickeyv1_` and the base58 of its 32 bytes).
+fn identity_key(dir: &Path, name: &str) -> (PathBuf, String) {
+    let pem = dir.join(format!("{name}.pem"));
+    let ok = Command::new("openssl")
+        .args(["genpkey", "-algorithm", "ed25519", "-out"])
+        .arg(&pem)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let der = Command::new("openssl")
+        .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+        .arg(&pem)
+        .output()
+        .unwrap();
+    assert!(der.status.success());
+    let raw = &der.stdout[der.stdout.len() - 32..];
+    (
+        pem,
+        format!("publickeyv1_{}", bs58::encode(raw).into_string()),
+    )
+}
+
+/// Restate's request identity: a worker given the server's public key answers its
+/// signed requests (registration, the run's workflow and steps); a worker given
+/// another server's key refuses them (registration fails), and an unsigned request
+/// is refused (401).
+#[test]
+fn workers_answer_only_the_restate_server_of_their_identity_key() {
+    let s = setup();
+    let (pem, public) = identity_key(&s.root, "server");
+    let (_, other) = identity_key(&s.root, "other");
+    let server = Server::signing(&s.root.join("restate"), &pem);
+    let ctl = s.root.join("ctl");
+    std::fs::create_dir_all(&ctl).unwrap();
+    let agent_cmd = agent(&ctl);
+
+    // The worker of another server: registering it fails, the worker says so.
+    let out = s
+        .worker_command(
+            "w-other",
+            free_port(),
+            &agent_cmd,
+            &["--register", &server.admin_url()],
+        )
+        .env("DANDORI_RESTATE_IDENTITY_KEYS", &other)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("registering"), "{err}");
+    assert!(err.contains("identity key"), "{err}");
+
+    // A bad key is refused before anything is served.
+    let out = s
+        .dandori(
+            &s.root,
+            &[
+                "worker",
+                "--listen",
+                "127.0.0.1:0",
+                "--identity-key",
+                "nope",
+            ],
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("RESTATE_IDENTITY_INVALID"), "{err}");
+
+    // The server's own worker: unsigned requests are refused, the run goes through.
+    let port = free_port();
+    let mut worker = s
+        .worker_command("w1", port, &agent_cmd, &["--identity-key", &public])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the worker", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    let unsigned = Command::new("curl")
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--http2-prior-knowledge",
+        ])
+        .arg(format!("http://127.0.0.1:{port}/discover"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&unsigned.stdout), "401");
+
+    let steps = vec![step("S01", &[]), step("S02", &["S01"])];
+    let repo = s.checkout("repo", &plan("run-7", steps));
+    let run_log = s.root.join("run.log");
+    let mut run = restate_run(
+        &s,
+        &repo,
+        &server,
+        &format!("http://127.0.0.1:{port}"),
+        &run_log,
+    );
+    completes(&mut run, &run_log);
+    let _ = worker.kill();
+    let _ = worker.wait();
 }
 
 /// What one batch of runs measured.

@@ -465,6 +465,7 @@ fn pr_review_feedback_revised_by_the_model_with_fail_closed_fallbacks() {
     assert!(o.status.success(), "{}", text(&o));
     let out = json(&o);
     assert_eq!(out["feedback_sources"], serde_json::json!(["pr_review"]));
+    assert_eq!(out["revised_by"], "model");
     let p: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
             .unwrap();
@@ -525,6 +526,7 @@ fn pr_review_feedback_revised_by_the_model_with_fail_closed_fallbacks() {
     let o = revise(&llm);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(llm.request_count(), 2, "asked once more with the problems");
+    assert_eq!(json(&o)["revised_by"], "offline_edits");
     let p: Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
             .unwrap();

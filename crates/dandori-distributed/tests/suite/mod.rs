@@ -1,2 +1,3 @@
 mod protocol;
 // --
+mod workflow;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use dandori_distributed::admin::default_admin_url;
-use dandori_distributed::protocol::{OutcomeStatus, StepOutcome, StepRequest};
+use dandori_distributed::protocol::{OutcomeStatus, StepOutcome};
 use dandori_distributed::refs;
 use dandori_runner::step::{Check, StepReport, StepResult};
 use pretty_assertions::assert_eq;
@@ -86,20 +86,6 @@ fn a_recovered_step_says_so() {
 }
 
 #[test]
-fn the_idempotency_key_is_run_step_attempt() {
-    let req = StepRequest {
-        run_id: "20260101-120000-ab12cd".to_string(),
-        step_id: "S02".to_string(),
-        index: 1,
-        attempt: 3,
-        remote: "/srv/r.git".to_string(),
-        planning: "{}".to_string(),
-        commits: vec![],
-    };
-    assert_eq!(req.idempotency_key(), "20260101-120000-ab12cd/S02/3");
-}
-
-#[test]
 fn ids_that_cannot_name_a_ref_are_refused() {
     for ok in ["run-9", "20260101-120000-ab12cd", "S01", "a.b_c"] {
         assert!(refs::check_component("id", ok).is_ok(), "{ok}");
@@ -127,4 +113,23 @@ fn the_admin_url_defaults_to_port_9070_of_the_ingress_host() {
         "https://restate.example:9070"
     );
     assert_eq!(default_admin_url("restate:8080"), "http://restate:9070");
+}
+
+#[test]
+fn only_the_steps_own_logs_and_patch_come_back() {
+    use dandori_distributed::protocol::StepFile;
+    assert!(StepFile::belongs_to("logs/step.S01.agent.log", "S01"));
+    assert!(StepFile::belongs_to("patches/S01.patch", "S01"));
+    for bad in [
+        "logs/step.S02.agent.log",
+        "logs/step.S01/../../x",
+        "logs/../stage.json",
+        "patches/S02.patch",
+        "stage.json",
+        "/etc/passwd",
+        "logs/step.S01..log",
+        "logs/sub/step.S01.a.log",
+    ] {
+        assert!(!StepFile::belongs_to(bad, "S01"), "{bad}");
+    }
 }

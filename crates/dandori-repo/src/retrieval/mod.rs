@@ -95,8 +95,18 @@ pub struct RankingWeights {
     pub frame: f32,
     /// Extra for the innermost in-repository frame.
     pub frame_innermost: f32,
+    /// Each frame further out from the innermost in-repository one counts this
+    /// much of the next inner one (1.0: all frames alike).
+    pub frame_decay: f32,
+    /// The path bonus a traceback frame's file also gets as a mentioned path
+    /// (0: a frame counts as a frame only).
+    pub frame_path_mention: f32,
     /// The file defines names the request mentions.
     pub definition: f32,
+    /// How much a defined name's specificity counts: its evidence is scaled by
+    /// (idf of the name over file contents / the highest idf) to this power
+    /// (0: every name alike; names used all over the code say little).
+    pub definition_specificity: f32,
     /// The file contains a message the request quotes (the code that emits it).
     pub message: f32,
     /// The request contains a string literal of the file (cut at its
@@ -124,9 +134,12 @@ impl Default for RankingWeights {
             path_suffix: 1.2,
             file_name: 0.6,
             module: 1.0,
-            frame: 0.5,
-            frame_innermost: 0.4,
+            frame: 1.0,
+            frame_innermost: 0.8,
+            frame_decay: 0.5,
+            frame_path_mention: 0.0,
             definition: 0.8,
+            definition_specificity: 0.0,
             message: 1.0,
             literal: 2.0,
             literal_max_files: 8.0,
@@ -401,8 +414,16 @@ impl Index {
             }
         };
 
-        // Mentioned paths.
+        // Mentioned paths (a traceback frame's file is weighed as a frame below).
         for p in &q.paths {
+            let scale = if q.frames.iter().any(|(f, _)| f.ends_with(p.as_str())) {
+                w.frame_path_mention
+            } else {
+                1.0
+            };
+            if scale <= 0.0 {
+                continue;
+            }
             for (doc, exact) in self.resolve_path(p) {
                 let amount = if exact {
                     w.path_exact
@@ -411,12 +432,18 @@ impl Index {
                 } else {
                     w.file_name
                 };
-                bonus(doc, amount, format!("mentions {p}"), &mut scores);
+                bonus(doc, amount * scale, format!("mentions {p}"), &mut scores);
             }
         }
-        // Dotted module paths: the longest prefix that names a file.
+        // Dotted module paths: the longest prefix that names a file; a module
+        // named several times (`pkg.mod`, `from pkg.mod import a, b`) counts once.
+        let mut seen_modules: Vec<String> = Vec::new();
         for m in &q.modules {
             if let Some((doc_ids, key)) = self.resolve_module(m) {
+                if seen_modules.contains(&key) {
+                    continue;
+                }
+                seen_modules.push(key.clone());
                 let share = 1.0 / doc_ids.len() as f32;
                 for doc in doc_ids {
                     bonus(doc, w.module * share, format!("module {key}"), &mut scores);
@@ -431,7 +458,7 @@ impl Index {
             .collect();
         let last = in_repo.len().saturating_sub(1);
         for (i, (doc, func)) in in_repo.iter().enumerate() {
-            let mut amount = w.frame;
+            let mut amount = w.frame * w.frame_decay.powi((last - i) as i32);
             if i == last {
                 amount += w.frame_innermost;
             }
@@ -470,6 +497,7 @@ impl Index {
         }
         // Definitions of mentioned names; a rarely defined name is stronger evidence.
         let mut def_bonus: FxHashMap<u32, f32> = FxHashMap::default();
+        let top_idf = self.top_idf();
         for ident in &q.identifiers {
             let key = ident.to_lowercase();
             let Some(sites) = self.defs.get(key.as_str()) else {
@@ -478,7 +506,15 @@ impl Index {
             let mut docs_defining: Vec<u32> = sites.iter().map(|s| s.0).collect();
             docs_defining.dedup();
             let spread = docs_defining.len() as f32;
-            let strength = 1.0 / (1.0 + spread.ln());
+            let mut strength = 1.0 / (1.0 + spread.ln());
+            if w.definition_specificity > 0.0 {
+                // A name the whole code base uses (`format`, `execute`) says less
+                // about where the change goes than one a few files use.
+                let idf = self.idf(key.trim_matches('_')).unwrap_or(top_idf);
+                strength *= (idf / top_idf)
+                    .clamp(0.05, 1.0)
+                    .powf(w.definition_specificity);
+            }
             let class_like = ident.chars().next().is_some_and(char::is_uppercase);
             let strength = if class_like { strength * 1.2 } else { strength };
             for doc in docs_defining {
@@ -671,6 +707,12 @@ impl Index {
         out
     }
 
+    /// The highest inverse document frequency (a token of one file).
+    fn top_idf(&self) -> f32 {
+        let n = self.docs.len() as f32;
+        (1.0 + (n - 0.5) / 1.5).ln().max(f32::EPSILON)
+    }
+
     /// Inverse document frequency of a token, if indexed.
     pub(crate) fn idf(&self, term: &str) -> Option<f32> {
         let id = *self.terms.get(term)?;
@@ -711,15 +753,41 @@ impl Index {
 
     /// A stack-frame path (often absolute, from another machine) inside the repo:
     /// the longest suffix of it that is a repository path.
+    /// A frame of the reporter's own script (`/home/me/repro.py`) does not name
+    /// a repository file that happens to share its bare name: at least two
+    /// components must match unless the frame path is a bare relative name. An
+    /// installed package (`site-packages/pkg/mod.py`) maps to a `src/pkg/mod.py`
+    /// layout by path suffix.
     fn resolve_frame(&self, path: &str) -> Option<u32> {
-        let parts: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-        for start in 0..parts.len() {
+        let parts: Vec<&str> = path
+            .split('/')
+            .filter(|s| !s.is_empty() && *s != "." && *s != "..")
+            .collect();
+        let min_parts = if parts.len() == 1 && !path.starts_with('/') {
+            1
+        } else {
+            2
+        };
+        for start in 0..=parts.len().saturating_sub(min_parts) {
             let candidate = parts[start..].join("/");
             if let Ok(i) = self
                 .docs
                 .binary_search_by(|d| d.path.as_str().cmp(candidate.as_str()))
             {
                 return Some(i as u32);
+            }
+            if parts.len() - start >= 2 {
+                let name = parts[parts.len() - 1].to_lowercase();
+                let suffix = format!("/{candidate}");
+                let mut found = self
+                    .names
+                    .get(name.as_str())
+                    .into_iter()
+                    .flatten()
+                    .filter(|&&c| self.docs[c as usize].path.ends_with(&suffix));
+                if let (Some(&doc), None) = (found.next(), found.next()) {
+                    return Some(doc);
+                }
             }
         }
         None

@@ -68,6 +68,13 @@ static VERSION_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
         r"(?m)^[ \t>*-]*[A-Za-z][\w.\- ]{0,40}(?::\s*|==|\s+)(?:v?\d+(?:\.\d+)+\S*|None|\d+)\s*(?:\(.*)?$",
     )
 });
+/// `from pkg.mod import a, b as c` and `import pkg.mod as m`.
+static FROM_IMPORT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(r"(?m)^[ \t>]*from[ \t]+([A-Za-z_][A-Za-z0-9_.]*)[ \t]+import[ \t]+\(?([A-Za-z0-9_, \t]+)")
+});
+static IMPORT_AS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(r"(?m)^[ \t>]*import[ \t]+([A-Za-z_][A-Za-z0-9_.]*)[ \t]+as[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+});
 static CALL: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"([A-Za-z_][A-Za-z0-9_]*)\("));
 /// `ValueError: message`, `UserWarning: message`, `error: message` lines.
 static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -299,6 +306,60 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
                 {
                     push_ident(part, &mut identifiers);
                 }
+            }
+        }
+    }
+
+    // Imports in the reporter's code: `from pkg.mod import name` names the module
+    // and a name it defines; `import pkg.mod as m` makes `m.f` mean `pkg.mod.f`.
+    if let Some(r) = FROM_IMPORT.as_ref() {
+        for c in r.captures_iter(text) {
+            let (Some(module), Some(names)) = (c.get(1), c.get(2)) else {
+                continue;
+            };
+            let module = module.as_str().trim_end_matches('.');
+            if module.is_empty() || module.starts_with('.') {
+                continue;
+            }
+            for name in names.as_str().split(',') {
+                let Some(name) = name.split_whitespace().next() else {
+                    continue;
+                };
+                if name == "*" || name.len() < 3 {
+                    continue;
+                }
+                push_ident(name, &mut identifiers);
+                let dotted = format!("{module}.{name}");
+                if !modules.contains(&dotted) {
+                    modules.push(dotted);
+                }
+            }
+        }
+    }
+    if let Some(r) = IMPORT_AS.as_ref() {
+        let aliases: Vec<(String, String)> = r
+            .captures_iter(text)
+            .filter_map(|c| {
+                Some((
+                    c.get(1)?.as_str().to_string(),
+                    c.get(2)?.as_str().to_string(),
+                ))
+            })
+            .filter(|(module, alias)| module != alias)
+            .collect();
+        let mut expanded = Vec::new();
+        for m in &modules {
+            for (module, alias) in &aliases {
+                if let Some(rest) = m.strip_prefix(alias.as_str())
+                    && rest.starts_with('.')
+                {
+                    expanded.push(format!("{module}{rest}"));
+                }
+            }
+        }
+        for m in expanded {
+            if !modules.contains(&m) {
+                modules.push(m);
             }
         }
     }

@@ -1,4 +1,4 @@
-use dandori_repo::retrieval::Bm25Baseline;
+use dandori_repo::retrieval::{Bm25Baseline, RankingWeights};
 use dandori_repo::{Index, ScanOptions, scan, target_paths_for};
 
 use super::support::write;
@@ -173,4 +173,181 @@ fn a_formatted_message_finds_the_file_that_emits_it() {
         5,
     );
     assert_eq!(hits[0].path, "pkg/core/quantity.py", "{hits:#?}");
+}
+
+/// A `src/` layout, a reporter's script that shares a file name with the
+/// repository, and an installed copy of the package in the traceback.
+fn src_layout_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    write(
+        r,
+        "src/pkgx/render.py",
+        "def render_page(doc):\n    return layout_blocks(doc)\n",
+    );
+    write(
+        r,
+        "src/pkgx/layout.py",
+        "def layout_blocks(doc):\n    raise KeyError(doc)\n",
+    );
+    write(
+        r,
+        "src/pkgx/cli.py",
+        "def main(argv):\n    return render_page(argv)\n",
+    );
+    write(
+        r,
+        "repro.py",
+        "print('the project has a repro script too')\n",
+    );
+    write(
+        r,
+        "src/pkgx/units/convert.py",
+        "def to_metres(value):\n    return value\n",
+    );
+    write(
+        r,
+        "src/pkgx/units/__init__.py",
+        "from pkgx.units.convert import to_metres\n",
+    );
+    dir
+}
+
+#[test]
+fn installed_package_frames_map_to_a_src_layout_and_the_innermost_frame_wins() {
+    let dir = src_layout_repo();
+    let s = scan(dir.path(), &ScanOptions::default()).unwrap();
+    let index = Index::build(&s);
+    let trace = "It crashes:\n\nTraceback (most recent call last):\n  \
+        File \"/home/me/work/repro.py\", line 3, in <module>\n  \
+        File \"/opt/venv/lib/python3.11/site-packages/pkgx/cli.py\", line 2, in main\n  \
+        File \"/opt/venv/lib/python3.11/site-packages/pkgx/render.py\", line 2, in render_page\n  \
+        File \"/opt/venv/lib/python3.11/site-packages/pkgx/layout.py\", line 2, in layout_blocks\n\
+        KeyError: 'x'\n";
+    let hits = index.search(trace, 6);
+    assert_eq!(hits[0].path, "src/pkgx/layout.py", "{hits:#?}");
+    assert!(
+        hits[0]
+            .reasons
+            .iter()
+            .any(|r| r == "stack frame in layout_blocks"),
+        "{:?}",
+        hits[0].reasons
+    );
+    let rank = |p: &str| hits.iter().position(|h| h.path == p);
+    // Outer frames rank below inner ones; the reporter's script is not the
+    // repository's `repro.py`.
+    assert!(
+        rank("src/pkgx/render.py") < rank("src/pkgx/cli.py"),
+        "{hits:#?}"
+    );
+    assert!(
+        hits.iter()
+            .find(|h| h.path == "repro.py")
+            .is_none_or(|h| !h.reasons.iter().any(|r| r.starts_with("stack frame"))),
+        "{hits:#?}"
+    );
+}
+
+#[test]
+fn imports_in_the_reporters_code_name_modules_and_aliases_expand() {
+    let q = dandori_repo::retrieval::analyze(
+        "Wrong result\n\n```python\nfrom pkgx.units import to_metres, other_name as o\nimport pkgx.units.convert as cv\ncv.to_metres(3)\n```\n",
+    );
+    assert!(q.identifiers.iter().any(|i| i == "to_metres"), "{q:?}");
+    assert!(q.identifiers.iter().any(|i| i == "other_name"), "{q:?}");
+    assert!(
+        q.modules.iter().any(|m| m == "pkgx.units.to_metres"),
+        "{:?}",
+        q.modules
+    );
+    assert!(
+        q.modules
+            .iter()
+            .any(|m| m == "pkgx.units.convert.to_metres"),
+        "{:?}",
+        q.modules
+    );
+    let dir = src_layout_repo();
+    let s = scan(dir.path(), &ScanOptions::default()).unwrap();
+    let index = Index::build(&s);
+    let hits = index.search(
+        "Wrong result\n\n```python\nimport pkgx.units.convert as cv\nprint(cv.to_metres(3))\n```\n",
+        5,
+    );
+    assert_eq!(hits[0].path, "src/pkgx/units/convert.py", "{hits:#?}");
+    assert!(
+        hits[0].reasons.iter().any(|r| r.starts_with("module ")),
+        "{:?}",
+        hits[0].reasons
+    );
+}
+
+#[test]
+fn definition_specificity_discounts_names_used_all_over_the_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path();
+    // `run` is defined once but called from every module; `fold_spans` is
+    // defined in two files and used nowhere else.
+    write(r, "app/runner.py", "def run(job):\n    return job\n");
+    write(
+        r,
+        "app/spans.py",
+        "def fold_spans(spans):\n    return spans\n",
+    );
+    write(
+        r,
+        "app/old_spans.py",
+        "def fold_spans(spans):\n    return None\n",
+    );
+    for i in 0..30 {
+        write(
+            r,
+            &format!("app/mod{i}.py"),
+            format!("from app.runner import run\n\ndef step{i}(job):\n    return run(job)\n"),
+        );
+    }
+    let s = scan(r, &ScanOptions::default()).unwrap();
+    let mut index = Index::build(&s);
+    let query = "`run` then `fold_spans`";
+    // runner.py's score relative to spans.py's: the definition of `run` counts
+    // less once its specificity does.
+    let ratio = |index: &Index| {
+        let hits = index.search(query, 10);
+        let score = |p: &str| hits.iter().find(|h| h.path == p).unwrap().score;
+        score("app/runner.py") / score("app/spans.py")
+    };
+    let plain = RankingWeights::default();
+    assert_eq!(plain.definition_specificity, 0.0);
+    let before = ratio(&index);
+    index.set_weights(RankingWeights {
+        definition_specificity: 1.0,
+        ..plain
+    });
+    let after = ratio(&index);
+    assert!(after < before * 0.8, "{before} -> {after}");
+}
+
+#[test]
+fn a_module_named_several_times_counts_once() {
+    let dir = src_layout_repo();
+    let s = scan(dir.path(), &ScanOptions::default()).unwrap();
+    let index = Index::build(&s);
+    let score = |q: &str| {
+        index
+            .search(q, 10)
+            .into_iter()
+            .find(|h| h.path == "src/pkgx/units/__init__.py")
+            .map(|h| (h.score, h.reasons))
+            .unwrap()
+    };
+    // `pkgx.units` as a dotted path and again through the names imported from it.
+    let (once, reasons) = score("Wrong value\n\nimport pkgx.units\n");
+    let (many, _) =
+        score("Wrong value\n\nimport pkgx.units\nfrom pkgx.units import alpha_one, beta_two\n");
+    assert!(
+        reasons.iter().any(|r| r == "module pkgx.units"),
+        "{reasons:?}"
+    );
+    assert!((many - once).abs() < 0.5, "{once} vs {many}");
 }

@@ -120,7 +120,7 @@ struct Coordinator<'o> {
     masker: Masker,
     /// The worktree pool: worktrees of merged steps, ready to be moved to the next
     /// step's base (a failed step's worktree is kept for inspection instead).
-    idle: Vec<PathBuf>,
+    idle: Vec<crate::worktree::PoolWorktree>,
     /// The worktree of each running step.
     in_use: BTreeMap<usize, PathBuf>,
     /// Pool worktrees created by this invocation (their names hold the process id,

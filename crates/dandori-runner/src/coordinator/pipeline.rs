@@ -8,19 +8,24 @@ use serde_json::json;
 use crate::error::RunnerError;
 use crate::git::WORK_START;
 use crate::step::{StepReport, StepResult};
+use crate::worktree::PoolWorktree;
 use crate::{events, reason};
 
 use super::Coordinator;
 
 impl Coordinator<'_> {
     /// Records a finished step; a committed one is merged onto the work branch now.
-    pub(super) fn receive(&mut self, r: StepReport) -> Result<(), RunnerError> {
+    pub(super) fn receive(
+        &mut self,
+        r: StepReport,
+        pool: Option<PoolWorktree>,
+    ) -> Result<(), RunnerError> {
         self.tokens.add(r.tokens);
         let budget = self.opts.config.llm.budgets.task;
         match &r.result {
             StepResult::Committed { .. } => {
                 self.consecutive_failures = 0;
-                self.integrate(r)?;
+                self.integrate(r, pool)?;
             }
             StepResult::Failed {
                 reason_code,
@@ -120,7 +125,11 @@ impl Coordinator<'_> {
     /// fast-forward when the tip is an ancestor, a merge commit otherwise. The tip
     /// between steps depends on timing; [`Coordinator::settle_branch`] replaces it
     /// with the plan-ordered merge at the end, so the final history does not.
-    pub(super) fn integrate(&mut self, r: StepReport) -> Result<(), RunnerError> {
+    pub(super) fn integrate(
+        &mut self,
+        r: StepReport,
+        pool: Option<PoolWorktree>,
+    ) -> Result<(), RunnerError> {
         let StepResult::Committed { commits } = &r.result else {
             return Ok(());
         };
@@ -146,7 +155,7 @@ impl Coordinator<'_> {
             self.main.set_branch(&self.planning.work_branch, &tip)?;
             self.tip = tip;
             self.finish_step(&r, StepStatus::Done, None, None, Some(proof));
-            self.idle.extend(wt);
+            self.idle.extend(pool);
         } else {
             self.finish_step(
                 &r,

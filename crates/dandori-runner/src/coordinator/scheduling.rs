@@ -1,12 +1,11 @@
 //! Scheduling: which steps start when, on which worker, and the run-level stops.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use dandori_plan::{StepStatus, WorkerStrategyType};
+use dandori_plan::StepStatus;
 use dandori_trace::now_rfc3339;
 use serde_json::{Value, json};
 
@@ -16,6 +15,7 @@ use crate::error::RunnerError;
 use crate::executor::Executor;
 use crate::git::{Ancestry, WORK_START};
 use crate::step::{self, StepReport};
+use crate::worktree::PoolWorktree;
 use crate::{events, reason};
 
 use super::Coordinator;
@@ -69,7 +69,7 @@ impl Coordinator<'_> {
         let planning = &shared.planning;
         let revisions = &shared.revisions;
         let known = self.ancestry();
-        let (tx, rx) = mpsc::channel::<StepReport>();
+        let (tx, rx) = mpsc::channel::<(StepReport, Option<PoolWorktree>)>();
         let n = planning.steps.len();
         let mut running = 0usize;
         let mut started_here: u64 = 0;
@@ -113,22 +113,27 @@ impl Coordinator<'_> {
                     let known = &known;
                     scope.spawn(move || {
                         let r = match (dispatch, wt) {
-                            (Some(d), _) => d.run_step(&StepCall {
-                                planning: cx.planning,
-                                planning_path: &cx.paths.planning,
-                                index: i,
-                                attempt,
-                                commits: &commits,
-                                repo: &main,
-                            }),
+                            (Some(d), _) => (
+                                d.run_step(&StepCall {
+                                    planning: cx.planning,
+                                    planning_path: &cx.paths.planning,
+                                    index: i,
+                                    attempt,
+                                    commits: &commits,
+                                    repo: &main,
+                                }),
+                                None,
+                            ),
                             (None, wt) => {
                                 let base = step::StepBase {
                                     commits: &commits,
                                     main: &main,
                                     known,
                                 };
-                                let wt = wt.unwrap_or_default();
-                                step::run_step_on_base(cx, i, &cx.planning.steps[i], &base, &wt)
+                                let mut wt = wt.unwrap_or_else(|| PoolWorktree::new(""));
+                                let step = &cx.planning.steps[i];
+                                let r = step::run_step_in_pool(cx, i, step, &base, &mut wt);
+                                (r, Some(wt))
                             }
                         };
                         let _ = tx.send(r);
@@ -151,10 +156,10 @@ impl Coordinator<'_> {
                     }
                     break;
                 }
-                let Ok(r) = rx.recv() else { break };
+                let Ok((r, wt)) = rx.recv() else { break };
                 running -= 1;
                 // Merged at once: its dependents can start in this round.
-                self.receive(r)?;
+                self.receive(r, wt)?;
             }
             Ok(())
         });
@@ -163,7 +168,7 @@ impl Coordinator<'_> {
             json!(revisions.load(Ordering::SeqCst)),
         );
         for wt in std::mem::take(&mut self.idle) {
-            self.main.remove_worktree(&wt)?;
+            self.main.remove_worktree(wt.path())?;
         }
         if started_here >= max_steps
             && self
@@ -182,25 +187,9 @@ impl Coordinator<'_> {
         result
     }
 
-    /// How many steps run at once: `runner.max_parallel_workers`, lowered by the
-    /// plan's `execution_plan.worker_strategy` (seed 003 §6.1: `single` is one
-    /// worker, otherwise its `max_parallel_workers`). `round_robin` and
-    /// `least_loaded` are the same here: every worker is a local worktree and a
-    /// ready step takes the next free one.
+    /// How many steps run at once ([`crate::plan::max_parallel`]).
     fn workers(&self) -> usize {
-        let configured = self.opts.config.runner.max_parallel_workers.max(1) as usize;
-        let planned = self
-            .planning
-            .execution_plan
-            .as_ref()
-            .and_then(|p| p.worker_strategy.as_ref())
-            .map(|w| match w.kind {
-                WorkerStrategyType::Single => 1,
-                WorkerStrategyType::RoundRobin | WorkerStrategyType::LeastLoaded => {
-                    w.max_parallel_workers.max(1) as usize
-                }
-            });
-        planned.map_or(configured, |p| p.min(configured))
+        crate::plan::max_parallel(&self.planning, self.opts.config.runner.max_parallel_workers)
     }
 
     /// What step `i` builds on: its predecessors' proof commits in plan order, or
@@ -246,7 +235,7 @@ impl Coordinator<'_> {
         &mut self,
         i: usize,
         pooled: bool,
-    ) -> Result<Option<PathBuf>, RunnerError> {
+    ) -> Result<Option<PoolWorktree>, RunnerError> {
         let now = now_rfc3339();
         let s = &mut self.stage.steps[i];
         s.status = StepStatus::Running;
@@ -264,14 +253,14 @@ impl Coordinator<'_> {
         } else {
             self.pool_created += 1;
             dandori_fs::create_dir_all(&self.paths.worktrees)?;
-            Some(self.paths.worktrees.join(format!(
+            Some(PoolWorktree::new(self.paths.worktrees.join(format!(
                 "pool-{}-{}",
                 std::process::id(),
                 self.pool_created
-            )))
+            ))))
         };
         if let Some(wt) = &wt {
-            self.in_use.insert(i, wt.clone());
+            self.in_use.insert(i, wt.path().to_path_buf());
         }
         self.timings.insert(
             step_id.clone(),
@@ -284,7 +273,7 @@ impl Coordinator<'_> {
         );
         self.emit(
             events::STEP_START,
-            json!({"step_id": step_id, "attempt": attempt, "worktree": wt}),
+            json!({"step_id": step_id, "attempt": attempt, "worktree": wt.as_ref().map(|w| w.path())}),
         );
         self.progress(&format!("{step_id}: started (attempt {attempt})"));
         Ok(wt)

@@ -6,3 +6,4 @@ mod parallel;
 mod secrets;
 mod snapshots_report;
 mod support;
+mod worktree;

@@ -8,6 +8,21 @@ use dandori_config::Config;
 use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions, RunOutcome, RunnerError};
 use serde_json::{Value, json};
 
+/// Runs git in `dir` and returns stdout; panics when it fails.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub struct Repo {
     _dir: tempfile::TempDir,
     pub path: PathBuf,
@@ -29,17 +44,7 @@ impl Repo {
     }
 
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&self.path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        git_in(&self.path, args)
     }
 
     /// The run directory for `planning`, written under `.dandori/runs/`.

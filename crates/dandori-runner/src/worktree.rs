@@ -1,0 +1,307 @@
+//! A worktree of the run's pool and what the runner knows about its state, so that
+//! staging a step's change and moving the worktree to the next step's base cost
+//! what the step touched, not the size of the repository.
+//!
+//! The worktree's changes are recorded as they happen ([`crate::git::touched`]).
+//! Staging asks `git status` about the touched paths only and stages what it
+//! reports (`update-index`); the size check diffs only those paths. Moving to the
+//! next base removes the untracked and ignored files the step left, restores
+//! tracked files changed after the last staging, and lets `git read-tree -m -u`
+//! rewrite only the paths that differ between the two trees. Whenever any of this
+//! cannot be vouched for (no change record, a git error, an unusual path), the
+//! worktree falls back to git's whole-tree operations (`add -A`; `reset --hard` +
+//! `clean -ffdx`), which give the same result at O(repository) cost, and starts
+//! recording afresh.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use crate::error::RunnerError;
+use crate::git::Git;
+use crate::git::touched::{Touched, Tracker};
+
+/// Above this many paths (or this many bytes of them) git is asked about the
+/// whole worktree instead of a path list on its command line.
+const MAX_PATHSPEC_PATHS: usize = 4096;
+const MAX_PATHSPEC_BYTES: usize = 256 * 1024;
+
+/// How a worktree got to its base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moved {
+    /// `git worktree add` (a new pool worktree).
+    Created,
+    /// Only the paths the last step touched and the paths that differ between
+    /// the two bases were read or written.
+    Fast,
+    /// `reset --hard` + `clean -ffdx` over the whole worktree (no change record,
+    /// or the fast move failed).
+    Full,
+}
+
+/// How a change was staged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staged {
+    /// `git status` and `update-index` of the touched paths only.
+    Fast,
+    /// `git add -A` over the whole worktree.
+    Full,
+}
+
+/// One worktree of the pool (see the module documentation).
+#[derive(Debug)]
+pub struct PoolWorktree {
+    path: PathBuf,
+    tracker: Option<Tracker>,
+    /// A tree-ish whose content the index holds.
+    index_at: Option<String>,
+    /// Paths touched since HEAD last held what the index holds.
+    since_head: Touched,
+    /// Paths touched since the worktree was last exactly its base.
+    since_clean: Touched,
+    /// Paths touched since the last staging.
+    unstaged: Touched,
+    /// Untracked (ignored) paths seen when staging.
+    leftovers: BTreeSet<String>,
+    /// Something outside the record changed the worktree (a `reset --hard` that
+    /// keeps ignored files): the next move goes over the whole tree.
+    full_move: bool,
+    /// How the last change was staged and the last move done.
+    pub last_stage: Option<Staged>,
+    pub last_move: Option<Moved>,
+}
+
+impl PoolWorktree {
+    /// A pool worktree at `path` (created by the first [`PoolWorktree::prepare`]).
+    pub fn new(path: impl Into<PathBuf>) -> PoolWorktree {
+        PoolWorktree {
+            path: path.into(),
+            tracker: None,
+            index_at: None,
+            since_head: Touched::new(),
+            since_clean: Touched::new(),
+            unstaged: Touched::new(),
+            leftovers: BTreeSet::new(),
+            full_move: false,
+            last_stage: None,
+            last_move: None,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Puts the worktree at `rev` (a full commit id) with nothing else in it:
+    /// creates it (`main`'s `git worktree add`) or moves it.
+    pub fn prepare(&mut self, main: &Git, rev: &str) -> Result<Moved, RunnerError> {
+        let moved = if !self.path.join(".git").exists() {
+            main.add_worktree(&self.path, rev)?;
+            self.tracker = Tracker::start(&self.path);
+            Moved::Created
+        } else {
+            let git = Git::new(&self.path).pool_worktree().sharing_objects(main);
+            match self.fast_move(&git, rev) {
+                Ok(true) => Moved::Fast,
+                Ok(false) | Err(_) => {
+                    git.move_worktree(rev)?;
+                    self.restart_tracker();
+                    Moved::Full
+                }
+            }
+        };
+        self.clean_at(rev);
+        self.last_move = Some(moved);
+        Ok(moved)
+    }
+
+    /// The worktree was reset to `rev` by git (`reset --hard` and `clean`, which
+    /// keeps ignored files): what was recorded until now is void, and the next
+    /// move goes over the whole tree.
+    pub fn was_reset(&mut self, rev: &str) {
+        self.restart_tracker();
+        self.clean_at(rev);
+        self.full_move = true;
+    }
+
+    /// The index was committed as `commit`; `head_moved`: HEAD now points at it.
+    pub fn committed(&mut self, commit: &str, head_moved: bool) {
+        self.index_at = Some(commit.to_string());
+        if head_moved {
+            self.since_head.clear();
+        }
+    }
+
+    /// Stages every change of the worktree (respecting `.gitignore`) and returns
+    /// `(lines, files)` changed against HEAD, the changed paths, and the binary
+    /// patch, like [`Git::staged_numstat`], which it falls back to.
+    pub fn stage(&mut self, git: &Git) -> Result<(u64, Vec<String>, String), RunnerError> {
+        if let Some(out) = self.fast_stage(git).ok().flatten() {
+            self.last_stage = Some(Staged::Fast);
+            return Ok(out);
+        }
+        // Without a record the next move goes over the whole tree too.
+        self.tracker = None;
+        self.last_stage = Some(Staged::Full);
+        git.staged_numstat()
+    }
+
+    fn restart_tracker(&mut self) {
+        // Events of the reset itself are dropped with the old tracker.
+        self.tracker = None;
+        self.tracker = Tracker::start(&self.path);
+    }
+
+    fn clean_at(&mut self, rev: &str) {
+        self.index_at = Some(rev.to_string());
+        self.since_head.clear();
+        self.since_clean.clear();
+        self.unstaged.clear();
+        self.leftovers.clear();
+        self.full_move = false;
+    }
+
+    /// The paths touched since the last call, added to every pending set; `None`
+    /// when they are not known.
+    fn take(&mut self) -> Option<()> {
+        let new = self.tracker.as_mut()?.take()?;
+        for p in &new {
+            // Only paths git can be told about on its command line.
+            p.to_str()?;
+        }
+        self.since_head.extend(new.iter().cloned());
+        self.since_clean.extend(new.iter().cloned());
+        self.unstaged.extend(new);
+        Some(())
+    }
+
+    /// `None`: fall back to the whole-tree staging.
+    fn fast_stage(&mut self, git: &Git) -> Result<Option<(u64, Vec<String>, String)>, RunnerError> {
+        if self.take().is_none() {
+            return Ok(None);
+        }
+        let unstaged = std::mem::take(&mut self.unstaged);
+        if !unstaged.is_empty() {
+            let entries = git.status_of(pathspec(&unstaged).as_deref())?;
+            if entries.iter().any(|e| unusual(&e.path)) {
+                return Ok(None);
+            }
+            let mut stage = Vec::new();
+            for e in &entries {
+                match e.worktree {
+                    b'M' | b'D' | b'T' | b'?' => stage.push(e.path.as_str()),
+                    b'!' => {
+                        self.leftovers.insert(e.path.clone());
+                    }
+                    _ => {}
+                }
+            }
+            git.update_index(&stage)?;
+        }
+        if self.since_head.is_empty() {
+            return Ok(Some((0, Vec::new(), String::new())));
+        }
+        git.cached_numstat("HEAD", pathspec(&self.since_head).as_deref())
+            .map(Some)
+    }
+
+    /// Moves the worktree to `rev` touching only what the last step touched and
+    /// what differs; false (or an error) when the caller must do the full move.
+    fn fast_move(&mut self, git: &Git, rev: &str) -> Result<bool, RunnerError> {
+        let Some(from) = self.index_at.clone().filter(|_| !self.full_move) else {
+            return Ok(false);
+        };
+        if self.take().is_none() {
+            return Ok(false);
+        }
+        // Changed after the last staging, or left untracked by it.
+        let mut check: Touched = std::mem::take(&mut self.unstaged);
+        check.extend(self.leftovers.iter().map(PathBuf::from));
+        if !check.is_empty() {
+            let entries = git.status_of(pathspec(&check).as_deref())?;
+            if entries.iter().any(|e| unusual(&e.path)) {
+                return Ok(false);
+            }
+            let mut restore = Vec::new();
+            for e in &entries {
+                match e.worktree {
+                    b'?' | b'!' => remove_untracked(&self.path, &e.path)?,
+                    b'M' | b'D' | b'T' => restore.push(e.path.as_str()),
+                    _ => {}
+                }
+            }
+            // Directories the step created are empty now (git does not track them).
+            self.remove_empty_dirs();
+            git.checkout_index(&restore)?;
+        } else {
+            self.remove_empty_dirs();
+        }
+        git.read_tree_move(&from, rev)?;
+        git.set_head(rev)?;
+        // The events of the move itself: drop them (new directories are watched).
+        if self.take().is_none() {
+            self.restart_tracker();
+        }
+        Ok(true)
+    }
+
+    /// Removes the directories among the touched paths that are empty, deepest
+    /// first, and their parents up to the root while they are empty.
+    fn remove_empty_dirs(&self) {
+        for rel in self.since_clean.iter().rev() {
+            let mut dir = rel.as_path();
+            loop {
+                if dir.as_os_str().is_empty() {
+                    break;
+                }
+                let abs = self.path.join(dir);
+                let is_dir = std::fs::symlink_metadata(&abs).is_ok_and(|m| m.is_dir());
+                if !is_dir || std::fs::remove_dir(&abs).is_err() {
+                    break;
+                }
+                match dir.parent() {
+                    Some(p) => dir = p,
+                    None => break,
+                }
+            }
+        }
+    }
+}
+
+/// The paths as a git pathspec list, or `None` (the whole worktree) when there are
+/// too many for a command line.
+fn pathspec(paths: &Touched) -> Option<Vec<&str>> {
+    if paths.len() > MAX_PATHSPEC_PATHS {
+        return None;
+    }
+    let list: Vec<&str> = paths.iter().filter_map(|p| p.to_str()).collect();
+    let bytes: usize = list.iter().map(|p| p.len() + 1).sum();
+    (list.len() == paths.len() && bytes <= MAX_PATHSPEC_BYTES).then_some(list)
+}
+
+/// A path git printed that may not name the file exactly (not valid UTF-8).
+fn unusual(path: &str) -> bool {
+    path.contains('\u{FFFD}')
+}
+
+/// Removes an untracked file, symbolic link or directory (`git status` names an
+/// ignored directory with a trailing `/`) of the worktree, never following a link.
+fn remove_untracked(root: &Path, rel: &str) -> Result<(), RunnerError> {
+    let rel = rel.trim_end_matches('/');
+    if rel.is_empty() || rel.split('/').any(|c| c == ".." || c == ".git") {
+        return Ok(());
+    }
+    let abs = root.join(rel);
+    let Ok(meta) = std::fs::symlink_metadata(&abs) else {
+        return Ok(());
+    };
+    let removed = if meta.is_dir() {
+        std::fs::remove_dir_all(&abs)
+    } else {
+        std::fs::remove_file(&abs)
+    };
+    match removed {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(dandori_fs::FsError::new("removing an untracked file", &abs, e).into()),
+    }
+}
