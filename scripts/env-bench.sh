@@ -74,7 +74,7 @@ counts() {
   local log="$1"
   python3 - "$log" <<'EOF'
 import re, sys
-t = open(sys.argv[1], errors="replace").read()
+t = re.sub(r"\x1b\[[0-9;]*m", "", open(sys.argv[1], errors="replace").read())  # colours
 passed = failed = 0
 found = False
 for m in re.finditer(r"(\d+) passed", t):  # pytest, vitest
@@ -146,7 +146,8 @@ for n in "${names[@]}"; do
     cmd=$(test_command "$dir" "$env" "$pm")
     if [ -n "$cmd" ]; then
       # shellcheck disable=SC2086
-      (cd "$dir" && timeout "$TEST_TIMEOUT" "$DANDORI" env exec --repo "$dir" -- $cmd) >"$WORK/$n.test.log" 2>&1
+      # CI=true: test runners run once instead of watching (vitest, jest).
+      (cd "$dir" && CI=true timeout "$TEST_TIMEOUT" "$DANDORI" env exec --repo "$dir" -- $cmd) >"$WORK/$n.test.log" 2>&1
       tcode=$?
       read -r collected passed < <(counts "$WORK/$n.test.log")
       if [ "$collected" != "-" ] && [ "$collected" != "0" ]; then
