@@ -310,6 +310,16 @@ impl Service {
         Ok(PathBuf::from(top.trim()))
     }
 
+    /// The run directory argument of a tool that must not touch a run this
+    /// server is executing (`RUN_ACTIVE` with `why`).
+    fn stopped_run_dir(&self, args: &Map<String, Value>, why: &str) -> Result<PathBuf, McpError> {
+        let run_dir = self.run_dir(args)?;
+        if self.board(&run_dir).is_some_and(|b| b.ended().is_none()) {
+            return Err(McpError::path(reason::RUN_ACTIVE, &run_dir, why));
+        }
+        Ok(run_dir)
+    }
+
     fn board(&self, run_dir: &Path) -> Option<Arc<Board>> {
         lock(&self.active).get(run_dir).map(|a| a.board.clone())
     }
@@ -639,14 +649,10 @@ impl Service {
     /// the first step (same policy, sandbox and records under
     /// `<run>/environment/`); the run reuses the result when its fingerprint holds.
     fn env_setup(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
-        let run_dir = self.run_dir(args)?;
-        if self.board(&run_dir).is_some_and(|b| b.ended().is_none()) {
-            return Err(McpError::path(
-                reason::RUN_ACTIVE,
-                &run_dir,
-                "the run is executing; its environment was prepared when it started",
-            ));
-        }
+        let run_dir = self.stopped_run_dir(
+            args,
+            "the run is executing; its environment was prepared when it started",
+        )?;
         let repo = dandori_fs::canonicalize(self.run_repo(args, &run_dir)?)?;
         let loaded = self.load(&repo)?;
         let Some(phase) = self.opts.host.environment(&loaded.config) else {
@@ -679,14 +685,8 @@ impl Service {
     /// phrases the edits itself.
     fn revise(&self, args: &Map<String, Value>) -> Result<Value, McpError> {
         use dandori_forge::revise::{self, Feedback, FeedbackSource, Outcome};
-        let run_dir = self.run_dir(args)?;
-        if self.board(&run_dir).is_some_and(|b| b.ended().is_none()) {
-            return Err(McpError::path(
-                reason::RUN_ACTIVE,
-                &run_dir,
-                "the run is executing; revise it when it has stopped",
-            ));
-        }
+        let run_dir =
+            self.stopped_run_dir(args, "the run is executing; revise it when it has stopped")?;
         let repo = dandori_fs::canonicalize(self.run_repo(args, &run_dir)?)?;
         let config = self.load(&repo)?.config;
         let masker = dandori_runner::coordinator::masker_for(&config, &self.opts.base_env);

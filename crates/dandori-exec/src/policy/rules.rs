@@ -996,6 +996,25 @@ impl CommandPolicy {
                 }
                 Ok(())
             }
+            "push" => refuse(
+                codes::POLICY_REMOTE_WRITE,
+                "remote-write",
+                "`git push` writes to a remote repository".into(),
+            ),
+            "lfs" | "svn" | "p4"
+                if rest.first().is_some_and(|x| {
+                    matches!(
+                        (sub, x.as_str()),
+                        ("lfs", "push") | ("svn", "dcommit") | ("p4", "submit")
+                    )
+                }) =>
+            {
+                refuse(
+                    codes::POLICY_REMOTE_WRITE,
+                    "remote-write",
+                    format!("`git {sub} {}` writes to a remote repository", rest[0]),
+                )
+            }
             "credential" | "credential-store" | "credential-cache" => refuse(
                 codes::POLICY_SECRET_READ,
                 "git-credential",
@@ -1643,9 +1662,10 @@ pub(crate) fn is_deleter(base: &str) -> bool {
     DELETERS.contains(&base)
 }
 
-/// Writes to another machine that cannot be taken back: pushes, package
-/// publication, uploads. Dandori's own git traffic (distributed runs) does not go
-/// through the policy; a step's commands never need to push or publish.
+/// Writes to another machine that cannot be taken back: package publication and
+/// uploads (git pushes are refused by `check_git`). Dandori's own
+/// git traffic (distributed runs) does not go through the policy; a step's
+/// commands never need to push or publish.
 pub(crate) fn check_remote_write(base: &str, args: &[String]) -> Result<(), PolicyViolation> {
     let sub = subcommand(args);
     let has_word = |words: &[&str]| args.iter().any(|x| words.contains(&x.as_str()));
@@ -1696,19 +1716,6 @@ pub(crate) fn check_remote_write(base: &str, args: &[String]) -> Result<(), Poli
         "docker" | "podman" | "buildah" if sub == "push" => {
             format!("`{base} push` uploads an image")
         }
-        "git" => match git_subcommand(args) {
-            Some(("push", _)) => "`git push` writes to a remote repository".to_string(),
-            Some(("lfs", rest)) if rest.first().is_some_and(|x| x == "push") => {
-                "`git lfs push` writes to a remote repository".to_string()
-            }
-            Some(("svn", rest)) if rest.first().is_some_and(|x| x == "dcommit") => {
-                "`git svn dcommit` writes to a remote repository".to_string()
-            }
-            Some(("p4", rest)) if rest.first().is_some_and(|x| x == "submit") => {
-                "`git p4 submit` writes to a remote repository".to_string()
-            }
-            _ => return Ok(()),
-        },
         "curl" | "wget" => match http_write_target(base, args) {
             Some(host) => format!("`{base}` sends data to `{host}`, another machine"),
             None => return Ok(()),
@@ -1737,19 +1744,6 @@ fn subcommand(args: &[String]) -> &str {
         }
     }
     ""
-}
-
-/// git's subcommand and the arguments after it, past the global options.
-fn git_subcommand(args: &[String]) -> Option<(&str, &[String])> {
-    let mut i = 0;
-    while i < args.len() && args[i].starts_with('-') {
-        let takes_value = matches!(
-            args[i].as_str(),
-            "-c" | "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--config-env"
-        );
-        i += if takes_value { 2 } else { 1 };
-    }
-    args.get(i).map(|s| (s.as_str(), &args[i + 1..]))
 }
 
 /// The first remote host `curl`/`wget` would send data to (a body, a form, an
