@@ -99,3 +99,19 @@ impl Default for TempGitRepo {
         TempGitRepo::new()
     }
 }
+
+/// Runs git in `dir` (the caller's environment) and returns stdout; panics with
+/// git's stderr when it fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("running git {args:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use dandori_test_support::fake_forge::{Api, FakeForge, ItemKind};
+use dandori_test_support::git::git;
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dandori");
@@ -17,19 +18,6 @@ struct Fx {
     repo: PathBuf,
     home: PathBuf,
     forge: FakeForge,
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 const ISSUE_BODY: &str = "Add a greeting module.\n\n\

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub(super) use dandori_test_support::git::git;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -35,20 +36,6 @@ fn python_with_mcp() -> PathBuf {
     panic!(
         "no python3 with the MCP SDK (`mcp`) on PATH: run the tests with ./scripts/test.sh, which installs it into target/test-tools/venv and puts it on PATH"
     );
-}
-
-pub(super) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 pub(super) fn new_repo(root: &Path, name: &str) -> PathBuf {

@@ -2,10 +2,11 @@
 //! SIGKILLed at every step boundary and in the middle of steps, then resumed, and
 //! the final commits and stage equal those of an uninterrupted run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use dandori_test_support::git::git;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -17,20 +18,6 @@ struct Fixture {
     run_dir: PathBuf,
     ctl: PathBuf,
     agent_cmd: String,
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn step(id: &str, unit: Vec<String>, max_diff: u64) -> Value {

@@ -6,22 +6,8 @@ use std::process::Command;
 
 use dandori_config::Config;
 use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions, RunOutcome, RunnerError};
+pub use dandori_test_support::git::git as git_in;
 use serde_json::{Value, json};
-
-/// Runs git in `dir` and returns stdout; panics when it fails.
-pub fn git_in(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 pub struct Repo {
     _dir: tempfile::TempDir,
