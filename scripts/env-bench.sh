@@ -50,9 +50,14 @@ json() { python3 -c "import json,sys; v=json.load(open(sys.argv[1])); print(eval
 
 # The test command of a prepared repository, run through `dandori env exec`.
 test_command() {
-  local dir="$1" env="$2" pm="$3"
+  local dir="$1" env="$2" pm="$3" detected="$4"
   case "$env" in
-    python|miniforge) echo "python -m pytest -q -p no:cacheprovider" ;;
+    python|miniforge)
+      # The command dandori detected (tox.ini, runtests.py, unittest, pytest).
+      case "$detected" in
+        ""|*"-m pytest"*) echo "${detected:-python -m pytest} -q -p no:cacheprovider" ;;
+        *) echo "$detected" ;;
+      esac ;;
     node)
       case "$pm" in
         yarn) echo "yarn test" ;;
@@ -87,6 +92,9 @@ if not found:
     for m in re.finditer(r"test result: \w+\. (\d+) passed; (\d+) failed", t):  # cargo
         passed += int(m.group(1)); failed += int(m.group(2)); found = True
 if not found:
+    for m in re.finditer(r"#\s*\{\s*total:\s*(\d+),\s*pass:\s*(\d+)", t):  # tap >= 18
+        passed += int(m.group(2)); failed += int(m.group(1)) - int(m.group(2)); found = True
+if not found:
     for m in re.finditer(r"# pass (\d+)", t):  # tap / node:test
         passed += int(m.group(1)); found = True
     for m in re.finditer(r"# fail (\d+)", t):
@@ -100,6 +108,13 @@ if not found:
     m = re.search(r"Total:\s+(\d+)", t)  # uvu
     if m:
         passed = int(m.group(1)); found = True
+if not found:
+    # unittest, Django's test runner: "Ran N tests", "FAILED (failures=F, errors=E)".
+    for m in re.finditer(r"^Ran (\d+) tests? in", t, re.M):
+        passed += int(m.group(1)); found = True
+    for m in re.finditer(r"^FAILED \(([^)]*)\)", t, re.M):
+        for k in re.finditer(r"(?:failures|errors)=(\d+)", m.group(1)):
+            passed -= int(k.group(1)); failed += int(k.group(1))
 if not found:
     # pytest with -qq in the project's addopts: progress lines only.
     for line in t.splitlines():
@@ -133,7 +148,8 @@ for n in "${names[@]}"; do
   t1=$(now)
   env=$(json "$out" 'v["setup_result"]["environment"]')
   "$DANDORI" env detect --repo "$dir" --json >"$WORK/$n.detect.json" 2>/dev/null
-  pm=$(json "$WORK/$n.detect.json" 'v["selected_environment"]["extra"].get("package_manager","")')
+  pm=$(json "$WORK/$n.detect.json" 'v["selected_environment"].get("package_manager","")')
+  detected_test=$(json "$WORK/$n.detect.json" 'v["selected_environment"].get("test_command","")')
   status=$(json "$out" 'v["overall_status"]')
   [ -n "$status" ] || status="error"
   detected="$env"
@@ -143,11 +159,10 @@ for n in "${names[@]}"; do
     blocked_list+=("$n ($env): $reason")
   else
     installable=$((installable + 1))
-    cmd=$(test_command "$dir" "$env" "$pm")
+    cmd=$(test_command "$dir" "$env" "$pm" "$detected_test")
     if [ -n "$cmd" ]; then
-      # shellcheck disable=SC2086
       # CI=true: test runners run once instead of watching (vitest, jest).
-      (cd "$dir" && CI=true timeout "$TEST_TIMEOUT" "$DANDORI" env exec --repo "$dir" -- $cmd) >"$WORK/$n.test.log" 2>&1
+      (cd "$dir" && CI=true timeout "$TEST_TIMEOUT" "$DANDORI" env exec --repo "$dir" -- sh -c "$cmd") >"$WORK/$n.test.log" 2>&1
       tcode=$?
       read -r collected passed < <(counts "$WORK/$n.test.log")
       if [ "$collected" != "-" ] && [ "$collected" != "0" ]; then

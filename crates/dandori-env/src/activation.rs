@@ -16,6 +16,13 @@ use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
 /// rustup's switch for installing missing toolchains on first use.
 pub const RUSTUP_AUTO_INSTALL: &str = "RUSTUP_AUTO_INSTALL";
 
+/// pnpm's switch (pnpm ≤ 10 reads the `npm_config_` name, later ones the
+/// `pnpm_config_` one) for downloading and running the pinned pnpm release.
+pub const PNPM_SELF_SWITCH: [&str; 2] = [
+    "npm_config_manage_package_manager_versions",
+    "pnpm_config_manage_package_manager_versions",
+];
+
 /// `bin` directories of the prepared environment rooted at `root` (relative to
 /// `repo`) that exist, most specific first.
 pub fn bin_dirs(repo: &Path, root: &str) -> Vec<PathBuf> {
@@ -64,6 +71,15 @@ pub fn environment(
     // rustup toolchains (set RUSTUP_AUTO_INSTALL=1 to allow it).
     let auto = std::env::var(RUSTUP_AUTO_INSTALL).unwrap_or_else(|_| "0".to_string());
     env.entry(RUSTUP_AUTO_INSTALL.to_string()).or_insert(auto);
+    // Nor does pnpm fetch the release a `packageManager` field pins into the
+    // user's data directory (`~/.local/share/pnpm/.tools`) and switch to it: the
+    // installed pnpm runs (a different version only warns), and a missing pnpm
+    // is bootstrapped at the pinned version into dandori's tool cache.
+    for k in PNPM_SELF_SWITCH {
+        if std::env::var_os(k).is_none() {
+            env.entry(k.to_string()).or_insert_with(|| "false".into());
+        }
+    }
     let mut path: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
     if let Some(p) = base.get("PATH") {
         for s in p.split(':') {

@@ -7,8 +7,8 @@ use dandori_plan::SelectedEnvironment;
 use serde_json::json;
 
 use crate::analyzer::{
-    self, DOTNET, DependencyKind, Ecosystem, EnvironmentAnalysis, GO, JAVA, MINIFORGE, NODE, PHP,
-    PYTHON, RUBY, RUST,
+    self, DENO, DOTNET, DependencyKind, Ecosystem, EnvironmentAnalysis, GO, JAVA, MINIFORGE, NODE,
+    PHP, PYTHON, RUBY, RUST,
 };
 
 /// Where the Python virtual environment goes, relative to the ecosystem directory.
@@ -24,7 +24,7 @@ pub const OPTIONAL_VERIFICATION_KEY: &str = "optional_verification_commands";
 pub const FALLBACK_KEY: &str = "fallback_commands";
 
 /// Preference order when nothing else decides (rule 3 of §4.2.2, then §4.2.3).
-const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST, RUBY, PHP, DOTNET];
+const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST, RUBY, PHP, DOTNET, DENO];
 
 /// Tools looked for on `PATH`.
 const TOOLS: &[&str] = &[
@@ -105,6 +105,7 @@ pub fn normalize_language(lang: &str) -> Option<&'static str> {
         "ruby" | "rb" => RUBY,
         "php" => PHP,
         "dotnet" | ".net" | "csharp" | "c#" | "cs" | "fsharp" | "f#" => DOTNET,
+        "deno" => DENO,
         _ => return None,
     })
 }
@@ -347,6 +348,7 @@ fn analyzer_default(name: &str) -> Ecosystem {
         RUBY => "bundler",
         PHP => "composer",
         DOTNET => "dotnet",
+        DENO => "deno",
         _ => "",
     }
     .to_string();
@@ -527,6 +529,12 @@ pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
             c.verify("dotnet --version".into(), Some(pat), true);
             c.verify(at("dotnet build --no-restore".into()), None, false);
         }
+        DENO => {
+            // Deno 2: the `imports` of deno.json (and a package.json) into the
+            // project's cache, honouring deno.lock.
+            c.setup.push(at("deno install".into()));
+            c.verify("deno --version".into(), Some("^deno ".into()), true);
+        }
         RUST => {
             c.setup.push(at("cargo fetch".into()));
             c.setup.push(at("cargo build".into()));
@@ -620,7 +628,9 @@ fn python_commands(
             .collect();
         req_files.sort_by_key(|f| (f != "requirements.txt", f.clone()));
         for f in &req_files {
-            args.push("-r".into());
+            // A constraints file limits versions; it does not ask for packages.
+            let constraints = file_name_of(f).contains("constraint");
+            args.push(if constraints { "-c" } else { "-r" }.into());
             args.push(q(f));
         }
         let dev = explicit_dev_requirements(e, &[]);
@@ -956,8 +966,12 @@ fn importable_from_source(py_bin: &str) -> String {
 
 fn analyzer_dir_of(f: &str, e: &Ecosystem) -> bool {
     // Only requirement files of this directory (or its `requirements/`), not members.
+    // `requirements/3.3/…` (a folder per old Python version) is not.
     let rest = rel_in(e, f);
-    !rest.contains('/') || rest.starts_with("requirements/")
+    match rest.split_once('/') {
+        None => true,
+        Some((dir, file)) => dir == "requirements" && !file.contains('/'),
+    }
 }
 
 fn conda_commands(
@@ -1135,7 +1149,13 @@ fn node_commands(
         c.setup.push(build);
     }
     let pat = runtime_pattern(e, "^v", 1).unwrap_or_else(|| r"^v\d+\.".to_string());
-    c.verify("node --version".into(), Some(pat), true);
+    // `engines.node` is advisory (npm installs and runs on an older node with a
+    // warning): an older node is a partial success, not a failed environment.
+    let advisory = e
+        .runtime_version
+        .as_ref()
+        .is_some_and(|v| v.source.ends_with("engines.node"));
+    c.verify("node --version".into(), Some(pat), !advisory);
     c.verify(at(list), None, true);
     if let Some(pkg) = e.prod_dependencies().next() {
         let check = format!(

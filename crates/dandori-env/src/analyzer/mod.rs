@@ -29,6 +29,7 @@ pub const RUST: &str = "rust";
 pub const RUBY: &str = "ruby";
 pub const PHP: &str = "php";
 pub const DOTNET: &str = "dotnet";
+pub const DENO: &str = "deno";
 /// Files of §3.2.5 that belong to no single ecosystem.
 pub const COMMON: &str = "common";
 
@@ -300,6 +301,8 @@ fn classify(path: &str) -> Option<(&'static str, FileKind)> {
         ".ruby-version" => (RUBY, Version),
         "composer.json" => (PHP, Manifest),
         "composer.lock" => (PHP, Lock),
+        "deno.json" | "deno.jsonc" => (DENO, Manifest),
+        "deno.lock" => (DENO, Lock),
         "global.json" => (DOTNET, Version),
         "packages.lock.json" => (DOTNET, Lock),
         "Directory.Packages.props" | "Directory.Build.props" | "NuGet.config" | "nuget.config" => {
@@ -578,6 +581,7 @@ fn analyze_inner(root: &Path, paths: &[String], config: &AnalysisConfig) -> Envi
                 RUBY => other::analyze_ruby(&mut e, &mut reader),
                 PHP => other::analyze_php(&mut e, &mut reader),
                 DOTNET => other::analyze_dotnet(&mut e, &mut reader),
+                DENO => other::analyze_deno(&mut e, &mut reader),
                 _ => {}
             }
             e

@@ -1,5 +1,6 @@
 //! Ruby (Bundler), PHP (Composer) and .NET (NuGet through `dotnet`), seed 002
-//! §13.1.1: package manager, runtime version, dependencies and test command.
+//! §13.1.1, and Deno (`deno.json`): package manager, runtime version,
+//! dependencies and test command.
 
 use super::{Dependency, DependencyKind, Ecosystem, Reader, RuntimeVersion, file_name};
 
@@ -206,4 +207,62 @@ pub(super) fn analyze_dotnet(e: &mut Ecosystem, reader: &mut Reader<'_>) {
         }
     }
     e.test_command = Some("dotnet test".to_string());
+}
+
+/// Deno: `deno.json(c)` `imports` (`jsr:` / `npm:` specifiers) as dependencies;
+/// tests run with `deno test`.
+pub(super) fn analyze_deno(e: &mut Ecosystem, reader: &mut Reader<'_>) {
+    e.package_manager = "deno".to_string();
+    e.package_manager_reason = "deno.json present".to_string();
+    e.has_build_file = true;
+    let files = e.files.clone();
+    for rel in files
+        .iter()
+        .filter(|f| file_name(f).starts_with("deno.json"))
+    {
+        let Some(text) = reader.read(rel) else {
+            continue;
+        };
+        // deno.jsonc may carry comments: only whole-line ones are dropped here.
+        let json: String = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let doc: serde_json::Value = match serde_json::from_str(&json) {
+            Ok(d) => d,
+            Err(err) => {
+                reader.warn(rel, format!("JSON parse error: {err}"));
+                continue;
+            }
+        };
+        for (alias, target) in doc
+            .get("imports")
+            .and_then(|v| v.as_object())
+            .into_iter()
+            .flatten()
+        {
+            let Some(spec) = target.as_str() else {
+                continue;
+            };
+            // `jsr:@std/assert@^1.0.0`, `npm:chalk@5`: the package and its range.
+            let bare = spec
+                .strip_prefix("jsr:")
+                .or_else(|| spec.strip_prefix("npm:"))
+                .unwrap_or(spec)
+                .trim_start_matches('/');
+            let (name, version) = match bare.get(1..).and_then(|r| r.find('@')) {
+                Some(i) => (&bare[..=i], Some(bare[i + 2..].to_string())),
+                None => (bare, None),
+            };
+            let name = if name.is_empty() {
+                alias.as_str()
+            } else {
+                name
+            };
+            e.dependencies
+                .push(dep(name, version, DependencyKind::Prod, None, rel));
+        }
+    }
+    e.test_command = Some("deno test".to_string());
 }

@@ -202,6 +202,8 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
     let mut version: Option<RuntimeVersion> = None;
     let mut requires_python: Option<RuntimeVersion> = None;
     let mut name: Option<String> = None;
+    let mut pytest_configured = false;
+    let mut tox_test: Option<String> = None;
 
     let files = e.files.clone();
     for rel in &files {
@@ -364,7 +366,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                     }
                 }
                 if tool.and_then(|t| t.get("pytest")).is_some() {
-                    e.test_command = Some("python -m pytest".to_string());
+                    pytest_configured = true;
                 }
             }
             "setup.py" => {
@@ -379,6 +381,7 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                 let Some(text) = reader.read(rel) else {
                     continue;
                 };
+                pytest_configured |= text.contains("[tool:pytest]");
                 parse_setup_cfg(&text, rel, &mut deps, &mut name);
             }
             "Pipfile" => {
@@ -425,6 +428,9 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
             "tox.ini" => {
                 if let Some(text) = reader.read(rel) {
                     parse_tox(&text, rel, reader, &mut seen, &mut deps);
+                    if super::parent_dir(rel) == e.dir {
+                        tox_test = tox_test_command(e, &text, all);
+                    }
                 }
             }
             "poetry.lock" if pm.as_ref().is_none_or(|(p, _)| *p != "uv") => {
@@ -478,15 +484,10 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
     e.package_manager = pm.to_string();
     e.package_manager_reason = reason;
     e.runtime_version = version.or(requires_python);
-    if e.test_command.is_none()
-        && (deps.iter().any(|d| d.name.eq_ignore_ascii_case("pytest"))
-            || all.iter().any(|p| {
-                let n = file_name(p);
-                n.starts_with("test_") && n.ends_with(".py") || n == "conftest.py"
-            }))
-    {
-        e.test_command = Some("python -m pytest".to_string());
-    }
+    let pytest_declared = deps.iter().any(|d| d.name.eq_ignore_ascii_case("pytest"));
+    e.test_command = tox_test.or_else(|| {
+        test_command_from_files(e, pytest_configured || pytest_declared, &deps, all, reader)
+    });
     e.dependencies = deps;
     e.package_name = import_package(e, name.as_deref(), all);
 }
@@ -522,6 +523,208 @@ fn import_package(e: &Ecosystem, declared: Option<&str>, all: &BTreeSet<&str>) -
     found.into_iter().next()
 }
 
+const PYTEST: &str = "python -m pytest";
+
+/// The project's test command when its `tox.ini` does not name one: pytest when
+/// it is configured or declared (or a `conftest.py` exists); else a
+/// `runtests.py` script, Django's `manage.py test`; else what the test files
+/// use: `unittest` test cases only → `python -m unittest discover`, anything
+/// else (bare `def test_…` functions, `import pytest`) → pytest.
+fn test_command_from_files(
+    e: &Ecosystem,
+    pytest_known: bool,
+    deps: &[Dependency],
+    all: &BTreeSet<&str>,
+    reader: &mut Reader<'_>,
+) -> Option<String> {
+    let has = |p: &str| all.contains(e.rel(p).as_str());
+    let prefix = if e.dir == "." {
+        String::new()
+    } else {
+        format!("{}/", e.dir)
+    };
+    let ours: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|p| p.starts_with(&prefix) && !p.contains("/.") && !p.starts_with('.'))
+        .filter(|p| !p[prefix.len()..].split('/').any(|c| c == "node_modules"))
+        .collect();
+    if pytest_known || has("pytest.ini") || ours.iter().any(|p| file_name(p) == "conftest.py") {
+        return Some(PYTEST.into());
+    }
+    if has("runtests.py") {
+        return Some("python runtests.py".into());
+    }
+    let django = deps.iter().any(|d| d.name.eq_ignore_ascii_case("django"));
+    if has("manage.py") && django {
+        return Some("python manage.py test".into());
+    }
+    let tests: Vec<&str> = ours
+        .iter()
+        .copied()
+        .filter(|p| {
+            let n = file_name(p);
+            n.ends_with(".py")
+                && (n.starts_with("test_") || n.ends_with("_test.py") || n == "tests.py")
+        })
+        .collect();
+    if tests.is_empty() {
+        return None;
+    }
+    let mut unittest_only = true;
+    for t in tests.iter().take(30) {
+        let Some(text) = reader.read(t) else {
+            continue;
+        };
+        let pytest_style = text.contains("import pytest")
+            || text.contains("from pytest")
+            || !text.contains("unittest");
+        if pytest_style {
+            unittest_only = false;
+            break;
+        }
+    }
+    if !unittest_only {
+        return Some(PYTEST.into());
+    }
+    // `discover` recurses into packages only: a `tests/` folder that is not one
+    // is its start directory.
+    let start = ["tests", "test"].into_iter().find(|d| {
+        tests
+            .iter()
+            .any(|t| t.starts_with(&format!("{prefix}{d}/")))
+            && !has(&format!("{d}/__init__.py"))
+    });
+    Some(match start {
+        Some(d) => format!("python -m unittest discover -s {d}"),
+        None => "python -m unittest discover".into(),
+    })
+}
+
+/// The test command of `tox.ini`'s `[testenv]` `commands`: the first line that
+/// runs pytest, unittest or a script of the repository (through `coverage run`
+/// too), as a command of the prepared environment (`python -m pytest tests`,
+/// `python -m unittest -v`, `python runtests.py`); tox substitutions dropped.
+fn tox_test_command(e: &Ecosystem, text: &str, all: &BTreeSet<&str>) -> Option<String> {
+    let lines = tox_testenv_values(text, "commands");
+    let exists = |p: &str| {
+        let p = e.rel(p.trim_start_matches("./").trim_end_matches('/'));
+        all.contains(p.as_str()) || all.iter().any(|f| f.starts_with(&format!("{p}/")))
+    };
+    lines.iter().find_map(|l| tox_line_command(l, &exists))
+}
+
+fn tox_line_command(line: &str, exists: &dyn Fn(&str) -> bool) -> Option<String> {
+    // `py38: pytest` → `pytest`; `- cmd` (errors ignored) → `cmd`.
+    let line = match line.split_once(": ") {
+        Some((factors, rest)) if !factors.contains(' ') => rest,
+        _ => line,
+    };
+    let words: Vec<&str> = line.trim_start_matches("- ").split_whitespace().collect();
+    let mut w = words.as_slice();
+    let python = |x: &str| {
+        matches!(
+            x,
+            "python" | "python3" | "{envpython}" | "{envbindir}/python"
+        )
+    };
+    if w.first().is_some_and(|x| python(x)) {
+        w = &w[1..];
+    }
+    if w.first() == Some(&"-m") {
+        w = &w[1..];
+    }
+    if w.starts_with(&["coverage", "run"]) {
+        w = &w[2..];
+        while let Some(opt) = w.first().filter(|o| o.starts_with('-') && **o != "-m") {
+            let takes_value = !opt.contains('=')
+                && matches!(
+                    *opt,
+                    "--rcfile" | "--source" | "--include" | "--omit" | "--context" | "--data-file"
+                );
+            w = &w[if takes_value { 2 } else { 1 }.min(w.len())..];
+        }
+        if w.first() == Some(&"-m") {
+            w = &w[1..];
+        }
+    }
+    let (&head, args) = w.split_first()?;
+    let plain = |a: &&&str| !a.contains('{') && !a.contains('}');
+    match head {
+        "pytest" | "py.test" => {
+            let paths: Vec<&str> = args
+                .iter()
+                .filter(plain)
+                .filter(|a| !a.starts_with('-') && exists(a))
+                .copied()
+                .collect();
+            let mut cmd = PYTEST.to_string();
+            for p in paths {
+                cmd.push(' ');
+                cmd.push_str(p);
+            }
+            Some(cmd)
+        }
+        "unittest" => {
+            let mut cmd = "python -m unittest".to_string();
+            for a in args.iter().filter(plain) {
+                if a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=".contains(c))
+                {
+                    cmd.push(' ');
+                    cmd.push_str(a);
+                }
+            }
+            Some(cmd)
+        }
+        s if s.ends_with(".py")
+            && !s.contains('{')
+            && !s.ends_with("setup.py")
+            && exists(s)
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) =>
+        {
+            Some(format!("python {}", s.trim_start_matches("./")))
+        }
+        _ => None,
+    }
+}
+
+/// The lines of `key` in `tox.ini`'s `[testenv]`: the value after `key =` and
+/// its indented continuation lines, comments and blank lines dropped.
+fn tox_testenv_values(text: &str, key: &str) -> Vec<String> {
+    let mut in_testenv = false;
+    let mut in_key = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('[') {
+            in_testenv = t == "[testenv]";
+            in_key = false;
+            continue;
+        }
+        if !in_testenv || t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if line.starts_with(' ') || line.starts_with('\t') {
+            if in_key {
+                out.push(t.to_string());
+            }
+            continue;
+        }
+        in_key = false;
+        if let Some((k, v)) = t.split_once('=')
+            && k.trim() == key
+        {
+            in_key = true;
+            if !v.trim().is_empty() {
+                out.push(v.trim().to_string());
+            }
+        }
+    }
+    out
+}
+
 /// `tox.ini` `[testenv]` `deps` (the simple cases): requirement lines, and
 /// `-r{toxinidir}/file` includes; lines with other substitutions are skipped,
 /// factor prefixes (`py311: pytest`) are dropped. Dev dependencies.
@@ -532,36 +735,8 @@ fn parse_tox(
     seen: &mut BTreeSet<String>,
     out: &mut Vec<Dependency>,
 ) {
-    let mut in_testenv = false;
-    let mut in_deps = false;
-    for line in text.lines() {
-        let t = line.trim();
-        if t.starts_with('[') {
-            in_testenv = t == "[testenv]";
-            in_deps = false;
-            continue;
-        }
-        if !in_testenv || t.is_empty() || t.starts_with('#') {
-            continue;
-        }
-        let continuation = line.starts_with(' ') || line.starts_with('\t');
-        let value = if continuation {
-            if !in_deps {
-                continue;
-            }
-            t
-        } else {
-            match t.split_once('=') {
-                Some((k, v)) if k.trim() == "deps" => {
-                    in_deps = true;
-                    v.trim()
-                }
-                _ => {
-                    in_deps = false;
-                    continue;
-                }
-            }
-        };
+    for value in tox_testenv_values(text, "deps") {
+        let value = value.as_str();
         if value.is_empty() {
             continue;
         }
@@ -589,8 +764,35 @@ fn parse_tox(
     }
 }
 
+/// The Python string literals of `body` in order: `"…"` and `'…'`, each up to
+/// its own closing quote (a marker such as `os_name == 'nt'` inside a
+/// double-quoted requirement stays whole).
+fn py_strings(body: &str) -> Vec<String> {
+    let Ok(re) = regex::Regex::new(r#""([^"\n]*)"|'([^'\n]*)'"#) else {
+        return Vec::new();
+    };
+    re.captures_iter(body)
+        .filter_map(|c| c.get(1).or_else(|| c.get(2)))
+        .map(|m| m.as_str().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// A `setup.py` requirement string as a dependency, its marker kept.
+fn setup_py_dep(
+    req: &str,
+    kind: DependencyKind,
+    optional: bool,
+    group: Option<String>,
+    rel: &str,
+) -> Option<Dependency> {
+    let (n, s, marker) = split_requirement(req)?;
+    let mut d = dep(n, s, kind, optional, group, rel);
+    d.marker = marker;
+    Some(d)
+}
+
 fn parse_setup_py(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut Option<String>) {
-    let str_re = regex::Regex::new(r#"["']([^"']+)["']"#).ok();
     let list_after = |key: &str| -> Option<String> {
         let i = text.find(key)?;
         let rest = &text[i..];
@@ -598,23 +800,17 @@ fn parse_setup_py(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut 
         let close = rest[open..].find(']')?;
         Some(rest[open + 1..open + close].to_string())
     };
-    if let (Some(body), Some(re)) = (list_after("install_requires"), &str_re) {
-        for c in re.captures_iter(&body) {
-            if let Some((n, s, _)) = split_requirement(&c[1]) {
-                deps.push(dep(n, s, DependencyKind::Prod, false, None, rel));
-            }
-        }
-    }
-    if let (Some(body), Some(re)) = (list_after("tests_require"), &str_re) {
-        for c in re.captures_iter(&body) {
-            if let Some((n, s, _)) = split_requirement(&c[1]) {
-                deps.push(dep(n, s, DependencyKind::Dev, false, None, rel));
-            }
+    for (key, kind) in [
+        ("install_requires", DependencyKind::Prod),
+        ("tests_require", DependencyKind::Dev),
+    ] {
+        for req in list_after(key).map(|b| py_strings(&b)).unwrap_or_default() {
+            deps.extend(setup_py_dep(&req, kind, false, None, rel));
         }
     }
     if let Some(i) = text.find("extras_require") {
         let rest = &text[i..];
-        if let (Some(open), Some(re)) = (rest.find('{'), &str_re)
+        if let Some(open) = rest.find('{')
             && let Some(close) = rest[open..].find('}')
         {
             let body = &rest[open + 1..open + close];
@@ -623,16 +819,14 @@ fn parse_setup_py(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut 
                 let Some((g, list)) = part.split_once('[') else {
                     continue;
                 };
-                let group = re.captures(g).map(|c| c[1].to_string());
-                for c in re.captures_iter(list) {
-                    if let Some((n, s, _)) = split_requirement(&c[1]) {
-                        let kind = if group.as_deref().is_some_and(is_dev_name) {
-                            DependencyKind::Dev
-                        } else {
-                            DependencyKind::Prod
-                        };
-                        deps.push(dep(n, s, kind, true, group.clone(), rel));
-                    }
+                let group = py_strings(g).into_iter().next();
+                let kind = if group.as_deref().is_some_and(is_dev_name) {
+                    DependencyKind::Dev
+                } else {
+                    DependencyKind::Prod
+                };
+                for req in py_strings(list) {
+                    deps.extend(setup_py_dep(&req, kind, true, group.clone(), rel));
                 }
             }
         }

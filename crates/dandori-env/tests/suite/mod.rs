@@ -3,6 +3,7 @@ mod bootstrap;
 mod classify;
 mod regenerate;
 mod setup;
+mod shapes;
 mod verification;
 
 use std::collections::BTreeMap;

@@ -136,6 +136,7 @@ pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
     "npx",
     "corepack",
     "bun",
+    "deno",
     "tsc",
     "jest",
     "vitest",
