@@ -23,11 +23,12 @@ pub fn select_with_bootstrap(
     analysis: &EnvironmentAnalysis,
     target_language: Option<&str>,
     base_env: &BTreeMap<String, String>,
+    sandbox: Option<&dandori_exec::Sandbox>,
     progress: &dyn Fn(&str),
 ) -> Result<SelectedEnvironment, EnvError> {
     let choice = selection::choose(analysis, target_language);
     if let Some(eco) = choice.ecosystem {
-        tools::ensure_for(eco, base_env, progress)?;
+        tools::ensure_for(eco, base_env, sandbox, progress)?;
     }
     let env = tools::with_tools_on_path(base_env);
     let toolchain = Toolchain::discover(env.get("PATH").map(String::as_str).unwrap_or(""));
@@ -202,7 +203,13 @@ pub fn prepare_run(
         Some(s) if s.extra.contains_key("root") => s,
         Some(s) => {
             let analysis = analyzer::analyze(repo, &config.analysis);
-            select_with_bootstrap(&analysis, Some(&s.name), base_env, progress)?
+            select_with_bootstrap(
+                &analysis,
+                Some(&s.name),
+                base_env,
+                sandbox.as_ref(),
+                progress,
+            )?
         }
         None => {
             let analysis = analyzer::analyze(repo, &config.analysis);
@@ -219,7 +226,7 @@ pub fn prepare_run(
                     outcome: None,
                 });
             }
-            select_with_bootstrap(&analysis, None, base_env, progress)?
+            select_with_bootstrap(&analysis, None, base_env, sandbox.as_ref(), progress)?
         }
     };
     let mut opts = SetupOptions::new(repo);

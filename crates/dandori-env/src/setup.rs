@@ -584,7 +584,7 @@ pub fn run(
                             ));
                             if opts.sandbox.is_some() {
                                 create_tool_caches(
-                                    &parsed,
+                                    parsed.commands.iter().map(|c| c.program.as_str()),
                                     &dandori_exec::SandboxPolicy::environment_setup(&repo, &env),
                                     &env,
                                 );
@@ -942,22 +942,25 @@ const TOOL_CACHES: &[(&str, &[&str])] = &[
     ("pnpm", &[".local/share/pnpm", ".pnpm-store"]),
     ("yarn", &[".yarn", ".cache"]),
     ("cargo", &[".cargo/registry", ".cargo/git"]),
+    // pip's cache (`~/.cache/pip`), e.g. the uv bootstrap's `python -m pip`.
+    ("python", &[".cache"]),
+    ("python3", &[".cache"]),
 ];
 
 /// A sandbox can only make writable what exists: the caches the command's tools
 /// would create on their own outside a sandbox (`~/.gradle` for the Gradle
 /// wrapper's distribution, …) are created first, and only those the setup
 /// sandbox allows writing.
-fn create_tool_caches(
-    parsed: &dandori_exec::ParsedCommand,
+pub(crate) fn create_tool_caches<'a>(
+    programs: impl IntoIterator<Item = &'a str>,
     policy: &dandori_exec::SandboxPolicy,
     env: &BTreeMap<String, String>,
 ) {
     let Some(home) = env.get("HOME").map(PathBuf::from) else {
         return;
     };
-    for c in &parsed.commands {
-        let program = c.program.rsplit('/').next().unwrap_or(&c.program);
+    for program in programs {
+        let program = program.rsplit('/').next().unwrap_or(program);
         for (tool, caches) in TOOL_CACHES {
             if program != *tool {
                 continue;

@@ -87,27 +87,36 @@ pub struct Bootstrapped {
 /// missing: uv for Python, yarn 1 (which also runs a repository's own
 /// `yarnPath` release) or the pinned pnpm for Node. Returns what was installed;
 /// `Ok(None)` when nothing was needed. `progress` gets a line saying so.
+///
+/// With a `sandbox`, every install runs in it like a setup command (seed 002
+/// §11.2): network on, writes only to the tool cache and the package caches
+/// under `HOME` (`~/.npm`, `~/.cache`), nothing else of the user's.
 pub fn ensure_for(
     eco: &Ecosystem,
     env: &BTreeMap<String, String>,
+    sandbox: Option<&dandori_exec::Sandbox>,
     progress: &dyn Fn(&str),
 ) -> Result<Option<Bootstrapped>, EnvError> {
     if !bootstrap_enabled(env) {
         return Ok(None);
     }
     let env = with_tools_on_path(env);
+    let io = Installer {
+        env: &env,
+        sandbox,
+        progress,
+    };
     if let (Some(version), Some(dir)) = (berry_version(eco), tools_dir(&env)) {
         // Without corepack (or when it cannot fetch), the launcher of
         // `<tools>/bin/yarn` runs this release for the projects that pin it.
         let package = format!("{BERRY_PACKAGE}@{version}");
         let prefix = package.replace('/', "_");
-        let mut installed =
-            npm_install(&dir, &prefix, "yarn", &package, BERRY_ENTRY, &env, progress)?;
+        let mut installed = npm_install(&dir, &prefix, "yarn", &package, BERRY_ENTRY, &io)?;
         if installed.is_none() {
             // Not every release reached npm (4.10.0 did not): the latest patch of
             // the same minor, for this pin.
             let nearest = format!("{BERRY_PACKAGE}@~{version}");
-            installed = npm_install(&dir, &prefix, "yarn", &nearest, BERRY_ENTRY, &env, progress)?;
+            installed = npm_install(&dir, &prefix, "yarn", &nearest, BERRY_ENTRY, &io)?;
         }
         if installed.is_some() {
             write_yarn_launcher(&dir)?;
@@ -138,9 +147,9 @@ pub fn ensure_for(
         return Ok(None);
     }
     let installed = if tool == "uv" {
-        install_from_pypi(&dir, tool, &package, &env, progress)?
+        install_from_pypi(&dir, tool, &package, &io)?
     } else {
-        install_from_npm(&dir, tool, &package, &env, progress)?
+        install_from_npm(&dir, tool, &package, &io)?
     };
     Ok(installed.map(|path| Bootstrapped {
         tool: tool.to_string(),
@@ -148,22 +157,40 @@ pub fn ensure_for(
     }))
 }
 
-fn run_quiet(argv: &[String], cwd: &Path, env: &BTreeMap<String, String>) -> Result<(), String> {
-    let Some((program, args)) = argv.split_first() else {
-        return Err("empty command".into());
-    };
-    let spec = CommandSpec::program(program.clone(), args.iter().cloned(), cwd)
-        .env(env.clone())
-        .timeout(INSTALL_TIMEOUT);
-    match run_command(&spec) {
-        Ok(o) if o.success() => Ok(()),
-        Ok(o) => Err(format!(
-            "`{}` exited with {:?}: {}",
-            argv.join(" "),
-            o.exit_code,
-            o.stderr_tail.trim()
-        )),
-        Err(e) => Err(format!("`{}`: {e}", argv.join(" "))),
+/// What an install needs: the environment, the sandbox to run in, the
+/// progress line.
+struct Installer<'a> {
+    env: &'a BTreeMap<String, String>,
+    sandbox: Option<&'a dandori_exec::Sandbox>,
+    progress: &'a dyn Fn(&str),
+}
+
+impl Installer<'_> {
+    /// Runs `argv` in `cwd` (a directory of the tool cache), in the sandbox when
+    /// there is one, with the tool cache `dir` as its only writable place besides
+    /// the package caches.
+    fn run(&self, argv: &[String], cwd: &Path, dir: &Path) -> Result<(), String> {
+        let Some((program, args)) = argv.split_first() else {
+            return Err("empty command".into());
+        };
+        let mut spec = CommandSpec::program(program.clone(), args.iter().cloned(), cwd)
+            .env(self.env.clone())
+            .timeout(INSTALL_TIMEOUT);
+        if let Some(s) = self.sandbox {
+            let policy = dandori_exec::SandboxPolicy::environment_setup(dir, self.env);
+            crate::setup::create_tool_caches([program.as_str()], &policy, self.env);
+            spec = spec.sandbox(s.clone(), policy, dandori_exec::Origin::Issued);
+        }
+        match run_command(&spec) {
+            Ok(o) if o.success() => Ok(()),
+            Ok(o) => Err(format!(
+                "`{}` exited with {:?}: {}",
+                argv.join(" "),
+                o.exit_code,
+                o.stderr_tail.trim()
+            )),
+            Err(e) => Err(format!("`{}`: {e}", argv.join(" "))),
+        }
     }
 }
 
@@ -191,9 +218,9 @@ fn install_from_pypi(
     dir: &Path,
     tool: &str,
     package: &str,
-    env: &BTreeMap<String, String>,
-    progress: &dyn Fn(&str),
+    io: &Installer<'_>,
 ) -> Result<Option<PathBuf>, EnvError> {
+    let (env, progress) = (io.env, io.progress);
     let venv = dir.join(tool);
     let exe = venv.join("bin").join(tool);
     if !exe.exists() {
@@ -221,7 +248,7 @@ fn install_from_pypi(
             ],
         ];
         for s in &steps {
-            if let Err(m) = run_quiet(s, dir, env) {
+            if let Err(m) = io.run(s, dir, dir) {
                 bootstrap_failed(tool, m, progress);
                 return Ok(None);
             }
@@ -301,12 +328,11 @@ fn install_from_npm(
     dir: &Path,
     tool: &str,
     package: &str,
-    env: &BTreeMap<String, String>,
-    progress: &dyn Fn(&str),
+    io: &Installer<'_>,
 ) -> Result<Option<PathBuf>, EnvError> {
     let exe_rel = format!("node_modules/.bin/{tool}");
     let prefix = package.replace('/', "_");
-    let Some(exe) = npm_install(dir, &prefix, tool, package, &exe_rel, env, progress)? else {
+    let Some(exe) = npm_install(dir, &prefix, tool, package, &exe_rel, io)? else {
         return Ok(None);
     };
     if tool == "yarn" {
@@ -325,9 +351,9 @@ fn npm_install(
     tool: &str,
     package: &str,
     exe_rel: &str,
-    env: &BTreeMap<String, String>,
-    progress: &dyn Fn(&str),
+    io: &Installer<'_>,
 ) -> Result<Option<PathBuf>, EnvError> {
+    let (env, progress) = (io.env, io.progress);
     let prefix = dir.join(prefix);
     let exe = prefix.join(exe_rel);
     if !exe.exists() {
@@ -351,7 +377,7 @@ fn npm_install(
         .map(|s| s.to_string())
         .chain([prefix.display().to_string(), package.to_string()])
         .collect();
-        if let Err(m) = run_quiet(&argv, &prefix, env) {
+        if let Err(m) = io.run(&argv, &prefix, dir) {
             bootstrap_failed(tool, m, progress);
             return Ok(None);
         }

@@ -155,10 +155,13 @@ fn setup_cmd(
     let say = |s: &str| output::progress(s);
     let quiet = |_: &str| {};
     let base_env = dandori_exec::run::base_env();
+    // The package-manager bootstrap runs in the same sandbox as the setup.
+    let sandbox = detect_sandbox(config, &child_env(config));
     let selected = phase::select_with_bootstrap(
         &analysis,
         a.language.as_deref(),
         &base_env,
+        Some(&sandbox),
         if a.json { &quiet } else { &say },
     )?;
     let process_env: BTreeMap<String, String> = std::env::vars().collect();
@@ -180,7 +183,6 @@ fn setup_cmd(
     opts.force = force;
     opts.regenerator = Some(&regen);
     opts.base_env = child_env(config);
-    let sandbox = detect_sandbox(config, &opts.base_env);
     if !a.json {
         output::progress(&sandbox.status().summary());
     }

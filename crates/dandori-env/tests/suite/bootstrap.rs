@@ -10,7 +10,7 @@ use dandori_config::AnalysisConfig;
 use dandori_env::records::OverallStatus;
 use dandori_env::setup::{self, INSTALL_RUNG_FALLBACK, SetupOptions};
 use dandori_env::{Toolchain, activation, analyze, phase, select_environment_with, tools};
-use dandori_exec::{CommandSpec, run_command};
+use dandori_exec::{CommandSpec, Sandbox, SandboxKind, SandboxMode, SandboxOptions, run_command};
 
 use super::{git_init, system_env};
 
@@ -269,7 +269,7 @@ fn uv_is_bootstrapped_once_into_the_tool_cache() {
     let a = analyze(repo.path(), &AnalysisConfig::default());
     let lines = RefCell::new(Vec::new());
     let say = |s: &str| lines.borrow_mut().push(s.to_string());
-    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, None, &say).unwrap();
     assert!(cache.path().join("bin/uv").exists());
     assert!(
         lines
@@ -299,19 +299,32 @@ fn uv_is_bootstrapped_once_into_the_tool_cache() {
     assert!(ok && text.starts_with("uv "), "{text}");
     // Once: the second selection installs nothing.
     lines.borrow_mut().clear();
-    phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    phase::select_with_bootstrap(&a, None, &env, None, &say).unwrap();
     assert!(lines.borrow().is_empty(), "{:?}", lines.borrow());
 }
 
 fn node_bootstrap(files: &[(&str, &str)], tool: &str, expect_install: &str) {
+    node_bootstrap_in(files, tool, expect_install, false);
+}
+
+/// `sandboxed`: the bootstrap and the setup run in bubblewrap (network on,
+/// writes to the tool cache, the repository and the package caches only).
+fn node_bootstrap_in(files: &[(&str, &str)], tool: &str, expect_install: &str, sandboxed: bool) {
     let repo = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     write(repo.path(), files);
     let env = env_with_cache(cache.path(), true);
+    let sandbox = sandboxed.then(|| {
+        let mut with_bwrap = env.clone();
+        with_bwrap.insert("PATH".into(), std::env::var("PATH").unwrap_or_default());
+        let s = Sandbox::detect(&SandboxOptions::new(SandboxMode::Bubblewrap).env(&with_bwrap));
+        assert_eq!(s.status().kind, SandboxKind::Bubblewrap, "{:?}", s.status());
+        s
+    });
     let a = analyze(repo.path(), &AnalysisConfig::default());
     let lines = RefCell::new(Vec::new());
     let say = |s: &str| lines.borrow_mut().push(s.to_string());
-    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, sandbox.as_ref(), &say).unwrap();
     assert!(
         cache.path().join("bin").join(tool).exists(),
         "{:?}",
@@ -320,6 +333,7 @@ fn node_bootstrap(files: &[(&str, &str)], tool: &str, expect_install: &str) {
     assert_eq!(sel.setup_commands, vec![expect_install.to_string()]);
     let mut opts = SetupOptions::new(repo.path());
     opts.base_env = tools::with_tools_on_path(&env);
+    opts.sandbox = sandbox;
     let out = setup::run(&sel, &opts).unwrap();
     assert!(
         !out.setup_result
@@ -358,14 +372,16 @@ fn yarn_classic_is_bootstrapped_without_corepack() {
 }
 
 #[test]
-fn pinned_pnpm_is_bootstrapped_without_corepack() {
-    node_bootstrap(
+fn pinned_pnpm_is_bootstrapped_without_corepack_inside_the_sandbox() {
+    super::require_tool("bwrap");
+    node_bootstrap_in(
         &[(
             "package.json",
             "{\"name\": \"demo\", \"version\": \"1.0.0\", \"private\": true, \"packageManager\": \"pnpm@9.1.0\"}\n",
         )],
         "pnpm",
         "pnpm install",
+        true,
     );
 }
 
@@ -390,7 +406,7 @@ fn pinned_yarn_berry_is_bootstrapped_without_corepack() {
     let a = analyze(repo.path(), &AnalysisConfig::default());
     let lines = RefCell::new(Vec::new());
     let say = |s: &str| lines.borrow_mut().push(s.to_string());
-    let sel = phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, None, &say).unwrap();
     assert!(
         cache
             .path()
