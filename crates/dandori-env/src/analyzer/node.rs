@@ -14,6 +14,7 @@ pub(super) fn analyze(
     let mut engines: Option<RuntimeVersion> = None;
     let mut flavor: Option<String> = None;
     let root_manifest = e.rel("package.json");
+    let mut test_run: Option<TestRun> = None;
 
     for rel in &files {
         match file_name(rel) {
@@ -103,10 +104,12 @@ pub(super) fn analyze(
                                 .is_some_and(|n| tests_import_package(n, dir, all, reader));
                     }
                 }
-                if let Some(t) = scripts.and_then(|s| s.get("test")).and_then(|v| v.as_str())
+                if let Some(all_scripts) = scripts
+                    && let Some(t) = all_scripts.get("test").and_then(|v| v.as_str())
                     && !t.contains("no test specified")
+                    && (test_run.is_none() || *rel == root_manifest)
                 {
-                    e.test_command = Some("npm test".to_string());
+                    test_run = Some(test_run_of(all_scripts, t));
                 }
             }
             "pnpm-lock.yaml" => lock_pm = Some(("pnpm", format!("{rel} present"))),
@@ -172,9 +175,78 @@ pub(super) fn analyze(
         e.package_manager_flavor = flavor;
     }
     e.runtime_version = nvmrc.or(engines);
-    if e.test_command.is_some() && e.package_manager != "npm" {
-        e.test_command = Some(format!("{} test", e.package_manager));
+    let pm = e.package_manager.clone();
+    e.test_command = test_run.map(|r| match r {
+        TestRun::Test => format!("{pm} test"),
+        TestRun::Script(name) => format!("{pm} run {name}"),
+        TestRun::Chain(line) => line,
+    });
+}
+
+/// How the project's tests run without its linters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TestRun {
+    /// `<pm> test`.
+    Test,
+    /// `<pm> run <script>`: a script that runs the tests only (`test:unit`,
+    /// `tests-only`).
+    Script(String),
+    /// The `test` script without its leading lint commands (`xo && npm run
+    /// build && ava` → `npm run build && ava`).
+    Chain(String),
+}
+
+/// Scripts that run the tests without linting, by their usual names.
+const TESTS_ONLY_SCRIPTS: &[&str] = &["test:unit", "tests-only", "test-only", "test:only", "unit"];
+/// Programs that lint or type-check instead of running tests.
+const LINTERS: &[&str] = &[
+    "xo",
+    "eslint",
+    "standard",
+    "semistandard",
+    "prettier",
+    "oxlint",
+    "biome",
+    "tsd",
+    "tslint",
+    "jshint",
+    "jscs",
+    "dtslint",
+    "attw",
+    "publint",
+];
+
+/// A `test` script that lints first (`xo && ava`, `npm run lint && jest`) fails
+/// on a lint finding of an unlocked linter release before any test runs: the
+/// project's tests-only script when it has one, else the chain without its
+/// leading lint commands (`pretest`/`posttest` hooks then do not run).
+fn test_run_of(scripts: &serde_json::Map<String, serde_json::Value>, test: &str) -> TestRun {
+    if let Some(name) = TESTS_ONLY_SCRIPTS
+        .iter()
+        .find(|n| scripts.get(**n).and_then(|v| v.as_str()).is_some())
+    {
+        return TestRun::Script((*name).to_string());
     }
+    let is_lint = |segment: &str| {
+        let words: Vec<&str> = segment.split_whitespace().collect();
+        match words.first().copied() {
+            Some(w) if LINTERS.contains(&w) => true,
+            Some("npm" | "yarn" | "pnpm" | "bun") => words[1..]
+                .iter()
+                .rfind(|w| !w.starts_with('-') && **w != "run")
+                .is_some_and(|script| script.contains("lint")),
+            _ => false,
+        }
+    };
+    if test.contains(['|', ';', '`', '$', '>', '<']) || test.contains("||") {
+        return TestRun::Test;
+    }
+    let segments: Vec<&str> = test.split("&&").map(str::trim).collect();
+    let lints = segments.iter().take_while(|s| is_lint(s)).count();
+    if lints == 0 || lints == segments.len() {
+        return TestRun::Test;
+    }
+    TestRun::Chain(segments[lints..].join(" && "))
 }
 
 /// The relative files a package.json names as its own entry points: `main`,

@@ -281,3 +281,33 @@ fn setup_py_requirements_keep_quoted_markers_whole() {
         ]
     );
 }
+
+/// A `test` script that lints first runs without its linters; a tests-only
+/// script wins; anything else stays `<pm> test`.
+#[test]
+fn node_tests_run_without_the_linters_in_front() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"scripts": {"test": "xo && npm run build && ava"}}"#,
+            "npm run build && ava",
+        ),
+        (
+            r#"{"scripts": {"pretest": "npm run lint", "test": "npm run tests-only", "tests-only": "nyc tape 'test/**/*.js'", "lint": "eslint ."}}"#,
+            "npm run tests-only",
+        ),
+        (
+            r#"{"scripts": {"test": "npm run --silent lint && jest", "lint": "eslint ."}}"#,
+            "jest",
+        ),
+        (r#"{"scripts": {"test": "xo && tsd"}}"#, "npm test"),
+        (r#"{"scripts": {"test": "tap"}}"#, "npm test"),
+        (
+            r#"{"scripts": {"test": "eslint . || true; mocha"}}"#,
+            "npm test",
+        ),
+    ];
+    for (manifest, want) in cases {
+        let got = test_command(&[("package.json", manifest)]);
+        assert_eq!(got.as_deref(), Some(*want), "{manifest}");
+    }
+}
