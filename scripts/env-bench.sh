@@ -59,6 +59,8 @@ test_command() {
         *) echo "$detected" ;;
       esac ;;
     node)
+      # The command dandori detected (tests-only script, lint commands left out).
+      [ -n "$detected" ] && { echo "$detected"; return; }
       case "$pm" in
         yarn) echo "yarn test" ;;
         pnpm) echo "pnpm test" ;;

@@ -1102,12 +1102,16 @@ fn node_commands(
                 (true, false) => " --frozen-lockfile",
             };
             alt_run = a.as_ref().map(|a| format!("{a} run"));
+            // The check runs the yarn that `env exec -- yarn …` runs: the installed
+            // one when corepack is only preferred for the install (corepack may not
+            // reach its download host while the installed yarn works).
+            let check = if tools.has("yarn") {
+                "yarn --version".to_string()
+            } else {
+                format!("{r} --version")
+            };
             alt = a.map(|a| format!("{a} install{frozen}"));
-            (
-                format!("{r} install{frozen}"),
-                format!("{r} --version"),
-                format!("{r} run"),
-            )
+            (format!("{r} install{frozen}"), check, format!("{r} run"))
         }
         "bun" => {
             let frozen = if lock(&["bun.lockb", "bun.lock"]) {

@@ -311,3 +311,43 @@ fn node_tests_run_without_the_linters_in_front() {
         assert_eq!(got.as_deref(), Some(*want), "{manifest}");
     }
 }
+
+/// yarn berry installs through corepack with the installed yarn as the fallback;
+/// its check runs the installed yarn, the one `env exec -- yarn …` runs, so a
+/// corepack that cannot reach its download host does not fail a working setup.
+#[test]
+fn yarn_berry_is_checked_with_the_yarn_that_env_exec_runs() {
+    let dir = repo(&[
+        (
+            "package.json",
+            r#"{"name": "x", "packageManager": "yarn@4.5.1"}"#,
+        ),
+        ("yarn.lock", "__metadata:\n  version: 8\n"),
+        (".yarnrc.yml", "nodeLinker: node-modules\n"),
+    ]);
+    let a = analyze(dir.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(
+        &a,
+        None,
+        &Toolchain::with(&["node", "npm", "corepack", "yarn"]),
+    );
+    assert_eq!(
+        sel.setup_commands,
+        vec!["COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack yarn install --immutable"]
+    );
+    assert!(
+        sel.verification_commands
+            .contains(&"yarn --version".to_string()),
+        "{:?}",
+        sel.verification_commands
+    );
+    let without_yarn =
+        select_environment_with(&a, None, &Toolchain::with(&["node", "npm", "corepack"]));
+    assert!(
+        without_yarn
+            .verification_commands
+            .contains(&"COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack yarn --version".to_string()),
+        "{:?}",
+        without_yarn.verification_commands
+    );
+}
