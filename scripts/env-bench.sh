@@ -118,6 +118,12 @@ if not found:
         for k in re.finditer(r"(?:failures|errors)=(\d+)", m.group(1)):
             passed -= int(k.group(1)); failed += int(k.group(1))
 if not found:
+    # ava with failures ("55 tests failed", no passed line): one mark per test.
+    ok = len(re.findall(r"^\s*\u2714 ", t, re.M))
+    bad = len(re.findall(r"^\s*\u2718 ", t, re.M))
+    if ok + bad:
+        passed, failed, found = ok, bad, True
+if not found:
     # pytest with -qq in the project's addopts: progress lines only.
     for line in t.splitlines():
         m = re.match(r"^([.sxXFE]+)\s+\[\s*\d+%\]$", line.strip())
