@@ -1138,8 +1138,18 @@ fn node_commands(
             )
         }
     };
+    // yarn 1 refuses to install when a dependency's `engines` excludes this node
+    // (a release tool that wants a newer node), where npm only warns: the last
+    // rung ignores engines.
+    let last = alt.clone().unwrap_or_else(|| install.clone());
     if let Some(a) = alt {
         c.fallbacks.insert(at(install.clone()), vec![at(a)]);
+    }
+    if e.package_manager == "yarn" && !berry {
+        c.fallbacks.insert(
+            at(last.clone()),
+            vec![at(format!("{last} --ignore-engines"))],
+        );
     }
     c.setup.push(at(install));
     if e.needs_build {

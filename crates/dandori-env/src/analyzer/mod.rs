@@ -608,7 +608,13 @@ fn analyze_inner(root: &Path, paths: &[String], config: &AnalysisConfig) -> Envi
                 m.dependencies.extend(e.dependencies);
                 m.members.push(e.dir);
                 m.has_build_file |= e.has_build_file;
-                if m.runtime_version.is_none() {
+                // A member's pin stands for the project when it has none; a
+                // member's (or a local dependency's) `engines.node` range does not.
+                let member_range = e
+                    .runtime_version
+                    .as_ref()
+                    .is_some_and(|v| v.source.ends_with("engines.node"));
+                if m.runtime_version.is_none() && !member_range {
                     m.runtime_version = e.runtime_version;
                 }
             }

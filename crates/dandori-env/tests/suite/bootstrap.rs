@@ -443,3 +443,64 @@ fn pinned_yarn_berry_is_bootstrapped_without_corepack() {
         "yarn 1 elsewhere: {text}"
     );
 }
+
+/// yarn 1 refuses a dependency whose `engines` excludes this node (npm only
+/// warns): the last rung of the install ignores engines, and the setup succeeds.
+#[test]
+fn yarn_classic_installs_past_a_dependency_engines_range() {
+    let repo = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    write(
+        repo.path(),
+        &[
+            (
+                "package.json",
+                r#"{"name": "app", "version": "1.0.0", "private": true, "devDependencies": {"release-tool": "file:./release-tool"}}"#,
+            ),
+            (
+                "release-tool/package.json",
+                r#"{"name": "release-tool", "version": "1.0.0", "engines": {"node": ">=99"}}"#,
+            ),
+            (
+                "yarn.lock",
+                "# yarn lockfile v1\n\n\n\"release-tool@file:./release-tool\":\n  version \"1.0.0\"\n",
+            ),
+            ("index.js", "module.exports = 1;\n"),
+        ],
+    );
+    let env = env_with_cache(cache.path(), true);
+    let a = analyze(repo.path(), &AnalysisConfig::default());
+    let sel = phase::select_with_bootstrap(&a, None, &env, None, &|_: &str| {}).unwrap();
+    assert_eq!(sel.setup_commands, vec!["yarn install --frozen-lockfile"]);
+    let mut opts = SetupOptions::new(repo.path());
+    opts.base_env = tools::with_tools_on_path(&env);
+    let out = setup::run(&sel, &opts).unwrap();
+    let ran: Vec<(String, Option<i32>)> = out
+        .setup_result
+        .commands_executed
+        .iter()
+        .map(|c| (c.command.clone(), c.exit_code))
+        .collect();
+    assert_eq!(
+        ran,
+        vec![
+            ("yarn install --frozen-lockfile".to_string(), Some(1)),
+            (
+                "yarn install --frozen-lockfile --ignore-engines".to_string(),
+                Some(0)
+            ),
+        ]
+    );
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::Success,
+        "{:#?} {:#?}",
+        out.warnings,
+        out.verification_result
+    );
+    assert!(
+        repo.path()
+            .join("node_modules/release-tool/package.json")
+            .exists()
+    );
+}
