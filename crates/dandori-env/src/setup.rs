@@ -677,7 +677,10 @@ pub fn run(
                         std::thread::sleep(wait);
                     }
                     ErrorClass::Fixable | ErrorClass::Fatal
-                        if fallbacks.contains_key(&line) && has_fallback(kind) =>
+                        if has_fallback(kind)
+                            && fallbacks
+                                .get(&line)
+                                .is_some_and(|rung| may_get_around(&line, rung, kind)) =>
                     {
                         let rung = fallbacks.remove(&line).unwrap_or_default();
                         opts.say(&format!(
@@ -999,6 +1002,17 @@ fn has_fallback(kind: ErrorKind) -> bool {
         | ErrorKind::CommandTimeout
         | ErrorKind::SpawnFailed => false,
     }
+}
+
+/// Whether `rung` may get around `line`'s failure: the same command with more
+/// options (`yarn install --ignore-engines`) meets the same unreachable
+/// registry, so it is not tried then (an unreachable registry ends quickly).
+fn may_get_around(line: &str, rung: &[String], kind: ErrorKind) -> bool {
+    let network = matches!(
+        kind,
+        ErrorKind::RegistryUnreachable | ErrorKind::NetworkError | ErrorKind::TemporaryServerError
+    );
+    !(network && rung.len() == 1 && rung[0].starts_with(&format!("{line} ")))
 }
 
 /// `install_rung` when the project's editable install worked.

@@ -351,3 +351,46 @@ fn yarn_berry_is_checked_with_the_yarn_that_env_exec_runs() {
         without_yarn.verification_commands
     );
 }
+
+/// A fallback rung that is the failed command with more options (yarn 1's
+/// `--ignore-engines`) meets the same unreachable registry: it is not tried
+/// then, so an unreachable registry is blocked as quickly as before; after any
+/// other failure it is.
+#[test]
+fn a_rung_with_more_options_is_not_tried_against_an_unreachable_registry() {
+    use dandori_env::setup::{self, SetupOptions};
+    let fail = |message: &str| {
+        format!("python3 -c \"import sys; sys.stderr.write('{message}'); sys.exit(1)\"")
+    };
+    for (message, rung_tried) in [
+        ("connect ECONNREFUSED 10.0.0.1:443", false),
+        ("some other failure", true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let a = analyze(dir.path(), &AnalysisConfig::default());
+        let mut sel = select_environment_with(&a, None, &Toolchain::with(&["python3"]));
+        let line = fail(message);
+        let rung = format!("{line} --ignore-engines");
+        sel.setup_commands = vec![line.clone()];
+        sel.verification_commands.clear();
+        sel.extra.insert(
+            dandori_env::selection::FALLBACK_KEY.into(),
+            serde_json::json!({ line.clone(): [rung.clone()] }),
+        );
+        let mut opts = SetupOptions::new(dir.path());
+        opts.config.execution.max_retries = 0;
+        opts.backoff_base = std::time::Duration::from_millis(1);
+        let out = setup::run(&sel, &opts).unwrap();
+        let ran: Vec<&str> = out
+            .setup_result
+            .commands_executed
+            .iter()
+            .map(|c| c.command.as_str())
+            .collect();
+        assert_eq!(
+            ran.contains(&rung.as_str()),
+            rung_tried,
+            "{message}: {ran:?}"
+        );
+    }
+}
