@@ -246,7 +246,16 @@ fn test_run_of(scripts: &serde_json::Map<String, serde_json::Value>, test: &str)
     if lints == 0 || lints == segments.len() {
         return TestRun::Test;
     }
-    TestRun::Chain(segments[lints..].join(" && "))
+    // Only a chain the command policy runs (the runner's unit-test steps check
+    // it): `ava && tsd` stays `<pm> test` where `tsd` is not allowed.
+    let chain = segments[lints..].join(" && ");
+    if dandori_exec::CommandPolicy::default()
+        .check(&chain)
+        .is_err()
+    {
+        return TestRun::Test;
+    }
+    TestRun::Chain(chain)
 }
 
 /// The relative files a package.json names as its own entry points: `main`,

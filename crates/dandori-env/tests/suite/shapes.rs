@@ -30,13 +30,20 @@ fn selected(root: &Path) -> dandori_plan::SelectedEnvironment {
     )
 }
 
+/// The detected test command; it must pass the default command policy (the
+/// runner's unit-test steps run it).
 fn test_command(files: &[(&str, &str)]) -> Option<String> {
     let dir = repo(files);
-    selected(dir.path())
+    let cmd = selected(dir.path())
         .extra
         .get("test_command")
         .and_then(|v| v.as_str())
-        .map(str::to_string)
+        .map(str::to_string);
+    if let Some(c) = &cmd {
+        let verdict = dandori_exec::CommandPolicy::default().check(c);
+        assert!(verdict.is_ok(), "`{c}` refused: {verdict:?}");
+    }
+    cmd
 }
 
 const SETUP_CFG: &str = "[metadata]\nname = demo\n\n[options]\npackages = find:\n";
@@ -300,6 +307,8 @@ fn node_tests_run_without_the_linters_in_front() {
             "jest",
         ),
         (r#"{"scripts": {"test": "xo && tsd"}}"#, "npm test"),
+        // `tsd` is not a command the policy runs: the whole script instead.
+        (r#"{"scripts": {"test": "xo && ava && tsd"}}"#, "npm test"),
         (r#"{"scripts": {"test": "tap"}}"#, "npm test"),
         (
             r#"{"scripts": {"test": "eslint . || true; mocha"}}"#,

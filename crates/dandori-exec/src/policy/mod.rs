@@ -140,6 +140,16 @@ pub const DEFAULT_ALLOWED_COMMANDS: &[&str] = &[
     "tsc",
     "jest",
     "vitest",
+    // test runners and coverage wrappers a package's `test` script names
+    // (run from node_modules/.bin, like jest and vitest)
+    "mocha",
+    "ava",
+    "tape",
+    "tap",
+    "uvu",
+    "jasmine",
+    "nyc",
+    "c8",
     // java
     "mvnw",
     "gradlew",
