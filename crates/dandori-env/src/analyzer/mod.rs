@@ -271,7 +271,7 @@ fn classify(path: &str) -> Option<(&'static str, FileKind)> {
     let r = match name {
         "pyproject.toml" | "setup.py" | "setup.cfg" | "Pipfile" => (PYTHON, Manifest),
         "Pipfile.lock" | "poetry.lock" | "uv.lock" | "pdm.lock" => (PYTHON, Lock),
-        "tox.ini" => (PYTHON, Config),
+        "tox.ini" | "noxfile.py" => (PYTHON, Config),
         ".python-version" | "runtime.txt" => (PYTHON, Version),
         "environment.yml" | "environment.yaml" | "condaenv.yaml" | "condaenv.yml" => {
             (MINIFORGE, Manifest)

@@ -425,6 +425,11 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
             "uv.lock" => {
                 pm = Some(("uv", format!("{rel} present")));
             }
+            "noxfile.py" => {
+                if let Some(text) = reader.read(rel) {
+                    parse_noxfile(&text, rel, reader, &mut seen, &mut deps);
+                }
+            }
             "tox.ini" => {
                 if let Some(text) = reader.read(rel) {
                     parse_tox(&text, rel, reader, &mut seen, &mut deps);
@@ -760,6 +765,116 @@ fn parse_tox(
         }
         if let Some((name, spec, _)) = split_requirement(value) {
             out.push(dep(name, spec, DependencyKind::Dev, false, None, rel));
+        }
+    }
+}
+
+/// `noxfile.py`: the `session.install(…)` string arguments of the test sessions
+/// (a `def` whose name contains `test` or is `unit`), the simple cases:
+/// requirement strings, `-r file` includes; the project itself (`.`, `-e .`) and
+/// other options are left to the install line. Dev dependencies.
+fn parse_noxfile(
+    text: &str,
+    rel: &str,
+    reader: &mut Reader<'_>,
+    seen: &mut BTreeSet<String>,
+    out: &mut Vec<Dependency>,
+) {
+    // The bodies of the test sessions, then their `session.install(…)` calls
+    // (arguments may span lines).
+    let mut in_test = false;
+    let mut body = String::new();
+    for line in text.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix("def ") {
+            let name = rest.split('(').next().unwrap_or("").to_ascii_lowercase();
+            in_test = name.contains("test") || name == "unit";
+            continue;
+        }
+        let top_level = !line.starts_with(' ') && !line.starts_with('\t');
+        if top_level && !t.is_empty() && !t.starts_with('@') && !t.starts_with('#') {
+            in_test = false;
+        }
+        if in_test {
+            body.push_str(t);
+            body.push('\n');
+        }
+    }
+    // The call's own arguments: what nested calls take
+    // (`nox.project.dependency_groups(PYPROJECT, "test")`) is left out.
+    let calls: Vec<String> = body
+        .split("session.install(")
+        .skip(1)
+        .map(|rest| {
+            let mut depth = 1;
+            let mut own = String::new();
+            for c in rest.chars() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth -= 1,
+                    _ if depth == 1 => own.push(c),
+                    _ => {}
+                }
+                if depth == 0 {
+                    break;
+                }
+            }
+            own
+        })
+        .collect();
+    for args in calls {
+        let words = py_strings(&args);
+        let mut it = words.iter();
+        while let Some(w) = it.next() {
+            if w == "-r" || w == "--requirement" {
+                if let Some(f) = it.next() {
+                    let inc = super::join_rel(super::parent_dir(rel), f);
+                    if let Some(t) = reader.read(&inc) {
+                        // Declared through the noxfile: the install lists them (a
+                        // requirements file elsewhere is not on its `-r` list).
+                        let mut included = Vec::new();
+                        parse_requirements(
+                            &t,
+                            &inc,
+                            DependencyKind::Dev,
+                            reader,
+                            seen,
+                            &mut included,
+                        );
+                        for mut d in included {
+                            d.source = rel.to_string();
+                            out.push(d);
+                        }
+                    }
+                }
+                continue;
+            }
+            // Options and their values (`--group test`, `-c constraints.txt`).
+            if matches!(
+                w.as_str(),
+                "-c" | "--constraint"
+                    | "-e"
+                    | "--editable"
+                    | "--group"
+                    | "--extra"
+                    | "-i"
+                    | "--index-url"
+                    | "--extra-index-url"
+                    | "-f"
+                    | "--find-links"
+                    | "--python"
+            ) {
+                it.next();
+                continue;
+            }
+            if w.starts_with('-') || w.starts_with('.') || w.contains('{') || w.contains('/') {
+                continue;
+            }
+            if let Some((n, s, marker)) = split_requirement(w) {
+                let mut d = dep(n, s, DependencyKind::Dev, false, None, rel);
+                d.marker = marker;
+                out.push(d);
+            }
         }
     }
 }

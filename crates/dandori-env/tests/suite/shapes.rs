@@ -403,3 +403,40 @@ fn a_rung_with_more_options_is_not_tried_against_an_unreachable_registry() {
         );
     }
 }
+
+/// A noxfile's test sessions declare what the tests need
+/// (`session.install("mock", "pytest")`, `-r` files); the install carries it.
+#[test]
+fn noxfile_test_sessions_declare_test_dependencies() {
+    let dir = repo(&[
+        (
+            "setup.py",
+            "from setuptools import setup\nsetup(name=\"demo\")\n",
+        ),
+        (
+            "noxfile.py",
+            "import nox\n\n\n@nox.session(python=[\"3.11\"])\ndef unit(session):\n    session.install(\"mock\", \"pytest-cov\", *nox.project.dependency_groups(PYPROJECT, \"test\"))\n    session.install(\n        \"-r\",\n        \"testing/deps.txt\",\n    )\n    session.install(\"-e\", \".\", \"--group\", \"test\")\n    session.run(\"pytest\")\n\n\n@nox.session\ndef docs(session):\n    session.install(\"sphinx\")\n",
+        ),
+        ("testing/deps.txt", "freezegun>=1\n"),
+        ("tests/test_a.py", "def test_x():\n    assert 1\n"),
+    ]);
+    let a = analyze(dir.path(), &AnalysisConfig::default());
+    let mut dev: Vec<&str> = a.ecosystems[0]
+        .dependencies
+        .iter()
+        .filter(|d| d.kind == dandori_env::analyzer::DependencyKind::Dev)
+        .map(|d| d.name.as_str())
+        .collect();
+    dev.sort();
+    assert_eq!(dev, vec!["freezegun", "mock", "pytest-cov"]);
+    let sel = selected(dir.path());
+    let install = sel
+        .setup_commands
+        .iter()
+        .find(|c| c.contains("pip install"))
+        .unwrap();
+    for want in ["mock", "pytest-cov", "'freezegun>=1'", " pytest"] {
+        assert!(install.contains(want), "{want}: {install}");
+    }
+    assert!(!install.contains("sphinx"), "{install}");
+}
