@@ -46,6 +46,15 @@ fn test_command(files: &[(&str, &str)]) -> Option<String> {
     cmd
 }
 
+/// The generated `pip install` line of the repository at `root`.
+fn pip_install_line(root: &Path) -> String {
+    selected(root)
+        .setup_commands
+        .into_iter()
+        .find(|c| c.contains("pip install"))
+        .unwrap()
+}
+
 const SETUP_CFG: &str = "[metadata]\nname = demo\n\n[options]\npackages = find:\n";
 const UNITTEST: &str = "import unittest\n\nclass T(unittest.TestCase):\n    def test_x(self):\n        self.assertTrue(True)\n";
 
@@ -157,12 +166,7 @@ fn requirement_files_of_other_python_versions_and_constraints() {
         ("requirements/constraints.txt", "hypothesis<7\n"),
         ("requirements/3.3/requirements-dev.txt", "pytest==3.0\n"),
     ]);
-    let sel = selected(dir.path());
-    let install = sel
-        .setup_commands
-        .iter()
-        .find(|c| c.contains("pip install"))
-        .unwrap();
+    let install = pip_install_line(dir.path());
     assert!(install.contains("-r requirements-dev.txt"), "{install}");
     assert!(install.contains("-r requirements/test.txt"), "{install}");
     assert!(
@@ -429,12 +433,7 @@ fn noxfile_test_sessions_declare_test_dependencies() {
         .collect();
     dev.sort();
     assert_eq!(dev, vec!["freezegun", "mock", "pytest-cov"]);
-    let sel = selected(dir.path());
-    let install = sel
-        .setup_commands
-        .iter()
-        .find(|c| c.contains("pip install"))
-        .unwrap();
+    let install = pip_install_line(dir.path());
     for want in ["mock", "pytest-cov", "'freezegun>=1'", " pytest"] {
         assert!(install.contains(want), "{want}: {install}");
     }
