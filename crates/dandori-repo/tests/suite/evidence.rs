@@ -197,13 +197,13 @@ fn a_list_of_extension_modules_spreads_its_evidence() {
 
 #[test]
 fn a_literal_of_common_words_says_less_than_a_specific_one() {
-    let (_dir, index) = index_of(&[
+    let (_dir, mut index) = index_of(&[
         (
             "app/storage.py",
             "def load(path):\n    raise KeyError('does not exist in the store')\n",
         ),
         (
-            "app/linkcheck.py",
+            "app/anchors.py",
             "def check_anchor(url):\n    raise ValueError('anchor not found in the response')\n",
         ),
         (
@@ -214,12 +214,24 @@ fn a_literal_of_common_words_says_less_than_a_specific_one() {
             "app/b.py",
             "def store(x):\n    return x  # does not exist\n",
         ),
+        ("app/c.py", "def exist(x):\n    return x  # the store\n"),
     ]);
-    let hits = index.search(
-        "linkcheck reports an anchor not found in the response when the page does not exist in the store",
-        5,
-    );
-    assert_eq!(hits[0].path, "app/linkcheck.py", "{hits:#?}");
+    let issue = "Checking fails: anchor not found in the response, although the page does not exist in the store";
+    let ratio = |index: &Index| {
+        let hits = index.search(issue, 10);
+        let score = |p: &str| hits.iter().find(|h| h.path == p).unwrap().score;
+        score("app/anchors.py") / score("app/storage.py")
+    };
+    let defaults = RankingWeights::default();
+    assert!(defaults.literal_idf > 0.0);
+    let weighted = ratio(&index);
+    index.set_weights(RankingWeights {
+        literal_idf: 0.0,
+        ..defaults
+    });
+    let flat = ratio(&index);
+    assert!(weighted > flat * 1.05, "{flat} -> {weighted}");
+    assert!(weighted > 1.0, "{weighted}");
 }
 
 #[test]
