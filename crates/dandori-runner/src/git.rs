@@ -548,6 +548,37 @@ impl Git {
         Ok(())
     }
 
+    /// Adds a worktree at `rev` like [`Git::add_worktree`], but only its
+    /// registration takes turns with the other worktree changes of the process
+    /// (`worktree add --no-checkout`, which writes a few files); the checkout of
+    /// every file — what `worktree add` itself does next, `reset --hard` in the
+    /// new worktree — runs outside the turn, so several worktrees are filled at
+    /// once. `pool`: the checkout writes the pool's index ([`POOL_CONFIG`]).
+    pub fn add_worktree_unlocked_checkout(
+        &self,
+        path: &Path,
+        rev: &str,
+        pool: bool,
+    ) -> Result<(), RunnerError> {
+        let p = path.to_string_lossy();
+        {
+            let _turn = worktree_lock();
+            self.run(&[
+                "worktree",
+                "add",
+                "--quiet",
+                "--no-checkout",
+                "--detach",
+                &p,
+                rev,
+            ])?;
+        }
+        let mut wt = Git::new(path);
+        wt.pool = pool;
+        wt.run(&["reset", "--quiet", "--hard", "--no-recurse-submodules"])?;
+        Ok(())
+    }
+
     /// Moves a worktree to `rev`, whatever state a previous step left it in: files
     /// that differ between its HEAD and `rev` are rewritten (git compares stat data,
     /// it does not rewrite the others), changes and every untracked or ignored file

@@ -91,11 +91,29 @@ impl PoolWorktree {
         &self.path
     }
 
+    /// A new worktree of `main`'s repository at `path`, checked out at `rev` (a
+    /// full commit id): ready for [`PoolWorktree::prepare`] to move it to a
+    /// step's base. The checkout of every file (the one cost of the pool that
+    /// grows with the repository) runs concurrently with other worktrees'
+    /// checkouts and with running steps; only the registration takes turns.
+    pub fn create(
+        main: &Git,
+        path: impl Into<PathBuf>,
+        rev: &str,
+    ) -> Result<PoolWorktree, RunnerError> {
+        let mut wt = PoolWorktree::new(path);
+        main.add_worktree_unlocked_checkout(&wt.path, rev, true)?;
+        wt.tracker = Tracker::start(&wt.path);
+        wt.clean_at(rev);
+        wt.last_move = Some(Moved::Created);
+        Ok(wt)
+    }
+
     /// Puts the worktree at `rev` (a full commit id) with nothing else in it:
     /// creates it (`main`'s `git worktree add`) or moves it.
     pub fn prepare(&mut self, main: &Git, rev: &str) -> Result<Moved, RunnerError> {
         let moved = if !self.path.join(".git").exists() {
-            main.add_worktree(&self.path, rev)?;
+            main.add_worktree_unlocked_checkout(&self.path, rev, true)?;
             self.tracker = Tracker::start(&self.path);
             Moved::Created
         } else {
