@@ -102,6 +102,8 @@ pub struct Git {
     objects: Option<std::sync::Arc<objects::ObjectWriter>>,
     /// The run's branch updater, shared like `objects`.
     refs: Option<std::sync::Arc<objects::RefWriter>>,
+    /// The run's object reader, shared like `objects`.
+    reader: Option<std::sync::Arc<objects::ObjectReader>>,
 }
 
 /// Index settings of the pool's worktrees (`feature.manyFiles`: index version 4,
@@ -140,6 +142,7 @@ impl Git {
             pool: false,
             objects: None,
             refs: None,
+            reader: None,
         }
     }
 
@@ -148,6 +151,7 @@ impl Git {
     pub fn with_object_writer(mut self) -> Self {
         self.objects = Some(std::sync::Arc::new(objects::ObjectWriter::default()));
         self.refs = Some(std::sync::Arc::new(objects::RefWriter::default()));
+        self.reader = Some(std::sync::Arc::new(objects::ObjectReader::new(&self.dir)));
         self
     }
 
@@ -156,7 +160,65 @@ impl Git {
     pub fn sharing_objects(mut self, other: &Git) -> Self {
         self.objects = other.objects.clone();
         self.refs = other.refs.clone();
+        self.reader = other.reader.clone();
         self
+    }
+
+    /// The paths that differ between the trees of `a` and `b` (commits or
+    /// trees; see [`objects::changed_paths`]), from the run's object reader;
+    /// `None` when there is none or it cannot tell.
+    pub fn changed_paths(&self, a: &str, b: &str) -> Option<Vec<String>> {
+        let r = self.reader.as_ref()?;
+        let tree = |rev: &str| match r.info(&format!("{rev}^{{tree}}"))? {
+            Some((oid, kind)) if kind == "tree" => Some(oid),
+            _ => None,
+        };
+        objects::changed_paths(r, &tree(a)?, &tree(b)?)
+    }
+
+    /// Whether `path` is in the tree of `rev` (as anything: file, link,
+    /// directory, submodule); `None` when the run's object reader cannot tell.
+    pub fn in_tree(&self, rev: &str, path: &str) -> Option<bool> {
+        let r = self.reader.as_ref()?;
+        if path.is_empty()
+            || path
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            return None;
+        }
+        // Looked up in the parent's entries: a submodule's commit is not an
+        // object of this repository, so asking for `<rev>:<path>` itself would
+        // say "missing".
+        let (parent, name) = match path.rsplit_once('/') {
+            Some((p, n)) => (format!("{rev}:{p}"), n),
+            None => (format!("{rev}^{{tree}}"), path),
+        };
+        match r.info(&parent)? {
+            Some((oid, kind)) if kind == "tree" => {
+                Some(r.tree(&oid)?.iter().any(|e| e.name == name.as_bytes()))
+            }
+            _ => Some(false),
+        }
+    }
+
+    /// Makes `paths` (files or directories) in the worktree and the index what
+    /// they are in `rev`, removing those `rev` does not have (`git checkout
+    /// --no-overlay <rev> -- <paths>`; HEAD is left alone). Every path must be in
+    /// `rev` or in the index.
+    pub fn checkout_paths(&self, rev: &str, paths: &[&str]) -> Result<(), RunnerError> {
+        self.run_paths(
+            &[
+                "--literal-pathspecs",
+                "checkout",
+                "--no-overlay",
+                "--quiet",
+                rev,
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            paths,
+        )
     }
 
     /// A commit of `tree` with `parents` and `message`, dated by this handle.

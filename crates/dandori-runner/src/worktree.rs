@@ -13,7 +13,6 @@
 //! `clean -ffdx`), which give the same result at O(repository) cost, and starts
 //! recording afresh.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::RunnerError;
@@ -60,8 +59,6 @@ pub struct PoolWorktree {
     since_clean: Touched,
     /// Paths touched since the last staging.
     unstaged: Touched,
-    /// Untracked (ignored) paths seen when staging.
-    leftovers: BTreeSet<String>,
     /// Something outside the record changed the worktree (a `reset --hard` that
     /// keeps ignored files): the next move goes over the whole tree.
     full_move: bool,
@@ -80,7 +77,6 @@ impl PoolWorktree {
             since_head: Touched::new(),
             since_clean: Touched::new(),
             unstaged: Touched::new(),
-            leftovers: BTreeSet::new(),
             full_move: false,
             last_stage: None,
             last_move: None,
@@ -174,7 +170,6 @@ impl PoolWorktree {
         self.since_head.clear();
         self.since_clean.clear();
         self.unstaged.clear();
-        self.leftovers.clear();
         self.full_move = false;
     }
 
@@ -207,9 +202,6 @@ impl PoolWorktree {
             for e in &entries {
                 match e.worktree {
                     b'M' | b'D' | b'T' | b'?' => stage.push(e.path.as_str()),
-                    b'!' => {
-                        self.leftovers.insert(e.path.clone());
-                    }
                     _ => {}
                 }
             }
@@ -224,6 +216,16 @@ impl PoolWorktree {
 
     /// Moves the worktree to `rev` touching only what the last step touched and
     /// what differs; false (or an error) when the caller must do the full move.
+    ///
+    /// The index holds `index_at` exactly (the step's commit, or the base the
+    /// worktree was put at), so every path is known without asking git about
+    /// the worktree: a touched path in neither tree is untracked (or ignored)
+    /// and removed; every other touched path and every path that differs
+    /// between the two trees (the run's object reader compares them, reading
+    /// only the subtrees whose ids differ) is made what it is in `rev` by one
+    /// `git checkout --no-overlay <rev> -- <paths>`, which reads and writes only
+    /// those index entries and files (a two-tree `read-tree -m -u` walks and
+    /// rewrites the whole index).
     fn fast_move(&mut self, git: &Git, rev: &str) -> Result<bool, RunnerError> {
         let Some(from) = self.index_at.clone().filter(|_| !self.full_move) else {
             return Ok(false);
@@ -231,29 +233,39 @@ impl PoolWorktree {
         if self.take().is_none() {
             return Ok(false);
         }
-        // Changed after the last staging, or left untracked by it.
-        let mut check: Touched = std::mem::take(&mut self.unstaged);
-        check.extend(self.leftovers.iter().map(PathBuf::from));
-        if !check.is_empty() {
-            let entries = git.status_of(pathspec(&check).as_deref())?;
-            if entries.iter().any(|e| unusual(&e.path)) {
+        let Some(mut spec) = git.changed_paths(&from, rev) else {
+            return Ok(false);
+        };
+        // An untracked directory removed whole: what lies under it (listed right
+        // after it, paths sorting by component) is gone with it.
+        let mut removed: Option<&Path> = None;
+        for p in &self.since_clean {
+            if removed.is_some_and(|d| p.starts_with(d)) {
+                continue;
+            }
+            let Some(rel) = p.to_str() else {
+                return Ok(false);
+            };
+            let (Some(in_from), Some(in_rev)) = (git.in_tree(&from, rel), git.in_tree(rev, rel))
+            else {
+                return Ok(false);
+            };
+            if in_from || in_rev {
+                spec.push(rel.to_string());
+            } else {
+                remove_untracked(&self.path, rel)?;
+                removed = Some(p);
+            }
+            if spec.len() > MAX_PATHSPEC_PATHS {
                 return Ok(false);
             }
-            let mut restore = Vec::new();
-            for e in &entries {
-                match e.worktree {
-                    b'?' | b'!' => remove_untracked(&self.path, &e.path)?,
-                    b'M' | b'D' | b'T' => restore.push(e.path.as_str()),
-                    _ => {}
-                }
-            }
-            // Directories the step created are empty now (git does not track them).
-            self.remove_empty_dirs();
-            git.checkout_index(&restore)?;
-        } else {
-            self.remove_empty_dirs();
         }
-        git.read_tree_move(&from, rev)?;
+        // Directories the step created are empty now (git does not track them).
+        self.remove_empty_dirs();
+        spec.sort();
+        spec.dedup();
+        let spec: Vec<&str> = spec.iter().map(String::as_str).collect();
+        git.checkout_paths(rev, &spec)?;
         git.set_head(rev)?;
         // The events of the move itself: drop them (new directories are watched).
         if self.take().is_none() {

@@ -32,19 +32,10 @@ pub struct ObjectWriter {
 
 #[derive(Debug)]
 struct WriterState {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    git: Piped,
     /// `(author, committer)` identities for the fixed date.
     idents: (String, String),
     fixed_date: String,
-}
-
-impl Drop for WriterState {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -81,19 +72,8 @@ impl ObjectWriter {
 fn start(git: &Git, date: &str) -> Option<WriterState> {
     let author = git.run(&["var", "GIT_AUTHOR_IDENT"]).ok()?;
     let committer = git.run(&["var", "GIT_COMMITTER_IDENT"]).ok()?;
-    let mut cmd = git.command(&["hash-object", "-t", "commit", "-w", "--stdin-paths"]);
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let stdin = child.stdin.take()?;
-    let stdout = BufReader::new(child.stdout.take()?);
     Some(WriterState {
-        child,
-        stdin,
-        stdout,
+        git: Piped::spawn(git.command(&["hash-object", "-t", "commit", "-w", "--stdin-paths"]))?,
         idents: (author.trim().to_string(), committer.trim().to_string()),
         fixed_date: date.to_string(),
     })
@@ -130,10 +110,10 @@ fn write(s: &mut WriterState, tree: &str, parents: &[&str], message: &str) -> Op
         if p.contains('\n') {
             return None;
         }
-        s.stdin.write_all(format!("{p}\n").as_bytes()).ok()?;
-        s.stdin.flush().ok()?;
+        s.git.stdin.write_all(format!("{p}\n").as_bytes()).ok()?;
+        s.git.stdin.flush().ok()?;
         let mut line = String::new();
-        s.stdout.read_line(&mut line).ok()?;
+        s.git.stdout.read_line(&mut line).ok()?;
         let id = line.trim().to_string();
         is_full_hash(&id).then_some(id)
     });
@@ -147,21 +127,42 @@ fn write(s: &mut WriterState, tree: &str, parents: &[&str], message: &str) -> Op
 /// caller runs `git update-ref` itself (which reports the real error).
 #[derive(Debug, Default)]
 pub struct RefWriter {
-    state: Mutex<Option<RefState>>,
+    state: Mutex<Option<Piped>>,
     broken: std::sync::atomic::AtomicBool,
 }
 
+/// A long-lived git process spoken to through its stdin and stdout; it ends
+/// when this is dropped.
 #[derive(Debug)]
-struct RefState {
+struct Piped {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
 
-impl Drop for RefState {
+impl Drop for Piped {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Piped {
+    /// Starts `cmd` with piped stdin and stdout (stderr discarded).
+    fn spawn(mut cmd: std::process::Command) -> Option<Piped> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = BufReader::new(child.stdout.take()?);
+        Some(Piped {
+            child,
+            stdin,
+            stdout,
+        })
     }
 }
 
@@ -179,23 +180,7 @@ impl RefWriter {
             Err(p) => p.into_inner(),
         };
         if guard.is_none() {
-            let mut cmd = git.command(&["update-ref", "--stdin"]);
-            let started = cmd
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .ok()
-                .and_then(|mut child| {
-                    let stdin = child.stdin.take()?;
-                    let stdout = BufReader::new(child.stdout.take()?);
-                    Some(RefState {
-                        child,
-                        stdin,
-                        stdout,
-                    })
-                });
-            *guard = started;
+            *guard = Piped::spawn(git.command(&["update-ref", "--stdin"]));
         }
         let ok = guard.as_mut().is_some_and(|s| {
             let sent = s
@@ -214,4 +199,169 @@ impl RefWriter {
         }
         ok
     }
+}
+
+/// Reads objects through one long-lived `git cat-file --batch-command` per run
+/// (started in the repository itself, shared by the worktrees' handles): what a
+/// pool worktree's move needs to know of two trees — which paths differ, whether
+/// a path is in a tree — without a git process per question. Anything
+/// unexpected ends the reader; the caller then does without (`None`).
+#[derive(Debug)]
+pub struct ObjectReader {
+    dir: PathBuf,
+    state: Mutex<Option<Piped>>,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+/// One entry of a tree object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// The mode as git writes it (`40000` for a tree).
+    pub mode: String,
+    pub name: Vec<u8>,
+    /// Hexadecimal object id.
+    pub oid: String,
+}
+
+impl TreeEntry {
+    pub fn is_tree(&self) -> bool {
+        self.mode == "40000"
+    }
+}
+
+/// What an object name resolves to: `(object id, type)`, `None` when missing.
+pub type ObjectInfo = Option<(String, String)>;
+
+impl ObjectReader {
+    /// A reader for the repository at `dir` (started on first use).
+    pub fn new(dir: impl Into<PathBuf>) -> ObjectReader {
+        ObjectReader {
+            dir: dir.into(),
+            state: Mutex::new(None),
+            broken: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Runs `f` on the running reader; `None` (and the reader ends) when it fails.
+    fn with<T>(&self, f: impl FnOnce(&mut Piped) -> Option<T>) -> Option<T> {
+        if self.broken.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if guard.is_none() {
+            *guard = Piped::spawn(Git::new(&self.dir).command(&["cat-file", "--batch-command"]));
+        }
+        let out = guard.as_mut().and_then(f);
+        if out.is_none() {
+            *guard = None;
+            self.broken.store(true, Ordering::SeqCst);
+        }
+        out
+    }
+
+    /// The object `name` (`<rev>`, `<rev>^{tree}`, `<rev>:<path>`) names.
+    /// Outer `None`: the reader failed or the name cannot be asked (a newline).
+    pub fn info(&self, name: &str) -> Option<ObjectInfo> {
+        if name.contains('\n') {
+            return None;
+        }
+        self.with(|s| {
+            s.stdin
+                .write_all(format!("info {name}\n").as_bytes())
+                .ok()?;
+            s.stdin.flush().ok()?;
+            let mut line = String::new();
+            s.stdout.read_line(&mut line).ok()?;
+            let line = line.trim_end_matches('\n');
+            if line.ends_with(" missing") || line.ends_with(" ambiguous") {
+                return Some(None);
+            }
+            let mut it = line.split(' ');
+            let (oid, kind) = (it.next()?, it.next()?);
+            is_full_hash(oid).then(|| Some((oid.to_string(), kind.to_string())))
+        })
+    }
+
+    /// The entries of the tree `oid` (a full id), in the tree's order.
+    pub fn tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
+        if !is_full_hash(oid) {
+            return None;
+        }
+        self.with(|s| {
+            s.stdin
+                .write_all(format!("contents {oid}\n").as_bytes())
+                .ok()?;
+            s.stdin.flush().ok()?;
+            let mut header = String::new();
+            s.stdout.read_line(&mut header).ok()?;
+            let mut it = header.trim_end_matches('\n').split(' ');
+            let (got, kind, size) = (it.next()?, it.next()?, it.next()?);
+            if got != oid || kind != "tree" {
+                return None;
+            }
+            let size: usize = size.parse().ok()?;
+            let mut body = vec![0u8; size + 1];
+            std::io::Read::read_exact(&mut s.stdout, &mut body).ok()?;
+            if body.pop() != Some(b'\n') {
+                return None;
+            }
+            parse_tree(&body, oid.len() / 2)
+        })
+    }
+}
+
+/// The entries of a tree object's content (`<mode> <name>\0<raw id>`…).
+fn parse_tree(mut body: &[u8], id_len: usize) -> Option<Vec<TreeEntry>> {
+    let mut entries = Vec::new();
+    while !body.is_empty() {
+        let sp = body.iter().position(|b| *b == b' ')?;
+        let nul = sp + body[sp..].iter().position(|b| *b == 0)?;
+        let mode = std::str::from_utf8(&body[..sp]).ok()?.to_string();
+        let name = body[sp + 1..nul].to_vec();
+        let raw = body.get(nul + 1..nul + 1 + id_len)?;
+        let oid = raw.iter().map(|b| format!("{b:02x}")).collect();
+        entries.push(TreeEntry { mode, name, oid });
+        body = &body[nul + 1 + id_len..];
+    }
+    Some(entries)
+}
+
+/// The paths (files, links, submodules, or whole directories present on one
+/// side only or replaced by a file) that differ between the trees `a` and `b`,
+/// reading only the subtrees whose ids differ. `None` when the reader fails or a
+/// name is not UTF-8.
+pub fn changed_paths(reader: &ObjectReader, a: &str, b: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), a.to_string(), b.to_string())];
+    while let Some((prefix, ta, tb)) = stack.pop() {
+        if ta == tb {
+            continue;
+        }
+        let (ea, eb) = (reader.tree(&ta)?, reader.tree(&tb)?);
+        let mut by_name: std::collections::BTreeMap<
+            &[u8],
+            (Option<&TreeEntry>, Option<&TreeEntry>),
+        > = std::collections::BTreeMap::new();
+        for e in &ea {
+            by_name.entry(&e.name).or_default().0 = Some(e);
+        }
+        for e in &eb {
+            by_name.entry(&e.name).or_default().1 = Some(e);
+        }
+        for (name, sides) in by_name {
+            let name = std::str::from_utf8(name).ok()?;
+            let path = format!("{prefix}{name}");
+            match sides {
+                (Some(x), Some(y)) if x.oid == y.oid && x.mode == y.mode => {}
+                (Some(x), Some(y)) if x.is_tree() && y.is_tree() => {
+                    stack.push((format!("{path}/"), x.oid.clone(), y.oid.clone()));
+                }
+                _ => out.push(path),
+            }
+        }
+    }
+    Some(out)
 }

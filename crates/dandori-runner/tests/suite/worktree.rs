@@ -72,7 +72,7 @@ fn inode(p: &Path) -> u64 {
 fn a_step_is_staged_and_the_worktree_moved_touching_only_what_changed() {
     let (r, a, b) = two_commits();
     let wt = r.path.join(".dandori/wt-1");
-    let main = Git::new(&r.path);
+    let main = Git::new(&r.path).with_object_writer();
     let mut pool = PoolWorktree::new(&wt);
     assert_eq!(pool.prepare(&main, &a).unwrap(), Moved::Created);
     let untouched = inode(&wt.join("d7/f3.txt"));
@@ -135,15 +135,15 @@ fn a_step_is_staged_and_the_worktree_moved_touching_only_what_changed() {
 }
 
 #[test]
-fn a_change_the_record_missed_makes_the_move_go_over_the_whole_tree() {
+fn a_change_the_record_missed_is_overwritten_where_the_next_base_differs() {
     let (r, a, b) = two_commits();
     let wt = r.path.join(".dandori/wt-1");
-    let main = Git::new(&r.path);
+    let main = Git::new(&r.path).with_object_writer();
     let mut pool = PoolWorktree::new(&wt);
     pool.prepare(&main, &a).unwrap();
     // Written through a hard link from outside the worktree: no event for the
     // worktree's directory, so the record does not know; `d1/f1.txt` differs
-    // between A and B, and `read-tree` refuses to overwrite the local change.
+    // between A and B, so the move writes B's version over it.
     let outside = r.path.join(".dandori/outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::hard_link(wt.join("d1/f1.txt"), outside.join("link")).unwrap();
@@ -157,13 +157,12 @@ fn a_change_the_record_missed_makes_the_move_go_over_the_whole_tree() {
     let c = git.commit_index(&a, "step").unwrap();
     pool.committed(&c, false);
 
-    assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Full);
+    assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Fast);
     assert_exactly_at(&wt, &b);
     assert_eq!(
         std::fs::read_to_string(wt.join("d1/f1.txt")).unwrap(),
         "changed in B\n"
     );
-    // The record starts again after the full move.
     next_step_is_staged_fast(&mut pool, &git, &wt);
 }
 
@@ -175,7 +174,7 @@ fn more_changes_than_the_kernel_queues_fall_back_to_the_whole_tree() {
         .unwrap_or(16384);
     let (r, a, b) = two_commits();
     let wt = r.path.join(".dandori/wt-1");
-    let main = Git::new(&r.path);
+    let main = Git::new(&r.path).with_object_writer();
     let mut pool = PoolWorktree::new(&wt);
     pool.prepare(&main, &a).unwrap();
     // Alternating writes are never merged into one event: the queue overflows.
@@ -196,4 +195,52 @@ fn more_changes_than_the_kernel_queues_fall_back_to_the_whole_tree() {
     assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Full);
     assert_exactly_at(&wt, &b);
     next_step_is_staged_fast(&mut pool, &git, &wt);
+}
+
+#[test]
+fn without_the_run_s_object_reader_the_move_goes_over_the_whole_tree() {
+    let (r, a, b) = two_commits();
+    let wt = r.path.join(".dandori/wt-1");
+    // A handle without the run's long-lived reader cannot compare the trees.
+    let main = Git::new(&r.path);
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    let git = Git::new(&wt)
+        .pool_worktree()
+        .with_fixed_date("2026-01-01T00:00:00Z");
+    std::fs::write(wt.join("a.txt"), "a changed\n").unwrap();
+    std::fs::write(wt.join("untracked.txt"), "u\n").unwrap();
+    pool.stage(&git).unwrap();
+    let c = git.commit_index(&a, "step").unwrap();
+    pool.committed(&c, false);
+    std::fs::write(wt.join("later.txt"), "after the commit\n").unwrap();
+
+    assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Full);
+    assert_exactly_at(&wt, &b);
+    next_step_is_staged_fast(&mut pool, &git, &wt);
+}
+
+#[test]
+fn a_file_that_becomes_a_directory_and_back_is_moved_fast() {
+    let (r, a, _) = two_commits();
+    // C: `a.txt` is a directory.
+    r.git(&["rm", "-q", "a.txt"]);
+    std::fs::create_dir_all(r.path.join("a.txt")).unwrap();
+    std::fs::write(r.path.join("a.txt/inner.txt"), "inner\n").unwrap();
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-q", "-m", "C"]);
+    let c = r.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let wt = r.path.join(".dandori/wt-1");
+    let main = Git::new(&r.path).with_object_writer();
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    assert_eq!(pool.prepare(&main, &c).unwrap(), Moved::Fast);
+    assert_exactly_at(&wt, &c);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("a.txt/inner.txt")).unwrap(),
+        "inner\n"
+    );
+    assert_eq!(pool.prepare(&main, &a).unwrap(), Moved::Fast);
+    assert_exactly_at(&wt, &a);
+    assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "a\n");
 }
