@@ -125,5 +125,6 @@ mkdir -p "$TOOLS/restate/bin"
 
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
-say "running cargo test --workspace --locked $* (the first build of the workspace takes ~10 min on 2 cores)"
-exec cargo test --workspace --locked "$@"
+# --no-fail-fast: one failing suite must not hide the others' results.
+say "running cargo test --workspace --locked --no-fail-fast $* (the first build of the workspace takes ~10 min on 2 cores)"
+exec cargo test --workspace --locked --no-fail-fast "$@"

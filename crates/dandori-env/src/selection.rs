@@ -1079,8 +1079,11 @@ fn node_commands(
         }
         "yarn" => {
             let (r, a) = runner("yarn");
+            // Without a lock file yarn ≥ 2 must be told it may write one: under
+            // `CI=true` it defaults to immutable installs and refuses.
             let frozen = match (lock(&["yarn.lock"]), berry) {
-                (false, _) => "",
+                (false, true) => " --no-immutable",
+                (false, false) => "",
                 (true, true) => " --immutable",
                 (true, false) => " --frozen-lockfile",
             };

@@ -62,7 +62,10 @@ pub const POLICY_UNRESOLVED_EXPANSION: &str = "POLICY_UNRESOLVED_EXPANSION";
 /// (`-c core.pager=…`, `alias.x=!…`, `core.fsmonitor`, `core.sshCommand`,
 /// `core.hooksPath`, `filter.*`, `diff.external`, `GIT_SSH_COMMAND`, `--upload-pack`).
 pub const POLICY_GIT_EXEC_OPTION: &str = "POLICY_GIT_EXEC_OPTION";
-/// A write into `.git/` (hooks, config) or a deletion of it.
+/// A write into `.git/` (hooks, config) or a deletion of it, or a change to what
+/// the repository shares with every worktree: deleting, moving or overwriting
+/// branches and tags, `update-ref`, expiring the reflog, pruning objects,
+/// dropping stashes, removing worktrees, changing remotes.
 pub const POLICY_GIT_INTERNALS: &str = "POLICY_GIT_INTERNALS";
 /// A read of secrets: environment dumps (`env`, `printenv`, `export -p`, `set`,
 /// `declare -x`), `/proc/*/environ`, secret-named variables (`$OPENAI_API_KEY`).
@@ -84,6 +87,11 @@ pub const POLICY_INFINITE_LOOP: &str = "POLICY_INFINITE_LOOP";
 /// publishing a package (`npm publish`, `cargo publish`, `twine upload`, …), an
 /// HTTP upload or POST/PUT/PATCH/DELETE to a host other than this machine.
 pub const POLICY_REMOTE_WRITE: &str = "POLICY_REMOTE_WRITE";
+/// Code from an address that is not the package registry: an install from a URL
+/// or a VCS (`pip install git+https://…`, `npm install https://…/x.tgz`), another
+/// index (`--index-url`, `--registry`), a remote module run in place (`go run
+/// host/mod@v`, `bun run https://…`), or a file this line downloaded and then runs.
+pub const POLICY_REMOTE_CODE: &str = "POLICY_REMOTE_CODE";
 
 /// Every code, for documentation checks.
 pub const ALL: &[&str] = &[
@@ -119,4 +127,5 @@ pub const ALL: &[&str] = &[
     POLICY_INTERPRETER_CODE,
     POLICY_INFINITE_LOOP,
     POLICY_REMOTE_WRITE,
+    POLICY_REMOTE_CODE,
 ];

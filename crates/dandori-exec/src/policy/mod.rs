@@ -372,6 +372,44 @@ const DANGEROUS_ENV: &[&str] = &[
     "GCONV_PATH",
     "NODE_OPTIONS_PRELOAD",
 ];
+/// Variables whose value is a command line a tool runs for itself (a pager, an
+/// editor, a compiler, a wrapper): the value is checked as a command of its own.
+const PROGRAM_ENV: &[&str] = &[
+    "PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "BROWSER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "CC",
+    "CXX",
+    "CPP",
+    "LD",
+    "AR",
+    "FC",
+    "CONFIG_SHELL",
+    "MAKESHELL",
+    "RUSTC",
+    "RUSTDOC",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+];
+/// Variables that make an interpreter load code before the program it runs: every
+/// path in them must be inside the worktree.
+const PRELOAD_ENV: &[&str] = &[
+    "NODE_OPTIONS",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "JDK_JAVA_OPTIONS",
+    "RUBYOPT",
+    "PERL5OPT",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+];
 /// Shell builtins: their presence needs `sh -c`.
 const BUILTINS: &[&str] = &[
     "cd", "export", "test", "[", "type", "pwd", "true", "false", "read",
@@ -552,6 +590,7 @@ impl CommandPolicy {
                 ),
             ));
         }
+        let mut sub_not_allowed: Option<PolicyViolation> = None;
         for w in cmd
             .words
             .iter()
@@ -575,14 +614,22 @@ impl CommandPolicy {
                 }
             }
             for sub in &w.substitutions {
-                self.check_depth(sub, depth + 1).map_err(|v| {
-                    let rule = v.rule.clone();
-                    PolicyViolation::new(
-                        v.code,
-                        format!("in command substitution `{sub}`: {}", v.message),
-                    )
-                    .with_rule(&rule)
-                })?;
+                match self.check_depth(sub, depth + 1) {
+                    Ok(_) => {}
+                    // A program missing from the allowlist inside a substitution
+                    // must not hide what the command itself does (`eval "$(…)"`).
+                    Err(v) if v.code == codes::POLICY_NOT_ALLOWED => {
+                        sub_not_allowed.get_or_insert(v);
+                    }
+                    Err(v) => {
+                        let rule = v.rule.clone();
+                        return Err(PolicyViolation::new(
+                            v.code,
+                            format!("in command substitution `{sub}`: {}", v.message),
+                        )
+                        .with_rule(&rule));
+                    }
+                }
             }
         }
         let assignment_words: Vec<&Word> = cmd
@@ -591,8 +638,7 @@ impl CommandPolicy {
             .filter(|w| w.text.split_once('=').is_some_and(|(n, _)| is_name(n)))
             .collect();
         for (k, (name, value)) in cmd.assignments.iter().enumerate() {
-            check_assignment(name)?;
-            self.check_search_path(name, value, st)?;
+            self.check_env(name, value, st, depth)?;
             check_path_like(value)?;
             if cmd.program.is_empty() {
                 let resolved = assignment_words.get(k).and_then(|w| {
@@ -610,6 +656,10 @@ impl CommandPolicy {
             match r.operator.trim_start_matches(|c: char| c.is_ascii_digit()) {
                 ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => {
                     self.check_write(value.as_deref(), &r.target, st, "redirection target")?;
+                    if matches!(effective, "curl" | "wget") {
+                        st.fetched
+                            .insert(r.target.trim_start_matches("./").to_string());
+                    }
                 }
                 "<<<" => {
                     // A here-string is stdin: for a shell or an interpreter, code.
@@ -629,7 +679,7 @@ impl CommandPolicy {
             }
         }
         if cmd.program.is_empty() {
-            return Ok(());
+            return sub_not_allowed.map_or(Ok(()), Err);
         }
         let joined = std::iter::once(cmd.program.as_str())
             .chain(cmd.args.iter().map(String::as_str))
@@ -643,11 +693,18 @@ impl CommandPolicy {
                 ));
             }
         }
-        if cmd
-            .words
-            .first()
-            .is_some_and(|w| w.expands && !w.text.starts_with('~'))
-        {
+        // Brace expansion or escapes in the program name (`{rm,-rf,/}`, `$'\x72m'`)
+        // hide the program from anyone reading the line.
+        let obfuscated = |t: &str| {
+            (t.contains('{') && t.contains(',') && t.contains('}'))
+                || t.contains("$'")
+                || t.contains("\\x")
+        };
+        if cmd.words.first().is_some_and(|w| {
+            (w.expands && !w.text.starts_with('~'))
+                || obfuscated(&w.text)
+                || obfuscated(&cmd.program)
+        }) {
             return Err(PolicyViolation::new(
                 codes::POLICY_DYNAMIC_COMMAND,
                 format!(
@@ -663,7 +720,8 @@ impl CommandPolicy {
             depth,
             st,
             false,
-        )
+        )?;
+        sub_not_allowed.map_or(Ok(()), Err)
     }
 
     /// Checks one program with its arguments. `stdin_args`: more arguments come
@@ -736,8 +794,7 @@ impl CommandPolicy {
                     if let Some((name, value)) = a.split_once('=')
                         && is_name(name)
                     {
-                        check_assignment(name)?;
-                        self.check_search_path(name, value, st)?;
+                        self.check_env(name, value, st, depth)?;
                         let w = arg_words.iter().find(|w| w.text == *a).map(|w| Word {
                             text: value.to_string(),
                             ..w.clone()
@@ -773,8 +830,7 @@ impl CommandPolicy {
                 if let Some((name, value)) = a.split_once('=')
                     && is_name(name)
                 {
-                    check_assignment(name)?;
-                    self.check_search_path(name, value, st)?;
+                    self.check_env(name, value, st, depth)?;
                 } else if base == "env" && (a == "-C" || a == "--chdir") {
                     let v = args.get(k + 1).cloned();
                     if let Some(v) = v
@@ -812,7 +868,50 @@ impl CommandPolicy {
             return Ok(());
         }
         self.check_lifetime(base, args)?;
+        let script = (SHELLS.contains(&base)
+            || INTERPRETERS
+                .contains(&base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')))
+        .then(|| args.iter().find(|a| !a.starts_with('-')))
+        .flatten();
+        if program.contains('/')
+            && !program.starts_with('/')
+            && matches!(
+                paths::classify(program, st, &self.roots),
+                paths::Place::Escapes
+            )
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_OUTSIDE_WORKTREE,
+                format!("`{program}` climbs out of the worktree"),
+            )
+            .with_rule("run-outside"));
+        }
+        if (INTERPRETERS.contains(&base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
+            || SHELLS.contains(&base))
+            && arg_words
+                .iter()
+                .any(|w| !w.substitutions.is_empty() && w.text.starts_with("<("))
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_PIPE_TO_SHELL,
+                format!("`{base}` runs the output of a process substitution"),
+            )
+            .with_rule("pipe-to-shell"));
+        }
+        for run in std::iter::once(program).chain(script.map(String::as_str)) {
+            if st.fetched.contains(run.trim_start_matches("./")) {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_REMOTE_CODE,
+                    format!("`{run}` was downloaded earlier in this line and would run"),
+                )
+                .with_rule("download-run"));
+            }
+        }
+        if matches!(base, "curl" | "wget") {
+            st.fetched.extend(rules::downloads(base, args));
+        }
         rules::check_remote_write(base, args)?;
+        rules::check_remote_code(base, args)?;
         if stdin_args && (SHELLS.contains(&base) || INTERPRETERS.contains(&base) || base == "git") {
             return Err(PolicyViolation::new(
                 codes::POLICY_UNRESOLVED_EXPANSION,
@@ -839,6 +938,44 @@ impl CommandPolicy {
                 self.check_depth(script, depth + 1)?;
             }
         }
+        for (option, value) in rules::exec_option_values(base, args) {
+            self.check_command_value(
+                &format!("`{base} {option}`"),
+                &value,
+                depth,
+                codes::POLICY_PIPE_TO_SHELL,
+                "exec-option",
+            )?;
+        }
+        if base == "gh"
+            && args.first().is_some_and(|a| a == "auth")
+            && (args.get(1).is_some_and(|a| a == "token")
+                || args.iter().any(|a| a == "--show-token" || a == "-t"))
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_SECRET_READ,
+                "`gh auth token` prints the stored GitHub token".to_string(),
+            )
+            .with_rule("secret-read"));
+        }
+        // `script -c CMD`, `flock [-c CMD | FILE CMD…]`: they run a command line.
+        if matches!(base, "script" | "flock") {
+            let c = args.iter().position(|a| {
+                a == "-c"
+                    || a == "--command"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.ends_with('c'))
+            });
+            if let Some(line) = c.and_then(|i| args.get(i + 1)) {
+                self.check_depth(line, depth + 1)?;
+            } else if base == "flock" {
+                let plain: Vec<usize> = (0..args.len())
+                    .filter(|&i| !args[i].starts_with('-'))
+                    .collect();
+                if let Some(&cmd) = plain.get(1) {
+                    self.check_program_line(&args[cmd..], depth)?;
+                }
+            }
+        }
         if let Some((lang, code)) = rules::inline_code(base, args) {
             rules::check_inline_code(lang, code)?;
         }
@@ -856,6 +993,7 @@ impl CommandPolicy {
             && let Some(module) = args.get(m + 1)
         {
             rules::check_remote_write(module, &args[m + 2..])?;
+            rules::check_remote_code(module, &args[m + 2..])?;
         }
         if let Some(i) = self.runner_target(base, args, depth)? {
             let target = rules::package_program(&args[i]);
@@ -1000,6 +1138,145 @@ impl CommandPolicy {
                 _ => {}
             }
             i += 1;
+        }
+        Ok(())
+    }
+
+    /// One variable assignment (`NAME=value cmd`, `export`, `env NAME=value`):
+    /// loader and shell start-up variables are refused, search paths and preload
+    /// options must not reach outside the worktree, and a variable whose value is
+    /// a command line (`PAGER`, `EDITOR`, `CC`, `RUSTC_WRAPPER`, npm's
+    /// `script-shell`, …) is checked as that command.
+    fn check_env(
+        &self,
+        name: &str,
+        value: &str,
+        st: &LineState,
+        depth: usize,
+    ) -> Result<(), PolicyViolation> {
+        check_assignment(name)?;
+        self.check_search_path(name, value, st)?;
+        let lower = name.to_ascii_lowercase();
+        let npm = lower
+            .strip_prefix("npm_config_")
+            .map(|k| k.replace('-', "_"));
+        let cargo_program = name.starts_with("CARGO_")
+            && ["_LINKER", "_RUNNER", "_WRAPPER", "_RUSTC", "_RUSTDOC"]
+                .iter()
+                .any(|s| name.ends_with(s));
+        let program_valued = PROGRAM_ENV.contains(&name)
+            || cargo_program
+            || npm.as_deref().is_some_and(|k| {
+                matches!(
+                    k,
+                    "script_shell" | "shell" | "editor" | "browser" | "git" | "viewer"
+                )
+            });
+        if PRELOAD_ENV.contains(&name) || npm.as_deref() == Some("node_options") {
+            self.check_preload(name, value, st)?;
+        }
+        if !program_valued {
+            return Ok(());
+        }
+        self.check_command_value(
+            &format!("`{name}`"),
+            value,
+            depth,
+            codes::POLICY_DANGEROUS_ENV,
+            "program-env",
+        )
+    }
+
+    /// A value that a tool runs as a command line (a variable such as `PAGER`, an
+    /// option such as `tar --to-command`): a shell, interpreter or wrapper there is
+    /// refused with `code`; anything else is checked as the command it is.
+    fn check_command_value(
+        &self,
+        what: &str,
+        value: &str,
+        depth: usize,
+        code: &'static str,
+        rule: &str,
+    ) -> Result<(), PolicyViolation> {
+        let command = value
+            .trim()
+            .trim_start_matches('|')
+            .replace("%s", "")
+            .trim()
+            .to_string();
+        if command.is_empty() {
+            return Ok(());
+        }
+        let words = shell_words::split(&command).unwrap_or_default();
+        let first = words.first().map(|w| basename(w)).unwrap_or("");
+        let stem = first.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        if SHELLS.contains(&first)
+            || INTERPRETERS.contains(&stem)
+            || EVAL.contains(&first)
+            || WRAPPERS.contains(&first)
+            || first.contains('$')
+        {
+            return Err(PolicyViolation::new(
+                code,
+                format!("{what} makes the tool run `{command}`, a shell, interpreter or computed program"),
+            )
+            .with_rule(rule));
+        }
+        self.check_depth(&command, depth + 1)
+            .map(|_| ())
+            .map_err(|v| {
+                let inner = v.rule.clone();
+                PolicyViolation::new(v.code, format!("{what} runs `{command}`: {}", v.message))
+                    .with_rule(if v.code == codes::POLICY_NOT_ALLOWED {
+                        &inner
+                    } else {
+                        rule
+                    })
+            })
+    }
+
+    /// Preload options (`NODE_OPTIONS=--require …`, `-javaagent:…`, `RUBYOPT`,
+    /// `PYTHONSTARTUP`): a path in them that is not inside the worktree would load
+    /// code from somewhere anyone can write.
+    fn check_preload(
+        &self,
+        name: &str,
+        value: &str,
+        st: &LineState,
+    ) -> Result<(), PolicyViolation> {
+        for token in value.split_whitespace() {
+            // `--require=/x`, `-javaagent:/x.jar=opts`, or the value of the option
+            // before (`--require /x`); `-Dname=value` is a property, not code.
+            let body = if token.starts_with("-D") {
+                continue;
+            } else if token.starts_with('-') {
+                match token.find(['=', ':']) {
+                    Some(i) => &token[i + 1..],
+                    // `-r/x.rb`, `-I/dir`: a short option with its value attached.
+                    None if !token.starts_with("--") && token.len() > 2 => &token[2..],
+                    None => continue,
+                }
+            } else {
+                token
+            };
+            let path = body.split('=').next().unwrap_or(body);
+            if path.starts_with('-') || !(path.contains('/') || path.starts_with('~')) {
+                continue;
+            }
+            if path.contains('$') {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_DANGEROUS_ENV,
+                    format!("`{name}` loads `{path}`, which the policy cannot resolve"),
+                )
+                .with_rule("preload-env"));
+            }
+            if !matches!(paths::classify(path, st, &self.roots), paths::Place::Inside) {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_DANGEROUS_ENV,
+                    format!("`{name}` loads `{path}` from outside the worktree"),
+                )
+                .with_rule("preload-env"));
+            }
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! the line itself assigned, and with glob characters matched against the names
 //! they could expand to (`/e*c/shadow` and `/???/shadow` are `/etc/shadow`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::lexer::Word;
 
@@ -16,6 +16,9 @@ pub(crate) struct LineState {
     /// Directories below the worktree root; `None` once `cd` left the worktree
     /// or went somewhere unknown.
     pub cwd_depth: Option<usize>,
+    /// Files an earlier command of the line downloads (`curl -o`, `wget`, `curl …
+    /// > f`), as written (without a leading `./`): running one is refused.
+    pub fetched: BTreeSet<String>,
 }
 
 impl LineState {
@@ -23,6 +26,7 @@ impl LineState {
         LineState {
             vars: BTreeMap::new(),
             cwd_depth: Some(0),
+            fetched: BTreeSet::new(),
         }
     }
 }

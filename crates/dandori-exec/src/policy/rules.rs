@@ -1056,6 +1056,17 @@ impl CommandPolicy {
                 }
                 Ok(())
             }
+            "branch" | "tag" | "checkout" | "switch" | "update-ref" | "symbolic-ref" | "reflog"
+            | "gc" | "prune" | "stash" | "worktree" | "remote" => {
+                match shared_ref_change(sub, rest) {
+                    Some(what) => refuse(
+                        codes::POLICY_GIT_INTERNALS,
+                        "git-refs",
+                        format!("`git {sub}` {what}"),
+                    ),
+                    None => Ok(()),
+                }
+            }
             "clean"
                 if rest.iter().any(|x| {
                     x.starts_with('-') && !x.starts_with("--") && x.contains('x') && x.contains('f')
@@ -1286,6 +1297,62 @@ pub(crate) fn check_git_env(name: &str) -> Result<(), PolicyViolation> {
         );
     }
     Ok(())
+}
+
+/// What a git subcommand would change in the refs, objects or settings that the
+/// user's repository shares with every worktree (branches, tags, the stash, the
+/// reflog, remotes, other worktrees), if anything: a step works on its own
+/// detached checkout and never needs to.
+fn shared_ref_change(sub: &str, rest: &[String]) -> Option<&'static str> {
+    let plain: Vec<&str> = rest
+        .iter()
+        .map(String::as_str)
+        .filter(|x| !x.starts_with('-'))
+        .collect();
+    // A short option, alone or in a cluster (`-Df`), or one of the long names.
+    let flag = |short: &str, long: &[&str]| {
+        rest.iter().any(|x| {
+            long.contains(&x.split('=').next().unwrap_or(x))
+                || (x.starts_with('-')
+                    && !x.starts_with("--")
+                    && x[1..].chars().any(|c| short.contains(c)))
+        })
+    };
+    match sub {
+        "branch" if flag("dDfmMC", &["--delete", "--force", "--move", "--copy"]) => {
+            Some("deletes, moves or overwrites a branch")
+        }
+        "tag" if flag("df", &["--delete", "--force"]) => Some("deletes or moves a tag"),
+        "checkout" | "switch" if flag("BC", &["--force-create"]) => {
+            Some("resets an existing branch")
+        }
+        "update-ref" => Some("writes refs directly"),
+        "symbolic-ref" if plain.len() > 1 || flag("d", &["--delete"]) => {
+            Some("rewrites a symbolic ref")
+        }
+        "reflog" if matches!(plain.first(), Some(&("expire" | "delete"))) => {
+            Some("erases the reflog, the record that recovers lost commits")
+        }
+        "gc" if rest.iter().any(|x| x.starts_with("--prune")) => Some("prunes unreachable objects"),
+        "prune" => Some("deletes unreachable objects"),
+        "stash" if matches!(plain.first(), Some(&("drop" | "clear"))) => {
+            Some("drops stashed changes, which every worktree shares")
+        }
+        "worktree" if matches!(plain.first(), Some(&("remove" | "prune" | "move"))) => {
+            Some("changes worktrees other than this one")
+        }
+        "remote"
+            if matches!(
+                plain.first(),
+                Some(
+                    &("add" | "set-url" | "rename" | "remove" | "rm" | "set-head" | "set-branches")
+                )
+            ) =>
+        {
+            Some("changes the repository's remotes")
+        }
+        _ => None,
+    }
 }
 
 /// Names of variables a command may not read: every secret name of the
@@ -1723,6 +1790,264 @@ pub(crate) fn check_remote_write(base: &str, args: &[String]) -> Result<(), Poli
         _ => return Ok(()),
     };
     refuse(codes::POLICY_REMOTE_WRITE, "remote-write", what)
+}
+
+/// Installs and runs of code from somewhere other than the package registry the
+/// package manager is configured with: URLs and VCS specs, other indexes and
+/// registries, remote modules run in place. Environment setup has the network,
+/// so this is where a hostile command would fetch its payload.
+pub(crate) fn check_remote_code(base: &str, args: &[String]) -> Result<(), PolicyViolation> {
+    let sub = subcommand(args);
+    let is_remote = |x: &str| {
+        let l = x.to_ascii_lowercase();
+        let spec = l.rsplit_once(" @ ").map_or(l.as_str(), |(_, u)| u).trim();
+        let spec = spec
+            .split_once('@')
+            .filter(|(n, _)| !n.contains(':') && !n.contains('/'))
+            .map_or(spec, |(_, u)| u);
+        [
+            "http://", "https://", "git+", "git://", "hg+", "svn+", "bzr+", "ssh://", "ftp://",
+        ]
+        .iter()
+        .any(|p| spec.starts_with(p))
+            && !is_loopback(url_host(spec))
+            || ["github:", "gitlab:", "bitbucket:", "gist:"]
+                .iter()
+                .any(|p| spec.starts_with(p))
+    };
+    // Options whose value names another index or registry.
+    let index_opts: &[&str] = match base {
+        "pip" | "pip3" | "uv" | "pdm" | "pipenv" | "poetry" => &[
+            "-i",
+            "--index-url",
+            "--extra-index-url",
+            "--index",
+            "--default-index",
+            "-f",
+            "--find-links",
+            "--trusted-host",
+        ],
+        "npm" | "pnpm" | "yarn" | "bun" | "npx" => &["--registry"],
+        "gem" => &["--source", "-s"],
+        "cargo" => &["--index", "--registry", "--git"],
+        _ => &[],
+    };
+    for (i, a) in args.iter().enumerate() {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n, Some(v)),
+            _ => (a.as_str(), None),
+        };
+        if index_opts.contains(&name) {
+            let value = inline.or(args.get(i + 1).map(String::as_str)).unwrap_or("");
+            let host = url_host(value);
+            if !value.is_empty()
+                && !is_loopback(host)
+                && (value.contains("://") || name == "--trusted-host")
+            {
+                return refuse(
+                    codes::POLICY_REMOTE_CODE,
+                    "remote-code",
+                    format!(
+                        "`{base} {name} {value}` takes packages from another index than the configured one"
+                    ),
+                );
+            }
+        }
+    }
+    let installs = match base {
+        "pip" | "pip3" => matches!(sub, "install" | "download" | "wheel"),
+        "uv" => matches!(sub, "pip" | "add" | "tool"),
+        "npm" | "pnpm" | "yarn" => {
+            matches!(
+                sub,
+                "install" | "i" | "add" | "update" | "x" | "dlx" | "exec" | "create"
+            )
+        }
+        "bun" => matches!(sub, "install" | "i" | "add" | "x" | "create" | "run"),
+        "npx" | "pnpx" | "bunx" | "uvx" | "pipx" | "deno" => true,
+        "pdm" | "poetry" | "pipenv" => matches!(sub, "add" | "install"),
+        "go" => matches!(sub, "run" | "install" | "get"),
+        _ => false,
+    };
+    // `uv run --with SPEC`, `uvx --from SPEC`: the packages the run installs first.
+    let with_value = args.iter().enumerate().find_map(|(i, a)| {
+        let v = match a.split_once('=') {
+            Some(("--with" | "--from" | "--with-requirements", v)) => Some(v),
+            _ if matches!(a.as_str(), "--with" | "--from") => args.get(i + 1).map(String::as_str),
+            _ => None,
+        };
+        v.filter(|v| is_remote(v))
+    });
+    if let Some(x) = with_value {
+        return refuse(
+            codes::POLICY_REMOTE_CODE,
+            "remote-code",
+            format!("`{base}` would install `{x}`, code from outside the package registry"),
+        );
+    }
+    if !installs {
+        return Ok(());
+    }
+    if let Some(x) = args.iter().find(|x| !x.starts_with('-') && is_remote(x)) {
+        return refuse(
+            codes::POLICY_REMOTE_CODE,
+            "remote-code",
+            format!("`{base}` would install or run `{x}`, code from outside the package registry"),
+        );
+    }
+    // `go run host/module@version` fetches and runs a module in place.
+    if base == "go"
+        && sub == "run"
+        && let Some(x) = args.iter().find(|x| {
+            !x.starts_with('-')
+                && x.contains('@')
+                && x.split('/').next().is_some_and(|h| h.contains('.'))
+        })
+    {
+        return refuse(
+            codes::POLICY_REMOTE_CODE,
+            "remote-code",
+            format!("`go run {x}` fetches a module and runs it"),
+        );
+    }
+    Ok(())
+}
+
+/// The files `curl`/`wget` write what they download to: `-o F`/`--output F`
+/// (also in clusters: `-fsSLo F`), `-O`/`--remote-name` and wget's default (the
+/// URL's last path segment), `wget -O F`/`--output-document=F`.
+pub(crate) fn downloads(base: &str, args: &[String]) -> Vec<String> {
+    let urls: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| {
+            a.contains("://") || (!a.starts_with('-') && a.contains('.') && a.contains('/'))
+        })
+        .collect();
+    let remote_names = || {
+        urls.iter()
+            .filter_map(|u| {
+                let path = u.split(['?', '#']).next().unwrap_or(u);
+                let path = path.split_once("://").map_or(path, |(_, r)| r);
+                path.split_once('/')
+                    .map(|(_, p)| p.rsplit('/').next().unwrap_or(p))
+                    .filter(|n| !n.is_empty())
+                    .map(str::to_string)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    let mut remote_name = base == "wget";
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let explicit: &[&str] = if base == "curl" {
+            &["--output"]
+        } else {
+            &["--output-document"]
+        };
+        let short = if base == "curl" { 'o' } else { 'O' };
+        if let Some((n, v)) = a.split_once('=')
+            && explicit.contains(&n)
+        {
+            out.push(v.to_string());
+            remote_name = false;
+        } else if explicit.contains(&a)
+            || (a.starts_with('-') && !a.starts_with("--") && a.ends_with(short))
+        {
+            if let Some(v) = args.get(i + 1) {
+                out.push(v.clone());
+            }
+            remote_name = false;
+            i += 1;
+        } else if a.starts_with('-')
+            && !a.starts_with("--")
+            && a.len() > 2
+            && a[1..].contains(short)
+        {
+            // `-oFILE`
+            let at = a.find(short).unwrap_or(0);
+            out.push(a[at + 1..].to_string());
+            remote_name = false;
+        } else if base == "curl"
+            && (a == "--remote-name"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('O')))
+        {
+            remote_name = true;
+        }
+        i += 1;
+    }
+    if remote_name {
+        out.extend(remote_names());
+    }
+    out.into_iter()
+        .map(|f| f.trim_start_matches("./").to_string())
+        .filter(|f| !f.is_empty() && f != "-")
+        .collect()
+}
+
+/// Options whose value is a command line the tool runs (`tar --to-command`,
+/// `tar -I`, `--checkpoint-action=exec=…`, `zip -TT`, `rsync -e`, `ssh -o
+/// ProxyCommand=…`, `man -P`, `vim -c ':!…'`): `(option, command)` pairs.
+pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, String)> {
+    let opts: &[&str] = match base {
+        "tar" | "gtar" | "bsdtar" => &[
+            "--to-command",
+            "--use-compress-program",
+            "-I",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+            "--rsh-command",
+            "--rmt-command",
+        ],
+        "zip" => &["-TT", "--unzip-command"],
+        "rsync" => &["-e", "--rsh", "--rsync-path"],
+        "man" => &["-P", "--pager", "-H", "--html"],
+        "less" | "more" => &[],
+        _ => &[],
+    };
+    let mut out = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with('-') => (n, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        if opts.contains(&name)
+            && let Some(v) = inline.or_else(|| args.get(i + 1).cloned())
+        {
+            out.push((name.to_string(), v));
+        }
+        if matches!(base, "tar" | "gtar" | "bsdtar")
+            && let Some(v) = a.strip_prefix("--checkpoint-action=exec=")
+        {
+            out.push(("--checkpoint-action".into(), v.to_string()));
+        }
+        if base == "ssh" {
+            let o = if a == "-o" {
+                args.get(i + 1).map(String::as_str)
+            } else {
+                a.strip_prefix("-o")
+            };
+            if let Some((k, v)) = o.and_then(|o| o.split_once(['=', ' '])) {
+                let k = k.to_ascii_lowercase();
+                if k == "proxycommand" || k == "localcommand" || k == "knownhostscommand" {
+                    out.push((format!("-o {k}"), v.to_string()));
+                }
+            }
+        }
+        if matches!(base, "vim" | "vi" | "nvim" | "ex" | "view")
+            && let Some(c) = (a == "-c" || a == "--cmd")
+                .then(|| args.get(i + 1))
+                .flatten()
+                .map(String::as_str)
+                .or_else(|| a.strip_prefix('+'))
+            && let Some(cmd) = c.trim_start_matches(':').strip_prefix('!')
+        {
+            out.push(("-c :!".into(), cmd.to_string()));
+        }
+    }
+    out
 }
 
 /// The subcommand: the first word that is neither an option nor the value of the

@@ -99,6 +99,10 @@ mod hostile {
         misc_shell,
         remote_write,
         search_path,
+        program_env,
+        exec_options,
+        remote_code,
+        git_refs,
     );
 }
 

@@ -179,7 +179,7 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
                 .collect(),
             Source::AcceptanceCriteria,
         )
-    } else if req.mentioned_paths.len() >= 2 {
+    } else if req.mentioned_paths.len() >= 2 && !relates_paths(req) {
         (
             req.mentioned_paths
                 .iter()
@@ -209,6 +209,76 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
         items.push(merged);
     }
     (items, source)
+}
+
+/// Verbs that give a path a new place: the destination may not exist yet.
+pub(crate) const RELOCATE_WORDS: &[&str] = &[
+    "move",
+    "rename",
+    "relocate",
+    "copy",
+    "split",
+    "extract",
+    "mv",
+    "移動",
+    "移す",
+    "名前を変更",
+    "リネーム",
+    "改名",
+    "コピー",
+    "分割",
+    "抽出",
+    "移动",
+    "重命名",
+    "复制",
+    "拆分",
+    "提取",
+];
+/// Other verbs that make one change out of several paths.
+const RELATE_WORDS: &[&str] = &[
+    "duplicate",
+    "merge",
+    "combine",
+    "consolidate",
+    "replace",
+    "swap",
+    "inline",
+    "migrate",
+    "convert",
+    "複製",
+    "統合",
+    "置き換え",
+    "置換",
+    "移行",
+    "変換",
+    "合并",
+    "替换",
+    "迁移",
+    "转换",
+];
+
+/// `text` contains one of `words`: ASCII words as words (with a short suffix:
+/// "moves", "renamed"), the others as substrings.
+pub(crate) fn mentions(text: &str, words: &[&str]) -> bool {
+    let l = text.to_lowercase();
+    let tokens: Vec<&str> = l.split(|c: char| !c.is_alphanumeric()).collect();
+    words.iter().any(|w| {
+        if w.is_ascii() {
+            tokens
+                .iter()
+                .any(|x| *x == *w || (w.len() > 3 && x.starts_with(w) && x.len() <= w.len() + 3))
+        } else {
+            l.contains(w)
+        }
+    })
+}
+
+/// The request names its paths as one change between them ("move A to B",
+/// "rename A to B", "merge A into B", "A を B に移動"): one step owns them all,
+/// since a step per path would leave each half of the change to a different step.
+fn relates_paths(req: &Request) -> bool {
+    let head = format!("{} {}", req.title, req.summary);
+    mentions(&head, RELOCATE_WORDS) || mentions(&head, RELATE_WORDS)
 }
 
 /// One bullet is not an enumeration: it is the request restated.

@@ -60,7 +60,7 @@ pub fn for_item(
     // Paths the item names: existing files and dirs, a file name that exists deeper
     // in the tree (`calc.py` → `src/calc.py`), or a new file the item asks to create.
     for p in crate::text::path_like_tokens(&text) {
-        if let Some(resolved) = resolve_mentioned(ctx, &hits, &p, asks_to_create(&text)) {
+        if let Some(resolved) = resolve_mentioned(ctx, &hits, &p, creation(&text)) {
             push(&mut targets, resolved);
         }
     }
@@ -368,6 +368,29 @@ pub(crate) fn is_entry_point_file(path: &str) -> bool {
     })
 }
 
+/// Whether the item may name files that do not exist yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Creation {
+    /// Every named path must exist.
+    No,
+    /// A new file in a directory that exists ("add a CHANGELOG.md file").
+    InExistingDir,
+    /// A path's new place, directories included ("move a.py to src/pkg/a.py").
+    AnyDir,
+}
+
+/// What the item asks to create: a new file, or new places for files it moves,
+/// renames, copies, splits or extracts.
+fn creation(text: &str) -> Creation {
+    if super::decomposition::mentions(text, super::decomposition::RELOCATE_WORDS) {
+        Creation::AnyDir
+    } else if asks_to_create(text) {
+        Creation::InExistingDir
+    } else {
+        Creation::No
+    }
+}
+
 /// The item asks for a new file.
 fn asks_to_create(text: &str) -> bool {
     let l = text.to_lowercase();
@@ -402,12 +425,13 @@ fn asks_to_create(text: &str) -> bool {
 /// A mentioned path as the repository has it: itself when it exists; else the one
 /// listed file whose path ends with it (`calc.py` → `src/calc.py`), or the best
 /// ranked of several by retrieval (`hits`), or the first by path; else the path
-/// itself only when the item asks to create it in an existing directory.
+/// itself only when the item asks to create it (in an existing directory, or
+/// anywhere in the repository for a move, rename or copy).
 pub(crate) fn resolve_mentioned(
     ctx: &PlanningContext,
     hits: &[Hit],
     p: &str,
-    create: bool,
+    create: Creation,
 ) -> Option<String> {
     if has_file(&ctx.scan, p) || has_dir(&ctx.scan, p) {
         return Some(p.to_string());
@@ -435,7 +459,12 @@ pub(crate) fn resolve_mentioned(
     // A new file at the root or in an existing directory; never a path that climbs
     // out of the repository.
     let safe = !p.starts_with('/') && !p.split('/').any(|c| c == "..");
-    (create && safe && (dir.is_empty() || has_dir(&ctx.scan, dir))).then(|| p.to_string())
+    let place = match create {
+        Creation::No => false,
+        Creation::InExistingDir => dir.is_empty() || has_dir(&ctx.scan, dir),
+        Creation::AnyDir => true,
+    };
+    (safe && place).then(|| p.to_string())
 }
 
 fn is_test(ctx: &PlanningContext, path: &str) -> bool {

@@ -194,3 +194,37 @@ fn japanese_request_gets_japanese_reason_and_assumptions() {
     assert_eq!(deps[1].2, vec!["S01".to_string()]);
     assert!(deps[2].1.contains(&"todo/api.py".to_string()), "{deps:?}");
 }
+
+/// A move names two paths, one of which does not exist yet: one step owns both
+/// (a step per path would leave each half of the move to a different step), and
+/// the destination is a target even in a new directory.
+#[test]
+fn a_move_or_rename_is_one_step_owning_both_paths() {
+    let r = calc_repo(true);
+    for (text, from, to) in [
+        (
+            "Move src/calc.py to lib/math/calc.py",
+            "src/calc.py",
+            "lib/math/calc.py",
+        ),
+        (
+            "Rename tests/test_calc.py to tests/test_arith.py",
+            "tests/test_calc.py",
+            "tests/test_arith.py",
+        ),
+        (
+            "src/calc.py を pkg/calc.py に移動する",
+            "src/calc.py",
+            "pkg/calc.py",
+        ),
+    ] {
+        let o = plan_text(r.path(), text);
+        let s = steps(&o);
+        assert_eq!(s.len(), 1, "{text}: {s:?}");
+        assert!(s[0].1.contains(&from.to_string()), "{text}: {s:?}");
+        assert!(s[0].1.contains(&to.to_string()), "{text}: {s:?}");
+    }
+    // Independent files named together still get a step each.
+    let o = plan_text(r.path(), "Update src/calc.py and README.md");
+    assert_eq!(steps(&o).len(), 2, "{:?}", steps(&o));
+}
