@@ -31,6 +31,24 @@ fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
     }
 }
 
+/// Worktree file deletions running in the background
+/// ([`Git::remove_worktree_in_background`]).
+static REMOVALS: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits until the files of every worktree removed in the background are
+/// deleted: a program about to exit calls it (after printing its result), or
+/// the deletion stops halfway (what is left is removed on the run's next start).
+pub fn wait_for_removals() {
+    let handles = match REMOVALS.lock() {
+        Ok(mut g) => std::mem::take(&mut *g),
+        Err(p) => std::mem::take(&mut *p.into_inner()),
+    };
+    for h in handles {
+        let _ = h.join();
+    }
+}
+
 /// The name of the commit the work branch started at in [`Git::merge_all`] lists.
 pub const WORK_START: &str = "work";
 
@@ -784,6 +802,50 @@ impl Git {
             self.run(&["worktree", "prune"])?;
         }
         Ok(())
+    }
+
+    /// [`Git::remove_worktree`] whose file deletion runs in the background: the
+    /// worktree is unregistered (its administrative directory removed) and its
+    /// directory renamed out of the way (`.removed-<name>` beside it) at once;
+    /// its files — as many as the repository has — are deleted by a thread
+    /// ([`wait_for_removals`] waits for them). Removing every file of a large
+    /// checkout takes seconds (on file systems that discard freed blocks, tens
+    /// of seconds) that the run's result need not wait for.
+    pub fn remove_worktree_in_background(&self, path: &Path) -> Result<(), RunnerError> {
+        let trash = {
+            let _turn = worktree_lock();
+            match (linked_admin_dir(path), path.file_name()) {
+                (Some(admin), Some(name)) => {
+                    let mut trash_name = std::ffi::OsString::from(".removed-");
+                    trash_name.push(name);
+                    let trash = path.with_file_name(trash_name);
+                    std::fs::rename(path, &trash)
+                        .map_err(|e| dandori_fs::FsError::new("moving worktree", path, e))?;
+                    std::fs::remove_dir_all(&admin).map_err(|e| {
+                        dandori_fs::FsError::new(
+                            "removing worktree administrative files",
+                            &admin,
+                            e,
+                        )
+                    })?;
+                    Some(trash)
+                }
+                _ => None,
+            }
+        };
+        match trash {
+            Some(trash) => {
+                let handle = std::thread::spawn(move || {
+                    let _ = std::fs::remove_dir_all(&trash);
+                });
+                match REMOVALS.lock() {
+                    Ok(mut g) => g.push(handle),
+                    Err(p) => p.into_inner().push(handle),
+                }
+                Ok(())
+            }
+            None => self.remove_worktree(path),
+        }
     }
 
     /// Cherry-picks `commit` onto HEAD, keeping its message; returns the new HEAD.

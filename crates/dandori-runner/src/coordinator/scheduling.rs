@@ -221,7 +221,7 @@ impl Coordinator<'_> {
             json!(revisions.load(Ordering::SeqCst)),
         );
         for wt in std::mem::take(&mut self.idle) {
-            self.main.remove_worktree(wt.path())?;
+            self.main.remove_worktree_in_background(wt.path())?;
         }
         if started_here >= max_steps
             && self

@@ -244,3 +244,21 @@ fn a_file_that_becomes_a_directory_and_back_is_moved_fast() {
     assert_exactly_at(&wt, &a);
     assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "a\n");
 }
+
+#[test]
+fn a_worktree_removed_in_the_background_is_unregistered_at_once() {
+    let (r, a, _) = two_commits();
+    let wt = r.path.join(".dandori/pool-1");
+    let main = Git::new(&r.path).with_object_writer();
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    main.remove_worktree_in_background(&wt).unwrap();
+    assert!(!wt.exists(), "the worktree's directory is still in place");
+    let list = git_in(&r.path, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    dandori_runner::git::wait_for_removals();
+    assert!(
+        !r.path.join(".dandori/.removed-pool-1").exists(),
+        "the files were not deleted"
+    );
+}
