@@ -186,12 +186,34 @@ impl Git {
     /// trees; see [`objects::changed_paths`]), from the run's object reader;
     /// `None` when there is none or it cannot tell.
     pub fn changed_paths(&self, a: &str, b: &str) -> Option<Vec<String>> {
-        let r = self.reader.as_ref()?;
-        let tree = |rev: &str| match r.info(&format!("{rev}^{{tree}}"))? {
+        objects::changed_paths(self.reader.as_ref()?, &self.tree_of(a)?, &self.tree_of(b)?)
+    }
+
+    /// The tree of the commit (or tree) `rev`, from the run's object reader.
+    pub fn tree_of(&self, rev: &str) -> Option<String> {
+        match self.reader.as_ref()?.info(&format!("{rev}^{{tree}}"))? {
             Some((oid, kind)) if kind == "tree" => Some(oid),
             _ => None,
-        };
-        objects::changed_paths(r, &tree(a)?, &tree(b)?)
+        }
+    }
+
+    /// `(lines, files, patch)` of the change from the tree `a` to the tree `b`
+    /// (like [`Git::cached_numstat`]), from the run's long-lived `diff-tree`;
+    /// `None` when there is none or it failed.
+    pub fn tree_numstat(&self, a: &str, b: &str) -> Option<(u64, Vec<String>, String)> {
+        let out = self.reader.as_ref()?.diff(a, b)?;
+        Some(parse_numstat_patch(&out))
+    }
+
+    /// A commit of `tree` (written from the index earlier) as a child of
+    /// `parent`, with `message` cleaned up like [`Git::commit_index`] does.
+    pub fn commit_written_tree(
+        &self,
+        tree: &str,
+        parent: &str,
+        message: &str,
+    ) -> Result<String, RunnerError> {
+        self.commit_tree(tree, &[parent], &cleanup_message(message))
     }
 
     /// Whether `path` is in the tree of `rev` (as anything: file, link,

@@ -59,6 +59,9 @@ pub struct PoolWorktree {
     since_clean: Touched,
     /// Paths touched since the last staging.
     unstaged: Touched,
+    /// The tree `write-tree` made of the index at the last (fast) staging, while
+    /// the index is still that: the step's commit is made of it.
+    staged_tree: Option<String>,
     /// Something outside the record changed the worktree (a `reset --hard` that
     /// keeps ignored files): the next move goes over the whole tree.
     full_move: bool,
@@ -77,6 +80,7 @@ impl PoolWorktree {
             since_head: Touched::new(),
             since_clean: Touched::new(),
             unstaged: Touched::new(),
+            staged_tree: None,
             full_move: false,
             last_stage: None,
             last_move: None,
@@ -137,8 +141,16 @@ impl PoolWorktree {
         self.full_move = true;
     }
 
+    /// The tree of the index as the last staging wrote it, when the index has
+    /// not changed since (the step's commit is made of it without another
+    /// `write-tree`).
+    pub fn staged_tree(&self) -> Option<&str> {
+        self.staged_tree.as_deref()
+    }
+
     /// The index was committed as `commit`; `head_moved`: HEAD now points at it.
     pub fn committed(&mut self, commit: &str, head_moved: bool) {
+        self.staged_tree = None;
         self.index_at = Some(commit.to_string());
         if head_moved {
             self.since_head.clear();
@@ -155,6 +167,7 @@ impl PoolWorktree {
         }
         // Without a record the next move goes over the whole tree too.
         self.tracker = None;
+        self.staged_tree = None;
         self.last_stage = Some(Staged::Full);
         git.staged_numstat()
     }
@@ -166,6 +179,7 @@ impl PoolWorktree {
     }
 
     fn clean_at(&mut self, rev: &str) {
+        self.staged_tree = None;
         self.index_at = Some(rev.to_string());
         self.since_head.clear();
         self.since_clean.clear();
@@ -209,6 +223,26 @@ impl PoolWorktree {
         }
         if self.since_head.is_empty() {
             return Ok(Some((0, Vec::new(), String::new())));
+        }
+        // The index as a tree (it costs what changed: the index keeps the trees
+        // of untouched directories), then its diff from HEAD's tree through the
+        // run's long-lived `diff-tree`; the commit reuses the tree. A changed
+        // `.gitattributes` may change how a file diffs: git's own `diff
+        // --cached` in this worktree reads it.
+        self.staged_tree = None;
+        let attributes = self
+            .since_head
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == ".gitattributes"));
+        if !attributes
+            && let Some(head) = git.detached_head()
+            && let Some(head_tree) = git.tree_of(&head)
+        {
+            let tree = git.run(&["write-tree"])?.trim().to_string();
+            if let Some(out) = git.tree_numstat(&head_tree, &tree) {
+                self.staged_tree = Some(tree);
+                return Ok(Some(out));
+            }
         }
         git.cached_numstat("HEAD", pathspec(&self.since_head).as_deref())
             .map(Some)

@@ -206,11 +206,19 @@ impl RefWriter {
 /// pool worktree's move needs to know of two trees — which paths differ, whether
 /// a path is in a tree — without a git process per question. Anything
 /// unexpected ends the reader; the caller then does without (`None`).
+///
+/// A second long-lived child, `git diff-tree --stdin`, gives the numstat and
+/// binary patch between two trees ([`ObjectReader::diff`]).
 #[derive(Debug)]
 pub struct ObjectReader {
     dir: PathBuf,
     state: Mutex<Option<Piped>>,
     broken: std::sync::atomic::AtomicBool,
+    diff: Mutex<Option<Piped>>,
+    diff_broken: std::sync::atomic::AtomicBool,
+    /// The line that ends each answer of `diff-tree` (it echoes a line that is
+    /// not an object id, then flushes): never a line of a diff.
+    end: String,
 }
 
 /// One entry of a tree object.
@@ -235,11 +243,77 @@ pub type ObjectInfo = Option<(String, String)>;
 impl ObjectReader {
     /// A reader for the repository at `dir` (started on first use).
     pub fn new(dir: impl Into<PathBuf>) -> ObjectReader {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
         ObjectReader {
             dir: dir.into(),
             state: Mutex::new(None),
             broken: std::sync::atomic::AtomicBool::new(false),
+            diff: Mutex::new(None),
+            diff_broken: std::sync::atomic::AtomicBool::new(false),
+            end: format!(
+                "~ dandori end of diff {} {nonce} {}",
+                std::process::id(),
+                SEQ.fetch_add(1, Ordering::SeqCst)
+            ),
         }
+    }
+
+    /// `git diff --numstat --patch --binary --no-renames` between the trees `a`
+    /// and `b` (full ids), as `git diff-tree -r` prints it: numstat lines, a
+    /// blank line, the patch. `None` when the child fails (it ends; the caller
+    /// asks git itself). Attributes (a path forced binary) come from the
+    /// repository's own worktree, which the run never changes.
+    pub fn diff(&self, a: &str, b: &str) -> Option<String> {
+        if !is_full_hash(a) || !is_full_hash(b) || self.diff_broken.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut guard = match self.diff.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if guard.is_none() {
+            *guard = Piped::spawn(Git::new(&self.dir).command(&[
+                "diff-tree",
+                "--stdin",
+                "-r",
+                "--numstat",
+                "--patch",
+                "--binary",
+                "--no-renames",
+            ]));
+        }
+        let out = guard.as_mut().and_then(|s| {
+            s.stdin
+                .write_all(format!("{a} {b}\n{}\n", self.end).as_bytes())
+                .ok()?;
+            s.stdin.flush().ok()?;
+            let mut header = Vec::new();
+            s.stdout.read_until(b'\n', &mut header).ok()?;
+            if header != format!("{a} {b}\n").as_bytes() {
+                return None;
+            }
+            let end = format!("{}\n", self.end);
+            let mut body = Vec::new();
+            loop {
+                let mut line = Vec::new();
+                if s.stdout.read_until(b'\n', &mut line).ok()? == 0 {
+                    return None;
+                }
+                if line == end.as_bytes() {
+                    break;
+                }
+                body.extend_from_slice(&line);
+            }
+            Some(String::from_utf8_lossy(&body).into_owned())
+        });
+        if out.is_none() {
+            *guard = None;
+            self.diff_broken.store(true, Ordering::SeqCst);
+        }
+        out
     }
 
     /// Runs `f` on the running reader; `None` (and the reader ends) when it fails.

@@ -262,3 +262,62 @@ fn a_worktree_removed_in_the_background_is_unregistered_at_once() {
         "the files were not deleted"
     );
 }
+
+#[test]
+fn the_diff_from_the_run_s_diff_tree_is_the_one_git_diff_cached_gives() {
+    let (r, a, _) = two_commits();
+    let main = Git::new(&r.path).with_object_writer();
+    let mut out = Vec::new();
+    for (name, shared) in [("wt-reader", true), ("wt-plain", false)] {
+        let wt = r.path.join(".dandori").join(name);
+        let mut pool = PoolWorktree::new(&wt);
+        pool.prepare(&main, &a).unwrap();
+        std::fs::write(wt.join("a.txt"), "a changed\nand more\n").unwrap();
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        std::fs::write(wt.join("src/bin.dat"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+        std::fs::remove_file(wt.join("d3/f0.txt")).unwrap();
+        let mut git = Git::new(&wt)
+            .pool_worktree()
+            .with_fixed_date("2026-01-01T00:00:00Z");
+        if shared {
+            git = git.sharing_objects(&main);
+        }
+        let staged = pool.stage(&git).unwrap();
+        assert_eq!(pool.staged_tree().is_some(), shared);
+        let c = match pool.staged_tree() {
+            Some(t) => git.commit_written_tree(t, &a, "step").unwrap(),
+            None => git.commit_index(&a, "step").unwrap(),
+        };
+        out.push((
+            staged,
+            git_in(&r.path, &["rev-parse", &format!("{c}^{{tree}}")]),
+        ));
+    }
+    assert_eq!(out[0], out[1]);
+    let ((lines, files, patch), _) = &out[0];
+    assert_eq!(*lines, 5, "{patch}");
+    assert_eq!(files, &["a.txt", "d3/f0.txt", "src/bin.dat"]);
+    assert!(patch.contains("GIT binary patch"), "{patch}");
+}
+
+#[test]
+fn a_changed_gitattributes_is_diffed_by_git_in_the_worktree() {
+    let (r, a, _) = two_commits();
+    let main = Git::new(&r.path).with_object_writer();
+    let wt = r.path.join(".dandori/wt-1");
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    std::fs::write(wt.join(".gitattributes"), "*.txt binary\n").unwrap();
+    std::fs::write(wt.join("a.txt"), "a changed\n").unwrap();
+    let git = Git::new(&wt)
+        .pool_worktree()
+        .with_fixed_date("2026-01-01T00:00:00Z")
+        .sharing_objects(&main);
+    let (lines, files, patch) = pool.stage(&git).unwrap();
+    assert_eq!(pool.last_stage, Some(Staged::Fast));
+    assert!(pool.staged_tree().is_none());
+    assert_eq!(files, [".gitattributes", "a.txt"]);
+    // `a.txt` is binary by the new attributes: one line, a binary patch.
+    assert_eq!(lines, 2, "{patch}");
+    assert!(patch.contains("GIT binary patch"), "{patch}");
+}
