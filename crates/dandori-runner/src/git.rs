@@ -191,10 +191,7 @@ impl Git {
 
     /// The tree of the commit (or tree) `rev`, from the run's object reader.
     pub fn tree_of(&self, rev: &str) -> Option<String> {
-        match self.reader.as_ref()?.info(&format!("{rev}^{{tree}}"))? {
-            Some((oid, kind)) if kind == "tree" => Some(oid),
-            _ => None,
-        }
+        self.reader.as_ref()?.tree_of(rev)
     }
 
     /// `(lines, files, patch)` of the change from the tree `a` to the tree `b`
@@ -219,7 +216,6 @@ impl Git {
     /// Whether `path` is in the tree of `rev` (as anything: file, link,
     /// directory, submodule); `None` when the run's object reader cannot tell.
     pub fn in_tree(&self, rev: &str, path: &str) -> Option<bool> {
-        let r = self.reader.as_ref()?;
         if path.is_empty()
             || path
                 .split('/')
@@ -227,19 +223,8 @@ impl Git {
         {
             return None;
         }
-        // Looked up in the parent's entries: a submodule's commit is not an
-        // object of this repository, so asking for `<rev>:<path>` itself would
-        // say "missing".
-        let (parent, name) = match path.rsplit_once('/') {
-            Some((p, n)) => (format!("{rev}:{p}"), n),
-            None => (format!("{rev}^{{tree}}"), path),
-        };
-        match r.info(&parent)? {
-            Some((oid, kind)) if kind == "tree" => {
-                Some(r.tree(&oid)?.iter().any(|e| e.name == name.as_bytes()))
-            }
-            _ => Some(false),
-        }
+        let r = self.reader.as_ref()?;
+        r.contains(&r.tree_of(rev)?, path)
     }
 
     /// Makes `paths` (files or directories) in the worktree and the index what
@@ -271,6 +256,9 @@ impl Git {
         if let Some(w) = &self.objects
             && let Some(id) = w.commit(self, tree, parents, message)
         {
+            if let Some(r) = &self.reader {
+                r.note_commit(&id, tree);
+            }
             return Ok(id);
         }
         let mut args = vec!["commit-tree", tree];

@@ -216,6 +216,10 @@ pub struct ObjectReader {
     broken: std::sync::atomic::AtomicBool,
     diff: Mutex<Option<Piped>>,
     diff_broken: std::sync::atomic::AtomicBool,
+    /// Trees read so far (objects never change): a move reads each at most once.
+    trees: Mutex<std::collections::HashMap<String, std::sync::Arc<Vec<TreeEntry>>>>,
+    /// The tree of each commit the run wrote or asked about.
+    commit_trees: Mutex<std::collections::HashMap<String, String>>,
     /// The line that ends each answer of `diff-tree` (it echoes a line that is
     /// not an object id, then flushes): never a line of a diff.
     end: String,
@@ -253,6 +257,8 @@ impl ObjectReader {
             broken: std::sync::atomic::AtomicBool::new(false),
             diff: Mutex::new(None),
             diff_broken: std::sync::atomic::AtomicBool::new(false),
+            trees: Mutex::new(std::collections::HashMap::new()),
+            commit_trees: Mutex::new(std::collections::HashMap::new()),
             end: format!(
                 "~ dandori end of diff {} {nonce} {}",
                 std::process::id(),
@@ -359,8 +365,67 @@ impl ObjectReader {
         })
     }
 
+    /// Notes that `commit` (written by the run) has the tree `tree`.
+    pub fn note_commit(&self, commit: &str, tree: &str) {
+        let mut map = lock(&self.commit_trees);
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(commit.to_string(), tree.to_string());
+    }
+
+    /// The tree of the commit (or tree) `rev`.
+    pub fn tree_of(&self, rev: &str) -> Option<String> {
+        if let Some(t) = lock(&self.commit_trees).get(rev) {
+            return Some(t.clone());
+        }
+        match self.info(&format!("{rev}^{{tree}}"))? {
+            Some((oid, kind)) if kind == "tree" => {
+                if is_full_hash(rev) {
+                    self.note_commit(rev, &oid);
+                }
+                Some(oid)
+            }
+            _ => None,
+        }
+    }
+
     /// The entries of the tree `oid` (a full id), in the tree's order.
-    pub fn tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
+    pub fn tree(&self, oid: &str) -> Option<std::sync::Arc<Vec<TreeEntry>>> {
+        if let Some(t) = lock(&self.trees).get(oid) {
+            return Some(t.clone());
+        }
+        let entries = std::sync::Arc::new(self.read_tree(oid)?);
+        let mut map = lock(&self.trees);
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(oid.to_string(), entries.clone());
+        Some(entries)
+    }
+
+    /// Whether `path` (`/`-separated, relative) is an entry of the tree `root`,
+    /// walking down from it through the trees read so far.
+    pub fn contains(&self, root: &str, path: &str) -> Option<bool> {
+        let mut tree = root.to_string();
+        let mut parts = path.split('/').peekable();
+        while let Some(name) = parts.next() {
+            let entries = self.tree(&tree)?;
+            let Some(e) = entries.iter().find(|e| e.name == name.as_bytes()) else {
+                return Some(false);
+            };
+            if parts.peek().is_none() {
+                return Some(true);
+            }
+            if !e.is_tree() {
+                return Some(false);
+            }
+            tree = e.oid.clone();
+        }
+        Some(false)
+    }
+
+    fn read_tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
         if !is_full_hash(oid) {
             return None;
         }
@@ -384,6 +449,16 @@ impl ObjectReader {
             }
             parse_tree(&body, oid.len() / 2)
         })
+    }
+}
+
+/// How many trees (or commits) the reader remembers before starting afresh.
+const CACHE_MAX: usize = 65536;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
     }
 }
 
@@ -419,10 +494,10 @@ pub fn changed_paths(reader: &ObjectReader, a: &str, b: &str) -> Option<Vec<Stri
             &[u8],
             (Option<&TreeEntry>, Option<&TreeEntry>),
         > = std::collections::BTreeMap::new();
-        for e in &ea {
+        for e in ea.iter() {
             by_name.entry(&e.name).or_default().0 = Some(e);
         }
-        for e in &eb {
+        for e in eb.iter() {
             by_name.entry(&e.name).or_default().1 = Some(e);
         }
         for (name, sides) in by_name {
