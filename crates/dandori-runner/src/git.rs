@@ -470,15 +470,6 @@ impl Git {
         )
     }
 
-    /// Writes the index's version of `paths` over the worktree's (and their file
-    /// metadata into the index, so that git sees them unchanged).
-    pub fn checkout_index(&self, paths: &[&str]) -> Result<(), RunnerError> {
-        self.run_paths(
-            &["checkout-index", "-f", "-u", "-q", "-z", "--stdin"],
-            paths,
-        )
-    }
-
     /// Runs `args` (a command reading NUL-separated paths on stdin) on `paths`;
     /// nothing when there are none.
     fn run_paths(&self, args: &[&str], paths: &[&str]) -> Result<(), RunnerError> {
@@ -516,17 +507,6 @@ impl Git {
         args.extend(paths.unwrap_or(&["."]));
         let out = self.run(&args)?;
         Ok(parse_numstat_patch(&out))
-    }
-
-    /// Moves the worktree from `from` (a tree or commit whose tree the index
-    /// holds and the worktree matches) to `to`, rewriting and removing only the
-    /// paths that differ between the two (`git read-tree -m -u`: a two-tree merge
-    /// that keeps every other index entry as it is, without looking at its file).
-    /// HEAD is left alone. Fails when a file that must change does not match the
-    /// index, or an untracked file is in the way.
-    pub fn read_tree_move(&self, from: &str, to: &str) -> Result<(), RunnerError> {
-        self.run(&["read-tree", "-m", "-u", from, to])?;
-        Ok(())
     }
 
     /// Commits the index (possibly unchanged) with `message`; returns the hash.

@@ -3,15 +3,17 @@
 //! what the step touched, not the size of the repository.
 //!
 //! The worktree's changes are recorded as they happen ([`crate::git::touched`]).
-//! Staging asks `git status` about the touched paths only and stages what it
-//! reports (`update-index`); the size check diffs only those paths. Moving to the
-//! next base removes the untracked and ignored files the step left, restores
-//! tracked files changed after the last staging, and lets `git read-tree -m -u`
-//! rewrite only the paths that differ between the two trees. Whenever any of this
-//! cannot be vouched for (no change record, a git error, an unusual path), the
-//! worktree falls back to git's whole-tree operations (`add -A`; `reset --hard` +
-//! `clean -ffdx`), which give the same result at O(repository) cost, and starts
-//! recording afresh.
+//! Staging asks `git status` about the touched paths only, stages what it
+//! reports (`update-index`), writes the index's tree and diffs it from HEAD's
+//! through the run's long-lived `diff-tree`. Moving to the next base removes the
+//! untracked and ignored files the step left (a touched path in neither tree)
+//! and makes every other touched path, and every path that differs between the
+//! two trees, what it is in the base with one `git checkout --no-overlay`; the
+//! trees are compared through the run's long-lived `cat-file`. Whenever any of
+//! this cannot be vouched for (no change record, no object reader, a git error,
+//! an unusual path), the worktree falls back to git's whole-tree operations
+//! (`add -A`; `reset --hard` + `clean -ffdx`), which give the same result at
+//! O(repository) cost, and starts recording afresh.
 
 use std::path::{Path, PathBuf};
 
