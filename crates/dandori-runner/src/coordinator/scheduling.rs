@@ -20,9 +20,9 @@ use crate::{events, reason};
 
 use super::Coordinator;
 
-/// How many pool worktrees are checked out at the same time: the checkout of a
-/// whole repository is mostly file creation, which two at once do in about the
-/// time of one on two cores.
+/// How many pool worktrees are checked out at the same time once the first
+/// exists: the checkout of a whole repository is mostly file creation, which
+/// two at once do in about the time of one on two cores.
 const MAX_CREATING: usize = 2;
 
 /// What the scheduling loop waits for: a step's end, or a new pool worktree.
@@ -119,7 +119,11 @@ impl Coordinator<'_> {
                         // No free worktree: one is made in the background (at most
                         // MAX_CREATING at once, never more than the workers need);
                         // the step takes the first to be free, made or released.
-                        if running + creating < workers && creating < MAX_CREATING {
+                        // The first worktree is made alone: nothing can run before
+                        // it, and a second checkout would only slow it down.
+                        let made = (self.pool_created as usize).saturating_sub(creating);
+                        let at_once = if made == 0 { 1 } else { MAX_CREATING };
+                        if running + creating < workers && creating < at_once {
                             creating += 1;
                             let path = self.next_pool_path()?;
                             let main = self.main.clone();
