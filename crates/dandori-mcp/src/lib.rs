@@ -11,6 +11,7 @@
 //!   filtering, shared with `dandori runs | status | report | trace`.
 
 pub mod error;
+pub mod guard;
 pub mod handoff;
 pub mod http;
 pub mod inspect;

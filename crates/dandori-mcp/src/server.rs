@@ -46,17 +46,42 @@ impl DandoriServer {
         }
     }
 
-    /// Serves MCP over stdin/stdout until the client closes the stream.
+    /// Serves MCP over stdin/stdout until the client closes the stream. Lines
+    /// pass through [`crate::guard`] first: a malformed one gets its JSON-RPC error
+    /// and the session goes on.
     pub async fn serve_stdio(self) -> Result<(), String> {
-        let running = self
-            .serve(rmcp::transport::stdio())
+        self.serve_lines(tokio::io::stdin(), tokio::io::stdout())
             .await
-            .map_err(|e| format!("MCP initialisation failed: {e}"))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| format!("MCP server task failed: {e}"))?;
-        Ok(())
+    }
+
+    /// Serves MCP over any line stream (stdio, or a pipe in tests).
+    pub async fn serve_lines<R, W>(self, input: R, output: W) -> Result<(), String>
+    where
+        R: tokio::io::AsyncRead + Unpin + Send + 'static,
+        W: tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (ours, theirs) = tokio::io::duplex(1 << 16);
+        let (our_read, our_write) = tokio::io::split(ours);
+        let (answers_tx, answers_rx) = tokio::sync::mpsc::channel(64);
+        let reader = tokio::spawn(crate::guard::filter_input(input, our_write, answers_tx));
+        let writer = tokio::spawn(crate::guard::merge_output(our_read, answers_rx, output));
+        let served = async {
+            let running = self
+                .serve(tokio::io::split(theirs))
+                .await
+                .map_err(|e| format!("MCP initialisation failed: {e}"))?;
+            running
+                .waiting()
+                .await
+                .map_err(|e| format!("MCP server task failed: {e}"))?;
+            Ok::<(), String>(())
+        }
+        .await;
+        // The session is over: the input side has nothing left to forward, and
+        // the writer drains what the server and the guard still had to say.
+        reader.abort();
+        let _ = writer.await;
+        served
     }
 
     /// Runs one tool and shapes its result (also used by tests and benches

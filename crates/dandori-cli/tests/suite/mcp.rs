@@ -447,3 +447,84 @@ fn mcp_inspector_cli_lists_and_calls_the_tools() {
         json!("STEP_UNKNOWN")
     );
 }
+
+/// Malformed lines from a client (broken JSON, batches, a wrong `jsonrpc`, ids
+/// that are objects, requests without their params, unknown methods, a 2 MB line,
+/// control bytes) each get their JSON-RPC error, and the server goes on answering
+/// on the same session. rmcp's own stdio transport would end the session on any
+/// of them.
+#[test]
+fn malformed_client_lines_get_errors_and_the_server_goes_on() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let repo = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["mcp", "--tools", "all"])
+        .current_dir(repo.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut send = |line: &str| {
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    };
+    let mut recv = || {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        serde_json::from_str::<Value>(&l).unwrap_or(Value::Null)
+    };
+    send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}})
+        .to_string(),
+    );
+    assert_eq!(recv()["id"], 1);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    let big = "x".repeat(2 << 20);
+    let cases: Vec<(&str, i64)> = vec![
+        ("{", -32700),
+        ("null", -32600),
+        ("[1,2]", -32600),
+        (r#"{"jsonrpc":"1.0","id":7,"method":"ping"}"#, -32600),
+        (r#"{"jsonrpc":"2.0","id":{},"method":"tools/list"}"#, -32600),
+        (r#"{"jsonrpc":"2.0","id":8,"method":"tools/call"}"#, -32602),
+        (
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"plan","arguments":"str"}}"#,
+            -32602,
+        ),
+        (r#"{"jsonrpc":"2.0","id":10,"method":"no/such"}"#, -32601),
+        (&big, -32700),
+        ("\u{0}\u{1}", -32700),
+    ];
+    for (k, (line, code)) in cases.iter().enumerate() {
+        send(line);
+        // A valid request after each: its answer proves the session is alive.
+        let id = 1000 + k as i64;
+        send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string());
+        // Answers may come in either order (JSON-RPC matches them by id).
+        let (a, b) = (recv(), recv());
+        let (err, pong) = if a["id"] == id { (b, a) } else { (a, b) };
+        let shown = &line[..line.len().min(60)];
+        assert_eq!(err["error"]["code"], *code, "{shown}: {err}");
+        assert_eq!(pong["id"], id, "the server stopped after {shown:?}");
+    }
+    // Malformed notifications and blank lines get no answer at all.
+    send(r#"{"jsonrpc":"2.0","method":"no/such"}"#);
+    send("   ");
+    send(&json!({"jsonrpc": "2.0", "id": 2000, "method": "tools/list"}).to_string());
+    let listed = recv();
+    assert_eq!(listed["id"], 2000);
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| t.len() >= 10)
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

@@ -15,6 +15,8 @@ pub(crate) struct Word {
     pub expands: bool,
     /// Command lines found in `$(...)`, backticks and `<(...)` / `>(...)`.
     pub substitutions: Vec<String>,
+    /// An unquoted `{` appeared: the shell may brace-expand the word into several.
+    pub brace: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,7 +38,18 @@ pub(crate) fn lex(line: &str) -> Result<Vec<Token>, PolicyViolation> {
 
     fn flush(cur: &mut Option<Word>, toks: &mut Vec<Token>) {
         if let Some(w) = cur.take() {
-            toks.push(Token::Word(w));
+            if w.brace && w.substitutions.is_empty() {
+                // `cat /{e,}tc/shadow`, `rm -rf x{,/..}`: the words the shell runs.
+                for text in super::paths::brace_expand(&w.text) {
+                    toks.push(Token::Word(Word {
+                        text,
+                        brace: false,
+                        ..w.clone()
+                    }));
+                }
+            } else {
+                toks.push(Token::Word(w));
+            }
         }
     }
 
@@ -75,6 +88,16 @@ pub(crate) fn lex(line: &str) -> Result<Vec<Token>, PolicyViolation> {
                     None => {}
                 }
                 i += 2;
+            }
+            '$' if chars.get(i + 1) == Some(&'\'') => {
+                // ANSI-C quoting `$'\x2f'`: its value, decoded as bash does.
+                let w = cur.get_or_insert_with(Word::default);
+                i = lex_ansi_c(line, &chars, i + 2, w)?;
+            }
+            '$' if chars.get(i + 1) == Some(&'"') => {
+                // `$"…"` (a translatable string) is a double-quoted string.
+                let w = cur.get_or_insert_with(Word::default);
+                i = lex_double_quoted(line, &chars, i + 2, w)?;
             }
             '$' => {
                 let w = cur.get_or_insert_with(Word::default);
@@ -212,6 +235,7 @@ pub(crate) fn lex(line: &str) -> Result<Vec<Token>, PolicyViolation> {
             }
             _ => {
                 let w = cur.get_or_insert_with(Word::default);
+                w.brace |= c == '{';
                 if SHELL_SPECIAL.contains(&c) || (c == '~' && w.text.is_empty()) {
                     w.expands = true;
                 }
@@ -276,6 +300,73 @@ fn find_closing_paren(chars: &[char], from: usize) -> Option<usize> {
         j += 1;
     }
     None
+}
+
+/// Lexes the inside of `$'…'` starting after the opening quote, decoding its
+/// escapes into the word; returns the index after the closing quote.
+fn lex_ansi_c(
+    line: &str,
+    chars: &[char],
+    mut i: usize,
+    w: &mut Word,
+) -> Result<usize, PolicyViolation> {
+    let digits = |from: usize, max: usize, radix: u32| -> (u32, usize) {
+        let mut value = 0u32;
+        let mut n = 0;
+        while n < max
+            && let Some(d) = chars.get(from + n).and_then(|c| c.to_digit(radix))
+        {
+            value = value * radix + d;
+            n += 1;
+        }
+        (value, n)
+    };
+    while i < chars.len() {
+        match chars[i] {
+            '\'' => return Ok(i + 1),
+            '\\' => {
+                let Some(&e) = chars.get(i + 1) else { break };
+                let (decoded, used) = match e {
+                    'n' => (Some('\n'), 1),
+                    't' => (Some('\t'), 1),
+                    'r' => (Some('\r'), 1),
+                    'a' => (Some('\u{7}'), 1),
+                    'b' => (Some('\u{8}'), 1),
+                    'e' | 'E' => (Some('\u{1b}'), 1),
+                    'f' => (Some('\u{c}'), 1),
+                    'v' => (Some('\u{b}'), 1),
+                    'x' => {
+                        let (v, n) = digits(i + 2, 2, 16);
+                        (char::from_u32(v).filter(|_| n > 0), 1 + n)
+                    }
+                    'u' | 'U' => {
+                        let (v, n) = digits(i + 2, if e == 'u' { 4 } else { 8 }, 16);
+                        (char::from_u32(v).filter(|_| n > 0), 1 + n)
+                    }
+                    '0'..='7' => {
+                        let (v, n) = digits(i + 1, 3, 8);
+                        (char::from_u32(v), n)
+                    }
+                    'c' => (
+                        chars
+                            .get(i + 2)
+                            .map(|c| char::from_u32((*c as u32) & 0x1f).unwrap_or(*c)),
+                        2,
+                    ),
+                    other => (Some(other), 1),
+                };
+                if let Some(c) = decoded {
+                    w.text.push(c);
+                }
+                i += 1 + used;
+            }
+            c => {
+                w.text.push(c);
+                i += 1;
+            }
+        }
+    }
+    Err(unterminated(line, "$'"))
 }
 
 /// Lexes `$...` at `chars[i]`; returns the index after it.

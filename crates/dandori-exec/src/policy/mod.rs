@@ -831,8 +831,17 @@ impl CommandPolicy {
                     && is_name(name)
                 {
                     self.check_env(name, value, st, depth)?;
-                } else if base == "env" && (a == "-C" || a == "--chdir") {
-                    let v = args.get(k + 1).cloned();
+                } else if base == "env"
+                    && (a == "-C"
+                        || a == "--chdir"
+                        || a.starts_with("--chdir=")
+                        || (a.starts_with("-C") && a.len() > 2))
+                {
+                    let v = a
+                        .strip_prefix("--chdir=")
+                        .or_else(|| a.strip_prefix("-C").filter(|v| !v.is_empty()))
+                        .map(str::to_string)
+                        .or_else(|| args.get(k + 1).cloned());
                     if let Some(v) = v
                         && !matches!(paths::classify(&v, st, &self.roots), paths::Place::Inside)
                     {
@@ -947,6 +956,74 @@ impl CommandPolicy {
                 "exec-option",
             )?;
         }
+        // The environment printed as data by a tool that is allowed for other work.
+        let first = args.first().map(String::as_str).unwrap_or("");
+        let env_dump = match base {
+            "jq" | "gojq" | "jaq" => args.iter().any(|a| {
+                !a.starts_with('-')
+                    && (a.contains("$ENV")
+                        || a.split(|c: char| !c.is_alphanumeric() && c != '_')
+                            .any(|w| w == "env"))
+            }),
+            "npm" | "pnpm" | "yarn" | "bun" => {
+                (first == "run" || first == "run-script") && args.get(1).is_some_and(|a| a == "env")
+                    || first == "env"
+            }
+            "make" | "gmake" => args.iter().any(|a| {
+                a == "--print-data-base"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('p'))
+            }),
+            "cmake" => first == "-E" && args.get(1).is_some_and(|a| a == "environment"),
+            "mvn" | "mvnw" => args
+                .iter()
+                .any(|a| a.starts_with("help:system") || a.contains("env.")),
+            _ => false,
+        };
+        if env_dump {
+            return Err(PolicyViolation::new(
+                codes::POLICY_SECRET_READ,
+                format!("`{base} {}` prints the environment", args.join(" ")),
+            )
+            .with_rule("env-dump"));
+        }
+        // What a network command sends is what its arguments say: a command
+        // substitution there carries local data out (`pip install "x==$(cat .env)"`).
+        let sends = match base {
+            "curl" | "wget" | "dig" | "nslookup" | "host" | "ping" | "ssh" | "scp" | "nc"
+            | "ncat" | "openssl" | "rsync" | "ftp" | "telnet" => true,
+            "pip" | "pip3" | "uv" | "npm" | "pnpm" | "yarn" | "bun" | "gem" | "cargo" => matches!(
+                first,
+                "install"
+                    | "i"
+                    | "add"
+                    | "download"
+                    | "view"
+                    | "info"
+                    | "search"
+                    | "show"
+                    | "fetch"
+                    | "pip"
+                    | "update"
+                    | "upgrade"
+            ),
+            "go" => matches!(first, "get" | "install" | "run" | "mod"),
+            "git" => args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "fetch" | "pull" | "clone" | "ls-remote" | "push" | "archive" | "submodule"
+                )
+            }),
+            _ => false,
+        };
+        if sends && arg_words.iter().any(|w| !w.substitutions.is_empty()) {
+            return Err(PolicyViolation::new(
+                codes::POLICY_REMOTE_WRITE,
+                format!(
+                    "`{base}` would send the output of a command substitution to another machine"
+                ),
+            )
+            .with_rule("remote-write"));
+        }
         if base == "gh"
             && args.first().is_some_and(|a| a == "auth")
             && (args.get(1).is_some_and(|a| a == "token")
@@ -957,6 +1034,57 @@ impl CommandPolicy {
                 "`gh auth token` prints the stored GitHub token".to_string(),
             )
             .with_rule("secret-read"));
+        }
+        // `node -r /tmp/x.js`, `node --import data:…`, `php -d auto_prepend_file=…`:
+        // code loaded before the program, from a file or inline.
+        let preload_opts: &[&str] = match base {
+            "node" | "nodejs" | "bun" | "deno" | "tsx" | "ts-node" => &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+                "--preload",
+            ],
+            "ruby" => &["-r", "-I"],
+            "php" => &["-d"],
+            _ => &[],
+        };
+        for (i, a) in args.iter().enumerate() {
+            let (name, inline) = match a.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+                _ => (a.as_str(), None),
+            };
+            if !preload_opts.contains(&name) {
+                continue;
+            }
+            let Some(value) = inline.or_else(|| args.get(i + 1).map(String::as_str)) else {
+                continue;
+            };
+            let value = match base {
+                "php" => match value.split_once('=') {
+                    Some((k, v))
+                        if k.contains("prepend")
+                            || k.contains("append")
+                            || k.contains("extension") =>
+                    {
+                        v
+                    }
+                    _ => continue,
+                },
+                _ => value,
+            };
+            if value.starts_with("data:")
+                || value.starts_with("http:")
+                || value.starts_with("https:")
+            {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_INTERPRETER_CODE,
+                    format!("`{base} {name}` loads code given inline or from the network"),
+                )
+                .with_rule("preload-option"));
+            }
+            self.check_preload(&format!("{base} {name}"), value, st)?;
         }
         // `script -c CMD`, `flock [-c CMD | FILE CMD…]`: they run a command line.
         if matches!(base, "script" | "flock") {
@@ -1172,6 +1300,115 @@ impl CommandPolicy {
                     "script_shell" | "shell" | "editor" | "browser" | "git" | "viewer"
                 )
             });
+        let upper = name.to_ascii_uppercase();
+        let registry = matches!(
+            upper.as_str(),
+            "PIP_INDEX_URL"
+                | "PIP_EXTRA_INDEX_URL"
+                | "PIP_FIND_LINKS"
+                | "PIP_TRUSTED_HOST"
+                | "UV_INDEX_URL"
+                | "UV_EXTRA_INDEX_URL"
+                | "UV_DEFAULT_INDEX"
+                | "UV_INDEX"
+                | "UV_FIND_LINKS"
+                | "GOPROXY"
+                | "GOPRIVATE"
+                | "GONOPROXY"
+                | "YARN_NPM_REGISTRY_SERVER"
+                | "YARN_REGISTRY"
+                | "BUNDLE_MIRROR__ALL"
+                | "CONDA_CHANNELS"
+        ) || npm.as_deref() == Some("registry")
+            || upper.starts_with("CARGO_REGISTRIES_")
+            || upper.starts_with("CARGO_SOURCE_")
+            || upper.starts_with("BUNDLE_MIRROR__");
+        if registry
+            && (upper.ends_with("TRUSTED_HOST")
+                || value.split([',', ' ', '|']).any(|u| {
+                    u.contains("://") && !paths::is_loopback_url(u) && !u.starts_with("file://")
+                }))
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_REMOTE_CODE,
+                format!(
+                    "`{name}` points the package manager at `{value}`, not its configured registry"
+                ),
+            )
+            .with_rule("remote-code"));
+        }
+        // Config files and checks that decide where packages come from and
+        // whether they are verified.
+        let config_file = matches!(
+            upper.as_str(),
+            "PIP_CONFIG_FILE"
+                | "UV_CONFIG_FILE"
+                | "MAKEFILES"
+                | "GONOSUMDB"
+                | "GONOSUMCHECK"
+                | "GOINSECURE"
+                | "GOTOOLCHAIN"
+                | "RUSTUP_TOOLCHAIN"
+                | "GOROOT"
+                | "CARGO_HOME"
+                | "RUSTUP_HOME"
+                | "GIT_CONFIG_GLOBAL"
+        ) || (upper == "GOSUMDB" && value.trim() == "off")
+            || matches!(
+                npm.as_deref(),
+                Some("userconfig" | "globalconfig" | "global" | "prefix" | "location")
+            );
+        if config_file {
+            return Err(PolicyViolation::new(
+                codes::POLICY_DANGEROUS_ENV,
+                format!("setting `{name}` changes where tools, packages or their checks come from"),
+            )
+            .with_rule("tool-config-env"));
+        }
+        if matches!(
+            upper.as_str(),
+            "RUSTFLAGS" | "CARGO_ENCODED_RUSTFLAGS" | "RUSTDOCFLAGS"
+        ) {
+            let tokens: Vec<&str> = value.split(['\u{1f}', ' ']).collect();
+            for (i, t) in tokens.iter().enumerate() {
+                let linker = t.strip_prefix("-Clinker=").or_else(|| {
+                    (*t == "-C")
+                        .then(|| tokens.get(i + 1).and_then(|n| n.strip_prefix("linker=")))
+                        .flatten()
+                });
+                if let Some(l) = linker {
+                    self.check_command_value(
+                        &format!("`{name}` linker"),
+                        l,
+                        depth,
+                        codes::POLICY_DANGEROUS_ENV,
+                        "program-env",
+                    )?;
+                }
+            }
+        }
+        if upper == "GOFLAGS"
+            && ["-toolexec", "-exec", "-vettool", "-insecure", "-overlay"]
+                .iter()
+                .any(|f| value.contains(f))
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_DANGEROUS_ENV,
+                format!("`GOFLAGS={value}` makes go run another program or skip its checks"),
+            )
+            .with_rule("program-env"));
+        }
+        if upper == "PYTHONBREAKPOINT"
+            && !value.is_empty()
+            && value != "0"
+            && !value.starts_with("pdb")
+        {
+            return Err(PolicyViolation::new(
+                codes::POLICY_DANGEROUS_ENV,
+                format!("`PYTHONBREAKPOINT={value}` makes `breakpoint()` call it"),
+            )
+            .with_rule("program-env"));
+        }
         if PRELOAD_ENV.contains(&name) || npm.as_deref() == Some("node_options") {
             self.check_preload(name, value, st)?;
         }
@@ -1222,17 +1459,29 @@ impl CommandPolicy {
             )
             .with_rule(rule));
         }
-        self.check_depth(&command, depth + 1)
-            .map(|_| ())
-            .map_err(|v| {
-                let inner = v.rule.clone();
-                PolicyViolation::new(v.code, format!("{what} runs `{command}`: {}", v.message))
-                    .with_rule(if v.code == codes::POLICY_NOT_ALLOWED {
-                        &inner
-                    } else {
-                        rule
-                    })
-            })
+        match self.check_depth(&command, depth + 1) {
+            Ok(_) => Ok(()),
+            // A helper program missing from the allowlist (`PAGER=less`, `tar -I
+            // zstd`, `make CC=clang`) runs only as the allowed tool's helper; a
+            // path outside the places programs are installed is refused.
+            Err(v) if v.code == codes::POLICY_NOT_ALLOWED => {
+                let program = words.first().map(String::as_str).unwrap_or("");
+                if program.contains('/') && !self.installed_place(program) {
+                    Err(PolicyViolation::new(
+                        code,
+                        format!("{what} runs `{program}`, from outside the places programs are installed"),
+                    )
+                    .with_rule(rule))
+                } else {
+                    Ok(())
+                }
+            }
+            Err(v) => Err(PolicyViolation::new(
+                v.code,
+                format!("{what} runs `{command}`: {}", v.message),
+            )
+            .with_rule(rule)),
+        }
     }
 
     /// Preload options (`NODE_OPTIONS=--require …`, `-javaagent:…`, `RUBYOPT`,
@@ -1312,12 +1561,57 @@ impl CommandPolicy {
     }
 
     fn is_allowed(&self, program: &str, base: &str) -> bool {
-        if self.allowed.contains(program) || self.allowed.contains(base) {
+        if self.allowed.contains(program) {
+            return true;
+        }
+        // A path counts as its allowlisted name only where programs are installed
+        // or inside the worktree: `/tmp/python3` or `~/evil/cargo` is not python3
+        // or cargo.
+        if program.contains('/') && !self.installed_place(program) {
+            return false;
+        }
+        if self.allowed.contains(base) {
             return true;
         }
         // Versioned interpreters: python3.11, pip3.12.
         let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         stem != base && matches!(stem, "python" | "pip") && self.allowed.contains(stem)
+    }
+}
+
+impl CommandPolicy {
+    /// A program path under the worktree, a system prefix, or a toolchain
+    /// directory of the home directory.
+    fn installed_place(&self, program: &str) -> bool {
+        const SYSTEM: &[&str] = &["/usr/", "/bin/", "/sbin/", "/opt/", "/nix/", "/snap/"];
+        const HOME_TOOLS: &[&str] = &[
+            ".cargo/bin/",
+            ".rustup/",
+            ".local/bin/",
+            ".local/share/",
+            ".pyenv/",
+            ".nvm/",
+            ".volta/",
+            ".bun/bin/",
+            ".deno/bin/",
+            "go/bin/",
+            ".sdkman/",
+            ".cache/",
+            ".asdf/",
+            ".npm/",
+            ".yarn/",
+            ".pnpm",
+            "miniconda3/",
+            "anaconda3/",
+            "micromamba/",
+            ".jdks/",
+        ];
+        match paths::classify(program, &paths::LineState::new(), &self.roots) {
+            paths::Place::Inside => true,
+            paths::Place::Abs(p) => SYSTEM.iter().any(|s| p.starts_with(s)),
+            paths::Place::Home(rest) => HOME_TOOLS.iter().any(|t| rest.starts_with(t)),
+            _ => false,
+        }
     }
 }
 
@@ -1505,8 +1799,46 @@ fn check_rm(args: &[String]) -> Result<(), PolicyViolation> {
             targets.push(a.as_str());
         }
     }
-    for t in targets {
+    let expanded: Vec<String> = targets
+        .iter()
+        .flat_map(|t| paths::brace_expand(t))
+        .collect();
+    for t in expanded.iter().map(String::as_str) {
         let trimmed = t.trim_end_matches('/');
+        if recursive && !t.starts_with('/') && !t.starts_with('~') {
+            // `src/../..`, `.g?t`, `.??*`, `?*`, `[a-z]*` at the top: the glob or
+            // path reaches `.git`, above the worktree, or everything in it.
+            let segs: Vec<&str> = trimmed
+                .split('/')
+                .filter(|s| !s.is_empty() && *s != ".")
+                .collect();
+            let climbs = {
+                let mut depth: i32 = 0;
+                let mut out = false;
+                for s in &segs {
+                    depth += if *s == ".." { -1 } else { 1 };
+                    out |= depth < 0;
+                }
+                out || (depth == 0 && !segs.is_empty())
+            };
+            let top = segs.first().copied().unwrap_or("");
+            let shell_match = |pat: &str, name: &str| {
+                (pat.starts_with('.') || !name.starts_with('.')) && paths::glob_match(pat, name)
+            };
+            let git_or_up =
+                paths::has_glob(top) && (shell_match(top, ".git") || shell_match(top, ".."));
+            let everything = segs.len() == 1
+                && paths::has_glob(top)
+                && ["src", "tests", "docs", "lib"]
+                    .iter()
+                    .all(|n| shell_match(top, n));
+            if climbs || git_or_up || everything {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_DESTRUCTIVE_DELETE,
+                    format!("`rm` of `{t}` reaches `.git`, above the worktree, or all of it"),
+                ));
+            }
+        }
         let dangerous = trimmed.is_empty()
             || is_home(t)
             || matches!(trimmed, "*" | "/*" | "." | "./*" | ".." | "../*")
@@ -1539,10 +1871,15 @@ fn check_permissions(base: &str, args: &[String]) -> Result<(), PolicyViolation>
     if base == "chmod"
         && let Some(mode) = operands.first()
     {
+        // `4755`, `04755`, `=4755`, `u+s`, `g=s`: a set-id bit.
+        let digits = mode.trim_start_matches('=');
         let setuid = mode.contains('s')
-            || (mode.len() == 4
-                && mode.chars().all(|c| c.is_ascii_digit())
-                && matches!(mode.as_bytes()[0], b'2' | b'4' | b'6' | b'7'));
+            || (digits.len() >= 4
+                && digits.chars().all(|c| c.is_ascii_digit())
+                && matches!(
+                    digits.as_bytes()[digits.len() - 4],
+                    b'2' | b'3' | b'4' | b'5' | b'6' | b'7'
+                ));
         if setuid {
             return Err(PolicyViolation::new(
                 codes::POLICY_PRIVILEGE_ESCALATION,

@@ -19,6 +19,9 @@ pub(crate) struct LineState {
     /// Files an earlier command of the line downloads (`curl -o`, `wget`, `curl …
     /// > f`), as written (without a leading `./`): running one is refused.
     pub fetched: BTreeSet<String>,
+    /// Symbolic links an earlier command of the line creates (`ln -s … NAME`), as
+    /// relative paths: a `..` after one of them is not lexical any more.
+    pub links: BTreeSet<String>,
 }
 
 impl LineState {
@@ -27,6 +30,7 @@ impl LineState {
             vars: BTreeMap::new(),
             cwd_depth: Some(0),
             fetched: BTreeSet::new(),
+            links: BTreeSet::new(),
         }
     }
 }
@@ -54,6 +58,17 @@ pub(crate) fn resolve(word: &Word, st: &LineState) -> Option<String> {
                         .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
                         .unwrap_or(inner.len());
                     let name = inner[..name_len].to_string();
+                    let op = &inner[name_len..];
+                    // Only the default forms (`${X:-…}`, `${X-…}`, `${X:=…}`,
+                    // `${X:?…}`) keep a set X's value; trimming, replacing, slicing
+                    // and case changes (`${PWD%/*}`, `${X:0:1}`) make it unknown.
+                    if !op.is_empty()
+                        && !["-", ":-", "=", ":=", "?", ":?"]
+                            .iter()
+                            .any(|o| op.starts_with(o) && !op.starts_with(":+"))
+                    {
+                        return None;
+                    }
                     (name, close + 1, name_len != inner.len())
                 }
                 Some(n) if n.is_ascii_alphabetic() || *n == '_' => {
@@ -146,6 +161,16 @@ pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
     if path == "~" || path.starts_with("~/") {
         return Place::Home(path.trim_start_matches('~').trim_start_matches('/').into());
     }
+    if let Some(rest) = path.strip_prefix("~+") {
+        // `~+` is the working directory.
+        if rest.is_empty() || rest.starts_with('/') {
+            return classify(&format!(".{rest}"), st, roots);
+        }
+    }
+    if path == "~-" || path.starts_with("~-/") {
+        // `~-` is the previous working directory: unknown.
+        return Place::Escapes;
+    }
     if let Some(user) = path.strip_prefix('~') {
         // `~user/…`: another user's home.
         return Place::Abs(normalize_abs(&format!("/home/{user}")));
@@ -166,9 +191,14 @@ pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
     let Some(mut depth) = st.cwd_depth else {
         return Place::Escapes;
     };
+    let mut prefix = String::new();
+    let mut through_link = false;
     for seg in path.split('/') {
         match seg {
             "" | "." => {}
+            // `ln -s .. up && cat up/../x`: `up` may point anywhere, so a `..`
+            // after it cannot be reasoned about lexically.
+            ".." if through_link => return Place::Escapes,
             ".." => {
                 if depth == 0 {
                     return Place::Escapes;
@@ -181,6 +211,13 @@ pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
                 return Place::Escapes;
             }
             _ => depth += 1,
+        }
+        if !matches!(seg, "" | ".") {
+            if !prefix.is_empty() {
+                prefix.push('/');
+            }
+            prefix.push_str(seg);
+            through_link |= st.links.contains(&prefix);
         }
     }
     Place::Inside
@@ -205,6 +242,66 @@ pub(crate) fn under(path: &str, prefix: &str) -> bool {
     path == prefix
         || (path.starts_with(prefix)
             && (prefix.ends_with('/') || path.as_bytes().get(prefix.len()) == Some(&b'/')))
+}
+
+/// A URL whose host is this machine (`http://127.0.0.1:8000/…`, `localhost`).
+pub(crate) fn is_loopback_url(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.split(']').next())
+        .unwrap_or_else(|| host.split(':').next().unwrap_or(host))
+        .to_ascii_lowercase();
+    host == "localhost" || host.ends_with(".localhost") || host == "::1" || host.starts_with("127.")
+}
+
+/// Bash brace expansion of one word (`{a,b}`, `x{,/..}`), nested braces
+/// included; at most 64 results (the rest are dropped: the policy only needs to
+/// see the shapes).
+pub(crate) fn brace_expand(word: &str) -> Vec<String> {
+    let chars: Vec<char> = word.chars().collect();
+    let Some(open) = chars.iter().position(|&c| c == '{') else {
+        return vec![word.to_string()];
+    };
+    let mut depth = 0;
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut close = None;
+    for (i, &c) in chars.iter().enumerate().skip(open + 1) {
+        match c {
+            '{' => {
+                depth += 1;
+                cur.push(c);
+            }
+            '}' if depth == 0 => {
+                close = Some(i);
+                break;
+            }
+            '}' => {
+                depth -= 1;
+                cur.push(c);
+            }
+            ',' if depth == 0 => parts.push(std::mem::take(&mut cur)),
+            _ => cur.push(c),
+        }
+    }
+    let Some(close) = close.filter(|_| !parts.is_empty()) else {
+        return vec![word.to_string()];
+    };
+    parts.push(cur);
+    let head: String = chars[..open].iter().collect();
+    let tail: String = chars[close + 1..].iter().collect();
+    let mut out = Vec::new();
+    for p in parts {
+        for e in brace_expand(&format!("{head}{p}{tail}")) {
+            if out.len() < 64 {
+                out.push(e);
+            }
+        }
+    }
+    out
 }
 
 pub(crate) fn has_glob(s: &str) -> bool {

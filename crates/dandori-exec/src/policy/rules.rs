@@ -407,6 +407,23 @@ impl CommandPolicy {
                 (_, v) => v,
             };
             self.check_read(v.as_deref(), st)?;
+            // A secret file read (not the destination a copy writes).
+            let destination = WRITES_OPERANDS.contains(&base)
+                || DELETERS.contains(&base)
+                || (COPIES.contains(&base) && args[i + 1..].iter().all(|x| x.starts_with('-')));
+            if !arg.starts_with('-')
+                && !destination
+                && v.as_deref().is_some_and(|v| {
+                    is_secret_file(v)
+                        && matches!(paths::classify(v, st, &self.roots), Place::Inside)
+                })
+            {
+                return refuse(
+                    codes::POLICY_SECRET_READ,
+                    "secret-file",
+                    format!("`{arg}` is a file that holds secrets (keys, tokens, passwords)"),
+                );
+            }
         }
         // Option values that name an output.
         let mut i = 0;
@@ -564,6 +581,22 @@ impl CommandPolicy {
                 }
                 if let Some(n) = name {
                     self.check_write(a.value(n, st).as_deref(), &args[n], st, "`ln` link name")?;
+                }
+                if symbolic {
+                    // The link's own name, for paths through it later in the line.
+                    let made = match name {
+                        Some(n) => a.value(n, st),
+                        None => ops
+                            .first()
+                            .and_then(|&t| a.value(t, st))
+                            .map(|t| t.rsplit('/').next().unwrap_or(&t).to_string()),
+                    };
+                    if let Some(m) = made {
+                        let m = m.trim_start_matches("./").trim_end_matches('/');
+                        if !m.is_empty() {
+                            st.links.insert(m.to_string());
+                        }
+                    }
                 }
             }
             "sed" => self.check_sed(a, st)?,
@@ -994,6 +1027,28 @@ impl CommandPolicy {
                 if !reading && let Some(k) = key {
                     check_git_key(k)?;
                 }
+                let dump = rest.iter().any(|x| {
+                    matches!(
+                        x.as_str(),
+                        "-l" | "--list" | "list" | "--get-regexp" | "--show-origin"
+                    )
+                });
+                let secret_key = key.is_some_and(|k| {
+                    let k = k.to_ascii_lowercase();
+                    k.ends_with(".extraheader")
+                        || k.starts_with("credential")
+                        || k.starts_with("http.")
+                        || k.starts_with("url.")
+                        || (k.starts_with("remote.") && k.ends_with(".url"))
+                });
+                if dump || (reading && secret_key) {
+                    return refuse(
+                        codes::POLICY_SECRET_READ,
+                        "git-config-read",
+                        "reading git's config dumps or its URL/credential keys can print tokens"
+                            .into(),
+                    );
+                }
                 Ok(())
             }
             "push" => refuse(
@@ -1057,7 +1112,11 @@ impl CommandPolicy {
                 Ok(())
             }
             "branch" | "tag" | "checkout" | "switch" | "update-ref" | "symbolic-ref" | "reflog"
-            | "gc" | "prune" | "stash" | "worktree" | "remote" => {
+            | "gc" | "prune" | "stash" | "worktree" | "remote" | "notes" | "replace" | "fetch"
+            | "pull" => {
+                if matches!(sub, "fetch" | "pull" | "remote") {
+                    remote_url(sub, rest)?;
+                }
                 match shared_ref_change(sub, rest) {
                     Some(what) => refuse(
                         codes::POLICY_GIT_INTERNALS,
@@ -1067,6 +1126,85 @@ impl CommandPolicy {
                     None => Ok(()),
                 }
             }
+            "clone" | "ls-remote" | "archive" | "submodule" => {
+                if (sub == "clone" || sub == "init")
+                    && rest.iter().any(|x| {
+                        x.starts_with("--template") || x.starts_with("--separate-git-dir")
+                    })
+                {
+                    return refuse(
+                        codes::POLICY_GIT_EXEC_OPTION,
+                        "git-exec-option",
+                        format!("`git {sub} --template/--separate-git-dir` installs hooks or a git directory elsewhere"),
+                    );
+                }
+                remote_url(sub, rest)
+            }
+            "init"
+                if rest.iter().any(|x| {
+                    x.starts_with("--template") || x.starts_with("--separate-git-dir")
+                }) =>
+            {
+                refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-exec-option",
+                    "`git init --template/--separate-git-dir` installs hooks or a git directory elsewhere".into(),
+                )
+            }
+            "maintenance" if matches!(rest.first().map(String::as_str), Some("start" | "register")) => {
+                refuse(
+                    codes::POLICY_PERSISTENCE,
+                    "git-maintenance",
+                    "`git maintenance start/register` schedules jobs that outlive the run".into(),
+                )
+            }
+            "lfs"
+                if rest.first().is_some_and(|x| x == "install" || x == "uninstall")
+                    && !rest.iter().any(|x| x == "--local" || x == "--worktree") =>
+            {
+                refuse(
+                    codes::POLICY_PERSISTENCE,
+                    "git-config-global",
+                    "`git lfs install` without --local changes the user's or the system's git config".into(),
+                )
+            }
+            "apply"
+                if rest.iter().any(|x| {
+                    x == "--unsafe-paths"
+                        || x.strip_prefix("--directory=")
+                            .is_some_and(|d| d.starts_with('/') || d.starts_with('~') || d.split('/').any(|c| c == ".."))
+                }) =>
+            {
+                refuse(
+                    codes::POLICY_OUTSIDE_WORKTREE,
+                    "write-outside",
+                    "`git apply --unsafe-paths/--directory` writes outside the worktree".into(),
+                )
+            }
+            "grep" if rest.iter().any(|x| x.starts_with("-O") || x.starts_with("--open-files-in-pager")) => {
+                refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-exec-option",
+                    "`git grep -O` opens the files with a program".into(),
+                )
+            }
+            "help" if rest.iter().any(|x| x == "-w" || x == "--web" || x == "-i" || x == "--info") => {
+                refuse(
+                    codes::POLICY_GIT_EXEC_OPTION,
+                    "git-exec-subcommand",
+                    "`git help --web/--info` starts a browser or viewer".into(),
+                )
+            }
+            "imap-send" | "request-pull" => refuse(
+                codes::POLICY_REMOTE_WRITE,
+                "remote-write",
+                format!("`git {sub}` sends to another machine"),
+            ),
+            "var" if rest.iter().any(|x| x == "-l") => refuse(
+                codes::POLICY_SECRET_READ,
+                "git-config-read",
+                "`git var -l` prints every config value, tokens included".into(),
+            ),
             "clean"
                 if rest.iter().any(|x| {
                     x.starts_with('-') && !x.starts_with("--") && x.contains('x') && x.contains('f')
@@ -1113,6 +1251,70 @@ impl CommandPolicy {
         args: &[String],
         depth: usize,
     ) -> Result<Option<usize>, PolicyViolation> {
+        // Subcommands that run the words after them as a command, or a string as
+        // a command line: the inner command is checked as if it stood alone.
+        let first_plain = |from: usize| (from..args.len()).find(|&i| !args[i].starts_with('-'));
+        match (base, args.first().map(String::as_str)) {
+            ("yarn" | "pnpm", Some("node")) | ("busybox", Some(_)) => return Ok(Some(0)),
+            ("bun", Some("exec")) => {
+                if let Some(line) = args.get(1) {
+                    self.check_depth(line, depth + 1)?;
+                }
+                return Ok(None);
+            }
+            ("bundle", Some("exec")) | ("composer", Some("exec")) => {
+                let from = args.iter().position(|a| a == "--").map_or(1, |i| i + 1);
+                return Ok(first_plain(from));
+            }
+            // `rustup run <toolchain> <command>…`
+            ("rustup", Some("run")) => {
+                return Ok(first_plain(1).and_then(|tc| first_plain(tc + 1)));
+            }
+            ("npm", Some("explore")) => {
+                return Ok(args
+                    .iter()
+                    .position(|a| a == "--")
+                    .map(|i| i + 1)
+                    .filter(|&i| i < args.len()));
+            }
+            ("uv", Some("tool")) if args.get(1).is_some_and(|a| a == "run") => {
+                return Ok(first_plain(2));
+            }
+            ("cmake", Some("-E")) => {
+                return Ok(match args.get(1).map(String::as_str) {
+                    Some("time") => (args.len() > 2).then_some(2),
+                    Some("chdir") => {
+                        let dir = args.get(2).map(String::as_str).unwrap_or("");
+                        if !matches!(
+                            paths::classify(dir, &LineState::new(), &self.roots),
+                            Place::Inside
+                        ) {
+                            return refuse(
+                                codes::POLICY_OUTSIDE_WORKTREE,
+                                "run-outside",
+                                format!("`cmake -E chdir {dir}` runs outside the worktree"),
+                            )
+                            .map(|_| None);
+                        }
+                        (args.len() > 3).then_some(3)
+                    }
+                    Some("env") => (2..args.len())
+                        .find(|&i| !args[i].starts_with('-') && !args[i].contains('=')),
+                    _ => None,
+                });
+            }
+            ("cross-env" | "cross-env-shell", _) => {
+                for a in args {
+                    if let Some((name, value)) = a.split_once('=')
+                        && super::is_name(name)
+                    {
+                        self.check_env(name, value, &LineState::new(), depth)?;
+                    }
+                }
+                return Ok(args.iter().position(|a| !a.contains('=')));
+            }
+            _ => {}
+        }
         let Some((_, subs)) = RUNNERS.iter().find(|(n, _)| *n == base) else {
             return Ok(None);
         };
@@ -1187,6 +1389,58 @@ fn relative_depth(t: &str, st: &LineState) -> usize {
         }
     }
     d
+}
+
+/// Files that hold secrets by name, wherever they are: `.env` and its variants
+/// (not the `.example`/`.sample`/`.template` ones), private keys and keystores,
+/// cloud credentials, Terraform state, the repository's git config (tokens of
+/// CI checkouts live there).
+pub(crate) fn is_secret_file(path: &str) -> bool {
+    let p = path.trim_end_matches('/');
+    let name = p.rsplit('/').next().unwrap_or(p).to_ascii_lowercase();
+    let example = [
+        "example", "sample", "template", "dist", "defaults", "default", "tmpl", "test",
+    ]
+    .iter()
+    .any(|e| name.ends_with(&format!(".{e}")) || name.contains(&format!(".{e}.")));
+    let fixture = p.split('/').any(|c| {
+        matches!(
+            c,
+            "test" | "tests" | "testdata" | "fixtures" | "spec" | "__tests__" | "examples" | "docs"
+        )
+    });
+    if example || fixture {
+        return false;
+    }
+    let exact = [
+        ".env",
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "credentials.json",
+        "master.key",
+        ".netrc",
+        ".pypirc",
+        ".git-credentials",
+        ".htpasswd",
+        "terraform.tfstate",
+    ];
+    let suffixes = [
+        ".pem",
+        ".key",
+        ".p12",
+        ".pfx",
+        ".jks",
+        ".keystore",
+        ".tfstate",
+        ".tfstate.backup",
+    ];
+    exact.contains(&name.as_str())
+        || name.starts_with(".env.")
+        || suffixes.iter().any(|s| name.ends_with(s))
+        || (name.starts_with("service-account") && name.ends_with(".json"))
+        || p.ends_with(".git/config")
 }
 
 fn is_credential(rest: &str) -> bool {
@@ -1271,8 +1525,115 @@ pub(crate) fn check_git_key(key: &str) -> Result<(), PolicyViolation> {
             format!("git config `{key}` can make git run a program"),
         );
     }
+    // Everything else must be a setting known to change only presentation,
+    // identity, line endings or performance: git has hundreds of keys, and new
+    // ones that run programs or write elsewhere appear with its releases
+    // (`gpg.ssh.defaultKeyCommand`, `interactive.diffFilter`, `trace2.*Target`,
+    // `init.templateDir`, `safe.directory`).
+    if !SAFE_GIT_KEY_PREFIXES.iter().any(|p| k.starts_with(p))
+        && !SAFE_GIT_KEYS.contains(&k.as_str())
+    {
+        return refuse(
+            codes::POLICY_GIT_EXEC_OPTION,
+            "git-config-key",
+            format!(
+                "git config `{key}` is not among the settings a command may change (identity, colours, line endings, diff and merge presentation, performance)"
+            ),
+        );
+    }
     Ok(())
 }
+
+/// Git config sections whose every key is safe for a command to set.
+const SAFE_GIT_KEY_PREFIXES: &[&str] = &[
+    "user.",
+    "author.",
+    "committer.",
+    "color.",
+    "advice.",
+    "i18n.",
+    "log.",
+    "status.",
+    "column.",
+    "rerere.",
+    "blame.",
+    "grep.",
+    "pretty.",
+];
+/// Single git config keys that are safe for a command to set.
+const SAFE_GIT_KEYS: &[&str] = &[
+    "init.defaultbranch",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.filemode",
+    "core.ignorecase",
+    "core.quotepath",
+    "core.whitespace",
+    "core.precomposeunicode",
+    "core.longpaths",
+    "core.symlinks",
+    "core.abbrev",
+    "core.compression",
+    "core.bigfilethreshold",
+    "core.untrackedcache",
+    "core.preloadindex",
+    "core.splitindex",
+    "core.commitgraph",
+    "core.checkstat",
+    "core.trustctime",
+    "commit.gpgsign",
+    "commit.verbose",
+    "commit.cleanup",
+    "commit.status",
+    "tag.gpgsign",
+    "tag.sort",
+    "merge.conflictstyle",
+    "merge.ff",
+    "merge.renames",
+    "merge.renamelimit",
+    "merge.stat",
+    "diff.renames",
+    "diff.renamelimit",
+    "diff.algorithm",
+    "diff.noprefix",
+    "diff.mnemonicprefix",
+    "diff.colormoved",
+    "diff.context",
+    "diff.interhunkcontext",
+    "diff.indentheuristic",
+    "diff.statgraphwidth",
+    "diff.submodule",
+    "diff.ignoresubmodules",
+    "pull.rebase",
+    "pull.ff",
+    "rebase.autosquash",
+    "rebase.autostash",
+    "rebase.stat",
+    "gc.auto",
+    "gc.autodetach",
+    "fetch.prune",
+    "fetch.parallel",
+    "submodule.recurse",
+    "submodule.fetchjobs",
+    "protocol.version",
+    "http.version",
+    "http.postbuffer",
+    "http.lowspeedlimit",
+    "http.lowspeedtime",
+    "pack.threads",
+    "index.version",
+    "index.threads",
+    "feature.manyfiles",
+    "checkout.workers",
+    "checkout.defaultremote",
+    "apply.whitespace",
+    "am.threeway",
+    "branch.sort",
+    "help.autocorrect",
+    "format.pretty",
+    "versionsort.suffix",
+];
 
 /// Environment variables git reads that are safe to set.
 const SAFE_GIT_ENV: &[&str] = &[
@@ -1297,6 +1658,29 @@ pub(crate) fn check_git_env(name: &str) -> Result<(), PolicyViolation> {
         );
     }
     Ok(())
+}
+
+/// Network git subcommands given an explicit URL (not a configured remote, not
+/// this machine): code and history from outside the repository.
+fn remote_url(sub: &str, rest: &[String]) -> Result<(), PolicyViolation> {
+    let url = rest.iter().find(|x| {
+        let x = x.strip_prefix("--remote=").unwrap_or(x);
+        let scp_like = !x.contains("://")
+            && x.split_once(':')
+                .is_some_and(|(h, _)| h.contains('@') || h.contains('.'))
+            && !x.starts_with('-')
+            && !x.starts_with('.')
+            && !x.starts_with('/');
+        (x.contains("://") && !x.starts_with("file://") && !is_loopback(url_host(x))) || scp_like
+    });
+    match url {
+        Some(u) => refuse(
+            codes::POLICY_REMOTE_CODE,
+            "remote-code",
+            format!("`git {sub}` of `{u}` brings code from outside the repository"),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// What a git subcommand would change in the refs, objects or settings that the
@@ -1340,6 +1724,29 @@ fn shared_ref_change(sub: &str, rest: &[String]) -> Option<&'static str> {
         }
         "worktree" if matches!(plain.first(), Some(&("remove" | "prune" | "move"))) => {
             Some("changes worktrees other than this one")
+        }
+        "notes"
+            if matches!(
+                plain.first(),
+                Some(&("add" | "append" | "copy" | "edit" | "merge" | "remove" | "prune"))
+            ) =>
+        {
+            Some("writes notes refs, which every worktree shares")
+        }
+        "replace" if !rest.iter().any(|x| x == "-l" || x == "--list") => {
+            Some("replaces objects for every worktree")
+        }
+        // `git fetch . HEAD:main`, `+refs/heads/*:refs/heads/*`: a refspec that
+        // writes local branches or tags.
+        "fetch" | "pull"
+            if plain.iter().skip(1).any(|r| {
+                r.split_once(':').is_some_and(|(_, dst)| {
+                    let dst = dst.trim_start_matches('+');
+                    !dst.is_empty() && !dst.starts_with("refs/remotes/")
+                })
+            }) =>
+        {
+            Some("writes local branches or tags through a refspec")
         }
         "remote"
             if matches!(
@@ -2004,6 +2411,15 @@ pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, St
         "zip" => &["-TT", "--unzip-command"],
         "rsync" => &["-e", "--rsh", "--rsync-path"],
         "man" => &["-P", "--pager", "-H", "--html"],
+        "go" => &["-toolexec", "-exec", "-vettool"],
+        "npm" | "pnpm" | "yarn" => &[
+            "--script-shell",
+            "--shell",
+            "--git",
+            "--editor",
+            "--browser",
+        ],
+        "sort" => &["--compress-program"],
         "less" | "more" => &[],
         _ => &[],
     };
@@ -2017,6 +2433,56 @@ pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, St
             && let Some(v) = inline.or_else(|| args.get(i + 1).cloned())
         {
             out.push((name.to_string(), v));
+        }
+        // `cargo --config 'target.x.runner="…"'`, `rustc -C linker=…`, `make
+        // SHELL=…`, `java -XX:OnError=…`: settings whose value is a program.
+        if base == "cargo"
+            && (a == "--config" || a.starts_with("--config="))
+            && let Some(kv) = a
+                .strip_prefix("--config=")
+                .map(str::to_string)
+                .or_else(|| args.get(i + 1).cloned())
+            && let Some((k, v)) = kv.split_once('=')
+            && [
+                "runner",
+                "linker",
+                "rustc-wrapper",
+                "rustc-workspace-wrapper",
+                "rustc",
+                "rustdoc",
+            ]
+            .iter()
+            .any(|p| k.trim().ends_with(p))
+        {
+            out.push((
+                format!("--config {}", k.trim()),
+                v.trim().trim_matches('"').to_string(),
+            ));
+        }
+        if matches!(base, "rustc" | "cargo")
+            && let Some(v) = a.strip_prefix("-Clinker=").or_else(|| {
+                (a == "-C")
+                    .then(|| args.get(i + 1).and_then(|n| n.strip_prefix("linker=")))
+                    .flatten()
+            })
+        {
+            out.push(("-C linker".into(), v.to_string()));
+        }
+        if matches!(base, "make" | "gmake")
+            && let Some((k, v)) = a.split_once('=')
+            && matches!(
+                k,
+                "SHELL" | "MAKE" | "CC" | "CXX" | "LD" | "AR" | "CPP" | "FC"
+            )
+        {
+            out.push((k.to_string(), v.to_string()));
+        }
+        if base == "java"
+            && let Some(v) = a
+                .strip_prefix("-XX:OnError=")
+                .or_else(|| a.strip_prefix("-XX:OnOutOfMemoryError="))
+        {
+            out.push(("-XX:OnError".into(), v.to_string()));
         }
         if matches!(base, "tar" | "gtar" | "bsdtar")
             && let Some(v) = a.strip_prefix("--checkpoint-action=exec=")

@@ -103,6 +103,8 @@ mod hostile {
         exec_options,
         remote_code,
         git_refs,
+        resolver,
+        wrappers_and_tools,
     );
 }
 

@@ -122,6 +122,22 @@ pub struct RankingWeights {
     pub other_language_penalty: f32,
     /// Documentation, examples, benchmarks and vendored trees.
     pub auxiliary_dir_penalty: f32,
+    /// Evidence from an exception class's name (`ProgrammingError`,
+    /// `django.db.utils.OperationalError`) counts this much: where an error type
+    /// is defined is rarely where the code that raised it is.
+    pub exception_name: f32,
+    /// A literal fragment's strength is scaled by (mean idf of its words / the
+    /// highest idf) to this power: "does not exist" says less than
+    /// "unit not convertible".
+    pub literal_idf: f32,
+    /// With n modules named, each counts (1/n) to this power (a config's list of
+    /// extensions names many modules, none of them in particular).
+    pub module_spread: f32,
+    /// Names and modules the title mentions count this much more.
+    pub title_evidence: f32,
+    /// `Class.member` in the text (`Dataset.to_stacked_array`): a file that
+    /// defines both names.
+    pub member_pair: f32,
 }
 
 impl Default for RankingWeights {
@@ -147,6 +163,11 @@ impl Default for RankingWeights {
             non_code_penalty: 0.6,
             other_language_penalty: 0.6,
             auxiliary_dir_penalty: 0.6,
+            exception_name: 0.3,
+            literal_idf: 1.0,
+            module_spread: 0.5,
+            title_evidence: 1.5,
+            member_pair: 1.0,
         }
     }
 }
@@ -436,18 +457,30 @@ impl Index {
             }
         }
         // Dotted module paths: the longest prefix that names a file; a module
-        // named several times (`pkg.mod`, `from pkg.mod import a, b`) counts once.
+        // named several times (`pkg.mod`, `from pkg.mod import a, b`) counts once,
+        // and a text naming many modules (a config's extension list) names none
+        // of them in particular.
         let mut seen_modules: Vec<String> = Vec::new();
+        let mut resolved = Vec::new();
         for m in &q.modules {
-            if let Some((doc_ids, key)) = self.resolve_module(m) {
-                if seen_modules.contains(&key) {
-                    continue;
-                }
+            if let Some((doc_ids, key)) = self.resolve_module(m)
+                && !seen_modules.contains(&key)
+            {
                 seen_modules.push(key.clone());
-                let share = 1.0 / doc_ids.len() as f32;
-                for doc in doc_ids {
-                    bonus(doc, w.module * share, format!("module {key}"), &mut scores);
-                }
+                resolved.push((m, doc_ids, key));
+            }
+        }
+        let spread = (1.0 / resolved.len().max(1) as f32).powf(w.module_spread);
+        for (m, doc_ids, key) in resolved {
+            let mut weight = spread * w.module / doc_ids.len() as f32;
+            if m.rsplit('.').next().is_some_and(is_exception_name) {
+                weight *= w.exception_name;
+            }
+            if contains_word(&q.title, m) {
+                weight *= w.title_evidence;
+            }
+            for doc in doc_ids {
+                bonus(doc, weight, format!("module {key}"), &mut scores);
             }
         }
         // Stack frames inside the repository, the innermost weighing more.
@@ -495,6 +528,46 @@ impl Index {
                 );
             }
         }
+        // `Class.member`: the files that define both.
+        if w.member_pair > 0.0 {
+            let mut seen: Vec<(u32, &str)> = Vec::new();
+            for m in &q.modules {
+                let mut parts = m.split('.');
+                let (Some(class), Some(member)) = (parts.next(), parts.next()) else {
+                    continue;
+                };
+                if !class.chars().next().is_some_and(char::is_uppercase) || member.len() < 3 {
+                    continue;
+                }
+                let (Some(a), Some(b)) = (
+                    self.defs.get(class.to_lowercase().as_str()),
+                    self.defs.get(member.to_lowercase().trim_matches('_')),
+                ) else {
+                    continue;
+                };
+                let both: Vec<u32> = a
+                    .iter()
+                    .map(|x| x.0)
+                    .filter(|d| b.iter().any(|y| y.0 == *d))
+                    .collect();
+                if both.is_empty() || both.len() > 5 {
+                    continue;
+                }
+                let share = 1.0 / both.len() as f32;
+                for doc in both {
+                    if seen.contains(&(doc, m.as_str())) {
+                        continue;
+                    }
+                    seen.push((doc, m.as_str()));
+                    bonus(
+                        doc,
+                        w.member_pair * share,
+                        format!("defines {class}.{member}"),
+                        &mut scores,
+                    );
+                }
+            }
+        }
         // Definitions of mentioned names; a rarely defined name is stronger evidence.
         let mut def_bonus: FxHashMap<u32, f32> = FxHashMap::default();
         let top_idf = self.top_idf();
@@ -507,6 +580,12 @@ impl Index {
             docs_defining.dedup();
             let spread = docs_defining.len() as f32;
             let mut strength = 1.0 / (1.0 + spread.ln());
+            if is_exception_name(ident) {
+                strength *= w.exception_name;
+            }
+            if contains_word(&q.title, ident) {
+                strength *= w.title_evidence;
+            }
             if w.definition_specificity > 0.0 {
                 // A name the whole code base uses (`format`, `execute`) says less
                 // about where the change goes than one a few files use.
@@ -684,7 +763,12 @@ impl Index {
             }
             let words = fragment.split(' ').count() as f32;
             let length = ((words - 1.0) / 4.0).clamp(0.25, 1.0);
-            let rarity = 1.0 / (docs.len() as f32).sqrt();
+            let mut rarity = 1.0 / (docs.len() as f32).sqrt();
+            if self.options.weights.literal_idf > 0.0 {
+                rarity *= self
+                    .informativeness(fragment)
+                    .powf(self.options.weights.literal_idf);
+            }
             for &doc in docs {
                 per_doc
                     .entry(doc)
@@ -705,6 +789,25 @@ impl Index {
             out.push((doc, strength.min(1.5), best.1.to_string()));
         }
         out
+    }
+
+    /// Mean idf of the words of a text relative to the highest idf (0..=1);
+    /// stopwords and unindexed words count as the most common.
+    fn informativeness(&self, text: &str) -> f32 {
+        let top = self.top_idf();
+        let mut sum = 0f32;
+        let mut n = 0usize;
+        for word in text.split(' ') {
+            n += 1;
+            let mut best = 0f32;
+            tokenize::tokenize(word, tokenize::TokenOptions::TEXT, &mut |t| {
+                if let Some(idf) = self.idf(t) {
+                    best = best.max(idf);
+                }
+            });
+            sum += (best / top).min(1.0);
+        }
+        if n == 0 { 0.0 } else { sum / n as f32 }
     }
 
     /// The highest inverse document frequency (a token of one file).
@@ -813,6 +916,25 @@ impl Index {
     pub(crate) fn options(&self) -> &IndexOptions {
         &self.options
     }
+}
+
+/// Whether `text` contains `word` not glued to other identifier characters.
+fn contains_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        !text[..i].chars().next_back().is_some_and(ident)
+            && !text[i + word.len()..].chars().next().is_some_and(ident)
+    })
+}
+
+/// `ValueError`, `ProgrammingError`, `UserWarning`, `MyException`: an
+/// exception or warning class name.
+fn is_exception_name(name: &str) -> bool {
+    name.len() > 5
+        && name.chars().next().is_some_and(char::is_uppercase)
+        && ["Error", "Exception", "Warning"]
+            .iter()
+            .any(|s| name.ends_with(s))
 }
 
 /// Documentation, examples, benchmarks and vendored trees.

@@ -17,6 +17,9 @@ pub struct QueryAnalysis {
     pub terms: Vec<(String, f32)>,
     /// Identifier-shaped names (class, function, attribute), as written.
     pub identifiers: Vec<String>,
+    /// The first line (the title), as written: names in it say what the request
+    /// is about more than the names of its example.
+    pub title: String,
     /// Path-shaped mentions (`src/a/b.py`, `b.py`).
     pub paths: Vec<String>,
     /// Dotted module paths (`django.db.models.query`).
@@ -59,6 +62,12 @@ static SLASH_PATH: LazyLock<Option<Regex>> =
 static DOTTED: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"));
 static FENCE: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```"));
+/// HTML comments: issue-template instructions GitHub does not render.
+static HTML_COMMENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)<!--.*?-->"));
+/// The traceback header line, which the code of a traceback formatter emits
+/// too (not evidence of the failing code).
+static TRACEBACK_HEADER: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?m)^.*Traceback \(most recent call last\):?.*$"));
 static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
 static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
 /// `numpy: 1.17.2`, `python-bits: 64`, `requests==2.31.0`, `libhdf5: None`:
@@ -85,6 +94,14 @@ static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
 /// Text in double quotes (or single quotes around several words).
 static QUOTED: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r#""([^"\n]{12,200})"|'([^'\n]{12,200})'"#));
+
+/// A title asking for work on tests (lowercased): `add tests for`, `fix the
+/// failing test`, `tests for the parser`, `test coverage`, `tests:` as a prefix.
+static TEST_WORK: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"\b(?:add|adds|adding|added|write|writes|writing|fix|fixes|fixing|improve|improves|improving|missing|more|new|update|updates|updating|broken|flaky|failing|increase|refactor|rewrite|extend|expand|cover|remove|delete|skip|speed up)\s+(?:(?:the|a|an|some|our|its|more|unit|integration|e2e|end-to-end|regression|missing|failing|flaky|broken|slow|[a-z0-9_.-]+)\s+){0,2}(?:unit)?tests?\b|\btests?\s+(?:for|of|coverage|suite|cases?)\b|\btest\s+coverage\b|^\s*(?:tests?|testing)\s*[:(\]]|\bunit\s+tests?\b|\btesting\s+(?:the|of|for)\b",
+    )
+});
 
 /// `--tag`, `--dry-run`: command-line flags, whatever the language around them.
 static FLAG: LazyLock<Option<Regex>> =
@@ -121,6 +138,61 @@ fn is_identifier_shaped(w: &str) -> bool {
     (inner_upper && has_lower) || underscore
 }
 
+/// Whether the word at `start..end` of a code block looks like code rather than
+/// output: snake_case / camelCase, called (`f(`), an attribute (`.x`), or a
+/// dotted path's component.
+fn code_shaped(span: &str, start: usize, end: usize) -> bool {
+    let word = &span[start..end];
+    if is_identifier_shaped(word) {
+        return true;
+    }
+    let before = span[..start].chars().next_back();
+    let after = span[end..].chars().next();
+    // `x.attr`, `f(`, `Class.method`; not `np.` / `sympy.` (a module or variable).
+    let class_like =
+        word.chars().next().is_some_and(char::is_uppercase) && word.chars().any(char::is_lowercase);
+    matches!(before, Some('.'))
+        || (matches!(after, Some('(')) && !is_builtin_call(word))
+        || (class_like && matches!(after, Some('.')))
+}
+
+/// Builtins a reporter's example calls everywhere (`print(`, `len(`): not names
+/// of the code under change.
+fn is_builtin_call(w: &str) -> bool {
+    matches!(
+        w,
+        "print"
+            | "len"
+            | "range"
+            | "list"
+            | "dict"
+            | "set"
+            | "tuple"
+            | "str"
+            | "int"
+            | "float"
+            | "bool"
+            | "type"
+            | "isinstance"
+            | "repr"
+            | "open"
+            | "super"
+            | "getattr"
+            | "setattr"
+            | "hasattr"
+            | "sorted"
+            | "enumerate"
+            | "zip"
+            | "map"
+            | "filter"
+            | "abs"
+            | "min"
+            | "max"
+            | "sum"
+            | "round"
+    )
+}
+
 /// How much each part of a request counts.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
@@ -132,6 +204,18 @@ pub struct QueryWeights {
     pub code_block_weight: f32,
     /// Extra weight of an identifier-shaped name.
     pub identifier_boost: f32,
+    /// Inside fenced code blocks only code-shaped words are identifiers
+    /// (snake_case / camelCase, calls `f(`, attributes `.x`, imported names);
+    /// the plain words of a log or a repr (`data`, `time`, `Dimensions`) are
+    /// not. 0 = every word of a block is an identifier (the old behaviour).
+    pub fence_code_identifiers: f32,
+    /// Drop HTML comments (issue-template instructions) before reading (1) or not (0).
+    pub strip_html_comments: f32,
+    /// Tests mode needs the title to ask for work on tests (`add tests for`,
+    /// `fix the failing test`, `test coverage`), not just to contain the word
+    /// (`xfail marker in test no longer …` is a bug in the test runner) (1), or
+    /// any test word switches it (0).
+    pub strict_tests_mode: f32,
 }
 
 impl Default for QueryWeights {
@@ -140,6 +224,9 @@ impl Default for QueryWeights {
             title_boost: 2.0,
             code_block_weight: 0.5,
             identifier_boost: 3.0,
+            fence_code_identifiers: 1.0,
+            strip_html_comments: 1.0,
+            strict_tests_mode: 1.0,
         }
     }
 }
@@ -151,6 +238,11 @@ pub fn analyze(text: &str) -> QueryAnalysis {
 
 /// Analyses a request or issue text.
 pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
+    let uncommented = match HTML_COMMENT.as_ref() {
+        Some(r) if qw.strip_html_comments > 0.0 => r.replace_all(text, ""),
+        _ => std::borrow::Cow::Borrowed(text),
+    };
+    let text: &str = &uncommented;
     let cleaned = VERSION_LINE
         .as_ref()
         .map(|r| r.replace_all(text, ""))
@@ -237,15 +329,23 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     let mut code_text = String::new();
     if let Some(r) = BACKTICK.as_ref() {
         for m in r.find_iter(text) {
+            let fenced = m.as_str().starts_with("```");
             let span = m.as_str().trim_matches('`');
             code_text.push_str(span);
             code_text.push('\n');
             if let Some(ir) = IDENT.as_ref() {
                 for w in ir.find_iter(span) {
-                    let w = w.as_str();
-                    if w.len() >= 3 && !super::tokenize::is_stopword(&w.to_ascii_lowercase()) {
-                        push_ident(w, &mut identifiers);
+                    let word = w.as_str();
+                    if word.len() < 3 || super::tokenize::is_stopword(&word.to_ascii_lowercase()) {
+                        continue;
                     }
+                    if fenced
+                        && qw.fence_code_identifiers > 0.0
+                        && !code_shaped(span, w.start(), w.end())
+                    {
+                        continue;
+                    }
+                    push_ident(word, &mut identifiers);
                 }
             }
         }
@@ -262,7 +362,10 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
         for c in cr.captures_iter(text) {
             if let Some(m) = c.get(1) {
                 let w = m.as_str();
-                if !super::tokenize::is_stopword(&w.to_ascii_lowercase()) {
+                let method = text[..m.start()].ends_with('.');
+                if !super::tokenize::is_stopword(&w.to_ascii_lowercase())
+                    && (method || !is_builtin_call(w))
+                {
                     push_ident(w, &mut identifiers);
                 }
             }
@@ -413,16 +516,28 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     // A path quoted in the reporter's example (`index.rst`, their `test_foo.py`) is
     // a hint, not a mode switch: only the title's own words say the request is
     // about docs or tests.
-    let about_tests = title
+    let test_word = title
         .split(|c: char| !c.is_alphanumeric())
-        .any(|t| matches!(t, "test" | "tests" | "testing" | "unittest" | "unittests"))
-        || ["テスト", "测试"].iter().any(|w| title.contains(w));
+        .any(|t| matches!(t, "test" | "tests" | "testing" | "unittest" | "unittests"));
+    let test_work =
+        qw.strict_tests_mode <= 0.0 || TEST_WORK.as_ref().is_some_and(|r| r.is_match(title));
+    let about_tests =
+        (test_word && test_work) || ["テスト", "测试"].iter().any(|w| title.contains(w));
 
     let mut terms: Vec<(String, f32)> = weights.into_iter().collect();
     terms.sort_by(|a, b| a.0.cmp(&b.0));
-    let normalised = super::literals::normalise(text);
+    let literal_text = match TRACEBACK_HEADER.as_ref() {
+        Some(r) => r.replace_all(text, ""),
+        None => std::borrow::Cow::Borrowed(text),
+    };
+    let normalised = super::literals::normalise(&literal_text);
     let literal_keys = super::literals::text_keys(&normalised);
     QueryAnalysis {
+        title: text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .to_string(),
         normalised,
         literal_keys,
         terms,

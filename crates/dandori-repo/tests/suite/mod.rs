@@ -1,4 +1,5 @@
 mod eval;
+mod evidence;
 mod retrieval;
 mod scan;
 mod support;
