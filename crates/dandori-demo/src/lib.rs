@@ -180,6 +180,8 @@ pub fn run(opts: &DemoOptions) -> Result<DemoOutcome, DemoError> {
         dispatch: None,
     };
     let outcome = dandori_runner::run(&run_opts)?;
+    // The demo's directory may be removed next: the pool's files first.
+    dandori_runner::git::wait_for_removals();
     let log = git(
         &dir,
         &opts.base_env,

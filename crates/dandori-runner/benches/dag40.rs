@@ -193,6 +193,9 @@ fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> Duration {
     let start = Instant::now();
     let out = dandori_runner::run(&opts).unwrap();
     let wall = start.elapsed();
+    // Time to the result: the pool's files are deleted in the background (the
+    // CLI waits for that after printing); the next run starts once they are gone.
+    dandori_runner::git::wait_for_removals();
     assert_eq!(out.completion.status, CompletionStatus::Completed);
     wall
 }

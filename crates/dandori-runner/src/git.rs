@@ -31,6 +31,24 @@ fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
     }
 }
 
+/// Worktree file deletions running in the background
+/// ([`Git::remove_worktree_in_background`]).
+static REMOVALS: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Waits until the files of every worktree removed in the background are
+/// deleted: a program about to exit calls it (after printing its result), or
+/// the deletion stops halfway (what is left is removed on the run's next start).
+pub fn wait_for_removals() {
+    let handles = match REMOVALS.lock() {
+        Ok(mut g) => std::mem::take(&mut *g),
+        Err(p) => std::mem::take(&mut *p.into_inner()),
+    };
+    for h in handles {
+        let _ = h.join();
+    }
+}
+
 /// The name of the commit the work branch started at in [`Git::merge_all`] lists.
 pub const WORK_START: &str = "work";
 
@@ -102,6 +120,8 @@ pub struct Git {
     objects: Option<std::sync::Arc<objects::ObjectWriter>>,
     /// The run's branch updater, shared like `objects`.
     refs: Option<std::sync::Arc<objects::RefWriter>>,
+    /// The run's object reader, shared like `objects`.
+    reader: Option<std::sync::Arc<objects::ObjectReader>>,
 }
 
 /// Index settings of the pool's worktrees (`feature.manyFiles`: index version 4,
@@ -140,6 +160,7 @@ impl Git {
             pool: false,
             objects: None,
             refs: None,
+            reader: None,
         }
     }
 
@@ -148,6 +169,7 @@ impl Git {
     pub fn with_object_writer(mut self) -> Self {
         self.objects = Some(std::sync::Arc::new(objects::ObjectWriter::default()));
         self.refs = Some(std::sync::Arc::new(objects::RefWriter::default()));
+        self.reader = Some(std::sync::Arc::new(objects::ObjectReader::new(&self.dir)));
         self
     }
 
@@ -156,7 +178,72 @@ impl Git {
     pub fn sharing_objects(mut self, other: &Git) -> Self {
         self.objects = other.objects.clone();
         self.refs = other.refs.clone();
+        self.reader = other.reader.clone();
         self
+    }
+
+    /// The paths that differ between the trees of `a` and `b` (commits or
+    /// trees; see [`objects::changed_paths`]), from the run's object reader;
+    /// `None` when there is none or it cannot tell.
+    pub fn changed_paths(&self, a: &str, b: &str) -> Option<Vec<String>> {
+        objects::changed_paths(self.reader.as_ref()?, &self.tree_of(a)?, &self.tree_of(b)?)
+    }
+
+    /// The tree of the commit (or tree) `rev`, from the run's object reader.
+    pub fn tree_of(&self, rev: &str) -> Option<String> {
+        self.reader.as_ref()?.tree_of(rev)
+    }
+
+    /// `(lines, files, patch)` of the change from the tree `a` to the tree `b`
+    /// (like [`Git::cached_numstat`]), from the run's long-lived `diff-tree`;
+    /// `None` when there is none or it failed.
+    pub fn tree_numstat(&self, a: &str, b: &str) -> Option<(u64, Vec<String>, String)> {
+        let out = self.reader.as_ref()?.diff(a, b)?;
+        Some(parse_numstat_patch(&out))
+    }
+
+    /// A commit of `tree` (written from the index earlier) as a child of
+    /// `parent`, with `message` cleaned up like [`Git::commit_index`] does.
+    pub fn commit_written_tree(
+        &self,
+        tree: &str,
+        parent: &str,
+        message: &str,
+    ) -> Result<String, RunnerError> {
+        self.commit_tree(tree, &[parent], &cleanup_message(message))
+    }
+
+    /// Whether `path` is in the tree of `rev` (as anything: file, link,
+    /// directory, submodule); `None` when the run's object reader cannot tell.
+    pub fn in_tree(&self, rev: &str, path: &str) -> Option<bool> {
+        if path.is_empty()
+            || path
+                .split('/')
+                .any(|c| c.is_empty() || c == "." || c == "..")
+        {
+            return None;
+        }
+        let r = self.reader.as_ref()?;
+        r.contains(&r.tree_of(rev)?, path)
+    }
+
+    /// Makes `paths` (files or directories) in the worktree and the index what
+    /// they are in `rev`, removing those `rev` does not have (`git checkout
+    /// --no-overlay <rev> -- <paths>`; HEAD is left alone). Every path must be in
+    /// `rev` or in the index.
+    pub fn checkout_paths(&self, rev: &str, paths: &[&str]) -> Result<(), RunnerError> {
+        self.run_paths(
+            &[
+                "--literal-pathspecs",
+                "checkout",
+                "--no-overlay",
+                "--quiet",
+                rev,
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            paths,
+        )
     }
 
     /// A commit of `tree` with `parents` and `message`, dated by this handle.
@@ -169,6 +256,9 @@ impl Git {
         if let Some(w) = &self.objects
             && let Some(id) = w.commit(self, tree, parents, message)
         {
+            if let Some(r) = &self.reader {
+                r.note_commit(&id, tree);
+            }
             return Ok(id);
         }
         let mut args = vec!["commit-tree", tree];
@@ -380,15 +470,6 @@ impl Git {
         )
     }
 
-    /// Writes the index's version of `paths` over the worktree's (and their file
-    /// metadata into the index, so that git sees them unchanged).
-    pub fn checkout_index(&self, paths: &[&str]) -> Result<(), RunnerError> {
-        self.run_paths(
-            &["checkout-index", "-f", "-u", "-q", "-z", "--stdin"],
-            paths,
-        )
-    }
-
     /// Runs `args` (a command reading NUL-separated paths on stdin) on `paths`;
     /// nothing when there are none.
     fn run_paths(&self, args: &[&str], paths: &[&str]) -> Result<(), RunnerError> {
@@ -426,17 +507,6 @@ impl Git {
         args.extend(paths.unwrap_or(&["."]));
         let out = self.run(&args)?;
         Ok(parse_numstat_patch(&out))
-    }
-
-    /// Moves the worktree from `from` (a tree or commit whose tree the index
-    /// holds and the worktree matches) to `to`, rewriting and removing only the
-    /// paths that differ between the two (`git read-tree -m -u`: a two-tree merge
-    /// that keeps every other index entry as it is, without looking at its file).
-    /// HEAD is left alone. Fails when a file that must change does not match the
-    /// index, or an untracked file is in the way.
-    pub fn read_tree_move(&self, from: &str, to: &str) -> Result<(), RunnerError> {
-        self.run(&["read-tree", "-m", "-u", from, to])?;
-        Ok(())
     }
 
     /// Commits the index (possibly unchanged) with `message`; returns the hash.
@@ -545,6 +615,37 @@ impl Git {
         let p = path.to_string_lossy();
         let _turn = worktree_lock();
         self.run(&["worktree", "add", "--quiet", "--detach", &p, rev])?;
+        Ok(())
+    }
+
+    /// Adds a worktree at `rev` like [`Git::add_worktree`], but only its
+    /// registration takes turns with the other worktree changes of the process
+    /// (`worktree add --no-checkout`, which writes a few files); the checkout of
+    /// every file — what `worktree add` itself does next, `reset --hard` in the
+    /// new worktree — runs outside the turn, so several worktrees are filled at
+    /// once. `pool`: the checkout writes the pool's index ([`POOL_CONFIG`]).
+    pub fn add_worktree_unlocked_checkout(
+        &self,
+        path: &Path,
+        rev: &str,
+        pool: bool,
+    ) -> Result<(), RunnerError> {
+        let p = path.to_string_lossy();
+        {
+            let _turn = worktree_lock();
+            self.run(&[
+                "worktree",
+                "add",
+                "--quiet",
+                "--no-checkout",
+                "--detach",
+                &p,
+                rev,
+            ])?;
+        }
+        let mut wt = Git::new(path);
+        wt.pool = pool;
+        wt.run(&["reset", "--quiet", "--hard", "--no-recurse-submodules"])?;
         Ok(())
     }
 
@@ -691,6 +792,50 @@ impl Git {
             self.run(&["worktree", "prune"])?;
         }
         Ok(())
+    }
+
+    /// [`Git::remove_worktree`] whose file deletion runs in the background: the
+    /// worktree is unregistered (its administrative directory removed) and its
+    /// directory renamed out of the way (`.removed-<name>` beside it) at once;
+    /// its files — as many as the repository has — are deleted by a thread
+    /// ([`wait_for_removals`] waits for them). Removing every file of a large
+    /// checkout takes seconds (on file systems that discard freed blocks, tens
+    /// of seconds) that the run's result need not wait for.
+    pub fn remove_worktree_in_background(&self, path: &Path) -> Result<(), RunnerError> {
+        let trash = {
+            let _turn = worktree_lock();
+            match (linked_admin_dir(path), path.file_name()) {
+                (Some(admin), Some(name)) => {
+                    let mut trash_name = std::ffi::OsString::from(".removed-");
+                    trash_name.push(name);
+                    let trash = path.with_file_name(trash_name);
+                    std::fs::rename(path, &trash)
+                        .map_err(|e| dandori_fs::FsError::new("moving worktree", path, e))?;
+                    std::fs::remove_dir_all(&admin).map_err(|e| {
+                        dandori_fs::FsError::new(
+                            "removing worktree administrative files",
+                            &admin,
+                            e,
+                        )
+                    })?;
+                    Some(trash)
+                }
+                _ => None,
+            }
+        };
+        match trash {
+            Some(trash) => {
+                let handle = std::thread::spawn(move || {
+                    let _ = std::fs::remove_dir_all(&trash);
+                });
+                match REMOVALS.lock() {
+                    Ok(mut g) => g.push(handle),
+                    Err(p) => p.into_inner().push(handle),
+                }
+                Ok(())
+            }
+            None => self.remove_worktree(path),
+        }
     }
 
     /// Cherry-picks `commit` onto HEAD, keeping its message; returns the new HEAD.

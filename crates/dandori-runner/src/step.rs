@@ -390,7 +390,10 @@ impl Worker<'_, '_> {
         if expected != Some(head.as_str()) {
             self.report.on_base = false;
         }
-        let c = self.git.commit_index(&head, message)?;
+        let c = match self.pool.staged_tree() {
+            Some(tree) => self.git.commit_written_tree(tree, &head, message)?,
+            None => self.git.commit_index(&head, message)?,
+        };
         if more {
             self.git.set_head(&c)?;
         }
@@ -940,7 +943,10 @@ impl Worker<'_, '_> {
                 vec![tail(&output, 400)],
                 false,
             );
-            let tree = self.git.run(&["write-tree"])?.trim().to_string();
+            let tree = match self.pool.staged_tree() {
+                Some(t) => t.to_string(),
+                None => self.git.run(&["write-tree"])?.trim().to_string(),
+            };
             if last_failure.as_ref() == Some(&(tree.clone(), output.clone())) {
                 // The same change and the same failure again: a fix loop going nowhere.
                 self.report

@@ -3,17 +3,18 @@
 //! what the step touched, not the size of the repository.
 //!
 //! The worktree's changes are recorded as they happen ([`crate::git::touched`]).
-//! Staging asks `git status` about the touched paths only and stages what it
-//! reports (`update-index`); the size check diffs only those paths. Moving to the
-//! next base removes the untracked and ignored files the step left, restores
-//! tracked files changed after the last staging, and lets `git read-tree -m -u`
-//! rewrite only the paths that differ between the two trees. Whenever any of this
-//! cannot be vouched for (no change record, a git error, an unusual path), the
-//! worktree falls back to git's whole-tree operations (`add -A`; `reset --hard` +
-//! `clean -ffdx`), which give the same result at O(repository) cost, and starts
-//! recording afresh.
+//! Staging asks `git status` about the touched paths only, stages what it
+//! reports (`update-index`), writes the index's tree and diffs it from HEAD's
+//! through the run's long-lived `diff-tree`. Moving to the next base removes the
+//! untracked and ignored files the step left (a touched path in neither tree)
+//! and makes every other touched path, and every path that differs between the
+//! two trees, what it is in the base with one `git checkout --no-overlay`; the
+//! trees are compared through the run's long-lived `cat-file`. Whenever any of
+//! this cannot be vouched for (no change record, no object reader, a git error,
+//! an unusual path), the worktree falls back to git's whole-tree operations
+//! (`add -A`; `reset --hard` + `clean -ffdx`), which give the same result at
+//! O(repository) cost, and starts recording afresh.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::error::RunnerError;
@@ -60,8 +61,9 @@ pub struct PoolWorktree {
     since_clean: Touched,
     /// Paths touched since the last staging.
     unstaged: Touched,
-    /// Untracked (ignored) paths seen when staging.
-    leftovers: BTreeSet<String>,
+    /// The tree `write-tree` made of the index at the last (fast) staging, while
+    /// the index is still that: the step's commit is made of it.
+    staged_tree: Option<String>,
     /// Something outside the record changed the worktree (a `reset --hard` that
     /// keeps ignored files): the next move goes over the whole tree.
     full_move: bool,
@@ -80,7 +82,7 @@ impl PoolWorktree {
             since_head: Touched::new(),
             since_clean: Touched::new(),
             unstaged: Touched::new(),
-            leftovers: BTreeSet::new(),
+            staged_tree: None,
             full_move: false,
             last_stage: None,
             last_move: None,
@@ -91,11 +93,29 @@ impl PoolWorktree {
         &self.path
     }
 
+    /// A new worktree of `main`'s repository at `path`, checked out at `rev` (a
+    /// full commit id): ready for [`PoolWorktree::prepare`] to move it to a
+    /// step's base. The checkout of every file (the one cost of the pool that
+    /// grows with the repository) runs concurrently with other worktrees'
+    /// checkouts and with running steps; only the registration takes turns.
+    pub fn create(
+        main: &Git,
+        path: impl Into<PathBuf>,
+        rev: &str,
+    ) -> Result<PoolWorktree, RunnerError> {
+        let mut wt = PoolWorktree::new(path);
+        main.add_worktree_unlocked_checkout(&wt.path, rev, true)?;
+        wt.tracker = Tracker::start(&wt.path);
+        wt.clean_at(rev);
+        wt.last_move = Some(Moved::Created);
+        Ok(wt)
+    }
+
     /// Puts the worktree at `rev` (a full commit id) with nothing else in it:
     /// creates it (`main`'s `git worktree add`) or moves it.
     pub fn prepare(&mut self, main: &Git, rev: &str) -> Result<Moved, RunnerError> {
         let moved = if !self.path.join(".git").exists() {
-            main.add_worktree(&self.path, rev)?;
+            main.add_worktree_unlocked_checkout(&self.path, rev, true)?;
             self.tracker = Tracker::start(&self.path);
             Moved::Created
         } else {
@@ -123,8 +143,16 @@ impl PoolWorktree {
         self.full_move = true;
     }
 
+    /// The tree of the index as the last staging wrote it, when the index has
+    /// not changed since (the step's commit is made of it without another
+    /// `write-tree`).
+    pub fn staged_tree(&self) -> Option<&str> {
+        self.staged_tree.as_deref()
+    }
+
     /// The index was committed as `commit`; `head_moved`: HEAD now points at it.
     pub fn committed(&mut self, commit: &str, head_moved: bool) {
+        self.staged_tree = None;
         self.index_at = Some(commit.to_string());
         if head_moved {
             self.since_head.clear();
@@ -141,6 +169,7 @@ impl PoolWorktree {
         }
         // Without a record the next move goes over the whole tree too.
         self.tracker = None;
+        self.staged_tree = None;
         self.last_stage = Some(Staged::Full);
         git.staged_numstat()
     }
@@ -152,11 +181,11 @@ impl PoolWorktree {
     }
 
     fn clean_at(&mut self, rev: &str) {
+        self.staged_tree = None;
         self.index_at = Some(rev.to_string());
         self.since_head.clear();
         self.since_clean.clear();
         self.unstaged.clear();
-        self.leftovers.clear();
         self.full_move = false;
     }
 
@@ -189,9 +218,6 @@ impl PoolWorktree {
             for e in &entries {
                 match e.worktree {
                     b'M' | b'D' | b'T' | b'?' => stage.push(e.path.as_str()),
-                    b'!' => {
-                        self.leftovers.insert(e.path.clone());
-                    }
                     _ => {}
                 }
             }
@@ -200,12 +226,42 @@ impl PoolWorktree {
         if self.since_head.is_empty() {
             return Ok(Some((0, Vec::new(), String::new())));
         }
+        // The index as a tree (it costs what changed: the index keeps the trees
+        // of untouched directories), then its diff from HEAD's tree through the
+        // run's long-lived `diff-tree`; the commit reuses the tree. A changed
+        // `.gitattributes` may change how a file diffs: git's own `diff
+        // --cached` in this worktree reads it.
+        self.staged_tree = None;
+        let attributes = self
+            .since_head
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == ".gitattributes"));
+        if !attributes
+            && let Some(head) = git.detached_head()
+            && let Some(head_tree) = git.tree_of(&head)
+        {
+            let tree = git.run(&["write-tree"])?.trim().to_string();
+            if let Some(out) = git.tree_numstat(&head_tree, &tree) {
+                self.staged_tree = Some(tree);
+                return Ok(Some(out));
+            }
+        }
         git.cached_numstat("HEAD", pathspec(&self.since_head).as_deref())
             .map(Some)
     }
 
     /// Moves the worktree to `rev` touching only what the last step touched and
     /// what differs; false (or an error) when the caller must do the full move.
+    ///
+    /// The index holds `index_at` exactly (the step's commit, or the base the
+    /// worktree was put at), so every path is known without asking git about
+    /// the worktree: a touched path in neither tree is untracked (or ignored)
+    /// and removed; every other touched path and every path that differs
+    /// between the two trees (the run's object reader compares them, reading
+    /// only the subtrees whose ids differ) is made what it is in `rev` by one
+    /// `git checkout --no-overlay <rev> -- <paths>`, which reads and writes only
+    /// those index entries and files (a two-tree `read-tree -m -u` walks and
+    /// rewrites the whole index).
     fn fast_move(&mut self, git: &Git, rev: &str) -> Result<bool, RunnerError> {
         let Some(from) = self.index_at.clone().filter(|_| !self.full_move) else {
             return Ok(false);
@@ -213,29 +269,39 @@ impl PoolWorktree {
         if self.take().is_none() {
             return Ok(false);
         }
-        // Changed after the last staging, or left untracked by it.
-        let mut check: Touched = std::mem::take(&mut self.unstaged);
-        check.extend(self.leftovers.iter().map(PathBuf::from));
-        if !check.is_empty() {
-            let entries = git.status_of(pathspec(&check).as_deref())?;
-            if entries.iter().any(|e| unusual(&e.path)) {
+        let Some(mut spec) = git.changed_paths(&from, rev) else {
+            return Ok(false);
+        };
+        // An untracked directory removed whole: what lies under it (listed right
+        // after it, paths sorting by component) is gone with it.
+        let mut removed: Option<&Path> = None;
+        for p in &self.since_clean {
+            if removed.is_some_and(|d| p.starts_with(d)) {
+                continue;
+            }
+            let Some(rel) = p.to_str() else {
+                return Ok(false);
+            };
+            let (Some(in_from), Some(in_rev)) = (git.in_tree(&from, rel), git.in_tree(rev, rel))
+            else {
+                return Ok(false);
+            };
+            if in_from || in_rev {
+                spec.push(rel.to_string());
+            } else {
+                remove_untracked(&self.path, rel)?;
+                removed = Some(p);
+            }
+            if spec.len() > MAX_PATHSPEC_PATHS {
                 return Ok(false);
             }
-            let mut restore = Vec::new();
-            for e in &entries {
-                match e.worktree {
-                    b'?' | b'!' => remove_untracked(&self.path, &e.path)?,
-                    b'M' | b'D' | b'T' => restore.push(e.path.as_str()),
-                    _ => {}
-                }
-            }
-            // Directories the step created are empty now (git does not track them).
-            self.remove_empty_dirs();
-            git.checkout_index(&restore)?;
-        } else {
-            self.remove_empty_dirs();
         }
-        git.read_tree_move(&from, rev)?;
+        // Directories the step created are empty now (git does not track them).
+        self.remove_empty_dirs();
+        spec.sort();
+        spec.dedup();
+        let spec: Vec<&str> = spec.iter().map(String::as_str).collect();
+        git.checkout_paths(rev, &spec)?;
         git.set_head(rev)?;
         // The events of the move itself: drop them (new directories are watched).
         if self.take().is_none() {

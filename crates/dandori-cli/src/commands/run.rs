@@ -159,10 +159,22 @@ fn execute(
             Err(_) => "the coordinator stopped on an error",
         });
     }
+    let code = report_outcome(result, reporter.as_deref(), json);
+    // The pool worktrees' files are deleted in the background while the result
+    // is printed; the process exits once they are gone.
+    dandori_runner::git::wait_for_removals();
+    code
+}
+
+fn report_outcome(
+    result: Result<dandori_runner::RunOutcome, dandori_runner::RunnerError>,
+    reporter: Option<&super::forge::RunReporter>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
     match result {
         Ok(outcome) => {
             let c = &outcome.completion;
-            if let Some(r) = &reporter {
+            if let Some(r) = reporter {
                 r.finish(&serde_json::to_value(c).unwrap_or_default());
             }
             if json {

@@ -126,6 +126,9 @@ struct Coordinator<'o> {
     /// Pool worktrees created by this invocation (their names hold the process id,
     /// so an agent orphaned by a killed run never writes into a new run's worktree).
     pool_created: u32,
+    /// A pool worktree could not be made in the background: steps make their
+    /// own (and a failure is the step's).
+    create_inline: bool,
     /// The work branch tip.
     tip: String,
     /// Per acceptance criterion, the verifications that cover it (or not).
@@ -216,6 +219,7 @@ impl<'o> Coordinator<'o> {
             idle: Vec::new(),
             in_use: BTreeMap::new(),
             pool_created: 0,
+            create_inline: false,
             tip: String::new(),
             ac_evidence: Vec::new(),
             work_start: String::new(),

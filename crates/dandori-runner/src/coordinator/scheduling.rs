@@ -20,6 +20,17 @@ use crate::{events, reason};
 
 use super::Coordinator;
 
+/// How many pool worktrees are checked out at the same time once the first
+/// exists: the checkout of a whole repository is mostly file creation, which
+/// two at once do in about the time of one on two cores.
+const MAX_CREATING: usize = 2;
+
+/// What the scheduling loop waits for: a step's end, or a new pool worktree.
+enum Finished {
+    Step(Box<(StepReport, Option<PoolWorktree>)>),
+    Created(Box<Result<PoolWorktree, RunnerError>>),
+}
+
 impl Coordinator<'_> {
     pub(super) fn mark_waiting_for_model(&mut self) {
         let ids: Vec<String> = self
@@ -69,10 +80,12 @@ impl Coordinator<'_> {
         let planning = &shared.planning;
         let revisions = &shared.revisions;
         let known = self.ancestry();
-        let (tx, rx) = mpsc::channel::<(StepReport, Option<PoolWorktree>)>();
+        let (tx, rx) = mpsc::channel::<Finished>();
         let n = planning.steps.len();
         let mut running = 0usize;
         let mut started_here: u64 = 0;
+        // Pool worktrees being created in the background.
+        let mut creating = 0usize;
         let result = std::thread::scope(|scope| -> Result<(), RunnerError> {
             loop {
                 // 1. Dependents of failed or waiting steps never run.
@@ -101,8 +114,30 @@ impl Coordinator<'_> {
                     {
                         continue;
                     }
-                    let commits = self.base_commits(i);
                     let dispatch = self.opts.dispatch.clone();
+                    if dispatch.is_none() && self.idle.is_empty() && !self.create_inline {
+                        // No free worktree: one is made in the background (at most
+                        // MAX_CREATING at once, never more than the workers need);
+                        // the step takes the first to be free, made or released.
+                        // The first worktree is made alone: nothing can run before
+                        // it, and a second checkout would only slow it down.
+                        let made = (self.pool_created as usize).saturating_sub(creating);
+                        let at_once = if made == 0 { 1 } else { MAX_CREATING };
+                        if running + creating < workers && creating < at_once {
+                            creating += 1;
+                            let path = self.next_pool_path()?;
+                            let main = self.main.clone();
+                            let at = self.tip.clone();
+                            let tx = tx.clone();
+                            scope.spawn(move || {
+                                let _ = tx.send(Finished::Created(Box::new(PoolWorktree::create(
+                                    &main, path, &at,
+                                ))));
+                            });
+                        }
+                        continue;
+                    }
+                    let commits = self.base_commits(i);
                     let wt = self.start_step(i, dispatch.is_none())?;
                     let attempt = self.stage.steps[i].attempts;
                     running += 1;
@@ -136,7 +171,7 @@ impl Coordinator<'_> {
                                 (r, Some(wt))
                             }
                         };
-                        let _ = tx.send(r);
+                        let _ = tx.send(Finished::Step(Box::new(r)));
                     });
                 }
                 self.stage.extra.insert(
@@ -145,7 +180,7 @@ impl Coordinator<'_> {
                 );
                 self.update_index();
                 self.save_round()?;
-                if running == 0 {
+                if running == 0 && creating == 0 {
                     if self.stage.steps.iter().any(|s| {
                         s.status == StepStatus::Pending
                             && self.preds_done(s.step_id.as_str())
@@ -156,19 +191,41 @@ impl Coordinator<'_> {
                     }
                     break;
                 }
-                let Ok((r, wt)) = rx.recv() else { break };
-                running -= 1;
-                // Merged at once: its dependents can start in this round.
-                self.receive(r, wt)?;
+                match rx.recv() {
+                    Ok(Finished::Step(done)) => {
+                        let (r, wt) = *done;
+                        running -= 1;
+                        // Merged at once: its dependents can start in this round.
+                        self.receive(r, wt)?;
+                    }
+                    Ok(Finished::Created(made)) => {
+                        creating -= 1;
+                        match *made {
+                            Ok(wt) => self.idle.push(wt),
+                            // Steps make their own worktree from now on, and a
+                            // failure is theirs (`dandori resume` retries).
+                            Err(_) => self.create_inline = true,
+                        }
+                    }
+                    Err(_) => break,
+                }
             }
             Ok(())
         });
+        // Worktrees whose creation ended after the last step: removed below.
+        while let Ok(f) = rx.try_recv() {
+            if let Finished::Created(made) = f
+                && let Ok(wt) = *made
+            {
+                self.idle.push(wt);
+            }
+        }
         self.stage.extra.insert(
             "revisions".to_string(),
             json!(revisions.load(Ordering::SeqCst)),
         );
         for wt in std::mem::take(&mut self.idle) {
-            self.main.remove_worktree(wt.path())?;
+            self.main.remove_worktree_in_background(wt.path())?;
         }
         if started_here >= max_steps
             && self
@@ -251,13 +308,7 @@ impl Coordinator<'_> {
         } else if let Some(wt) = self.idle.pop() {
             Some(wt)
         } else {
-            self.pool_created += 1;
-            dandori_fs::create_dir_all(&self.paths.worktrees)?;
-            Some(PoolWorktree::new(self.paths.worktrees.join(format!(
-                "pool-{}-{}",
-                std::process::id(),
-                self.pool_created
-            ))))
+            Some(PoolWorktree::new(self.next_pool_path()?))
         };
         if let Some(wt) = &wt {
             self.in_use.insert(i, wt.path().to_path_buf());
@@ -277,6 +328,16 @@ impl Coordinator<'_> {
         );
         self.progress(&format!("{step_id}: started (attempt {attempt})"));
         Ok(wt)
+    }
+
+    /// The path of the next pool worktree of this process.
+    fn next_pool_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
+        self.pool_created += 1;
+        dandori_fs::create_dir_all(&self.paths.worktrees)?;
+        Ok(self
+            .paths
+            .worktrees
+            .join(format!("pool-{}-{}", std::process::id(), self.pool_created)))
     }
 
     pub(super) fn block_dependents(&mut self) {

@@ -32,19 +32,10 @@ pub struct ObjectWriter {
 
 #[derive(Debug)]
 struct WriterState {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    git: Piped,
     /// `(author, committer)` identities for the fixed date.
     idents: (String, String),
     fixed_date: String,
-}
-
-impl Drop for WriterState {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -81,19 +72,8 @@ impl ObjectWriter {
 fn start(git: &Git, date: &str) -> Option<WriterState> {
     let author = git.run(&["var", "GIT_AUTHOR_IDENT"]).ok()?;
     let committer = git.run(&["var", "GIT_COMMITTER_IDENT"]).ok()?;
-    let mut cmd = git.command(&["hash-object", "-t", "commit", "-w", "--stdin-paths"]);
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let stdin = child.stdin.take()?;
-    let stdout = BufReader::new(child.stdout.take()?);
     Some(WriterState {
-        child,
-        stdin,
-        stdout,
+        git: Piped::spawn(git.command(&["hash-object", "-t", "commit", "-w", "--stdin-paths"]))?,
         idents: (author.trim().to_string(), committer.trim().to_string()),
         fixed_date: date.to_string(),
     })
@@ -130,10 +110,10 @@ fn write(s: &mut WriterState, tree: &str, parents: &[&str], message: &str) -> Op
         if p.contains('\n') {
             return None;
         }
-        s.stdin.write_all(format!("{p}\n").as_bytes()).ok()?;
-        s.stdin.flush().ok()?;
+        s.git.stdin.write_all(format!("{p}\n").as_bytes()).ok()?;
+        s.git.stdin.flush().ok()?;
         let mut line = String::new();
-        s.stdout.read_line(&mut line).ok()?;
+        s.git.stdout.read_line(&mut line).ok()?;
         let id = line.trim().to_string();
         is_full_hash(&id).then_some(id)
     });
@@ -147,21 +127,42 @@ fn write(s: &mut WriterState, tree: &str, parents: &[&str], message: &str) -> Op
 /// caller runs `git update-ref` itself (which reports the real error).
 #[derive(Debug, Default)]
 pub struct RefWriter {
-    state: Mutex<Option<RefState>>,
+    state: Mutex<Option<Piped>>,
     broken: std::sync::atomic::AtomicBool,
 }
 
+/// A long-lived git process spoken to through its stdin and stdout; it ends
+/// when this is dropped.
 #[derive(Debug)]
-struct RefState {
+struct Piped {
     child: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
 }
 
-impl Drop for RefState {
+impl Drop for Piped {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl Piped {
+    /// Starts `cmd` with piped stdin and stdout (stderr discarded).
+    fn spawn(mut cmd: std::process::Command) -> Option<Piped> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let stdin = child.stdin.take()?;
+        let stdout = BufReader::new(child.stdout.take()?);
+        Some(Piped {
+            child,
+            stdin,
+            stdout,
+        })
     }
 }
 
@@ -179,23 +180,7 @@ impl RefWriter {
             Err(p) => p.into_inner(),
         };
         if guard.is_none() {
-            let mut cmd = git.command(&["update-ref", "--stdin"]);
-            let started = cmd
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .ok()
-                .and_then(|mut child| {
-                    let stdin = child.stdin.take()?;
-                    let stdout = BufReader::new(child.stdout.take()?);
-                    Some(RefState {
-                        child,
-                        stdin,
-                        stdout,
-                    })
-                });
-            *guard = started;
+            *guard = Piped::spawn(git.command(&["update-ref", "--stdin"]));
         }
         let ok = guard.as_mut().is_some_and(|s| {
             let sent = s
@@ -214,4 +199,318 @@ impl RefWriter {
         }
         ok
     }
+}
+
+/// Reads objects through one long-lived `git cat-file --batch-command` per run
+/// (started in the repository itself, shared by the worktrees' handles): what a
+/// pool worktree's move needs to know of two trees — which paths differ, whether
+/// a path is in a tree — without a git process per question. Anything
+/// unexpected ends the reader; the caller then does without (`None`).
+///
+/// A second long-lived child, `git diff-tree --stdin`, gives the numstat and
+/// binary patch between two trees ([`ObjectReader::diff`]).
+#[derive(Debug)]
+pub struct ObjectReader {
+    dir: PathBuf,
+    state: Mutex<Option<Piped>>,
+    broken: std::sync::atomic::AtomicBool,
+    diff: Mutex<Option<Piped>>,
+    diff_broken: std::sync::atomic::AtomicBool,
+    /// Trees read so far (objects never change): a move reads each at most once.
+    trees: Mutex<std::collections::HashMap<String, std::sync::Arc<Vec<TreeEntry>>>>,
+    /// The tree of each commit the run wrote or asked about.
+    commit_trees: Mutex<std::collections::HashMap<String, String>>,
+    /// The line that ends each answer of `diff-tree` (it echoes a line that is
+    /// not an object id, then flushes): never a line of a diff.
+    end: String,
+}
+
+/// One entry of a tree object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreeEntry {
+    /// The mode as git writes it (`40000` for a tree).
+    pub mode: String,
+    pub name: Vec<u8>,
+    /// Hexadecimal object id.
+    pub oid: String,
+}
+
+impl TreeEntry {
+    pub fn is_tree(&self) -> bool {
+        self.mode == "40000"
+    }
+}
+
+/// What an object name resolves to: `(object id, type)`, `None` when missing.
+pub type ObjectInfo = Option<(String, String)>;
+
+impl ObjectReader {
+    /// A reader for the repository at `dir` (started on first use).
+    pub fn new(dir: impl Into<PathBuf>) -> ObjectReader {
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        ObjectReader {
+            dir: dir.into(),
+            state: Mutex::new(None),
+            broken: std::sync::atomic::AtomicBool::new(false),
+            diff: Mutex::new(None),
+            diff_broken: std::sync::atomic::AtomicBool::new(false),
+            trees: Mutex::new(std::collections::HashMap::new()),
+            commit_trees: Mutex::new(std::collections::HashMap::new()),
+            end: format!(
+                "~ dandori end of diff {} {nonce} {}",
+                std::process::id(),
+                SEQ.fetch_add(1, Ordering::SeqCst)
+            ),
+        }
+    }
+
+    /// `git diff --numstat --patch --binary --no-renames` between the trees `a`
+    /// and `b` (full ids), as `git diff-tree -r` prints it: numstat lines, a
+    /// blank line, the patch. `None` when the child fails (it ends; the caller
+    /// asks git itself). Attributes (a path forced binary) come from the
+    /// repository's own worktree, which the run never changes.
+    pub fn diff(&self, a: &str, b: &str) -> Option<String> {
+        if !is_full_hash(a) || !is_full_hash(b) || self.diff_broken.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut guard = match self.diff.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if guard.is_none() {
+            *guard = Piped::spawn(Git::new(&self.dir).command(&[
+                "diff-tree",
+                "--stdin",
+                "-r",
+                "--numstat",
+                "--patch",
+                "--binary",
+                "--no-renames",
+            ]));
+        }
+        let out = guard.as_mut().and_then(|s| {
+            s.stdin
+                .write_all(format!("{a} {b}\n{}\n", self.end).as_bytes())
+                .ok()?;
+            s.stdin.flush().ok()?;
+            let mut header = Vec::new();
+            s.stdout.read_until(b'\n', &mut header).ok()?;
+            if header != format!("{a} {b}\n").as_bytes() {
+                return None;
+            }
+            let end = format!("{}\n", self.end);
+            let mut body = Vec::new();
+            loop {
+                let mut line = Vec::new();
+                if s.stdout.read_until(b'\n', &mut line).ok()? == 0 {
+                    return None;
+                }
+                if line == end.as_bytes() {
+                    break;
+                }
+                body.extend_from_slice(&line);
+            }
+            Some(String::from_utf8_lossy(&body).into_owned())
+        });
+        if out.is_none() {
+            *guard = None;
+            self.diff_broken.store(true, Ordering::SeqCst);
+        }
+        out
+    }
+
+    /// Runs `f` on the running reader; `None` (and the reader ends) when it fails.
+    fn with<T>(&self, f: impl FnOnce(&mut Piped) -> Option<T>) -> Option<T> {
+        if self.broken.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut guard = match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        if guard.is_none() {
+            *guard = Piped::spawn(Git::new(&self.dir).command(&["cat-file", "--batch-command"]));
+        }
+        let out = guard.as_mut().and_then(f);
+        if out.is_none() {
+            *guard = None;
+            self.broken.store(true, Ordering::SeqCst);
+        }
+        out
+    }
+
+    /// The object `name` (`<rev>`, `<rev>^{tree}`, `<rev>:<path>`) names.
+    /// Outer `None`: the reader failed or the name cannot be asked (a newline).
+    pub fn info(&self, name: &str) -> Option<ObjectInfo> {
+        if name.contains('\n') {
+            return None;
+        }
+        self.with(|s| {
+            s.stdin
+                .write_all(format!("info {name}\n").as_bytes())
+                .ok()?;
+            s.stdin.flush().ok()?;
+            let mut line = String::new();
+            s.stdout.read_line(&mut line).ok()?;
+            let line = line.trim_end_matches('\n');
+            if line.ends_with(" missing") || line.ends_with(" ambiguous") {
+                return Some(None);
+            }
+            let mut it = line.split(' ');
+            let (oid, kind) = (it.next()?, it.next()?);
+            is_full_hash(oid).then(|| Some((oid.to_string(), kind.to_string())))
+        })
+    }
+
+    /// Notes that `commit` (written by the run) has the tree `tree`.
+    pub fn note_commit(&self, commit: &str, tree: &str) {
+        let mut map = lock(&self.commit_trees);
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(commit.to_string(), tree.to_string());
+    }
+
+    /// The tree of the commit (or tree) `rev`.
+    pub fn tree_of(&self, rev: &str) -> Option<String> {
+        if let Some(t) = lock(&self.commit_trees).get(rev) {
+            return Some(t.clone());
+        }
+        match self.info(&format!("{rev}^{{tree}}"))? {
+            Some((oid, kind)) if kind == "tree" => {
+                if is_full_hash(rev) {
+                    self.note_commit(rev, &oid);
+                }
+                Some(oid)
+            }
+            _ => None,
+        }
+    }
+
+    /// The entries of the tree `oid` (a full id), in the tree's order.
+    pub fn tree(&self, oid: &str) -> Option<std::sync::Arc<Vec<TreeEntry>>> {
+        if let Some(t) = lock(&self.trees).get(oid) {
+            return Some(t.clone());
+        }
+        let entries = std::sync::Arc::new(self.read_tree(oid)?);
+        let mut map = lock(&self.trees);
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(oid.to_string(), entries.clone());
+        Some(entries)
+    }
+
+    /// Whether `path` (`/`-separated, relative) is an entry of the tree `root`,
+    /// walking down from it through the trees read so far.
+    pub fn contains(&self, root: &str, path: &str) -> Option<bool> {
+        let mut tree = root.to_string();
+        let mut parts = path.split('/').peekable();
+        while let Some(name) = parts.next() {
+            let entries = self.tree(&tree)?;
+            let Some(e) = entries.iter().find(|e| e.name == name.as_bytes()) else {
+                return Some(false);
+            };
+            if parts.peek().is_none() {
+                return Some(true);
+            }
+            if !e.is_tree() {
+                return Some(false);
+            }
+            tree = e.oid.clone();
+        }
+        Some(false)
+    }
+
+    fn read_tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
+        if !is_full_hash(oid) {
+            return None;
+        }
+        self.with(|s| {
+            s.stdin
+                .write_all(format!("contents {oid}\n").as_bytes())
+                .ok()?;
+            s.stdin.flush().ok()?;
+            let mut header = String::new();
+            s.stdout.read_line(&mut header).ok()?;
+            let mut it = header.trim_end_matches('\n').split(' ');
+            let (got, kind, size) = (it.next()?, it.next()?, it.next()?);
+            if got != oid || kind != "tree" {
+                return None;
+            }
+            let size: usize = size.parse().ok()?;
+            let mut body = vec![0u8; size + 1];
+            std::io::Read::read_exact(&mut s.stdout, &mut body).ok()?;
+            if body.pop() != Some(b'\n') {
+                return None;
+            }
+            parse_tree(&body, oid.len() / 2)
+        })
+    }
+}
+
+/// How many trees (or commits) the reader remembers before starting afresh.
+const CACHE_MAX: usize = 65536;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
+}
+
+/// The entries of a tree object's content (`<mode> <name>\0<raw id>`…).
+fn parse_tree(mut body: &[u8], id_len: usize) -> Option<Vec<TreeEntry>> {
+    let mut entries = Vec::new();
+    while !body.is_empty() {
+        let sp = body.iter().position(|b| *b == b' ')?;
+        let nul = sp + body[sp..].iter().position(|b| *b == 0)?;
+        let mode = std::str::from_utf8(&body[..sp]).ok()?.to_string();
+        let name = body[sp + 1..nul].to_vec();
+        let raw = body.get(nul + 1..nul + 1 + id_len)?;
+        let oid = raw.iter().map(|b| format!("{b:02x}")).collect();
+        entries.push(TreeEntry { mode, name, oid });
+        body = &body[nul + 1 + id_len..];
+    }
+    Some(entries)
+}
+
+/// The paths (files, links, submodules, or whole directories present on one
+/// side only or replaced by a file) that differ between the trees `a` and `b`,
+/// reading only the subtrees whose ids differ. `None` when the reader fails or a
+/// name is not UTF-8.
+pub fn changed_paths(reader: &ObjectReader, a: &str, b: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(String::new(), a.to_string(), b.to_string())];
+    while let Some((prefix, ta, tb)) = stack.pop() {
+        if ta == tb {
+            continue;
+        }
+        let (ea, eb) = (reader.tree(&ta)?, reader.tree(&tb)?);
+        let mut by_name: std::collections::BTreeMap<
+            &[u8],
+            (Option<&TreeEntry>, Option<&TreeEntry>),
+        > = std::collections::BTreeMap::new();
+        for e in ea.iter() {
+            by_name.entry(&e.name).or_default().0 = Some(e);
+        }
+        for e in eb.iter() {
+            by_name.entry(&e.name).or_default().1 = Some(e);
+        }
+        for (name, sides) in by_name {
+            let name = std::str::from_utf8(name).ok()?;
+            let path = format!("{prefix}{name}");
+            match sides {
+                (Some(x), Some(y)) if x.oid == y.oid && x.mode == y.mode => {}
+                (Some(x), Some(y)) if x.is_tree() && y.is_tree() => {
+                    stack.push((format!("{path}/"), x.oid.clone(), y.oid.clone()));
+                }
+                _ => out.push(path),
+            }
+        }
+    }
+    Some(out)
 }

@@ -72,7 +72,7 @@ fn inode(p: &Path) -> u64 {
 fn a_step_is_staged_and_the_worktree_moved_touching_only_what_changed() {
     let (r, a, b) = two_commits();
     let wt = r.path.join(".dandori/wt-1");
-    let main = Git::new(&r.path);
+    let main = Git::new(&r.path).with_object_writer();
     let mut pool = PoolWorktree::new(&wt);
     assert_eq!(pool.prepare(&main, &a).unwrap(), Moved::Created);
     let untouched = inode(&wt.join("d7/f3.txt"));
@@ -135,15 +135,15 @@ fn a_step_is_staged_and_the_worktree_moved_touching_only_what_changed() {
 }
 
 #[test]
-fn a_change_the_record_missed_makes_the_move_go_over_the_whole_tree() {
+fn a_change_the_record_missed_is_overwritten_where_the_next_base_differs() {
     let (r, a, b) = two_commits();
     let wt = r.path.join(".dandori/wt-1");
-    let main = Git::new(&r.path);
+    let main = Git::new(&r.path).with_object_writer();
     let mut pool = PoolWorktree::new(&wt);
     pool.prepare(&main, &a).unwrap();
     // Written through a hard link from outside the worktree: no event for the
     // worktree's directory, so the record does not know; `d1/f1.txt` differs
-    // between A and B, and `read-tree` refuses to overwrite the local change.
+    // between A and B, so the move writes B's version over it.
     let outside = r.path.join(".dandori/outside");
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::hard_link(wt.join("d1/f1.txt"), outside.join("link")).unwrap();
@@ -157,13 +157,12 @@ fn a_change_the_record_missed_makes_the_move_go_over_the_whole_tree() {
     let c = git.commit_index(&a, "step").unwrap();
     pool.committed(&c, false);
 
-    assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Full);
+    assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Fast);
     assert_exactly_at(&wt, &b);
     assert_eq!(
         std::fs::read_to_string(wt.join("d1/f1.txt")).unwrap(),
         "changed in B\n"
     );
-    // The record starts again after the full move.
     next_step_is_staged_fast(&mut pool, &git, &wt);
 }
 
@@ -175,7 +174,7 @@ fn more_changes_than_the_kernel_queues_fall_back_to_the_whole_tree() {
         .unwrap_or(16384);
     let (r, a, b) = two_commits();
     let wt = r.path.join(".dandori/wt-1");
-    let main = Git::new(&r.path);
+    let main = Git::new(&r.path).with_object_writer();
     let mut pool = PoolWorktree::new(&wt);
     pool.prepare(&main, &a).unwrap();
     // Alternating writes are never merged into one event: the queue overflows.
@@ -196,4 +195,129 @@ fn more_changes_than_the_kernel_queues_fall_back_to_the_whole_tree() {
     assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Full);
     assert_exactly_at(&wt, &b);
     next_step_is_staged_fast(&mut pool, &git, &wt);
+}
+
+#[test]
+fn without_the_run_s_object_reader_the_move_goes_over_the_whole_tree() {
+    let (r, a, b) = two_commits();
+    let wt = r.path.join(".dandori/wt-1");
+    // A handle without the run's long-lived reader cannot compare the trees.
+    let main = Git::new(&r.path);
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    let git = Git::new(&wt)
+        .pool_worktree()
+        .with_fixed_date("2026-01-01T00:00:00Z");
+    std::fs::write(wt.join("a.txt"), "a changed\n").unwrap();
+    std::fs::write(wt.join("untracked.txt"), "u\n").unwrap();
+    pool.stage(&git).unwrap();
+    let c = git.commit_index(&a, "step").unwrap();
+    pool.committed(&c, false);
+    std::fs::write(wt.join("later.txt"), "after the commit\n").unwrap();
+
+    assert_eq!(pool.prepare(&main, &b).unwrap(), Moved::Full);
+    assert_exactly_at(&wt, &b);
+    next_step_is_staged_fast(&mut pool, &git, &wt);
+}
+
+#[test]
+fn a_file_that_becomes_a_directory_and_back_is_moved_fast() {
+    let (r, a, _) = two_commits();
+    // C: `a.txt` is a directory.
+    r.git(&["rm", "-q", "a.txt"]);
+    std::fs::create_dir_all(r.path.join("a.txt")).unwrap();
+    std::fs::write(r.path.join("a.txt/inner.txt"), "inner\n").unwrap();
+    r.git(&["add", "-A"]);
+    r.git(&["commit", "-q", "-m", "C"]);
+    let c = r.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let wt = r.path.join(".dandori/wt-1");
+    let main = Git::new(&r.path).with_object_writer();
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    assert_eq!(pool.prepare(&main, &c).unwrap(), Moved::Fast);
+    assert_exactly_at(&wt, &c);
+    assert_eq!(
+        std::fs::read_to_string(wt.join("a.txt/inner.txt")).unwrap(),
+        "inner\n"
+    );
+    assert_eq!(pool.prepare(&main, &a).unwrap(), Moved::Fast);
+    assert_exactly_at(&wt, &a);
+    assert_eq!(std::fs::read_to_string(wt.join("a.txt")).unwrap(), "a\n");
+}
+
+#[test]
+fn a_worktree_removed_in_the_background_is_unregistered_at_once() {
+    let (r, a, _) = two_commits();
+    let wt = r.path.join(".dandori/pool-1");
+    let main = Git::new(&r.path).with_object_writer();
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    main.remove_worktree_in_background(&wt).unwrap();
+    assert!(!wt.exists(), "the worktree's directory is still in place");
+    let list = git_in(&r.path, &["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+    dandori_runner::git::wait_for_removals();
+    assert!(
+        !r.path.join(".dandori/.removed-pool-1").exists(),
+        "the files were not deleted"
+    );
+}
+
+#[test]
+fn the_diff_from_the_run_s_diff_tree_is_the_one_git_diff_cached_gives() {
+    let (r, a, _) = two_commits();
+    let main = Git::new(&r.path).with_object_writer();
+    let mut out = Vec::new();
+    for (name, shared) in [("wt-reader", true), ("wt-plain", false)] {
+        let wt = r.path.join(".dandori").join(name);
+        let mut pool = PoolWorktree::new(&wt);
+        pool.prepare(&main, &a).unwrap();
+        std::fs::write(wt.join("a.txt"), "a changed\nand more\n").unwrap();
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        std::fs::write(wt.join("src/bin.dat"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+        std::fs::remove_file(wt.join("d3/f0.txt")).unwrap();
+        let mut git = Git::new(&wt)
+            .pool_worktree()
+            .with_fixed_date("2026-01-01T00:00:00Z");
+        if shared {
+            git = git.sharing_objects(&main);
+        }
+        let staged = pool.stage(&git).unwrap();
+        assert_eq!(pool.staged_tree().is_some(), shared);
+        let c = match pool.staged_tree() {
+            Some(t) => git.commit_written_tree(t, &a, "step").unwrap(),
+            None => git.commit_index(&a, "step").unwrap(),
+        };
+        out.push((
+            staged,
+            git_in(&r.path, &["rev-parse", &format!("{c}^{{tree}}")]),
+        ));
+    }
+    assert_eq!(out[0], out[1]);
+    let ((lines, files, patch), _) = &out[0];
+    assert_eq!(*lines, 5, "{patch}");
+    assert_eq!(files, &["a.txt", "d3/f0.txt", "src/bin.dat"]);
+    assert!(patch.contains("GIT binary patch"), "{patch}");
+}
+
+#[test]
+fn a_changed_gitattributes_is_diffed_by_git_in_the_worktree() {
+    let (r, a, _) = two_commits();
+    let main = Git::new(&r.path).with_object_writer();
+    let wt = r.path.join(".dandori/wt-1");
+    let mut pool = PoolWorktree::new(&wt);
+    pool.prepare(&main, &a).unwrap();
+    std::fs::write(wt.join(".gitattributes"), "*.txt binary\n").unwrap();
+    std::fs::write(wt.join("a.txt"), "a changed\n").unwrap();
+    let git = Git::new(&wt)
+        .pool_worktree()
+        .with_fixed_date("2026-01-01T00:00:00Z")
+        .sharing_objects(&main);
+    let (lines, files, patch) = pool.stage(&git).unwrap();
+    assert_eq!(pool.last_stage, Some(Staged::Fast));
+    assert!(pool.staged_tree().is_none());
+    assert_eq!(files, [".gitattributes", "a.txt"]);
+    // `a.txt` is binary by the new attributes: one line, a binary patch.
+    assert_eq!(lines, 2, "{patch}");
+    assert!(patch.contains("GIT binary patch"), "{patch}");
 }
