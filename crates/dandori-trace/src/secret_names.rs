@@ -33,6 +33,8 @@ pub const SECRET_NAME_WORDS: &[&str] = &[
     "PAT",
     "COOKIE",
     "PRIVATE",
+    "JWT",
+    "WEBHOOK",
 ];
 
 /// Endings that mark a secret even inside one word (`GHTOKEN`, `DBPASSWORD`).
@@ -85,6 +87,8 @@ mod tests {
             "db.password",
             "apikey",
             "SIGNING_PRIVATE_KEY",
+            "CI_JOB_JWT",
+            "SLACK_WEBHOOK_URL",
         ] {
             assert!(is_secret_name(yes), "{yes}");
         }

@@ -801,7 +801,23 @@ impl CommandPolicy {
                 ));
             }
             "export" | "readonly" | "local" | "declare" | "typeset" if !args.is_empty() => {
+                let nameref = args
+                    .iter()
+                    .any(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('n'));
                 for a in args.iter().filter(|a| !a.starts_with('-')) {
+                    // `declare -n r=OPENAI_API_KEY`: `$r` would read the secret.
+                    if nameref
+                        && let Some((_, target)) = a.split_once('=')
+                        && rules::is_secret_name(target)
+                    {
+                        return Err(PolicyViolation::new(
+                            codes::POLICY_SECRET_READ,
+                            format!(
+                                "`{base} -n` makes a name for `{target}`, which holds a secret"
+                            ),
+                        )
+                        .with_rule("secret-variable"));
+                    }
                     if let Some((name, value)) = a.split_once('=')
                         && is_name(name)
                     {
@@ -817,6 +833,20 @@ impl CommandPolicy {
             }
             "read" | "mapfile" | "readarray" => {
                 for a in args.iter().filter(|a| !a.starts_with('-')) {
+                    st.vars.insert(a.clone(), None);
+                }
+            }
+            // Builtins that assign or unset a variable behind the policy's back:
+            // the variable is unknown from here on.
+            "printf" => {
+                if let Some(i) = args.iter().position(|a| a == "-v")
+                    && let Some(name) = args.get(i + 1)
+                {
+                    st.vars.insert(name.clone(), None);
+                }
+            }
+            "unset" | "getopts" => {
+                for a in args.iter().filter(|a| !a.starts_with('-') && is_name(a)) {
                     st.vars.insert(a.clone(), None);
                 }
             }

@@ -1780,7 +1780,8 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
         "DATABASE", "DB", "REDIS", "MONGO", "MONGODB", "POSTGRES", "PG", "MYSQL", "AMQP",
         "RABBITMQ", "SENTRY", "BROKER", "CELERY",
     ];
-    upper.ends_with("_URL") && parts.first().is_some_and(|p| url_hosts.contains(p))
+    (upper.ends_with("_URL") || upper.ends_with("_URI"))
+        && parts.first().is_some_and(|p| url_hosts.contains(p))
 }
 
 /// Variable names referenced by `$NAME` / `${NAME…}` in a word's text.
