@@ -74,12 +74,15 @@ pub fn check_line(line: &str) -> Verdict {
         .filter(|i| i.is_string() || i.is_i64() || i.is_u64())
         .cloned();
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return answer_or_drop(
-            &id,
-            usable_id,
+        // A notification gets no answer, whatever is wrong with it.
+        if id.is_none() {
+            return Verdict::Drop;
+        }
+        return Verdict::Answer(error(
+            usable_id.unwrap_or(Value::Null),
             -32600,
             "invalid request: `jsonrpc` must be \"2.0\"",
-        );
+        ));
     }
     if id.is_some() && usable_id.is_none() {
         return Verdict::Answer(error(
@@ -107,14 +110,6 @@ pub fn check_line(line: &str) -> Verdict {
             -32602,
             &format!("invalid params for {m}: they do not match the method's schema"),
         )),
-    }
-}
-
-fn answer_or_drop(id: &Option<Value>, usable: Option<Value>, code: i64, message: &str) -> Verdict {
-    match (id, usable) {
-        (None, _) => Verdict::Drop,
-        (Some(_), Some(i)) => Verdict::Answer(error(i, code, message)),
-        (Some(_), None) => Verdict::Answer(error(Value::Null, code, message)),
     }
 }
 

@@ -674,7 +674,7 @@ impl CommandPolicy {
                 }
                 "<<<" => {
                     // A here-string is stdin: for a shell or an interpreter, code.
-                    let stem = effective.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+                    let stem = version_stem(effective);
                     if SHELLS.contains(&effective) {
                         self.check_depth(&r.target, depth + 1)?;
                     } else if INTERPRETERS.contains(&stem) || EVAL.contains(&effective) {
@@ -918,11 +918,11 @@ impl CommandPolicy {
             return Ok(());
         }
         self.check_lifetime(base, args)?;
-        let script = (SHELLS.contains(&base)
-            || INTERPRETERS
-                .contains(&base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')))
-        .then(|| args.iter().find(|a| !a.starts_with('-')))
-        .flatten();
+        let stem = version_stem(base);
+        let runs_code = SHELLS.contains(&base) || INTERPRETERS.contains(&stem);
+        let script = runs_code
+            .then(|| args.iter().find(|a| !a.starts_with('-')))
+            .flatten();
         if program.contains('/')
             && !program.starts_with('/')
             && matches!(
@@ -936,8 +936,7 @@ impl CommandPolicy {
             )
             .with_rule("run-outside"));
         }
-        if (INTERPRETERS.contains(&base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.'))
-            || SHELLS.contains(&base))
+        if runs_code
             && arg_words
                 .iter()
                 .any(|w| !w.substitutions.is_empty() && w.text.starts_with("<("))
@@ -1149,7 +1148,6 @@ impl CommandPolicy {
             rules::check_inline_code(lang, code)?;
         }
         // `python -m pip …` is pip.
-        let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         if stem == "python"
             && let Some(m) = args.iter().position(|a| a == "-m")
             && let Some(module) = args.get(m + 1)
@@ -1367,7 +1365,7 @@ impl CommandPolicy {
         if registry
             && (upper.ends_with("TRUSTED_HOST")
                 || value.split([',', ' ', '|']).any(|u| {
-                    u.contains("://") && !paths::is_loopback_url(u) && !u.starts_with("file://")
+                    u.contains("://") && !rules::is_loopback_url(u) && !u.starts_with("file://")
                 }))
         {
             return Err(PolicyViolation::new(
@@ -1411,13 +1409,8 @@ impl CommandPolicy {
             "RUSTFLAGS" | "CARGO_ENCODED_RUSTFLAGS" | "RUSTDOCFLAGS"
         ) {
             let tokens: Vec<&str> = value.split(['\u{1f}', ' ']).collect();
-            for (i, t) in tokens.iter().enumerate() {
-                let linker = t.strip_prefix("-Clinker=").or_else(|| {
-                    (*t == "-C")
-                        .then(|| tokens.get(i + 1).and_then(|n| n.strip_prefix("linker=")))
-                        .flatten()
-                });
-                if let Some(l) = linker {
+            for i in 0..tokens.len() {
+                if let Some(l) = rules::linker_at(&tokens, i) {
                     self.check_command_value(
                         &format!("`{name}` linker"),
                         l,
@@ -1487,7 +1480,7 @@ impl CommandPolicy {
         }
         let words = shell_words::split(&command).unwrap_or_default();
         let first = words.first().map(|w| basename(w)).unwrap_or("");
-        let stem = first.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let stem = version_stem(first);
         if SHELLS.contains(&first)
             || INTERPRETERS.contains(&stem)
             || EVAL.contains(&first)
@@ -1615,7 +1608,7 @@ impl CommandPolicy {
             return true;
         }
         // Versioned interpreters: python3.11, pip3.12.
-        let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+        let stem = version_stem(base);
         stem != base && matches!(stem, "python" | "pip") && self.allowed.contains(stem)
     }
 }
@@ -1654,6 +1647,11 @@ impl CommandPolicy {
             _ => false,
         }
     }
+}
+
+/// A program name without its version suffix: `python3.11` → `python`.
+pub(crate) fn version_stem(program: &str) -> &str {
+    program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.')
 }
 
 fn basename(program: &str) -> &str {
@@ -1748,7 +1746,7 @@ fn reads_code_from_stdin(cmd: &SimpleCommand) -> bool {
             args = &cmd.args[i + 1..];
         }
     }
-    let stem = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let stem = version_stem(program);
     if SHELLS.contains(&program) || EVAL.contains(&program) {
         // `… | sh`, `… | bash -s`; `… | sh -c 'script'` still runs stdin-fed code
         // only if the script reads it, which it may: refuse as well.

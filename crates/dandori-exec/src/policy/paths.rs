@@ -244,19 +244,6 @@ pub(crate) fn under(path: &str, prefix: &str) -> bool {
             && (prefix.ends_with('/') || path.as_bytes().get(prefix.len()) == Some(&b'/')))
 }
 
-/// A URL whose host is this machine (`http://127.0.0.1:8000/…`, `localhost`).
-pub(crate) fn is_loopback_url(url: &str) -> bool {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = host
-        .strip_prefix('[')
-        .and_then(|h| h.split(']').next())
-        .unwrap_or_else(|| host.split(':').next().unwrap_or(host))
-        .to_ascii_lowercase();
-    host == "localhost" || host.ends_with(".localhost") || host == "::1" || host.starts_with("127.")
-}
-
 /// Bash brace expansion of one word (`{a,b}`, `x{,/..}`), nested braces
 /// included; at most 64 results (the rest are dropped: the policy only needs to
 /// see the shapes).

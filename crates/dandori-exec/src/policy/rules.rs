@@ -1126,21 +1126,7 @@ impl CommandPolicy {
                     None => Ok(()),
                 }
             }
-            "clone" | "ls-remote" | "archive" | "submodule" => {
-                if (sub == "clone" || sub == "init")
-                    && rest.iter().any(|x| {
-                        x.starts_with("--template") || x.starts_with("--separate-git-dir")
-                    })
-                {
-                    return refuse(
-                        codes::POLICY_GIT_EXEC_OPTION,
-                        "git-exec-option",
-                        format!("`git {sub} --template/--separate-git-dir` installs hooks or a git directory elsewhere"),
-                    );
-                }
-                remote_url(sub, rest)
-            }
-            "init"
+            "clone" | "init"
                 if rest.iter().any(|x| {
                     x.starts_with("--template") || x.starts_with("--separate-git-dir")
                 }) =>
@@ -1148,9 +1134,10 @@ impl CommandPolicy {
                 refuse(
                     codes::POLICY_GIT_EXEC_OPTION,
                     "git-exec-option",
-                    "`git init --template/--separate-git-dir` installs hooks or a git directory elsewhere".into(),
+                    format!("`git {sub} --template/--separate-git-dir` installs hooks or a git directory elsewhere"),
                 )
             }
+            "clone" | "ls-remote" | "archive" | "submodule" => remote_url(sub, rest),
             "maintenance" if matches!(rest.first().map(String::as_str), Some("start" | "register")) => {
                 refuse(
                     codes::POLICY_PERSISTENCE,
@@ -1801,7 +1788,7 @@ pub(crate) fn referenced_vars(text: &str) -> Vec<&str> {
 
 /// The `-c`/`-e` code of an interpreter invocation, if any.
 pub(crate) fn inline_code<'a>(base: &str, args: &'a [String]) -> Option<(&'static str, &'a str)> {
-    let stem = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let stem = super::version_stem(base);
     let (lang, flags): (&'static str, &[&str]) = match stem {
         "python" | "pypy" => ("python", &["-c"]),
         "node" | "nodejs" | "bun" | "deno" => ("js", &["-e", "--eval", "-p", "--print", "eval"]),
@@ -2346,15 +2333,15 @@ pub(crate) fn downloads(base: &str, args: &[String]) -> Vec<String> {
     };
     let mut out = Vec::new();
     let mut remote_name = base == "wget";
+    let explicit: &[&str] = if base == "curl" {
+        &["--output"]
+    } else {
+        &["--output-document"]
+    };
+    let short = if base == "curl" { 'o' } else { 'O' };
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
-        let explicit: &[&str] = if base == "curl" {
-            &["--output"]
-        } else {
-            &["--output-document"]
-        };
-        let short = if base == "curl" { 'o' } else { 'O' };
         if let Some((n, v)) = a.split_once('=')
             && explicit.contains(&n)
         {
@@ -2394,6 +2381,21 @@ pub(crate) fn downloads(base: &str, args: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The linker rustc's codegen option at `tokens[i]` names: `-Clinker=X`, or `-C`
+/// followed by `linker=X` (argv words, or the words of `RUSTFLAGS`).
+pub(crate) fn linker_at<S: AsRef<str>>(tokens: &[S], i: usize) -> Option<&str> {
+    let t = tokens.get(i)?.as_ref();
+    t.strip_prefix("-Clinker=").or_else(|| {
+        (t == "-C")
+            .then(|| {
+                tokens
+                    .get(i + 1)
+                    .and_then(|n| n.as_ref().strip_prefix("linker="))
+            })
+            .flatten()
+    })
+}
+
 /// Options whose value is a command line the tool runs (`tar --to-command`,
 /// `tar -I`, `--checkpoint-action=exec=…`, `zip -TT`, `rsync -e`, `ssh -o
 /// ProxyCommand=…`, `man -P`, `vim -c ':!…'`): `(option, command)` pairs.
@@ -2421,7 +2423,6 @@ pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, St
             "--browser",
         ],
         "sort" => &["--compress-program"],
-        "less" | "more" => &[],
         _ => &[],
     };
     let mut out = Vec::new();
@@ -2461,11 +2462,7 @@ pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, St
             ));
         }
         if matches!(base, "rustc" | "cargo")
-            && let Some(v) = a.strip_prefix("-Clinker=").or_else(|| {
-                (a == "-C")
-                    .then(|| args.get(i + 1).and_then(|n| n.strip_prefix("linker=")))
-                    .flatten()
-            })
+            && let Some(v) = linker_at(args, i)
         {
             out.push(("-C linker".into(), v.to_string()));
         }
@@ -2659,6 +2656,14 @@ fn url_host(target: &str) -> &str {
         return v6.split(']').next().unwrap_or(v6);
     }
     host.split(':').next().unwrap_or(host)
+}
+
+/// A URL whose host is named as this machine (`localhost`, `127.*`, `::1`):
+/// unlike [`is_loopback`] for upload targets, an unspecified host (`0.0.0.0`,
+/// empty) does not count.
+pub(crate) fn is_loopback_url(url: &str) -> bool {
+    let host = url_host(url);
+    !host.is_empty() && host != "0.0.0.0" && is_loopback(host)
 }
 
 fn is_loopback(host: &str) -> bool {

@@ -14,7 +14,7 @@
 //! --stdin` ([`RefWriter`]).
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,10 +48,7 @@ impl ObjectWriter {
         if self.broken.load(Ordering::SeqCst) {
             return None;
         }
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let mut guard = lock(&self.state);
         if guard.as_ref().is_some_and(|s| s.fixed_date != date) {
             *guard = None;
         }
@@ -148,6 +145,18 @@ impl Drop for Piped {
 }
 
 impl Piped {
+    /// Sends one command line and reads the first line of the answer (without its
+    /// newline).
+    fn ask(&mut self, command: &str) -> Option<String> {
+        self.stdin
+            .write_all(format!("{command}\n").as_bytes())
+            .ok()?;
+        self.stdin.flush().ok()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).ok()?;
+        Some(line.trim_end_matches('\n').to_string())
+    }
+
     /// Starts `cmd` with piped stdin and stdout (stderr discarded).
     fn spawn(mut cmd: std::process::Command) -> Option<Piped> {
         let mut child = cmd
@@ -175,10 +184,7 @@ impl RefWriter {
         {
             return false;
         }
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
+        let mut guard = lock(&self.state);
         if guard.is_none() {
             *guard = Piped::spawn(git.command(&["update-ref", "--stdin"]));
         }
@@ -211,11 +217,10 @@ impl RefWriter {
 /// binary patch between two trees ([`ObjectReader::diff`]).
 #[derive(Debug)]
 pub struct ObjectReader {
-    dir: PathBuf,
-    state: Mutex<Option<Piped>>,
-    broken: std::sync::atomic::AtomicBool,
-    diff: Mutex<Option<Piped>>,
-    diff_broken: std::sync::atomic::AtomicBool,
+    /// `git cat-file --batch-command`.
+    batch: LongLived,
+    /// `git diff-tree --stdin -r --numstat --patch --binary --no-renames`.
+    diff: LongLived,
     /// Trees read so far (objects never change): a move reads each at most once.
     trees: Mutex<std::collections::HashMap<String, std::sync::Arc<Vec<TreeEntry>>>>,
     /// The tree of each commit the run wrote or asked about.
@@ -247,16 +252,25 @@ pub type ObjectInfo = Option<(String, String)>;
 impl ObjectReader {
     /// A reader for the repository at `dir` (started on first use).
     pub fn new(dir: impl Into<PathBuf>) -> ObjectReader {
+        let dir: PathBuf = dir.into();
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
         ObjectReader {
-            dir: dir.into(),
-            state: Mutex::new(None),
-            broken: std::sync::atomic::AtomicBool::new(false),
-            diff: Mutex::new(None),
-            diff_broken: std::sync::atomic::AtomicBool::new(false),
+            batch: LongLived::new(&dir, &["cat-file", "--batch-command"]),
+            diff: LongLived::new(
+                &dir,
+                &[
+                    "diff-tree",
+                    "--stdin",
+                    "-r",
+                    "--numstat",
+                    "--patch",
+                    "--binary",
+                    "--no-renames",
+                ],
+            ),
             trees: Mutex::new(std::collections::HashMap::new()),
             commit_trees: Mutex::new(std::collections::HashMap::new()),
             end: format!(
@@ -273,25 +287,10 @@ impl ObjectReader {
     /// asks git itself). Attributes (a path forced binary) come from the
     /// repository's own worktree, which the run never changes.
     pub fn diff(&self, a: &str, b: &str) -> Option<String> {
-        if !is_full_hash(a) || !is_full_hash(b) || self.diff_broken.load(Ordering::SeqCst) {
+        if !is_full_hash(a) || !is_full_hash(b) {
             return None;
         }
-        let mut guard = match self.diff.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        if guard.is_none() {
-            *guard = Piped::spawn(Git::new(&self.dir).command(&[
-                "diff-tree",
-                "--stdin",
-                "-r",
-                "--numstat",
-                "--patch",
-                "--binary",
-                "--no-renames",
-            ]));
-        }
-        let out = guard.as_mut().and_then(|s| {
+        self.diff.with(|s| {
             s.stdin
                 .write_all(format!("{a} {b}\n{}\n", self.end).as_bytes())
                 .ok()?;
@@ -314,32 +313,7 @@ impl ObjectReader {
                 body.extend_from_slice(&line);
             }
             Some(String::from_utf8_lossy(&body).into_owned())
-        });
-        if out.is_none() {
-            *guard = None;
-            self.diff_broken.store(true, Ordering::SeqCst);
-        }
-        out
-    }
-
-    /// Runs `f` on the running reader; `None` (and the reader ends) when it fails.
-    fn with<T>(&self, f: impl FnOnce(&mut Piped) -> Option<T>) -> Option<T> {
-        if self.broken.load(Ordering::SeqCst) {
-            return None;
-        }
-        let mut guard = match self.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        if guard.is_none() {
-            *guard = Piped::spawn(Git::new(&self.dir).command(&["cat-file", "--batch-command"]));
-        }
-        let out = guard.as_mut().and_then(f);
-        if out.is_none() {
-            *guard = None;
-            self.broken.store(true, Ordering::SeqCst);
-        }
-        out
+        })
     }
 
     /// The object `name` (`<rev>`, `<rev>^{tree}`, `<rev>:<path>`) names.
@@ -348,14 +322,9 @@ impl ObjectReader {
         if name.contains('\n') {
             return None;
         }
-        self.with(|s| {
-            s.stdin
-                .write_all(format!("info {name}\n").as_bytes())
-                .ok()?;
-            s.stdin.flush().ok()?;
-            let mut line = String::new();
-            s.stdout.read_line(&mut line).ok()?;
-            let line = line.trim_end_matches('\n');
+        self.batch.with(|s| {
+            let line = s.ask(&format!("info {name}"))?;
+            let line = line.as_str();
             if line.ends_with(" missing") || line.ends_with(" ambiguous") {
                 return Some(None);
             }
@@ -429,14 +398,9 @@ impl ObjectReader {
         if !is_full_hash(oid) {
             return None;
         }
-        self.with(|s| {
-            s.stdin
-                .write_all(format!("contents {oid}\n").as_bytes())
-                .ok()?;
-            s.stdin.flush().ok()?;
-            let mut header = String::new();
-            s.stdout.read_line(&mut header).ok()?;
-            let mut it = header.trim_end_matches('\n').split(' ');
+        self.batch.with(|s| {
+            let header = s.ask(&format!("contents {oid}"))?;
+            let mut it = header.split(' ');
             let (got, kind, size) = (it.next()?, it.next()?, it.next()?);
             if got != oid || kind != "tree" {
                 return None;
@@ -449,6 +413,45 @@ impl ObjectReader {
             }
             parse_tree(&body, oid.len() / 2)
         })
+    }
+}
+
+/// A git child started on first use and kept for the run; once a question to it
+/// fails it ends and is not started again (the callers then ask git directly).
+#[derive(Debug)]
+struct LongLived {
+    dir: PathBuf,
+    args: Vec<String>,
+    state: Mutex<Option<Piped>>,
+    broken: std::sync::atomic::AtomicBool,
+}
+
+impl LongLived {
+    fn new(dir: &Path, args: &[&str]) -> Self {
+        LongLived {
+            dir: dir.to_path_buf(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            state: Mutex::new(None),
+            broken: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Runs `f` on the running child; `None` (and the child ends) when it fails.
+    fn with<T>(&self, f: impl FnOnce(&mut Piped) -> Option<T>) -> Option<T> {
+        if self.broken.load(Ordering::SeqCst) {
+            return None;
+        }
+        let mut guard = lock(&self.state);
+        if guard.is_none() {
+            let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+            *guard = Piped::spawn(Git::new(&self.dir).command(&args));
+        }
+        let out = guard.as_mut().and_then(f);
+        if out.is_none() {
+            *guard = None;
+            self.broken.store(true, Ordering::SeqCst);
+        }
+        out
     }
 }
 
