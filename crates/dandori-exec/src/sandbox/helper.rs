@@ -147,11 +147,11 @@ fn run(req: &Request) -> Result<u8, String> {
             Ok(exit_code(status))
         }
         linux::Entered::NetOnly => {
-            linux::restrict(req, false, false)?;
+            linux::restrict(req, false, false, &[])?;
             match linux::exec(req)? {}
         }
         linux::Entered::None => {
-            linux::restrict(req, false, !req.network)?;
+            linux::restrict(req, false, !req.network, &[])?;
             match linux::exec(req)? {}
         }
     }
@@ -297,9 +297,12 @@ mod linux {
                 format!("mounting a fresh /proc: {e} (a container that masks /proc refuses it; install bubblewrap or run with --sandbox off)")
             })?;
         }
+        // Read-only paths made so by a mount (the rest are carved out of the
+        // writable directories by Landlock).
+        let mut remounted = Vec::new();
         let home_mounted = match &req.home {
             Some((real, fresh)) => {
-                mount_home(req, real, fresh)?;
+                remounted.extend(mount_home(req, real, fresh)?);
                 true
             }
             None => false,
@@ -309,14 +312,17 @@ mod linux {
                 .home
                 .as_ref()
                 .is_some_and(|(real, _)| p.starts_with(real));
-            if !inside_home && let Ok(c) = std::fs::canonicalize(p) {
-                remount_read_only(&c);
+            if !inside_home
+                && let Ok(c) = std::fs::canonicalize(p)
+                && remount_read_only(&c)
+            {
+                remounted.push(c);
             }
         }
         if !req.network {
             loopback_up().map_err(|e| format!("bringing up the loopback interface: {e}"))?;
         }
-        restrict(req, home_mounted, false)?;
+        restrict(req, home_mounted, false, &remounted)?;
         let Some((program, args)) = req.argv.split_first() else {
             return Err("no command".to_string());
         };
@@ -333,7 +339,9 @@ mod linux {
     /// The fresh home over the user's: the shown paths under the home are bound
     /// into it first (the toolchains read-only, the agent state writable), then
     /// the whole tree over the home.
-    fn mount_home(req: &Request, real: &Path, fresh: &Path) -> Result<(), String> {
+    /// Returns the read-only paths it mounted (as seen once the home is mounted).
+    fn mount_home(req: &Request, real: &Path, fresh: &Path) -> Result<Vec<PathBuf>, String> {
+        let mut remounted = Vec::new();
         let shown = req
             .readable
             .iter()
@@ -369,8 +377,8 @@ mod linux {
                 None::<&str>,
             )
             .map_err(|e| format!("showing {} in the fresh home: {e}", p.display()))?;
-            if !writable {
-                remount_read_only(&target);
+            if !writable && remount_read_only(&target) {
+                remounted.push(p.clone());
             }
         }
         mount(
@@ -380,11 +388,17 @@ mod linux {
             MsFlags::MS_BIND | MsFlags::MS_REC,
             None::<&str>,
         )
-        .map_err(|e| format!("mounting the fresh home over {}: {e}", real.display()))
+        .map_err(|e| format!("mounting the fresh home over {}: {e}", real.display()))?;
+        Ok(remounted)
     }
 
     /// Landlock, no capabilities, `no_new_privs`, the system-call filter.
-    pub fn restrict(req: &Request, home_mounted: bool, deny_tcp: bool) -> Result<(), String> {
+    pub fn restrict(
+        req: &Request,
+        home_mounted: bool,
+        deny_tcp: bool,
+        remounted: &[PathBuf],
+    ) -> Result<(), String> {
         let canon = |ps: &[PathBuf]| -> Vec<PathBuf> {
             ps.iter()
                 .filter_map(|p| std::fs::canonicalize(p).ok())
@@ -412,7 +426,10 @@ mod linux {
             None => {}
         }
         readable.extend(writable.iter().cloned());
-        let mut no_write = canon(&req.read_only);
+        let mut no_write: Vec<PathBuf> = canon(&req.read_only)
+            .into_iter()
+            .filter(|p| !remounted.contains(p))
+            .collect();
         no_write.extend(hidden.iter().cloned());
         landlock(&readable, &writable, &no_write, &hidden, deny_tcp)?;
         drop_privileges()

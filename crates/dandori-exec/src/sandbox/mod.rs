@@ -469,8 +469,9 @@ impl Sandbox {
                     HELPER_SUBCOMMAND.to_string(),
                 ];
                 let home = self.home.as_deref();
+                // The hidden paths that matter are those inside shown paths
+                // (`layout`); the rest of the home is not shown at all.
                 let mut req = helper::Request {
-                    hidden: self.hidden.clone(),
                     network: policy.network,
                     tmp: Some(tmp.path().to_path_buf()),
                     home: home.map(|h| (h.real.clone(), h.dir().to_path_buf())),
@@ -864,7 +865,11 @@ fn bwrap_argv(
             },
         }
     }
+    // The root bubblewrap built (directories made for mount points) is
+    // read-only too: nothing written outside the shown paths vanishes silently.
     out.extend([
+        "--remount-ro".to_string(),
+        "/".to_string(),
         "--chdir".to_string(),
         s(cwd),
         "--setenv".to_string(),
