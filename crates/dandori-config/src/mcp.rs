@@ -17,13 +17,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct McpConfig {
     pub servers: Vec<McpServerConfig>,
 }
 
 /// A stdio MCP server. Its tools are exposed as `<name>__<tool>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// Letters, digits, `_` and `-`; no `__`; unique.
     pub name: String,
