@@ -245,9 +245,8 @@ fn broken_config_stops_plan_naming_file_line_and_key() {
     let out = dandori(&["plan", "requests/RQ-003.md"], repo.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains(
-            "dandori.yaml:2: planning.max_subtask: unknown key"
-        ) && stderr(&out).contains("did you mean `planning.max_subtasks`?"),
+        stderr(&out).contains("dandori.yaml:2: planning.max_subtask: unknown key")
+            && stderr(&out).contains("did you mean `planning.max_subtasks`?"),
         "{}",
         stderr(&out)
     );

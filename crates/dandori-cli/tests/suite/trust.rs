@@ -132,6 +132,9 @@ fn repository_cannot_widen_the_child_environment_until_trusted() {
     assert!(trusted.status.success(), "{trusted:?}");
     let out = exec(home.path());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("NODE_OPTIONS=--require /tmp/x.js"), "{stdout}");
+    assert!(
+        stdout.contains("NODE_OPTIONS=--require /tmp/x.js"),
+        "{stdout}"
+    );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("UNTRUSTED_CONFIG_KEY"));
 }

@@ -402,3 +402,25 @@ fn deeply_nested_config_is_refused_before_parsing() {
         loaded.warnings
     );
 }
+
+/// Billion laughs: nine levels of aliases, each repeating the one before ten
+/// times, would expand to 10^9 scalars. The parser's repetition limit refuses it:
+/// an error naming the file, quickly, never an expansion.
+#[test]
+fn alias_bombs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("a0: &a0 [lol]\n");
+    for i in 1..10 {
+        let prev = format!("*a{}", i - 1);
+        text.push_str(&format!(
+            "a{i}: &a{i} [{}]\n",
+            vec![prev.as_str(); 10].join(", ")
+        ));
+    }
+    text.push_str("planning:\n  task_specific:\n    local: *a9\n");
+    write(dir.path(), "config.yaml", &text);
+    let started = std::time::Instant::now();
+    let err = load(&opts(dir.path())).unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(err.contains("config.yaml"), "{err}");
+}
