@@ -122,7 +122,7 @@ pub fn set_value(opts: &LoadOptions, name: &str, raw: &str) -> Result<SetOutcome
     let mut checked = opts.clone();
     checked.overrides.push(format!("{key}={raw}"));
     load(&checked)?;
-    let value = serde_yaml::from_str::<serde_yaml::Value>(raw)
+    let value = serde_norway::from_str::<serde_norway::Value>(raw)
         .map_err(|e| e.to_string())
         .and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
         .map_err(|reason| ConfigError::InvalidOverride {
@@ -160,7 +160,7 @@ pub fn set_value(opts: &LoadOptions, name: &str, raw: &str) -> Result<SetOutcome
             .map(|s| s + "\n")
             .map_err(|e| ConfigError::Internal(e.to_string()))?
     } else {
-        serde_yaml::to_string(&doc).map_err(|e| ConfigError::Internal(e.to_string()))?
+        serde_norway::to_string(&doc).map_err(|e| ConfigError::Internal(e.to_string()))?
     };
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         dandori_fs::create_dir_all(dir)?;

@@ -250,7 +250,7 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
                 arg: arg.clone(),
                 reason: "expected KEY=VALUE, e.g. planning.max_subtasks=5".to_string(),
             })?;
-        let value = serde_yaml::from_str::<serde_yaml::Value>(raw)
+        let value = serde_norway::from_str::<serde_norway::Value>(raw)
             .map_err(|e| e.to_string())
             .and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
             .map_err(|reason| ConfigError::InvalidOverride {
@@ -416,8 +416,8 @@ fn parse_yaml(text: &str) -> Result<Value, (Option<usize>, String)> {
         return Ok(Value::Object(Map::new()));
     }
     check_nesting(text).map_err(|e| (None, e))?;
-    let yaml: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|e| (e.location().map(|l| l.line()), e.to_string()))?;
+    let yaml: serde_norway::Value = serde_norway::from_str(text)
+        .map_err(|e| (e.location().map(|l| l.line()), e.to_string()))?;
     let json = serde_json::to_value(yaml).map_err(|e| (None, e.to_string()))?;
     match json {
         Value::Object(_) => Ok(json),
@@ -492,7 +492,7 @@ fn check_nesting(text: &str) -> Result<(), String> {
 
 /// An environment value read as a YAML scalar (`true`, `5`, `warn`).
 fn yaml_scalar(raw: &str) -> Value {
-    serde_yaml::from_str::<serde_yaml::Value>(raw)
+    serde_norway::from_str::<serde_norway::Value>(raw)
         .ok()
         .and_then(|v| serde_json::to_value(v).ok())
         .filter(|v| !v.is_object() && !v.is_array())

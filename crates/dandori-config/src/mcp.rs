@@ -54,7 +54,7 @@ mod tests {
     #[test]
     fn servers_from_yaml_with_defaults() {
         let yaml = "servers:\n  - name: git\n    command: mcp-server-git\n    args: [\"--repository\", \"{worktree}\"]\n  - name: fs\n    command: mcp-server-filesystem\n    sandbox: false\n    env: {A: b}\n";
-        let config: McpConfig = serde_yaml::from_str(yaml).unwrap();
+        let config: McpConfig = serde_norway::from_str(yaml).unwrap();
         assert_eq!(
             config,
             McpConfig {

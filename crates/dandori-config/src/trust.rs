@@ -142,7 +142,7 @@ fn read_user_doc(path: &Path) -> Result<Value, ConfigError> {
 }
 
 fn write_user_doc(path: &Path, doc: &Value) -> Result<(), ConfigError> {
-    let text = serde_yaml::to_string(doc).map_err(|e| ConfigError::Internal(e.to_string()))?;
+    let text = serde_norway::to_string(doc).map_err(|e| ConfigError::Internal(e.to_string()))?;
     if let Some(dir) = path.parent() {
         dandori_fs::create_dir_all(dir)?;
     }
