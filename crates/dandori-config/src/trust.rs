@@ -286,11 +286,12 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("runs.root", RepositoryPath),
         ("runner.max_parallel_workers", Limit),
         ("runner.agent_cmd", Widening),
+        ("runner.agent_env", Widening),
         ("mcp.servers", Widening),
         ("sandbox.mode", Widening),
         (
             "shell_environment_policy.inherit",
-            Ordered(&["all", "core", "none"]),
+            Ordered(&["all", "toolchain", "core", "none"]),
         ),
         (
             "shell_environment_policy.ignore_default_excludes",

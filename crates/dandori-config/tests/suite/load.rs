@@ -414,7 +414,7 @@ fn alias_bombs_are_refused() {
         let prev = format!("*a{}", i - 1);
         text.push_str(&format!(
             "a{i}: &a{i} [{}]\n",
-            vec![prev.as_str(); 10].join(", ")
+            [prev.as_str(); 10].join(", ")
         ));
     }
     text.push_str("planning:\n  task_specific:\n    local: *a9\n");
