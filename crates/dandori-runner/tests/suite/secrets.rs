@@ -250,8 +250,10 @@ echo harmless > src/ok.txt"#,
         &run_dir,
         Some(format!("sh {} {{step_id}}", agent.display())),
     );
+    // The agent gets the credential because the user listed it (runner.agent_env).
     for (k, v) in secret_env() {
         opts.base_env.insert(k.to_string(), v);
+        opts.config.runner.agent_env.push(k.to_string());
     }
     run(&opts).unwrap();
     assert_eq!(
