@@ -38,17 +38,18 @@ pub struct SetOutcome {
 pub fn known_keys(loaded: &Loaded) -> Vec<String> {
     let mut out = Vec::new();
     if let Ok(v) = serde_json::to_value(&loaded.config) {
-        leaves(&v, "", &mut out);
+        leaf_keys(&v, "", &mut out);
     }
     if let Ok(v) = serde_json::to_value(&loaded.task_planning) {
-        leaves(&v, "task_planning", &mut out);
+        leaf_keys(&v, "task_planning", &mut out);
     }
     out.sort();
     out.dedup();
     out
 }
 
-fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
+/// The dotted leaf keys of a configuration value, under `prefix`.
+pub(crate) fn leaf_keys(v: &Value, prefix: &str, out: &mut Vec<String>) {
     match v {
         Value::Object(m) if !m.is_empty() && !prefix.ends_with("task_specific") => {
             for (k, child) in m {
@@ -57,7 +58,7 @@ fn leaves(v: &Value, prefix: &str, out: &mut Vec<String>) {
                 } else {
                     format!("{prefix}.{k}")
                 };
-                leaves(child, &key, out);
+                leaf_keys(child, &key, out);
             }
         }
         _ if !prefix.is_empty() => out.push(prefix.to_string()),
@@ -92,6 +93,12 @@ pub fn resolve_key(loaded: &Loaded, name: &str) -> Result<String, ConfigError> {
         [one] => Ok((*one).clone()),
         [] => Err(ConfigError::UnknownKey {
             key: name.to_string(),
+            suggestion: crate::diagnostic::nearest(
+                name,
+                keys.iter().map(String::as_str),
+                usize::MAX,
+            )
+            .map(str::to_string),
         }),
         many => Err(ConfigError::InvalidOverride {
             arg: name.to_string(),
@@ -115,7 +122,7 @@ pub fn set_value(opts: &LoadOptions, name: &str, raw: &str) -> Result<SetOutcome
     let mut checked = opts.clone();
     checked.overrides.push(format!("{key}={raw}"));
     load(&checked)?;
-    let value = serde_yaml::from_str::<serde_yaml::Value>(raw)
+    let value = serde_norway::from_str::<serde_norway::Value>(raw)
         .map_err(|e| e.to_string())
         .and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
         .map_err(|reason| ConfigError::InvalidOverride {
@@ -153,7 +160,7 @@ pub fn set_value(opts: &LoadOptions, name: &str, raw: &str) -> Result<SetOutcome
             .map(|s| s + "\n")
             .map_err(|e| ConfigError::Internal(e.to_string()))?
     } else {
-        serde_yaml::to_string(&doc).map_err(|e| ConfigError::Internal(e.to_string()))?
+        serde_norway::to_string(&doc).map_err(|e| ConfigError::Internal(e.to_string()))?
     };
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         dandori_fs::create_dir_all(dir)?;

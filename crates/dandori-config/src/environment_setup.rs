@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EnvironmentSetupConfig {
     pub enabled: bool,
     pub execution: EnvExecutionConfig,
@@ -31,7 +31,7 @@ impl Default for EnvironmentSetupConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EnvExecutionConfig {
     pub command_timeout_seconds: u64,
     pub max_retries: u32,
@@ -47,7 +47,7 @@ impl Default for EnvExecutionConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EnvVerificationConfig {
     pub enabled: bool,
     /// `fail | warn | ignore`; unset (`null`, the default) is `warn` for the
@@ -81,7 +81,7 @@ pub enum OnFailure {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RegenerationConfig {
     pub enabled: bool,
     pub max_retries: u32,
@@ -97,7 +97,7 @@ impl Default for RegenerationConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct AnalysisConfig {
     /// Ecosystem → file names searched for.
     pub file_patterns: BTreeMap<String, Vec<String>>,
@@ -151,7 +151,7 @@ impl Default for AnalysisConfig {
 /// Seed 002 §11.1: extra allowed executables and forbidden patterns, on top of the
 /// built-in policy.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CommandPolicyConfig {
     pub allowed_commands: Vec<String>,
     pub forbidden_patterns: Vec<String>,

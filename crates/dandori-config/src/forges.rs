@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ForgesConfig {
     pub github: ForgeEndpoint,
     pub gitlab: ForgeEndpoint,
@@ -39,7 +39,7 @@ impl Default for ForgesConfig {
 
 /// One forge's API.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ForgeEndpoint {
     /// The REST API root (`https://ghe.example.com/api/v3`,
     /// `https://gitlab.example.com/api/v4`). The environment (`GITHUB_API_URL`;

@@ -8,6 +8,7 @@
 //!
 //! Each section lives in its own module, named after the seed's vocabulary.
 
+pub mod diagnostic;
 pub mod edit;
 pub mod env_vars;
 pub mod environment_setup;
@@ -44,8 +45,21 @@ pub enum ConfigError {
     #[error("-c {arg}: {reason}")]
     InvalidOverride { arg: String, reason: String },
     /// A `-c` key that names no configuration value.
-    #[error("-c {key}: unknown configuration key")]
-    UnknownKey { key: String },
+    #[error("-c {key}: unknown configuration key{}", did_you_mean(suggestion))]
+    UnknownKey {
+        key: String,
+        /// The nearest valid key (edit distance).
+        suggestion: Option<String>,
+    },
+    /// A config file that cannot be used: not YAML, an unknown key, a wrong value.
+    /// Nothing runs on a configuration that is not the one written.
+    #[error("{}{}: {}", path.display(), line.map(|l| format!(":{l}")).unwrap_or_default(), invalid)]
+    File {
+        path: std::path::PathBuf,
+        /// 1-based, when the key could be found in the text.
+        line: Option<usize>,
+        invalid: diagnostic::Invalid,
+    },
     /// The user-level config (`trusted_projects`) cannot be read for an update.
     #[error("{}: {reason}", path.display())]
     UserConfig {
@@ -55,6 +69,13 @@ pub enum ConfigError {
     /// The defaults could not be represented (a bug).
     #[error("internal configuration error: {0}")]
     Internal(String),
+}
+
+fn did_you_mean(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default()
 }
 
 /// JSON Schemas of the configuration files. The committed copies are
@@ -72,7 +93,7 @@ pub mod schema {
 
 /// The whole `config.yaml`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub planning: PlanningConfig,
     pub llm: LlmConfig,
@@ -90,7 +111,7 @@ pub struct Config {
 /// `telemetry:` — where spans go. An untrusted repository's file cannot set the
 /// endpoint (it names where data goes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// OTLP/HTTP base URL (`/v1/traces` is appended), as `OTEL_EXPORTER_OTLP_ENDPOINT`.
     pub otlp_endpoint: Option<String>,
@@ -102,7 +123,7 @@ pub struct TelemetryConfig {
 
 /// Where run directories go.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RunsConfig {
     /// Root of `runs/<request-id>/<run-id>/`, relative to the repository unless
     /// absolute. Default `.dandori/runs`.

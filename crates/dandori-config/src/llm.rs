@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct LlmConfig {
     /// Name of the provider used when `--provider` is not given. None = offline.
     pub default_provider: Option<String>,
@@ -28,6 +28,7 @@ pub struct ModelPrice {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
     pub name: String,
     pub kind: ProviderKind,
@@ -199,7 +200,7 @@ pub enum ProviderKind {
 
 /// Seed 000 §13.4 token budgets, enforced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TokenBudgets {
     /// Tokens of the planning calls (prompt + completion), not counting the
     /// repository context, which `planning_context` bounds separately.

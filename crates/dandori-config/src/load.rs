@@ -7,12 +7,14 @@
 //!    its `trusted_projects` say which repositories are trusted.
 //! 3. **File**: `config.yaml` (seed 000 §9.1, seed 002 §8.1), deep-merged over the
 //!    defaults; then, when a task type is given, `planning.task_specific.<type>`
-//!    merged over `planning` (seed 000 §9.3). A file that cannot be read as the
-//!    config (bad YAML, a wrong type) is ignored with a warning: defaults are used
-//!    (seed 003 §9.1). A file named with `--config` that does not exist is an error.
-//!    A file found in the repository of an untrusted repository is filtered by
-//!    [`crate::trust::filter_untrusted`] first (a warning per ignored key); a file
-//!    named with `--config` is the user's own and is not filtered.
+//!    merged over `planning` (seed 000 §9.3). Config files fail closed: one that is
+//!    not YAML, has an unknown key or a wrong value (there or in any task-type entry)
+//!    is a [`ConfigError::File`] naming the file, the line, the key and the nearest
+//!    valid key — never the defaults, which would drop the file's narrowing keys with
+//!    the broken one. A file named with `--config` that does not exist is an error.
+//!    A file found in the repository of an untrusted repository can only narrow: it
+//!    is filtered by [`crate::trust::filter_untrusted`] (a warning per refused key);
+//!    a file named with `--config` is the user's own and is not filtered.
 //! 4. **Environment**: the variables of [`crate::env_vars`], each applied on its own;
 //!    a value of the wrong type is ignored with a warning.
 //! 5. **`-c key=value`**: a dotted key and a YAML value
@@ -24,6 +26,9 @@
 //! `task-planning.json` (seed 003 §8.1) is read the same way (defaults < file <
 //! `-c task_planning.…`), from the first of `task-planning.json`,
 //! `.dandori/task-planning.json`, `.claude/task-planning.json` in the repository.
+//! It alone keeps seed 003 §9.1's "broken file → defaults + warning": its keys are
+//! planning knobs whose defaults are the safe side of its limits. An untrusted
+//! repository's copy can only narrow too.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -33,7 +38,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::{Config, ConfigError, TaskPlanningConfig, env_vars, trust};
+use crate::{Config, ConfigError, TaskPlanningConfig, diagnostic, env_vars, trust};
 
 /// Config files looked for in the repository when `--config` is not given.
 pub const DEFAULT_CONFIG_FILES: &[&str] = &["dandori.yaml", "config.yaml", ".dandori/config.yaml"];
@@ -112,17 +117,11 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         .filter(|p| p.is_file());
     let mut trusted = Vec::new();
     if let Some(path) = &user_config_file {
-        match read_yaml(path).and_then(|file| {
-            let (file, listed) = take_trusted_projects(file);
-            trusted = listed;
-            merge_checked(&config, file)
-        }) {
-            Ok(merged) => config = merged,
-            Err(message) => warnings.push(ConfigWarning {
-                source: path.display().to_string(),
-                message: format!("{message}; the user config is ignored"),
-            }),
-        }
+        let (text, file) = read_config_file(path)?;
+        let (file, listed) = take_trusted_projects(file);
+        validate_config_file(path, &text, &file)?;
+        trusted = listed;
+        config = merge_file(&config, file, path, &text)?;
     }
 
     // ---- config.yaml ----
@@ -133,34 +132,29 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         }
         None => first_existing(&opts.repo, DEFAULT_CONFIG_FILES),
     };
-    let repo_trusted = opts.config_path.is_some()
-        || config_file.is_none()
-        || trust::is_trusted(&trusted, &opts.repo);
+    let listed = trust::is_trusted(&trusted, &opts.repo);
+    let repo_trusted = opts.config_path.is_some() || config_file.is_none() || listed;
+    let untrusted_warning = |path: &Path, refused: trust::Refused| ConfigWarning {
+        source: path.display().to_string(),
+        message: format!(
+            "`{}` ignored ({}, {}): the repository is not trusted (trust it with `dandori trust {}`)",
+            refused.key,
+            trust::UNTRUSTED_CONFIG_KEY,
+            refused.rule,
+            opts.repo.display()
+        ),
+    };
     if let Some(path) = &config_file {
-        match read_yaml(path).and_then(|file| {
-            // Trust is the user's to give, never the repository's.
-            let (mut file, _) = take_trusted_projects(file);
-            if !repo_trusted {
-                let (kept, ignored) = trust::filter_untrusted(file, &config);
-                file = kept;
-                for key in ignored {
-                    warnings.push(ConfigWarning {
-                        source: path.display().to_string(),
-                        message: format!(
-                            "`{key}` ignored: the repository is not trusted (trust it with `dandori trust {}`)",
-                            opts.repo.display()
-                        ),
-                    });
-                }
-            }
-            merge_checked(&config, file)
-        }) {
-            Ok(merged) => config = merged,
-            Err(message) => warnings.push(ConfigWarning {
-                source: path.display().to_string(),
-                message: format!("{message}; using the default configuration"),
-            }),
+        let (text, file) = read_config_file(path)?;
+        // Trust is the user's to give, never the repository's.
+        let (mut file, _) = take_trusted_projects(file);
+        validate_config_file(path, &text, &file)?;
+        if !repo_trusted {
+            let (kept, refused) = trust::filter_untrusted(file, &config);
+            file = kept;
+            warnings.extend(refused.into_iter().map(|r| untrusted_warning(path, r)));
         }
+        config = merge_file(&config, file, path, &text)?;
     }
     if let Some(task_type) = &opts.task_type {
         let specific = config
@@ -174,13 +168,14 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             if let Some(planning) = merged.get_mut("planning") {
                 merge(planning, specific);
             }
-            match check::<Config>(&merged) {
-                Ok(()) => config = merged,
-                Err(message) => warnings.push(ConfigWarning {
-                    source: format!("planning.task_specific.{task_type}"),
-                    message: format!("{message}; ignored"),
-                }),
-            }
+            // Each entry was checked with its file; this only fails on a `-c` entry.
+            diagnostic::check::<Config>(&merged).map_err(|invalid| {
+                ConfigError::InvalidOverride {
+                    arg: format!("planning.task_specific.{task_type}"),
+                    reason: invalid.to_string(),
+                }
+            })?;
+            config = merged;
         }
     }
 
@@ -202,6 +197,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 
     // ---- task-planning.json ----
+    // Seed 003 §9.1 (設定ファイル破損 → default config) holds for this file only:
+    // its keys are planning knobs, and its defaults are the safe side of its limits.
     let mut task_planning = to_json(&TaskPlanningConfig::default())?;
     let task_planning_file = match &opts.task_planning_path {
         Some(p) => {
@@ -213,14 +210,29 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     if let Some(path) = &task_planning_file {
         let read = dandori_fs::read_to_string(path)
             .map_err(|e| e.to_string())
-            .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))
-            .and_then(|file| {
-                let mut merged = task_planning.clone();
-                merge(&mut merged, file);
-                check::<TaskPlanningConfig>(&merged).map(|()| merged)
+            .and_then(|text| {
+                let file = serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())?;
+                diagnostic::check::<TaskPlanningConfig>(&file).map_err(|invalid| {
+                    match diagnostic::line_of(&text, &invalid.key) {
+                        Some(line) => format!("line {line}: {invalid}"),
+                        None => invalid.to_string(),
+                    }
+                })?;
+                Ok(file)
             });
         match read {
-            Ok(merged) => task_planning = merged,
+            Ok(file) => {
+                // Only the repository's own file is filtered: `--task-planning` is the user's.
+                let file = if listed || opts.task_planning_path.is_some() {
+                    file
+                } else {
+                    let (kept, refused) =
+                        trust::filter_untrusted_task_planning(file, &task_planning);
+                    warnings.extend(refused.into_iter().map(|r| untrusted_warning(path, r)));
+                    kept
+                };
+                merge(&mut task_planning, file);
+            }
             Err(message) => warnings.push(ConfigWarning {
                 source: path.display().to_string(),
                 message: format!("{message}; using the default task-planning configuration"),
@@ -238,34 +250,46 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
                 arg: arg.clone(),
                 reason: "expected KEY=VALUE, e.g. planning.max_subtasks=5".to_string(),
             })?;
-        let value = serde_yaml::from_str::<serde_yaml::Value>(raw)
+        let value = serde_norway::from_str::<serde_norway::Value>(raw)
             .map_err(|e| e.to_string())
             .and_then(|v| serde_json::to_value(v).map_err(|e| e.to_string()))
             .map_err(|reason| ConfigError::InvalidOverride {
                 arg: arg.clone(),
                 reason,
             })?;
+        let known = {
+            let (target, rel) = match key.strip_prefix("task_planning.") {
+                Some(rel) => (&task_planning, rel),
+                None => (&config, key),
+            };
+            path_exists(target, rel)
+                || MAP_PREFIXES
+                    .iter()
+                    .any(|p| key.starts_with(p) && key.len() > p.len())
+        };
+        if !known {
+            let mut keys = Vec::new();
+            crate::edit::leaf_keys(&config, "", &mut keys);
+            crate::edit::leaf_keys(&task_planning, "task_planning", &mut keys);
+            return Err(ConfigError::UnknownKey {
+                key: key.to_string(),
+                suggestion: diagnostic::nearest(key, keys.iter().map(String::as_str), usize::MAX)
+                    .map(str::to_string),
+            });
+        }
         let (target, rel) = match key.strip_prefix("task_planning.") {
             Some(rel) => (&mut task_planning, rel),
             None => (&mut config, key),
         };
-        let known = path_exists(target, rel)
-            || MAP_PREFIXES
-                .iter()
-                .any(|p| key.starts_with(p) && key.len() > p.len());
-        if !known {
-            return Err(ConfigError::UnknownKey {
-                key: key.to_string(),
-            });
-        }
         let mut merged = target.clone();
         set_path(&mut merged, rel, value)
             .and_then(|()| {
-                if key.starts_with("task_planning.") {
-                    check::<TaskPlanningConfig>(&merged)
+                let checked = if key.starts_with("task_planning.") {
+                    diagnostic::check::<TaskPlanningConfig>(&merged)
                 } else {
-                    check::<Config>(&merged)
-                }
+                    diagnostic::check::<Config>(&merged)
+                };
+                checked.map_err(|invalid| invalid.to_string())
             })
             .map_err(|reason| ConfigError::InvalidOverride {
                 arg: arg.clone(),
@@ -285,11 +309,66 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     })
 }
 
-/// `file` deep-merged over `config`, if the result still reads as a [`Config`].
-fn merge_checked(config: &Value, file: Value) -> Result<Value, String> {
+/// A config file's text and value; YAML that cannot be read is an error naming
+/// the line.
+fn read_config_file(path: &Path) -> Result<(String, Value), ConfigError> {
+    let text = dandori_fs::read_to_string(path)?;
+    let file = parse_yaml(&text).map_err(|(line, reason)| ConfigError::File {
+        path: path.to_path_buf(),
+        line,
+        invalid: diagnostic::Invalid {
+            key: String::new(),
+            reason,
+            suggestion: None,
+        },
+    })?;
+    Ok((text, file))
+}
+
+/// A config file (without `trusted_projects`) must read as a [`Config`] on its own,
+/// and so must each of its `planning.task_specific` entries merged over `planning`:
+/// an unknown key or a wrong value is an error naming the file, the line, the key
+/// and the nearest valid one. Nothing falls back to defaults — with a security key
+/// beside the broken one, the defaults would be a wider configuration than the file.
+fn validate_config_file(path: &Path, text: &str, file: &Value) -> Result<(), ConfigError> {
+    let located = |invalid: diagnostic::Invalid| ConfigError::File {
+        path: path.to_path_buf(),
+        line: diagnostic::line_of(text, &invalid.key),
+        invalid,
+    };
+    diagnostic::check::<Config>(file).map_err(located)?;
+    let specific = file
+        .pointer("/planning/task_specific")
+        .and_then(Value::as_object);
+    for (task, entry) in specific.into_iter().flatten() {
+        let wrapped = serde_json::json!({ "planning": entry });
+        diagnostic::check::<Config>(&wrapped).map_err(|mut invalid| {
+            invalid.key = match invalid.key.strip_prefix("planning") {
+                Some(rest) => format!("planning.task_specific.{task}{rest}"),
+                None => invalid.key,
+            };
+            if let Some(s) = &invalid.suggestion {
+                invalid.suggestion = s
+                    .strip_prefix("planning.")
+                    .map(|rest| format!("planning.task_specific.{task}.{rest}"));
+            }
+            located(invalid)
+        })?;
+    }
+    Ok(())
+}
+
+/// `file` deep-merged over `config`; it was validated alone, so a failure here is a
+/// type the merge produced (a section replaced by a scalar).
+fn merge_file(config: &Value, file: Value, path: &Path, text: &str) -> Result<Value, ConfigError> {
     let mut merged = config.clone();
     merge(&mut merged, file);
-    check::<Config>(&merged).map(|()| merged)
+    diagnostic::check::<Config>(&merged).map_err(|invalid| ConfigError::File {
+        path: path.to_path_buf(),
+        line: diagnostic::line_of(text, &invalid.key),
+        invalid,
+    })?;
+    Ok(merged)
 }
 
 /// A config file without its `trusted_projects`, and what they listed.
@@ -325,16 +404,28 @@ fn check<T: DeserializeOwned>(value: &Value) -> Result<(), String> {
 
 pub(crate) fn read_yaml(path: &Path) -> Result<Value, String> {
     let text = dandori_fs::read_to_string(path).map_err(|e| e.to_string())?;
+    parse_yaml(&text).map_err(|(line, reason)| match line {
+        Some(line) => format!("line {line}: {reason}"),
+        None => reason,
+    })
+}
+
+/// A config document as JSON; the error has the line when the parser gives one.
+fn parse_yaml(text: &str) -> Result<Value, (Option<usize>, String)> {
     if text.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    check_nesting(&text)?;
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
-    let json = serde_json::to_value(yaml).map_err(|e| e.to_string())?;
+    check_nesting(text).map_err(|e| (None, e))?;
+    let yaml: serde_norway::Value = serde_norway::from_str(text)
+        .map_err(|e| (e.location().map(|l| l.line()), e.to_string()))?;
+    let json = serde_json::to_value(yaml).map_err(|e| (None, e.to_string()))?;
     match json {
         Value::Object(_) => Ok(json),
         Value::Null => Ok(Value::Object(Map::new())),
-        _ => Err("the file is not a mapping of config sections".to_string()),
+        _ => Err((
+            None,
+            "CONFIG_INVALID: the file is not a mapping of config sections".to_string(),
+        )),
     }
 }
 
@@ -401,7 +492,7 @@ fn check_nesting(text: &str) -> Result<(), String> {
 
 /// An environment value read as a YAML scalar (`true`, `5`, `warn`).
 fn yaml_scalar(raw: &str) -> Value {
-    serde_yaml::from_str::<serde_yaml::Value>(raw)
+    serde_norway::from_str::<serde_norway::Value>(raw)
         .ok()
         .and_then(|v| serde_json::to_value(v).ok())
         .filter(|v| !v.is_object() && !v.is_array())

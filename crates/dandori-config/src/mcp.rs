@@ -17,13 +17,14 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct McpConfig {
     pub servers: Vec<McpServerConfig>,
 }
 
 /// A stdio MCP server. Its tools are exposed as `<name>__<tool>`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// Letters, digits, `_` and `-`; no `__`; unique.
     pub name: String,
@@ -53,7 +54,7 @@ mod tests {
     #[test]
     fn servers_from_yaml_with_defaults() {
         let yaml = "servers:\n  - name: git\n    command: mcp-server-git\n    args: [\"--repository\", \"{worktree}\"]\n  - name: fs\n    command: mcp-server-filesystem\n    sandbox: false\n    env: {A: b}\n";
-        let config: McpConfig = serde_yaml::from_str(yaml).unwrap();
+        let config: McpConfig = serde_norway::from_str(yaml).unwrap();
         assert_eq!(
             config,
             McpConfig {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::environment_setup::EnvironmentSetupConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PlanningConfig {
     pub enabled: bool,
     pub strategy: Strategy,
@@ -70,7 +70,7 @@ pub enum DecompositionLevel {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ComplexityThreshold {
     pub simple: u32,
     pub moderate: u32,
@@ -88,7 +88,7 @@ impl Default for ComplexityThreshold {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ReflectionConfig {
     pub enabled: bool,
     pub trigger_on_error: bool,
@@ -119,7 +119,7 @@ pub enum ReflectionDepth {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RevisionConfig {
     pub max_revisions: u32,
     pub require_human_approval: bool,
@@ -144,7 +144,7 @@ impl Default for RevisionConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct CacheConfig {
     pub enabled: bool,
     /// Seconds.
@@ -168,7 +168,7 @@ impl Default for CacheConfig {
 
 /// Seed 000 §11.2.2.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ExecutionConfig {
     /// Seconds per action.
     pub action_timeout: u64,
@@ -188,7 +188,7 @@ impl Default for ExecutionConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct EarlyTermination {
     pub enabled: bool,
     pub max_consecutive_failures: u32,
@@ -205,7 +205,7 @@ impl Default for EarlyTermination {
 
 /// Seed 000 §12.1.1: tool globs.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SecurityConfig {
     /// Empty means every tool not forbidden.
     pub allowed_tools: Vec<String>,
@@ -215,7 +215,7 @@ pub struct SecurityConfig {
 
 /// Seed 000 §12.2.1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct LoggingConfig {
     pub level: LogLevel,
     pub mask_sensitive_data: bool,
@@ -246,7 +246,7 @@ pub enum LogLevel {
 
 /// Seed 000 §12.3.1.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PermissionsConfig {
     pub allowed_users: Vec<String>,
     pub auto_execution_allowed: Vec<String>,

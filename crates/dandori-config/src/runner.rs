@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct RunnerConfig {
     /// Upper bound of concurrently running steps (seed 003 §8.1 `max_parallel_workers`).
     pub max_parallel_workers: u32,

@@ -49,7 +49,7 @@ impl std::str::FromStr for SandboxMode {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
     pub mode: SandboxMode,
 }
@@ -78,7 +78,7 @@ pub enum EnvInherit {
 /// The environment of children (codex's `shell_environment_policy`): the user's
 /// variables minus secrets, keeping tool configuration.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ShellEnvironmentPolicy {
     pub inherit: EnvInherit,
     /// Do not apply the built-in secret rules (names with key, token, secret,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TaskPlanningConfig {
     pub enabled: bool,
     pub size_estimation: SizeEstimationConfig,
@@ -24,7 +24,7 @@ impl Default for TaskPlanningConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SizeEstimationConfig {
     pub llm_model: String,
     pub timeout_ms: u64,
@@ -43,7 +43,7 @@ impl Default for SizeEstimationConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ChunkingConfig {
     /// XS | S | M | L | XL
     pub auto_chunk_threshold: String,
@@ -62,7 +62,7 @@ impl Default for ChunkingConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct TaskExecutionConfig {
     pub max_parallel_workers: u32,
     pub worker_timeout_ms: u64,

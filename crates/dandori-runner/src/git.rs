@@ -569,6 +569,76 @@ impl Git {
         Ok(())
     }
 
+    /// The objects the index holds for `files` (their blobs) and the trees above
+    /// them, as staging wrote them: what [`Git::forget_objects`] removes when the
+    /// change must not stay (a secret).
+    pub fn staged_objects(&self, files: &[&str]) -> Result<Vec<String>, RunnerError> {
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut args = vec!["ls-files", "-s", "--"];
+        args.extend(files.iter().copied());
+        let mut oids: Vec<String> = self
+            .run(&args)?
+            .lines()
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect();
+        let tree = self.run(&["write-tree"])?.trim().to_string();
+        let mut dirs: Vec<String> = Vec::new();
+        for f in files {
+            let mut cur = *f;
+            while let Some((parent, _)) = cur.rsplit_once('/') {
+                dirs.push(parent.to_string());
+                cur = parent;
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        for d in &dirs {
+            if let Ok(id) = self.run(&["rev-parse", "--verify", "--quiet", &format!("{tree}:{d}")])
+            {
+                oids.push(id.trim().to_string());
+            }
+        }
+        oids.push(tree);
+        oids.sort();
+        oids.dedup();
+        Ok(oids)
+    }
+
+    /// Deletes the loose objects of `oids` that nothing reaches (no ref, no
+    /// worktree's HEAD or index, no reflog): a refused change's blobs and trees,
+    /// so the secret they hold is not left in the object store for `git fsck
+    /// --lost-found` or a push of everything. Packed or reachable objects are left
+    /// alone (they were there before). Returns the ids deleted.
+    pub fn forget_objects(&self, oids: &[String]) -> Result<Vec<String>, RunnerError> {
+        let reachable = self.run(&[
+            "rev-list",
+            "--objects",
+            "--no-object-names",
+            "--all",
+            "--reflog",
+            "--indexed-objects",
+        ])?;
+        let reachable: std::collections::HashSet<&str> = reachable.lines().collect();
+        let mut removed = Vec::new();
+        for oid in oids {
+            let hex = oid.len() >= 40 && oid.bytes().all(|b| b.is_ascii_hexdigit());
+            if !hex || reachable.contains(oid.as_str()) {
+                continue;
+            }
+            let rel = format!("objects/{}/{}", &oid[..2], &oid[2..]);
+            let path = self
+                .dir
+                .join(self.run(&["rev-parse", "--git-path", &rel])?.trim());
+            if path.is_file() {
+                dandori_fs::remove_file(&path)?;
+                removed.push(oid.clone());
+            }
+        }
+        Ok(removed)
+    }
+
     /// The commits of `range` (newest first) that carry dandori trailers.
     pub fn step_commits(&self, range: &str) -> Result<Vec<StepCommit>, RunnerError> {
         let out = self.run(&["log", "--format=%H%x1f%B%x1e", range])?;

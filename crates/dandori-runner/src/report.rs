@@ -2,6 +2,7 @@
 //! `dandori_report` from the run's state and writes what it renders atomically.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use dandori_plan::{Planning, Stage};
 use dandori_report::{StepMetrics, errors, markdown};
@@ -21,6 +22,8 @@ pub struct ReportInput<'a> {
     pub preds: &'a [BTreeSet<usize>],
     pub paths: &'a RunPaths,
     pub ac_evidence: &'a [AcEvidence],
+    /// The run's masker: report.md and errors.json pass through it.
+    pub masker: &'a dandori_trace::Masker,
 }
 
 /// What report.md shows of each step report.
@@ -113,11 +116,13 @@ fn evidence_section(evidence: &[AcEvidence], run_dir: &std::path::Path) -> Strin
     md
 }
 
+/// Writes `report.md` and `errors.json`, both through the run's masker: a plan's
+/// commands and the steps' messages may carry a secret.
 pub fn write(i: &ReportInput<'_>) -> Result<(), RunnerError> {
-    dandori_fs::write_atomic(&i.paths.report, render(i))?;
+    dandori_fs::write_atomic(&i.paths.report, i.masker.mask_str(&render(i)))?;
     let errors = errors::for_completion(i.planning, i.completion);
     if !errors.errors.is_empty() {
-        dandori_fs::write_json_atomic(&i.paths.errors, &errors)?;
+        write_masked_json(&i.paths.errors, &errors, i.masker)?;
     } else if i.paths.errors.exists() {
         dandori_fs::remove_file(&i.paths.errors)?;
     }
@@ -126,7 +131,11 @@ pub fn write(i: &ReportInput<'_>) -> Result<(), RunnerError> {
 
 /// `errors.json` for a run that stopped before completion (a refused gate, a bad
 /// plan): one error with the reason code.
-pub fn write_run_error(paths: &RunPaths, e: &RunnerError) -> Result<(), RunnerError> {
+pub fn write_run_error(
+    paths: &RunPaths,
+    e: &RunnerError,
+    masker: &dandori_trace::Masker,
+) -> Result<(), RunnerError> {
     if !paths.run_dir.is_dir() {
         return Ok(());
     }
@@ -139,9 +148,21 @@ pub fn write_run_error(paths: &RunPaths, e: &RunnerError) -> Result<(), RunnerEr
         | RunnerError::Process { .. }
         | RunnerError::Executor(_) => "error",
     };
-    dandori_fs::write_json_atomic(
+    write_masked_json(
         &paths.errors,
         &errors::for_run_error(status, e.reason_code(), e.to_string()),
-    )?;
+        masker,
+    )
+}
+
+fn write_masked_json<T: serde::Serialize>(
+    path: &Path,
+    value: &T,
+    masker: &dandori_trace::Masker,
+) -> Result<(), RunnerError> {
+    let value = serde_json::to_value(value).map_err(|e| {
+        dandori_fs::FsError::new("serialising JSON for", path, std::io::Error::other(e))
+    })?;
+    dandori_fs::write_json_atomic(path, &masker.mask_strings(value))?;
     Ok(())
 }

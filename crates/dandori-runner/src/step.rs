@@ -824,7 +824,8 @@ impl Worker<'_, '_> {
     }
 
     /// The pre-commit secret scan (docs/security.md § Secrets) of the staged
-    /// change: on a hit nothing is committed, the worktree goes back to `base`, and
+    /// change: on a hit nothing is committed, the worktree goes back to `base`, the
+    /// objects staging wrote for the flagged files are deleted, and
     /// `patches/Sxx.patch` keeps the change with the flagged lines removed and the
     /// rest masked.
     fn check_secrets(
@@ -841,8 +842,15 @@ impl Worker<'_, '_> {
             self.cx.paths.patch(self.step_id()),
             dandori_trace::secret_scan::redact_patch(patch, &findings, self.cx.masker),
         )?;
+        let mut flagged: Vec<&str> = findings.iter().map(|f| f.file.as_str()).collect();
+        flagged.sort_unstable();
+        flagged.dedup();
+        // Staging wrote the secret into blobs: found before the reset, deleted after
+        // it (when nothing else reaches them).
+        let staged = self.git.staged_objects(&flagged)?;
         self.git.reset_hard(base)?;
         self.pool.was_reset(base);
+        self.git.forget_objects(&staged)?;
         self.emit(
             events::SECRET_DETECTED,
             json!({"step_id": self.step_id(), "findings": findings}),

@@ -281,6 +281,9 @@ impl ToolRegistryBuilder {
                 let mut p = tool_command_policy(&CommandPolicyConfig::default())
                     .map_err(ToolsError::CommandPolicy)?
                     .with_root(worktree.root());
+                if let Some(home) = env.get("HOME") {
+                    p = p.with_home(std::path::Path::new(home));
+                }
                 for dir in &extra_writable {
                     p = p.with_root(dir);
                 }

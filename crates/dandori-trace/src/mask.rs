@@ -5,6 +5,9 @@
 //! values of the secret environment variables ([`is_secret_env`]) are replaced by
 //! `***`.
 //!
+//! The literal values are also hidden in their encoded forms (base64 in every
+//! alignment, hex, URL-encoded, reversed: [`crate::encodings`]).
+//!
 //! [`is_secret_env`] is the one definition of "a secret variable": the masker
 //! hides their values, the pre-commit scan looks for them, and the child
 //! environment filter drops them.
@@ -30,6 +33,9 @@ pub struct Masker {
     assignment_re: Option<Regex>,
     /// Exact secret values, longest first.
     literals: Vec<String>,
+    /// Their encoded forms ([`crate::encodings`]): (form, secret, encoding), longest
+    /// first.
+    encoded: Vec<(String, String, &'static str)>,
     /// Secret value → the variable it came from, for findings that name it.
     sources: BTreeMap<String, String>,
 }
@@ -206,6 +212,7 @@ impl Masker {
             value_res,
             assignment_re,
             literals: Vec::new(),
+            encoded: Vec::new(),
             sources: BTreeMap::new(),
         }
     }
@@ -222,6 +229,17 @@ impl Masker {
         self.literals
             .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         self.literals.dedup();
+        let mut encoded: Vec<(String, String, &'static str)> = Vec::new();
+        for secret in &self.literals {
+            for e in crate::encodings::encoded_forms(secret, MIN_LITERAL) {
+                if !self.literals.contains(&e.form) && !encoded.iter().any(|(f, _, _)| *f == e.form)
+                {
+                    encoded.push((e.form, secret.clone(), e.encoding));
+                }
+            }
+        }
+        encoded.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
+        self.encoded = encoded;
         self
     }
 
@@ -240,20 +258,22 @@ impl Masker {
     }
 
     /// The exact secret values this masker hides, each with the variable it came
-    /// from (`secret value` when it was given without one): what the pre-commit
+    /// from (`secret value` when it was given without one), then their encoded
+    /// forms, named `VARIABLE:encoding` (`GITHUB_TOKEN:base64`): what the pre-commit
     /// scan looks for. Returned even when masking is turned off.
     pub fn literal_secrets(&self) -> Vec<(String, String)> {
-        self.literals
+        let name = |v: &String| {
+            self.sources
+                .get(v)
+                .cloned()
+                .unwrap_or_else(|| "secret value".to_string())
+        };
+        let raw = self.literals.iter().map(|v| (name(v), v.clone()));
+        let encoded = self
+            .encoded
             .iter()
-            .map(|v| {
-                let name = self
-                    .sources
-                    .get(v)
-                    .cloned()
-                    .unwrap_or_else(|| "secret value".to_string());
-                (name, v.clone())
-            })
-            .collect()
+            .map(|(form, secret, encoding)| (format!("{}:{encoding}", name(secret)), form.clone()));
+        raw.chain(encoded).collect()
     }
 
     fn key_is_sensitive(&self, key: &str) -> bool {
@@ -274,7 +294,8 @@ impl Masker {
             return s.to_string();
         }
         let mut out = s.to_string();
-        for lit in &self.literals {
+        let forms = self.encoded.iter().map(|(form, _, _)| form);
+        for lit in self.literals.iter().chain(forms) {
             if out.contains(lit.as_str()) {
                 out = out.replace(lit.as_str(), MASK);
             }
@@ -309,6 +330,25 @@ impl Masker {
                 .into_owned();
         }
         out
+    }
+
+    /// `v` with every string masked ([`Masker::mask_str`]) and nothing else
+    /// changed: no value is replaced for its key, so a file that is read back
+    /// (`stage.json`) keeps its shape and its types.
+    pub fn mask_strings(&self, v: Value) -> Value {
+        if !self.enabled {
+            return v;
+        }
+        match v {
+            Value::String(s) => Value::String(self.mask_str(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|x| self.mask_strings(x)).collect()),
+            Value::Object(m) => Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (k, self.mask_strings(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
     }
 
     pub fn mask_value(&self, v: Value) -> Value {

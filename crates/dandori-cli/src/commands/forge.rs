@@ -304,9 +304,13 @@ pub fn plan_intake(
     sets: &[String],
     env: &BTreeMap<String, String>,
 ) -> Result<Intake, std::process::ExitCode> {
+    // A broken configuration stops before the forge is asked anything.
     let loaded = match super::load_config(config, sets, &args.repo, env) {
         Ok(l) => l.config,
-        Err(_) => Config::default(),
+        Err(e) => {
+            output::error(&format!("{e:#}"));
+            return Err(std::process::ExitCode::from(2));
+        }
     };
     let comment = args.comment || loaded.forges.comment;
     match intake(reference, &loaded, env, comment) {

@@ -47,28 +47,12 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     };
     // Defaults < --config < environment < -c, for both planners. The binary reads the
     // process environment; tests pass their own to the library. A config that cannot
-    // be loaded at all falls back to the defaults (seed 003 §9.1); warnings are
-    // recorded in the trace.
-    let mut config_warnings = Vec::new();
+    // be loaded stops here (exit 2, `CONFIG_INVALID`): planning with the defaults would
+    // drop the file's narrowing keys with its broken one. Warnings are recorded in
+    // the trace.
     let task_type = intake.as_ref().map(|i| i.task_type.clone());
-    let loaded = match super::load_config_for(config, sets, &args.repo, &env, task_type) {
-        Ok(l) => l,
-        Err(e) => {
-            let w = format!("{e:#}; planning with the default config");
-            output::progress(&format!("warning: {w}"));
-            config_warnings.push(w);
-            dandori_config::Loaded {
-                config: dandori_config::Config::default(),
-                task_planning: dandori_config::TaskPlanningConfig::default(),
-                warnings: Vec::new(),
-                config_file: None,
-                task_planning_file: None,
-                user_config_file: None,
-                repo_trusted: false,
-            }
-        }
-    };
-    config_warnings.extend(loaded.warnings.iter().map(|w| w.to_string()));
+    let loaded = super::load_config_for(config, sets, &args.repo, &env, task_type)?;
+    let config_warnings: Vec<String> = loaded.warnings.iter().map(|w| w.to_string()).collect();
     // The LLM planner: --provider / the `llm:` config section; else the offline one.
     let llm = match super::plan_llm::select(&provider_flags, &loaded, &env) {
         Ok(selected) => selected,

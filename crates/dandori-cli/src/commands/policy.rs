@@ -56,10 +56,13 @@ fn check(
     let repo = dandori_fs::canonicalize(&args.repo)?;
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let loaded = super::load_config(config, sets, &repo, &env)?;
-    let policy =
+    let mut policy =
         dandori_tools::tool_command_policy(&loaded.config.planning.environment_setup.security)
             .map_err(|e| anyhow::anyhow!("{e}"))?
             .with_root(&repo);
+    if let Some(home) = env.get("HOME") {
+        policy = policy.with_home(std::path::Path::new(home));
+    }
     let verdicts: Vec<Verdict> = lines.iter().map(|l| policy.evaluate(l)).collect();
     let count = |d: Decision| verdicts.iter().filter(|v| v.decision == d).count();
     let report = Report {

@@ -210,35 +210,63 @@ fn config_overrides_apply() {
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
 
+/// Issue 25: a broken config stops `plan` (exit 2) naming the file, the line and
+/// the key; it never plans with the defaults (which would drop the file's
+/// `allowed_users` with its broken `level`).
 #[test]
-fn broken_config_falls_back_to_defaults() {
+fn broken_config_stops_plan_naming_file_line_and_key() {
     let repo = todo_api();
     repo.write("broken.yaml", "planning: [not, a, map\n");
     let out = dandori(
-        &[
-            "plan",
-            "requests/RQ-003.md",
-            "--config",
-            "broken.yaml",
-            "--json",
-        ],
+        &["plan", "requests/RQ-003.md", "--config", "broken.yaml"],
         repo.path(),
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("using the default configuration"),
+        stderr(&out).contains("CONFIG_INVALID: broken.yaml:2: "),
         "{}",
         stderr(&out)
     );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let trace = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
-    let start: serde_json::Value = serde_json::from_str(trace.lines().next().unwrap()).unwrap();
+
+    repo.write(
+        "dandori.yaml",
+        "planning:\n  permissions:\n    allowed_users: [bob]\n  logging:\n    level: VERBOSE\n",
+    );
+    let out = dandori(&["plan", "requests/RQ-003.md"], repo.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
     assert!(
-        start["data"]["config_warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("broken.yaml"),
-        "{start}"
+        err.contains("dandori.yaml:5: planning.logging.level: invalid value `VERBOSE`"),
+        "{err}"
+    );
+    assert!(!repo.path().join(".dandori/runs").exists());
+
+    repo.write("dandori.yaml", "planning:\n  max_subtask: 1\n");
+    let out = dandori(&["plan", "requests/RQ-003.md"], repo.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("dandori.yaml:2: planning.max_subtask: unknown key")
+            && stderr(&out).contains("did you mean `planning.max_subtasks`?"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Issue 25: a typo in `-c` stops `plan` as it stops `run`, with the nearest key.
+#[test]
+fn override_typo_stops_plan_with_a_suggestion() {
+    let repo = todo_api();
+    let out = dandori(
+        &["plan", "requests/RQ-003.md", "-c", "planning.max_subtask=1"],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "CONFIG_INVALID: -c planning.max_subtask: unknown configuration key; did you mean `planning.max_subtasks`?"
+        ),
+        "{}",
+        stderr(&out)
     );
 }
 

@@ -84,3 +84,57 @@ fn hostile_repository_config_is_ignored_by_run() {
     );
     assert!(!trace.contains(KEY));
 }
+
+/// Issue 25: a repository's dandori.yaml cannot hand the user's secrets to the
+/// commands dandori runs (`shell_environment_policy` keep/set/ignore_default_excludes)
+/// nor raise `runner.max_parallel_workers`; each refused key is named with the
+/// `dandori trust` hint. Once trusted, the same file applies.
+#[test]
+fn repository_cannot_widen_the_child_environment_until_trusted() {
+    let home = tempfile::tempdir().unwrap();
+    let token = ["ghp_", "Tr5tT3stT0k3nV4lu3", "0123456789abcdef"].concat();
+    let repo = TempGitRepo::with_files(&[
+        ("README.md", "# demo\n"),
+        (
+            "dandori.yaml",
+            "shell_environment_policy:\n  ignore_default_excludes: true\n  keep: ['*']\n  set: {NODE_OPTIONS: '--require /tmp/x.js'}\nrunner:\n  max_parallel_workers: 100000\n",
+        ),
+    ]);
+    let r = repo.path().display().to_string();
+    let exec = |home: &Path| {
+        dandori(
+            &["env", "exec", "--repo", &r, "--no-sandbox", "--", "env"],
+            repo.path(),
+            home,
+            &[("GITHUB_TOKEN", &token)],
+        )
+    };
+    let out = exec(home.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stdout.contains(&token), "{stdout}");
+    assert!(!stdout.contains("NODE_OPTIONS"), "{stdout}");
+    for key in [
+        "shell_environment_policy.ignore_default_excludes",
+        "shell_environment_policy.keep",
+        "shell_environment_policy.set",
+        "runner.max_parallel_workers",
+    ] {
+        assert!(
+            stderr.contains(&format!("`{key}` ignored (UNTRUSTED_CONFIG_KEY"))
+                && stderr.contains("dandori trust"),
+            "{key}: {stderr}"
+        );
+    }
+
+    let trusted = dandori(&["trust", &r], repo.path(), home.path(), &[]);
+    assert!(trusted.status.success(), "{trusted:?}");
+    let out = exec(home.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("NODE_OPTIONS=--require /tmp/x.js"),
+        "{stdout}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("UNTRUSTED_CONFIG_KEY"));
+}

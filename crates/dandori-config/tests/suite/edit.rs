@@ -27,7 +27,14 @@ fn short_keys_resolve_task_planning_first_and_ambiguity_is_named() {
     );
     assert_eq!(r("planning.max_subtasks").unwrap(), "planning.max_subtasks");
     assert_eq!(r("strategy").unwrap(), "planning.strategy");
-    assert_eq!(r("nope").unwrap_err(), "-c nope: unknown configuration key");
+    assert_eq!(
+        r("nope").unwrap_err(),
+        "-c nope: unknown configuration key; did you mean `runs.root`?"
+    );
+    assert_eq!(
+        r("planning.max_subtask").unwrap_err(),
+        "-c planning.max_subtask: unknown configuration key; did you mean `planning.max_subtasks`?"
+    );
     assert_eq!(r("enabled").unwrap(), "task_planning.enabled");
     let e = r("max_retries").unwrap_err();
     assert!(
@@ -54,7 +61,13 @@ fn values_land_in_the_files_the_layering_reads_and_bad_ones_change_nothing() {
     let out = set_value(&o, "max_parallel_workers", "5").unwrap();
     assert_eq!(out.file, dir.path().join(".claude/task-planning.json"));
     assert!(!out.created);
-    assert_eq!(out.reloaded.task_planning.execution.max_parallel_workers, 5);
+    // Written, but the repository is not trusted: its file may not raise a limit,
+    // and the outcome says which value holds.
+    assert_eq!(out.reloaded.task_planning.execution.max_parallel_workers, 3);
+    assert_eq!(out.overridden_by_later_layer, Some(json!(3)));
+    let out = set_value(&o, "max_parallel_workers", "2").unwrap();
+    assert_eq!(out.reloaded.task_planning.execution.max_parallel_workers, 2);
+    assert_eq!(out.overridden_by_later_layer, None);
     let out = set_value(&o, "planning.max_subtasks", "4").unwrap();
     assert_eq!(out.file, dir.path().join("dandori.yaml"));
     let yaml = std::fs::read_to_string(dir.path().join("dandori.yaml")).unwrap();

@@ -133,31 +133,94 @@ fn bad_env_value_is_ignored_with_a_warning() {
     assert!(loaded.warnings[0].message.contains("planning.max_subtasks"));
 }
 
+/// Issue 25: a broken config file stops, naming the file, the line, the key and
+/// the nearest valid key; it never falls back to the defaults (which would drop
+/// the file's narrowing keys with the broken one).
 #[test]
-fn broken_file_falls_back_to_defaults_with_a_warning() {
+fn broken_file_is_an_error_naming_file_line_and_key() {
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), "config.yaml", "planning: [unclosed\n");
-    let loaded = load(&opts(dir.path())).unwrap();
-    assert_eq!(loaded.config, Config::default());
-    assert_eq!(loaded.warnings.len(), 1);
-    assert!(loaded.warnings[0].source.ends_with("config.yaml"));
-    assert!(
-        loaded.warnings[0]
-            .message
-            .contains("using the default configuration")
-    );
+    let err = |text: &str| {
+        write(dir.path(), "config.yaml", text);
+        load(&opts(dir.path())).unwrap_err().to_string()
+    };
+    let file = dir.path().join("config.yaml").display().to_string();
 
-    write(
-        dir.path(),
-        "config.yaml",
-        "planning:\n  max_subtasks: lots\n",
+    let e = err("planning: [unclosed\n");
+    assert!(e.starts_with(&format!("{file}:2: ")), "{e}");
+
+    assert_eq!(
+        err("planning:\n  max_subtasks: lots\n"),
+        format!("{file}:2: planning.max_subtasks: invalid type: string \"lots\", expected u32")
     );
-    let loaded = load(&opts(dir.path())).unwrap();
-    assert_eq!(loaded.config, Config::default());
+    // The issue's case: one bad value beside a permission key.
+    assert_eq!(
+        err(
+            "planning:\n  permissions:\n    allowed_users: [bob]\n  logging:\n    level: VERBOSE\n"
+        ),
+        format!(
+            "{file}:5: planning.logging.level: invalid value `VERBOSE`: expected one of DEBUG, INFO, WARNING, ERROR"
+        )
+    );
+    assert_eq!(
+        err("planning:\n  logging:\n    level: INF\n"),
+        format!(
+            "{file}:3: planning.logging.level: invalid value `INF`: expected one of DEBUG, INFO, WARNING, ERROR; did you mean `INFO`?"
+        )
+    );
+    // Unknown keys, at any depth, with the nearest valid one.
+    assert_eq!(
+        err("planning:\n  max_subtask: 1\n"),
+        format!(
+            "{file}:2: planning.max_subtask: unknown key (valid keys here: enabled, strategy, max_subtasks, decomposition_level, auto_adjust_level, complexity_threshold, reflection, revision, cache, execution, security, logging, permissions, environment_setup, task_specific); did you mean `planning.max_subtasks`?"
+        )
+    );
+    let e =
+        err("llm:\n  providers:\n    - name: a\n      kind: openai\n      base_urll: http://x\n");
     assert!(
-        loaded.warnings[0].message.contains("planning.max_subtasks"),
-        "{}",
-        loaded.warnings[0]
+        e.starts_with(&format!(
+            "{file}:5: llm.providers[0].base_urll: unknown key"
+        )) && e.ends_with("did you mean `llm.providers[0].base_url`?"),
+        "{e}"
+    );
+    let e = err("shell_environment_polcy:\n  inherit: none\n");
+    assert!(
+        e.starts_with(&format!("{file}:1: shell_environment_polcy: unknown key"))
+            && e.ends_with("did you mean `shell_environment_policy`?"),
+        "{e}"
+    );
+    // Inside a task-type entry, checked with the file (whatever the task type).
+    let e = err("planning:\n  task_specific:\n    github_issue:\n      max_subtaks: 3\n");
+    assert!(
+        e.starts_with(&format!(
+            "{file}:4: planning.task_specific.github_issue.max_subtaks: unknown key"
+        )) && e.ends_with("did you mean `planning.task_specific.github_issue.max_subtasks`?"),
+        "{e}"
+    );
+}
+
+#[test]
+fn override_typos_suggest_the_nearest_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = opts(dir.path());
+    o.overrides = vec!["planning.max_subtask=1".to_string()];
+    assert_eq!(
+        load(&o).unwrap_err().to_string(),
+        "-c planning.max_subtask: unknown configuration key; did you mean `planning.max_subtasks`?"
+    );
+    o.overrides = vec!["task_planning.chunking.max_subtask=1".to_string()];
+    assert!(
+        load(&o)
+            .unwrap_err()
+            .to_string()
+            .ends_with("did you mean `task_planning.chunking.max_subtasks`?")
+    );
+    o.overrides = vec!["planning.logging.level=VERBOSE".to_string()];
+    let e = load(&o).unwrap_err().to_string();
+    assert!(
+        e.starts_with(
+            "-c planning.logging.level=VERBOSE: planning.logging.level: invalid value `VERBOSE`"
+        ),
+        "{e}"
     );
 }
 
@@ -249,10 +312,26 @@ fn task_planning_json() {
         5
     );
 
+    // Seed 003 §9.1 for this file of planning knobs only: defaults, with a
+    // warning naming the line, the key and the nearest valid one.
     write(dir.path(), ".claude/task-planning.json", "{ broken");
     let loaded = load(&opts(dir.path())).unwrap();
     assert_eq!(loaded.task_planning, TaskPlanningConfig::default());
     assert!(loaded.warnings[0].source.ends_with("task-planning.json"));
+    write(
+        dir.path(),
+        ".claude/task-planning.json",
+        "{\n  \"chunking\": {\n    \"max_subtask\": 3\n  }\n}\n",
+    );
+    let loaded = load(&opts(dir.path())).unwrap();
+    assert_eq!(loaded.task_planning, TaskPlanningConfig::default());
+    let w = loaded.warnings[0].message.clone();
+    assert!(
+        w.starts_with("line 3: chunking.max_subtask: unknown key")
+            && w.contains("did you mean `chunking.max_subtasks`?")
+            && w.ends_with("using the default task-planning configuration"),
+        "{w}"
+    );
 }
 
 #[test]
@@ -268,20 +347,20 @@ mod fuzz {
     use proptest::prelude::*;
 
     use super::{opts, write};
-    use dandori_config::{Config, load};
+    use dandori_config::load;
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(128))]
 
-        /// Any config file text loads: either its values or the defaults with a
-        /// warning, never a panic or an error.
+        /// Any config file text either loads without a warning or is an error
+        /// naming the file; never a panic, never a silent fallback.
         #[test]
-        fn any_config_text_loads(text in "(planning|llm|runner|reflection|max_subtasks|enabled|[a-z_]{1,8}|:|\n|  |- |\\[|\\]|\\{|\\}|,|\"|[0-9]{1,3}|true|null|&a|\\*a){0,40}") {
+        fn any_config_text_loads_or_is_refused(text in "(planning|llm|runner|reflection|max_subtasks|enabled|[a-z_]{1,8}|:|\n|  |- |\\[|\\]|\\{|\\}|,|\"|[0-9]{1,3}|true|null|&a|\\*a){0,40}") {
             let dir = tempfile::tempdir().unwrap();
             write(dir.path(), "config.yaml", &text);
-            let loaded = load(&opts(dir.path())).unwrap();
-            if !loaded.warnings.is_empty() {
-                prop_assert_eq!(loaded.config, Config::default());
+            match load(&opts(dir.path())) {
+                Ok(loaded) => prop_assert_eq!(loaded.warnings, vec![]),
+                Err(e) => prop_assert!(e.to_string().contains("config.yaml"), "{}", e),
             }
         }
 
@@ -304,21 +383,14 @@ fn deeply_nested_config_is_refused_before_parsing() {
         "config.yaml",
         &format!("planning: {}", "[".repeat(100_000)),
     );
-    let loaded = load(&opts(dir.path())).unwrap();
-    assert_eq!(loaded.config, Config::default());
-    assert!(
-        loaded.warnings[0]
-            .message
-            .contains("CONFIG_TOO_DEEP: line 1"),
-        "{}",
-        loaded.warnings[0]
-    );
+    let err = load(&opts(dir.path())).unwrap_err().to_string();
+    assert!(err.contains("CONFIG_TOO_DEEP: line 1"), "{err}");
     // Brackets inside quotes and comments do not count.
     write(
         dir.path(),
         "config.yaml",
         &format!(
-            "# {}\nplanning:\n  max_subtasks: 4\n  x: \"{}\"\n",
+            "# {}\nplanning:\n  max_subtasks: 4\nruns:\n  root: \"{}\"\n",
             "[".repeat(100),
             "{".repeat(100)
         ),
@@ -329,4 +401,26 @@ fn deeply_nested_config_is_refused_before_parsing() {
         "{:?}",
         loaded.warnings
     );
+}
+
+/// Billion laughs: nine levels of aliases, each repeating the one before ten
+/// times, would expand to 10^9 scalars. The parser's repetition limit refuses it:
+/// an error naming the file, quickly, never an expansion.
+#[test]
+fn alias_bombs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("a0: &a0 [lol]\n");
+    for i in 1..10 {
+        let prev = format!("*a{}", i - 1);
+        text.push_str(&format!(
+            "a{i}: &a{i} [{}]\n",
+            [prev.as_str(); 10].join(", ")
+        ));
+    }
+    text.push_str("planning:\n  task_specific:\n    local: *a9\n");
+    write(dir.path(), "config.yaml", &text);
+    let started = std::time::Instant::now();
+    let err = load(&opts(dir.path())).unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert!(err.contains("config.yaml"), "{err}");
 }

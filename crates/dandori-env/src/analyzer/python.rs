@@ -1020,7 +1020,7 @@ pub(super) fn analyze_conda(e: &mut Ecosystem, reader: &mut Reader<'_>) {
         let Some(text) = reader.read(rel) else {
             continue;
         };
-        let doc: serde_yaml::Value = match serde_yaml::from_str(&text) {
+        let doc: serde_norway::Value = match serde_norway::from_str(&text) {
             Ok(d) => d,
             Err(err) => {
                 reader.warn(rel, format!("YAML parse error: {err}"));

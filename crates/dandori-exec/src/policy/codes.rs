@@ -40,7 +40,8 @@ pub const POLICY_OPERATOR_ABUSE: &str = "POLICY_OPERATOR_ABUSE";
 /// A command sent to the background (`&`, `nohup`, `setsid`, `disown`,
 /// `screen`, `tmux`): it would outlive its check.
 pub const POLICY_BACKGROUND_PROCESS: &str = "POLICY_BACKGROUND_PROCESS";
-/// The program name itself is computed at run time (`$CMD`, `$(…)`).
+/// The program name itself is computed at run time (`$CMD`, `$(…)`), or the
+/// program is a script the line itself wrote (`echo … > run.sh && sh run.sh`).
 pub const POLICY_DYNAMIC_COMMAND: &str = "POLICY_DYNAMIC_COMMAND";
 /// `eval`, `source`, `.`: code the policy cannot see.
 pub const POLICY_EVAL: &str = "POLICY_EVAL";
@@ -92,6 +93,10 @@ pub const POLICY_REMOTE_WRITE: &str = "POLICY_REMOTE_WRITE";
 /// index (`--index-url`, `--registry`), a remote module run in place (`go run
 /// host/mod@v`, `bun run https://…`), or a file this line downloaded and then runs.
 pub const POLICY_REMOTE_CODE: &str = "POLICY_REMOTE_CODE";
+/// A server listening on every interface (`0.0.0.0`, `::`), or `http.server`
+/// without a loopback `--bind`: it would serve the worktree (and whatever the
+/// step wrote) to the network.
+pub const POLICY_LISTEN_ALL_INTERFACES: &str = "POLICY_LISTEN_ALL_INTERFACES";
 
 /// Every code, for documentation checks.
 pub const ALL: &[&str] = &[
@@ -128,4 +133,5 @@ pub const ALL: &[&str] = &[
     POLICY_INFINITE_LOOP,
     POLICY_REMOTE_WRITE,
     POLICY_REMOTE_CODE,
+    POLICY_LISTEN_ALL_INTERFACES,
 ];

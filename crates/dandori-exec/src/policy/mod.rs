@@ -7,8 +7,11 @@
 
 pub mod codes;
 mod lexer;
+mod line_code;
+mod listen;
 mod paths;
 mod rules;
+mod symlinks;
 mod verdict;
 
 pub use verdict::{Decision, Verdict};
@@ -464,6 +467,8 @@ pub struct CommandPolicy {
     /// The worktree and other writable directories as absolute paths: absolute
     /// paths under them are inside.
     roots: Vec<String>,
+    /// `$HOME` by value ([`CommandPolicy::with_home`]).
+    home: Option<String>,
 }
 
 impl Default for CommandPolicy {
@@ -475,6 +480,7 @@ impl Default for CommandPolicy {
                 .collect(),
             forbidden: Vec::new(),
             roots: Vec::new(),
+            home: None,
         }
     }
 }
@@ -504,6 +510,15 @@ impl CommandPolicy {
     pub fn with_root(mut self, root: &std::path::Path) -> Self {
         self.roots
             .push(paths::normalize_abs(&root.to_string_lossy()));
+        self
+    }
+
+    /// The user's home directory by value: absolute paths under it are treated as
+    /// `~/…` (start-up files, credential stores), wherever `$HOME` is — not only
+    /// under /home or /root.
+    pub fn with_home(mut self, home: &std::path::Path) -> Self {
+        let h = paths::normalize_abs(&home.to_string_lossy());
+        self.home = (home.is_absolute() && h != "/").then_some(h);
         self
     }
 
@@ -565,6 +580,7 @@ impl CommandPolicy {
         // checking the rest of the line, a later refusal wins.
         let mut not_allowed = None;
         let mut st = LineState::new();
+        st.home = self.home.clone();
         for cmd in &parsed.commands {
             match self.check_simple(cmd, depth, &mut st) {
                 Ok(()) => {}
@@ -667,6 +683,8 @@ impl CommandPolicy {
             match r.operator.trim_start_matches(|c: char| c.is_ascii_digit()) {
                 ">" | ">>" | ">|" | "&>" | "&>>" | "<>" => {
                     self.check_write(value.as_deref(), &r.target, st, "redirection target")?;
+                    st.written
+                        .insert(r.target.trim_start_matches("./").to_string());
                     if matches!(effective, "curl" | "wget") {
                         st.fetched
                             .insert(r.target.trim_start_matches("./").to_string());
@@ -947,7 +965,11 @@ impl CommandPolicy {
             )
             .with_rule("pipe-to-shell"));
         }
-        for run in std::iter::once(program).chain(script.map(String::as_str)) {
+        let sourced = matches!(base, "." | "source")
+            .then(|| args.first())
+            .flatten();
+        for run in std::iter::once(program).chain(script.or(sourced).map(String::as_str)) {
+            line_code::check_written_run(run, st)?;
             if st.fetched.contains(run.trim_start_matches("./")) {
                 return Err(PolicyViolation::new(
                     codes::POLICY_REMOTE_CODE,
@@ -961,6 +983,9 @@ impl CommandPolicy {
         }
         rules::check_remote_write(base, args)?;
         rules::check_remote_code(base, args)?;
+        listen::check_listen(stem, args)?;
+        line_code::check_makefile(base, args)?;
+        line_code::record_writes(base, args, st);
         if stdin_args && (SHELLS.contains(&base) || INTERPRETERS.contains(&base) || base == "git") {
             return Err(PolicyViolation::new(
                 codes::POLICY_UNRESOLVED_EXPANSION,
@@ -1223,7 +1248,43 @@ impl CommandPolicy {
         depth: usize,
         st: &mut LineState,
     ) -> Result<(), PolicyViolation> {
-        let roots: Vec<usize> = (0..args.len())
+        // Leading options (`-H`, `-L`, `-P`, `-D debugopts`, `-O3`) come before
+        // the starting points.
+        let mut lead = 0;
+        while let Some(a) = args.get(lead) {
+            match a.as_str() {
+                "-H" | "-L" | "-P" => lead += 1,
+                "-D" => lead += 2,
+                o if o.starts_with("-O") => lead += 1,
+                _ => break,
+            }
+        }
+        let follows = args
+            .iter()
+            .enumerate()
+            .any(|(i, a)| (i < lead && matches!(a.as_str(), "-L" | "-H")) || a == "-follow");
+        // Tests that choose what is deleted; without one, `-delete` takes the tree.
+        let filtered = args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "-name"
+                    | "-iname"
+                    | "-path"
+                    | "-ipath"
+                    | "-wholename"
+                    | "-iwholename"
+                    | "-regex"
+                    | "-iregex"
+                    | "-lname"
+                    | "-ilname"
+                    | "-newer"
+                    | "-mtime"
+                    | "-mmin"
+                    | "-size"
+                    | "-empty"
+            )
+        });
+        let roots: Vec<usize> = (lead..args.len())
             .take_while(|&i| !args[i].starts_with('-') && args[i] != "(" && args[i] != "!")
             .collect();
         let root_values: Vec<Option<String>> = roots
@@ -1240,9 +1301,30 @@ impl CommandPolicy {
             Some(v) => v.clone(),
             None => Some(".".to_string()),
         };
-        let mut i = roots.len();
+        let mut i = lead + roots.len();
         while i < args.len() {
             match args[i].as_str() {
+                "-delete" if follows => {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_DESTRUCTIVE_DELETE,
+                        "`find -L … -delete` follows symbolic links while deleting: it deletes wherever they lead",
+                    )
+                    .with_rule("find-delete-follow"));
+                }
+                "-delete"
+                    if !filtered
+                        && (root_values.is_empty()
+                            || root_values.iter().any(|v| {
+                                v.as_deref()
+                                    .is_some_and(|v| paths::is_root(v, st, &self.roots))
+                            })) =>
+                {
+                    return Err(PolicyViolation::new(
+                        codes::POLICY_DESTRUCTIVE_DELETE,
+                        "`find -delete` from the worktree root without a -name/-path test deletes the whole worktree, `.git` included",
+                    )
+                    .with_rule("find-delete-root"));
+                }
                 "-delete" => {
                     for (k, v) in root_values.iter().enumerate() {
                         let inside = v.as_deref().is_some_and(|v| {

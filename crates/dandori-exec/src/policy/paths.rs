@@ -22,6 +22,12 @@ pub(crate) struct LineState {
     /// Symbolic links an earlier command of the line creates (`ln -s … NAME`), as
     /// relative paths: a `..` after one of them is not lexical any more.
     pub links: BTreeSet<String>,
+    /// Files an earlier command of the line writes (redirections, `tee`), as
+    /// written (without a leading `./`): running one is refused.
+    pub written: BTreeSet<String>,
+    /// The user's home directory by value (`$HOME` need not be under /home):
+    /// absolute paths under it are the home directory.
+    pub home: Option<String>,
 }
 
 impl LineState {
@@ -31,6 +37,8 @@ impl LineState {
             cwd_depth: Some(0),
             fetched: BTreeSet::new(),
             links: BTreeSet::new(),
+            written: BTreeSet::new(),
+            home: None,
         }
     }
 }
@@ -180,6 +188,14 @@ pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
         if roots.iter().any(|r| under(&n, r)) {
             return Place::Inside;
         }
+        // (A home under a temporary directory — a test's — stays temporary.)
+        let home = st
+            .home
+            .as_deref()
+            .filter(|h| *h != "/" && !TEMP_DIRS.iter().any(|d| under(h, d)));
+        if let Some(home) = home.filter(|h| under(&n, h)) {
+            return Place::Home(n[home.len()..].trim_start_matches('/').into());
+        }
         if SAFE_DEVICES.iter().any(|d| under(&n, d)) {
             return Place::SafeDevice;
         }
@@ -221,6 +237,29 @@ pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
         }
     }
     Place::Inside
+}
+
+/// Whether `path` names the worktree root itself (`.`, `./`, `src/..`, the root
+/// as an absolute path).
+pub(crate) fn is_root(path: &str, st: &LineState, roots: &[String]) -> bool {
+    if path.starts_with('/') {
+        let n = normalize_abs(path);
+        return roots.contains(&n);
+    }
+    let Some(mut depth) = st.cwd_depth else {
+        return false;
+    };
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return false,
+            },
+            _ => depth += 1,
+        }
+    }
+    depth == 0
 }
 
 /// Normalises an absolute path lexically (`//`, `/./`, `/../`).

@@ -240,6 +240,44 @@ fn operand_indices(args: &[String], value_opts: &[&str]) -> Vec<usize> {
     out
 }
 
+/// Absolute places a command may read besides the worktree and the temporary
+/// directories: the system's programs, libraries and configuration
+/// ([`READ_PROTECTED`] still applies inside them).
+const READABLE_SYSTEM_DIRS: &[&str] = &[
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/opt",
+    "/etc",
+    "/nix",
+    "/snap",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/var/lib/dpkg",
+    "/var/lib/apt",
+    "/var/cache/apt",
+];
+
+/// Where data other than the system's lives: an absolute read there is refused
+/// whether or not the path exists here.
+const DATA_DIRS: &[&str] = &[
+    "/srv",
+    "/home",
+    "/root",
+    "/mnt",
+    "/media",
+    "/var",
+    "/data",
+    "/workspace",
+    "/Users",
+];
+
 impl CommandPolicy {
     /// A path the command writes to (or deletes).
     pub(crate) fn check_write(
@@ -254,6 +292,19 @@ impl CommandPolicy {
         };
         match paths::classify(v, st, &self.roots) {
             Place::Inside => {
+                // Deleting a link removes the link; writing through it follows it.
+                let deletes = ["`rm`", "`unlink`", "`rmdir`", "`trash`"]
+                    .iter()
+                    .any(|d| what.starts_with(d));
+                if let Some(link) = super::symlinks::outside_link(v, st, &self.roots, !deletes) {
+                    return refuse(
+                        codes::POLICY_LINK_OUTSIDE,
+                        "write-through-link",
+                        format!(
+                            "{what} `{shown}` goes through `{link}`, a symbolic link of the worktree that points outside it"
+                        ),
+                    );
+                }
                 if v.split('/').any(|s| s == ".git") {
                     return refuse(
                         codes::POLICY_GIT_INTERNALS,
@@ -343,6 +394,28 @@ impl CommandPolicy {
                         codes::POLICY_SYSTEM_PATH,
                         "read-system-dir",
                         format!("`{v}` is a protected system location"),
+                    );
+                }
+                // Outside the worktree and the system's own directories
+                // (`/srv/app/.env`, another user's home, a database's files):
+                // somebody else's data. An operand is only taken for a path when
+                // it names an existing file or a data location: `/^def /p` and
+                // `/api/v1` are a sed script and a grep pattern.
+                let path_like = p != "/"
+                    && p.chars()
+                        .all(|c| c.is_alphanumeric() || "/._-+@~*?[]".contains(c));
+                let data = DATA_DIRS.iter().any(|d| paths::could_be_under(&p, d))
+                    || std::path::Path::new(&p).exists();
+                if path_like
+                    && data
+                    && !READABLE_SYSTEM_DIRS
+                        .iter()
+                        .any(|d| paths::could_be_under(&p, d))
+                {
+                    return refuse(
+                        codes::POLICY_OUTSIDE_WORKTREE,
+                        "read-outside",
+                        format!("`{v}` is outside the worktree and the system directories"),
                     );
                 }
                 Ok(())
@@ -2205,7 +2278,6 @@ pub(crate) fn check_remote_code(base: &str, args: &[String]) -> Result<(), Polic
         ]
         .iter()
         .any(|p| spec.starts_with(p))
-            && !is_loopback(url_host(spec))
             || ["github:", "gitlab:", "bitbucket:", "gist:"]
                 .iter()
                 .any(|p| spec.starts_with(p))
@@ -2234,11 +2306,9 @@ pub(crate) fn check_remote_code(base: &str, args: &[String]) -> Result<(), Polic
         };
         if index_opts.contains(&name) {
             let value = inline.or(args.get(i + 1).map(String::as_str)).unwrap_or("");
-            let host = url_host(value);
-            if !value.is_empty()
-                && !is_loopback(host)
-                && (value.contains("://") || name == "--trusted-host")
-            {
+            // A loopback index is no safer than a remote one: whatever listens
+            // there (a server the agent started itself) chose the packages.
+            if !value.is_empty() && (value.contains("://") || name == "--trusted-host") {
                 return refuse(
                     codes::POLICY_REMOTE_CODE,
                     "remote-code",

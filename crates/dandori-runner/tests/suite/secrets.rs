@@ -225,3 +225,104 @@ fn the_llm_executor_never_shows_the_model_a_secret_and_commits_none() {
     let aws = format!("AKIA{}", "Q3R4S5T6U7V8W9X2");
     assert_nowhere(&repo, &run_dir, &[aws, CREDENTIAL.to_string()], &sent);
 }
+
+/// Every object of the repository (loose and packed), contents included.
+fn object_store(repo: &Repo) -> String {
+    repo.git(&["cat-file", "--batch-all-objects", "--batch", "--unordered"])
+}
+
+/// Issue 25: an agent that writes a known secret base64-encoded or reversed is
+/// refused like one that writes it plainly, and the blobs staging wrote for it are
+/// not left in the object store.
+#[test]
+fn an_encoded_secret_is_refused_and_leaves_no_object() {
+    let repo = Repo::new();
+    let agent = repo.agent(
+        r#"mkdir -p src
+printf '%s' "$MY_SERVICE_CREDENTIAL" | base64 > src/blob.txt
+printf 'x=%s\n' "$MY_SERVICE_CREDENTIAL" | base64 >> src/blob.txt
+printf '%s\n' "$MY_SERVICE_CREDENTIAL" | rev > src/rev.txt
+echo harmless > src/ok.txt"#,
+    );
+    let run_dir = repo.write_plan(&planning(vec![S::new("S01")], json!({})));
+    let mut opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    // The agent gets the credential because the user listed it (runner.agent_env).
+    for (k, v) in secret_env() {
+        opts.base_env.insert(k.to_string(), v);
+        opts.config.runner.agent_env.push(k.to_string());
+    }
+    run(&opts).unwrap();
+    assert_eq!(
+        stage(&run_dir)["steps"][0]["reason_code"],
+        "SECRET_DETECTED"
+    );
+    assert_eq!(repo.commits("dandori/RQ-1/run-1"), vec![]);
+    let events = trace_events(&run_dir, "SECRET_DETECTED");
+    let mut kinds: Vec<String> = events[0]["data"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{} {}",
+                f["file"].as_str().unwrap(),
+                f["line"],
+                f["kind"].as_str().unwrap()
+            )
+        })
+        .collect();
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        vec![
+            "src/blob.txt:1 env_value:MY_SERVICE_CREDENTIAL:base64",
+            "src/blob.txt:2 env_value:MY_SERVICE_CREDENTIAL:base64",
+            "src/rev.txt:1 env_value:MY_SERVICE_CREDENTIAL:reversed",
+        ]
+    );
+    let reversed: String = CREDENTIAL.chars().rev().collect();
+    let objects = object_store(&repo);
+    assert!(
+        !objects.contains(&reversed),
+        "the reversed secret is in the object store"
+    );
+    assert!(!objects.contains(CREDENTIAL));
+    // Nor in the run directory (the patch is masked in every form).
+    let patch = std::fs::read_to_string(run_dir.join("patches/S01.patch")).unwrap();
+    assert!(!patch.contains(&reversed), "{patch}");
+    assert!(!all_text(&run_dir).contains(&reversed));
+}
+
+/// Issue 25: a secret in a plan's unit command is masked in report.md,
+/// stage.json and errors.json, as it is in the unit log.
+#[test]
+fn a_secret_in_a_unit_command_is_masked_in_every_artefact() {
+    let repo = Repo::new();
+    let agent = repo.agent("mkdir -p src && echo done > src/S01");
+    let run_dir = repo.write_plan(&planning(
+        vec![S::new("S01").unit(&format!("test {CREDENTIAL} != nope"))],
+        json!({}),
+    ));
+    let mut opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    for (k, v) in secret_env() {
+        opts.base_env.insert(k.to_string(), v);
+    }
+    run(&opts).unwrap();
+    for file in ["report.md", "stage.json", "errors.json"] {
+        let text = std::fs::read_to_string(run_dir.join(file)).unwrap_or_default();
+        assert!(!text.contains(CREDENTIAL), "{file}:\n{text}");
+    }
+    let stage = std::fs::read_to_string(run_dir.join("stage.json")).unwrap();
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(report.contains("test *** != nope"), "{report}\n{stage}");
+    // stage.json still reads back as the stage.
+    let _: serde_json::Value = serde_json::from_str(&stage).unwrap();
+}

@@ -171,3 +171,72 @@ fn redacted_patch_keeps_the_rest_and_names_the_kind() {
         "{out}"
     );
 }
+
+/// Issue 25: a known secret written encoded (base64 in any alignment, hex,
+/// URL-encoded, reversed) is found like the value itself, named by variable and
+/// encoding, and masked in what is kept.
+#[test]
+fn encoded_env_secrets_are_found_and_masked() {
+    // Built at run time, so this file holds none.
+    let token: String = ["Zq8", "Lw3", "vN7", "pX1", "kR5", "mT9"].concat();
+    let env = std::collections::BTreeMap::from([
+        ("DEPLOY_TOKEN".to_string(), token.clone()),
+        ("DB_PASSWORD".to_string(), ["p@ss/", "w0rd!x9"].concat()),
+        ("PATH".to_string(), "/usr/bin".to_string()),
+    ]);
+    let masker = Masker::default().with_env_secrets(&env);
+    let b64 = |data: &[u8]| -> String {
+        const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        data.chunks(3)
+            .flat_map(|c| {
+                let v = (u32::from(c[0]) << 16)
+                    | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+                    | u32::from(*c.get(2).unwrap_or(&0));
+                (0..4).map(move |i| {
+                    if i <= c.len() {
+                        char::from(A[((v >> (18 - 6 * i)) & 63) as usize])
+                    } else {
+                        '='
+                    }
+                })
+            })
+            .collect()
+    };
+    let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+    let reversed: String = token.chars().rev().collect();
+    let lines = [
+        format!("blob = \"{}\"", b64(token.as_bytes())),
+        format!("x: {}", b64(format!("t={token}").as_bytes())),
+        format!("y: {}", b64(format!("tk={token};").as_bytes())),
+        format!("h = {hex}"),
+        format!("r = {reversed}"),
+        format!(
+            "u = https://x.invalid/?p={}",
+            ["p%40ss%2F", "w0rd%21x9"].concat()
+        ),
+    ];
+    let line_refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let patch = new_file_diff(&[("notes.txt", &line_refs)]);
+    let found = kinds(&scan_diff(&patch, &masker.literal_secrets()));
+    assert_eq!(
+        found.iter().map(|(_, l, _)| *l).collect::<Vec<_>>(),
+        vec![1, 2, 3, 4, 5, 6],
+        "{found:?}"
+    );
+    assert!(
+        found[..5]
+            .iter()
+            .all(|(_, _, k)| k.starts_with("env_value:DEPLOY_TOKEN")),
+        "{found:?}"
+    );
+    assert_eq!(found[3].2, "env_value:DEPLOY_TOKEN:hex");
+    assert_eq!(found[4].2, "env_value:DEPLOY_TOKEN:reversed");
+    assert_eq!(found[5].2, "env_value:DB_PASSWORD:url");
+    for line in &lines {
+        let masked = masker.mask_str(line);
+        assert!(masked.contains("***"), "{line} → {masked}");
+        for (_, form) in masker.literal_secrets() {
+            assert!(!masked.contains(&form), "{masked}");
+        }
+    }
+}
