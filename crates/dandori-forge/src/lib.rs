@@ -13,6 +13,9 @@
 //!   which repository operations dandori may perform.
 //! * [`record`]: `forge.json` in the run directory (the source reference, the
 //!   comments posted, the feedback consumed, the approval state).
+//! * [`change_request`] and [`publish`]: `dandori run --open-pr`: the work
+//!   branch pushed with a per-command token, a pull / merge request opened or
+//!   updated with the run report.
 //! * [`revise`]: human feedback → a seed-format human reflection and a revised
 //!   planning.json, with the revision history of seed 000 §11.3.1.
 //! * [`model_revision`]: the model's seed-format `plan_revision` answer,
@@ -20,18 +23,20 @@
 //!
 //! Reason codes: [`reason`], documented in docs/forges.md.
 
+pub mod change_request;
 pub mod client;
 mod error;
 pub mod intake;
 pub mod model_revision;
 pub mod permissions;
+pub mod publish;
 pub mod reason;
 pub mod record;
 pub mod reference;
 pub mod report;
 pub mod revise;
 
-pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Issue};
+pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Identity, Issue};
 pub use error::ForgeError;
 pub use reference::{Forge, ForgeRef, ItemKind};
 

@@ -246,11 +246,13 @@ pub fn upsert(
         }
     }
     let mark = marker(kind, &r.request_id());
-    let me = client.whoami()?;
+    // Ours: the marker, written with this token's identity (a user, or an
+    // installation token's bot: `GET /user` is not asked of those twice).
+    let me = client.identity()?;
     let existing = client
         .comments(&r)?
         .into_iter()
-        .find(|c| c.author.eq_ignore_ascii_case(&me) && c.body.contains(&mark));
+        .find(|c| me.owns(c) && c.body.contains(&mark));
     let id = match existing {
         Some(c) => client.update_comment(&r, c.id, body)?.id,
         None => client.create_comment(&r, body)?.id,

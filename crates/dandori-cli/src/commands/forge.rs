@@ -97,6 +97,7 @@ pub fn intake(
         comments: BTreeMap::new(),
         consumed,
         help_label: false,
+        pull_request: None,
     };
     let skipped = built.skipped_comments.len();
     Ok(Intake {

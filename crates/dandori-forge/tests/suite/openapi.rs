@@ -91,6 +91,7 @@ fn exercise() -> dandori_test_support::fake_forge::FakeForge {
             comments: Default::default(),
             consumed: Default::default(),
             help_label: false,
+            pull_request: None,
         };
         report::upsert(
             &c,
