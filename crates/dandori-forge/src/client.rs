@@ -184,7 +184,7 @@ impl ForgeSettings {
     }
 
     /// Where the token is expected, for error hints.
-    fn token_hint(&self) -> String {
+    pub fn token_hint(&self) -> String {
         match (&self.token_var, self.forge) {
             (Some(v), _) => format!("the token in {v} was not accepted"),
             (None, Forge::GitHub) => {

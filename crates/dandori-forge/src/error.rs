@@ -118,6 +118,9 @@ pub enum ForgeError {
         branch: String,
         message: String,
     },
+    /// A check before slow work failed (no token, no `origin`, …).
+    #[error("{0}")]
+    Preflight(String),
     /// The work branch has no commit beyond the base: no pull request to open.
     #[error("{0}")]
     NothingToPublish(String),
@@ -152,6 +155,7 @@ impl ForgeError {
             ForgeError::PushFailed { .. } => reason::FORGE_PUSH_FAILED,
             ForgeError::PushRejected { .. } => reason::FORGE_PUSH_REJECTED,
             ForgeError::NothingToPublish(_) => reason::FORGE_NOTHING_TO_PUBLISH,
+            ForgeError::Preflight(_) => reason::PREFLIGHT_FAILED,
             ForgeError::Fs(_) => reason::FORGE_IO_ERROR,
             ForgeError::Internal(_) => reason::FORGE_INTERNAL,
         }

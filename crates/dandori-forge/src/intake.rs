@@ -31,6 +31,14 @@ pub fn request_text(issue: &Issue, perms: &Permissions<'_>) -> IntakeText {
     text.push_str(&format!("id: {}\n", yaml_string(&r.request_id())));
     text.push_str(&format!("title: {}\n", yaml_string(one_line(&issue.title))));
     text.push_str(&format!("source: {}\n", yaml_string(&r.to_string())));
+    // The labels go to the front matter: a `Labels: …` line after the body would
+    // be read as one more acceptance criterion or requirement.
+    if !issue.labels.is_empty() {
+        text.push_str(&format!(
+            "labels: {}\n",
+            yaml_string(&issue.labels.join(", "))
+        ));
+    }
     text.push_str("---\n");
     text.push_str(&format!("# {}\n\n", one_line(&issue.title)));
     let mut truncated = false;
@@ -46,9 +54,6 @@ pub fn request_text(issue: &Issue, perms: &Permissions<'_>) -> IntakeText {
         ));
     }
     text.push_str("\n\n");
-    if !issue.labels.is_empty() {
-        text.push_str(&format!("Labels: {}\n\n", issue.labels.join(", ")));
-    }
     let mut skipped = Vec::new();
     let mut discussion = String::new();
     for c in &issue.comments {

@@ -16,6 +16,8 @@
 //! * [`change_request`] and [`publish`]: `dandori run --open-pr`: the work
 //!   branch pushed with a per-command token, a pull / merge request opened or
 //!   updated with the run report.
+//! * [`ci`]: `dandori ci`: a GitHub Actions / GitLab CI event → the step it
+//!   asks for, and who may ask.
 //! * [`revise`]: human feedback → a seed-format human reflection and a revised
 //!   planning.json, with the revision history of seed 000 §11.3.1.
 //! * [`model_revision`]: the model's seed-format `plan_revision` answer,
@@ -24,6 +26,7 @@
 //! Reason codes: [`reason`], documented in docs/forges.md.
 
 pub mod change_request;
+pub mod ci;
 pub mod client;
 mod error;
 pub mod intake;

@@ -48,6 +48,30 @@ pub struct Published {
     pub branch: String,
 }
 
+/// Checks, before the run's slow work, that publishing can work: the operation
+/// is permitted, a token is there, and the repository has an `origin`.
+pub fn preflight(
+    client: &ForgeClient,
+    config: &ForgesConfig,
+    repo: &Path,
+) -> Result<(), ForgeError> {
+    check_operation(config, ForgeOperation::PullRequest)?;
+    if client.settings().token_value().is_none() {
+        return Err(ForgeError::Preflight(format!(
+            "no forge token for {}: {}",
+            client.settings().api_url,
+            client.settings().token_hint()
+        )));
+    }
+    git(repo, &["remote", "get-url", REMOTE], &[]).map_err(|m| {
+        ForgeError::Preflight(format!(
+            "{} has no remote `{REMOTE}` to push the work branch to: {m}",
+            repo.display()
+        ))
+    })?;
+    Ok(())
+}
+
 /// Pushes the run's work branch and opens or updates its pull / merge request.
 /// `completion` is the run's completion record (`dandori run --json`).
 pub fn publish(

@@ -59,7 +59,7 @@ fn context(config: Option<&Path>, sets: &[String], run_dir: &Path) -> Result<Con
 
 fn fail(e: &ForgeError) -> ExitCode {
     output::error(&format!("{}: {e}", e.code()));
-    exit_code(e)
+    ExitCode::from(exit_code(e))
 }
 
 fn forge_of(ctx: &Context, run_dir: &Path) -> Result<(ForgeRecord, ForgeClient), ExitCode> {

@@ -48,5 +48,7 @@ mod trust;
 // --
 mod agent_cli;
 // --
+mod ci_bot;
+// --
 mod repl;
 // --

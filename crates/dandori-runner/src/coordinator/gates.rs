@@ -77,33 +77,14 @@ impl Coordinator<'_> {
             }
         } else {
             self.progress(&format!(
-                "git: creating branch {work} from {base} in {}",
+                "git: creating branch {work} from {base} in {} (not checked out)",
                 self.main.dir().display()
             ));
             self.main.run(&["branch", &work, &base])?;
         }
-        let current = self.main.current_branch()?;
-        if current.as_deref() != Some(work.as_str()) {
-            if !clean {
-                // Never carry someone's uncommitted work onto our branch, even when
-                // the clean-worktree gate is off.
-                return Err(RunnerError::Gate {
-                    gate: "require_clean_worktree",
-                    reason_code: reason::WORKTREE_DIRTY,
-                    message: format!(
-                        "refusing to switch {} to {work}: uncommitted changes ({}); commit or stash them first",
-                        self.main.dir().display(),
-                        dirty.join(", ")
-                    ),
-                });
-            }
-            self.progress(&format!(
-                "git: checking out {work} in {} (was {})",
-                self.main.dir().display(),
-                current.as_deref().unwrap_or("a detached HEAD")
-            ));
-            self.main.run(&["checkout", "--quiet", &work])?;
-        }
+        // The user's checkout stays as it is: steps run in worktrees of their own
+        // and move the work branch by reference (no `git checkout` here).
+        self.reattach_work_branch = self.main.current_branch()?.as_deref() == Some(work.as_str());
         self.base_commit = self.main.rev_parse(&base)?;
         self.emit(
             events::GATE_CHECK,

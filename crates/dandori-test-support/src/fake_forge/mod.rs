@@ -399,6 +399,21 @@ impl FakeForge {
         item_mut(&mut s, api, project, number).clone()
     }
 
+    /// The pull / merge requests opened through the API, by number.
+    pub fn change_requests(&self, api: Api, project: &str) -> Vec<(u64, FakeItem)> {
+        let s = self.state.lock();
+        s.projects
+            .get(&(api, project.to_string()))
+            .map(|p| {
+                p.items
+                    .iter()
+                    .filter(|(_, i)| i.pr.is_some())
+                    .map(|(n, i)| (*n, i.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// `team` (`org/slug` or a GitLab group path) has these members.
     pub fn add_team(&self, team: &str, members: &[&str]) {
         self.state.lock().teams.insert(
