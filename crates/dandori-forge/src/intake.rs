@@ -159,3 +159,35 @@ pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
         None => (s, false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ForgeRef;
+
+    #[test]
+    fn labels_go_to_the_front_matter_not_after_the_body() {
+        let issue = Issue {
+            reference: ForgeRef::parse("github:o/r#1").unwrap_or_else(|e| panic!("{e}")),
+            title: "T".into(),
+            body: "- Given a, when b, then c".into(),
+            labels: vec!["enhancement".into(), "good first issue".into()],
+            author: "alice".into(),
+            state: "open".into(),
+            web_url: String::new(),
+            comments: Vec::new(),
+        };
+        let cfg = dandori_config::PermissionsConfig::default();
+        let t = request_text(&issue, &Permissions::new(&cfg, "alice")).text;
+        let (front, body) = t
+            .trim_start_matches("---\n")
+            .split_once("---\n")
+            .unwrap_or_default();
+        assert!(
+            front.contains("labels: \"enhancement, good first issue\""),
+            "{t}"
+        );
+        assert!(!body.contains("Labels"), "{t}");
+        assert!(body.trim_end().ends_with("then c"), "{t}");
+    }
+}
