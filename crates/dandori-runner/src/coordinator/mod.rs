@@ -260,6 +260,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     let executor = c.resolve_executor()?;
     c.sandbox_gate(executor.as_ref())?;
     c.gates(stage_exists)?;
+    c.preflight(executor.as_ref())?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
     c.stage.status = RunStatus::Running;
