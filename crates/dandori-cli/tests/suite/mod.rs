@@ -50,5 +50,7 @@ mod agent_cli;
 // --
 mod ci_bot;
 // --
+mod env_kill;
+// --
 mod repl;
 // --
