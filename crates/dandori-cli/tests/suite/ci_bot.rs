@@ -438,3 +438,119 @@ fn base64_of(s: &str) -> String {
     }
     out
 }
+
+const GL_TOKEN: &str = "glpat-projectBotToken0123456789";
+const GL_BOT: &str = "project_7_bot_1a2b3c";
+
+/// `dandori ci` as a GitLab CI job triggered by a project webhook would run it.
+fn ci_gitlab(f: &Fx, payload: &Value) -> Output {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = f.root.join(format!("hook-{n}.json"));
+    std::fs::write(&path, payload.to_string()).unwrap();
+    let agent = agent(f);
+    let agent_cmd = format!("sh {} {{step_id}}", agent.display());
+    Command::new(BIN)
+        .args(["--sandbox", "off", "ci", "--agent-cmd", &agent_cmd])
+        .current_dir(&f.repo)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &f.home)
+        .env("DANDORI_CONFIG_HOME", f.home.join("cfg"))
+        .env("GITLAB_CI", "true")
+        .env("CI_PIPELINE_SOURCE", "trigger")
+        .env("CI_PROJECT_PATH", "grp/app")
+        .env("CI_API_V4_URL", f.forge.gitlab_api_url())
+        .env("GITLAB_TOKEN", GL_TOKEN)
+        .env("TRIGGER_PAYLOAD", &path)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+fn note(f: &Fx, who: &str, body: &str) -> Value {
+    f.forge.add_comment(Api::GitLab, "grp/app", 3, who, body);
+    json!({"object_kind": "note", "user": {"username": who},
+        "project": {"path_with_namespace": "grp/app"},
+        "object_attributes": {"note": body, "noteable_type": "Issue"},
+        "issue": {"iid": 3}})
+}
+
+#[test]
+fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
+    let f = fixture();
+    f.forge.add_token(GL_TOKEN, GL_BOT);
+    f.forge.add_project(Api::GitLab, "grp/app", true, &[GL_BOT]);
+    f.forge.set_remote(Api::GitLab, "grp/app", &f.remote);
+    f.forge.add_item(
+        Api::GitLab,
+        "grp/app",
+        3,
+        ItemKind::Issue,
+        "Add a greeting",
+        ISSUE_BODY,
+        &["dandori"],
+        "alice",
+    );
+    // The label added (an issue hook): the plan notes, by the project token's bot.
+    let hook = json!({"object_kind": "issue", "user": {"username": "alice"},
+        "project": {"path_with_namespace": "grp/app"},
+        "object_attributes": {"iid": 3},
+        "changes": {"labels": {"previous": [], "current": [{"title": "dandori"}]}}});
+    let o = ci_gitlab(&f, &hook);
+    assert!(o.status.success(), "{}", text(&o));
+    let item = f.forge.item(Api::GitLab, "grp/app", 3);
+    assert_eq!(
+        item.comments.iter().filter(|c| c.author == GL_BOT).count(),
+        2,
+        "{:#?}",
+        item.comments
+    );
+    // Someone else's note cannot start the run (the issue's author may).
+    let o = ci_gitlab(&f, &note(&f, "mallory", "/dandori run"));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("FORGE_PERMISSION_DENIED"), "{}", text(&o));
+    // `/dandori approve`: the run, the push, the merge request.
+    let o = ci_gitlab(&f, &note(&f, "alice", "/dandori approve"));
+    assert!(o.status.success(), "{}", text(&o));
+    let mrs = f.forge.change_requests(Api::GitLab, "grp/app");
+    assert_eq!(mrs.len(), 1, "{}", text(&o));
+    let (iid, mr) = &mrs[0];
+    let head = mr.pr.as_ref().unwrap();
+    assert!(head.head.starts_with("dandori-pr/gitlab-"), "{}", head.head);
+    assert_eq!(mr.author, GL_BOT);
+    assert!(mr.body.contains("Closes #3"), "{}", mr.body);
+    assert!(mr.body.contains("| AC-01 |"), "{}", mr.body);
+    assert!(
+        !head.draft && !mr.title.starts_with("Draft:"),
+        "{}",
+        mr.title
+    );
+    assert_eq!(
+        git(&f.remote, &["rev-parse", &head.head]).trim(),
+        head.head_sha
+    );
+    // `/dandori run` again: the same merge request, edited.
+    f.forge.clear_exchanges();
+    let o = ci_gitlab(&f, &note(&f, "alice", "/dandori run"));
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(f.forge.change_requests(Api::GitLab, "grp/app").len(), 1);
+    let ex = f.forge.exchanges();
+    assert!(
+        ex.iter()
+            .any(|e| e.method == "PUT"
+                && e.path == format!("/projects/grp%2Fapp/merge_requests/{iid}")),
+        "{ex:#?}"
+    );
+    for (what, text) in [
+        ("run directories", all_text(&f.repo.join(".dandori"))),
+        ("remote", all_text(&f.remote)),
+        ("git dir", all_text(&f.repo.join(".git"))),
+    ] {
+        assert!(!text.contains(GL_TOKEN), "the token is in the {what}");
+    }
+    let errs = dandori_test_support::openapi::check_all(&f.forge.exchanges()).unwrap();
+    assert!(errs.is_empty(), "{errs:#?}");
+}
