@@ -554,3 +554,121 @@ fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
     let errs = dandori_test_support::openapi::check_all(&f.forge.exchanges()).unwrap();
     assert!(errs.is_empty(), "{errs:#?}");
 }
+
+/// `dandori` with a user's token (not CI), for the intake-bug checks.
+fn dandori_user(f: &Fx, args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(&f.repo)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &f.home)
+        .env("DANDORI_CONFIG_HOME", f.home.join("cfg"))
+        .env("GITHUB_API_URL", f.forge.github_api_url())
+        .env("GITHUB_TOKEN", "ghp_userToken0123")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap()
+}
+
+fn edit_plan(run_dir: &Path, f: impl FnOnce(&mut Value)) {
+    let path = run_dir.join("planning.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+#[test]
+fn a_paused_run_is_paused_and_an_environment_failure_is_reported_on_the_issue() {
+    let f = fixture();
+    f.forge.add_token("ghp_userToken0123", "dandori-bot");
+    f.forge
+        .add_project(Api::GitHub, "octo/app", true, &[BOT, "dandori-bot"]);
+    let plan = |f: &Fx| -> PathBuf {
+        let o = dandori_user(
+            f,
+            &[
+                "plan",
+                "--issue",
+                "github:octo/app#7",
+                "--comment",
+                "--json",
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        PathBuf::from(v["run_dir"].as_str().unwrap())
+    };
+    let agent = agent(&f);
+    let agent_cmd = format!("sh {} {{step_id}}", agent.display());
+    // A step budget below the plan's steps: the run pauses (exit 5).
+    let run_dir = plan(&f);
+    edit_plan(&run_dir, |v| {
+        v["limits"]["max_steps_per_run"] = json!(1);
+    });
+    let rd = run_dir.to_str().unwrap();
+    let o = dandori_user(
+        &f,
+        &[
+            "--sandbox",
+            "off",
+            "run",
+            rd,
+            "--agent-cmd",
+            &agent_cmd,
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let o = dandori_user(&f, &["status", rd, "--json"]);
+    let status: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(status["status"], "paused", "{status:#}");
+    let item = f.forge.item(Api::GitHub, "octo/app", 7);
+    let comment = item
+        .comments
+        .iter()
+        .find(|c| c.body.contains("<!-- dandori:status"))
+        .unwrap();
+    assert!(
+        comment.body.contains("### dandori status: paused"),
+        "{}",
+        comment.body
+    );
+
+    // An environment that cannot be set up: the run stops, and says so on the issue.
+    let run_dir = plan(&f);
+    edit_plan(&run_dir, |v| {
+        v["selected_environment"] = json!({
+            "name": "python", "reason": "test", "detected_files": [],
+            "setup_commands": ["ls missing-dir-xyz"], "verification_commands": [],
+            "expected_results": {}, "root": ".", "package_manager": "pip"});
+    });
+    let rd = run_dir.to_str().unwrap();
+    let o = dandori_user(
+        &f,
+        &[
+            "--sandbox",
+            "off",
+            "run",
+            rd,
+            "--agent-cmd",
+            &agent_cmd,
+            "--json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    let item = f.forge.item(Api::GitHub, "octo/app", 7);
+    let done = item
+        .comments
+        .iter()
+        .find(|c| c.body.contains("<!-- dandori:completion"))
+        .unwrap_or_else(|| panic!("no completion comment: {}", text(&o)));
+    assert!(
+        done.body.contains("### dandori completion: failed"),
+        "{}",
+        done.body
+    );
+    assert!(done.body.contains("ENVIRONMENT_FAILED"), "{}", done.body);
+}

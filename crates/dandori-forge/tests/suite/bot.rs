@@ -293,3 +293,28 @@ fn pull_and_merge_requests_are_found_opened_and_updated() {
         assert!(ops.contains(op), "{op}: {ops:?}");
     }
 }
+
+#[test]
+fn a_huge_plan_makes_a_capped_plan_comment() {
+    let (_t, dir) = super::revise::run_dir();
+    let mut p = super::revise::planning(&dir);
+    let huge = "word ".repeat(1_000_000);
+    p.context.summary = huge.clone();
+    for s in &mut p.steps {
+        s.title = huge.clone();
+    }
+    for ac in &mut p.context.acceptance_criteria {
+        ac.then = huge.clone();
+    }
+    let body = report::plan_comment(&p, 0);
+    assert!(
+        body.chars().count() <= report::MAX_COMMENT_CHARS,
+        "{}",
+        body.chars().count()
+    );
+    assert!(body.starts_with("<!-- dandori:plan "), "the marker stays");
+    assert!(
+        body.contains("dandori revise RUN_DIR --from-issue"),
+        "the reply hint stays"
+    );
+}
