@@ -166,6 +166,9 @@ fn pulls(f: &Fx) -> Vec<(u64, dandori_test_support::fake_forge::FakeItem)> {
 #[test]
 fn github_actions_label_plan_approve_run_pull_request_and_update() {
     let f = fixture();
+    // `origin` over HTTP, as in a CI checkout: the push must carry the token.
+    let url = f.forge.git_url(Api::GitHub, "octo/app");
+    git(&f.repo, &["remote", "set-url", "origin", &url]);
 
     // 1. The label: a plan comment, written with the installation token.
     let o = ci(&f, "issues", &labeled(), &[]);
@@ -233,6 +236,27 @@ fn github_actions_label_plan_approve_run_pull_request_and_update() {
     assert!(!head.draft, "the goal is achieved: {}", pr.body);
     let pushed = git(&f.remote, &["rev-parse", "dandori-pr/github-octo-app-7"]);
     assert_eq!(pushed.trim(), head.head_sha);
+    // Pushed over HTTP with the installation token as the basic-auth password.
+    let pushes: Vec<_> = f
+        .forge
+        .git_requests()
+        .into_iter()
+        .filter(|r| r.service == "git-receive-pack")
+        .collect();
+    assert_eq!(pushes.len(), 1, "{pushes:#?}");
+    assert_eq!(pushes[0].user.as_deref(), Some(BOT));
+    // Without dandori's per-command header the remote refuses: nothing stored.
+    let out = Command::new("git")
+        .args(["push", "--dry-run", "origin", "main:refs/heads/probe"])
+        .current_dir(&f.repo)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "a push without the token went through"
+    );
     let files = git(
         &f.remote,
         &["show", "dandori-pr/github-octo-app-7:src/greet.txt"],
@@ -481,6 +505,8 @@ fn note(f: &Fx, who: &str, body: &str) -> Value {
 #[test]
 fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
     let f = fixture();
+    let url = f.forge.git_url(Api::GitLab, "grp/app");
+    git(&f.repo, &["remote", "set-url", "origin", &url]);
     f.forge.add_token(GL_TOKEN, GL_BOT);
     f.forge.add_project(Api::GitLab, "grp/app", true, &[GL_BOT]);
     f.forge.set_remote(Api::GitLab, "grp/app", &f.remote);
@@ -531,6 +557,14 @@ fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
     assert_eq!(
         git(&f.remote, &["rev-parse", &head.head]).trim(),
         head.head_sha
+    );
+    assert!(
+        f.forge
+            .git_requests()
+            .iter()
+            .any(|r| r.service == "git-receive-pack" && r.user.as_deref() == Some(GL_BOT)),
+        "{:#?}",
+        f.forge.git_requests()
     );
     // `/dandori run` again: the same merge request, edited.
     f.forge.clear_exchanges();

@@ -18,7 +18,10 @@
 //! repository registered as the project's remote, so a head branch that was
 //! never pushed is refused (422) as the forges do.
 
+mod git_http;
 mod pulls;
+
+pub use git_http::GitRequest;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
@@ -134,6 +137,7 @@ struct Shared {
     token_kinds: BTreeMap<String, TokenKind>,
     /// Bare git repositories standing for the projects' remotes.
     remotes: BTreeMap<(Api, String), PathBuf>,
+    git_requests: Vec<git_http::GitRequest>,
     teams: BTreeMap<String, Vec<String>>,
     rate_limits: VecDeque<RateLimit>,
     max_per_page: Option<usize>,
@@ -267,6 +271,22 @@ impl FakeForge {
             .lock()
             .remotes
             .insert((api, project.to_string()), bare.to_path_buf());
+    }
+
+    /// The project's remote over smart HTTP (`git http-backend` on the bare
+    /// repository of [`FakeForge::set_remote`]; the token as the basic-auth
+    /// password, as on the forges).
+    pub fn git_url(&self, api: Api, project: &str) -> String {
+        let prefix = match api {
+            Api::GitHub => "gh",
+            Api::GitLab => "gl",
+        };
+        format!("http://{}/git/{prefix}/{project}.git", self.addr)
+    }
+
+    /// Every git request over HTTP, with the user its token authenticated.
+    pub fn git_requests(&self) -> Vec<GitRequest> {
+        self.state.lock().git_requests.clone()
     }
 
     /// A project (created empty when new); `private` hides it from all but `readers`.
@@ -478,6 +498,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let full = uri.path().to_string();
+    if full.starts_with("/git/") {
+        return git_http::serve(&state, &method, &uri, &headers, body).await;
+    }
     let query = uri.query().unwrap_or_default().to_string();
     let (api, path) = if let Some(p) = full.strip_prefix("/gh") {
         (Api::GitHub, p.to_string())
