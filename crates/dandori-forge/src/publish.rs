@@ -63,13 +63,46 @@ pub fn preflight(
             client.settings().token_hint()
         )));
     }
-    git(repo, &["remote", "get-url", REMOTE], &[]).map_err(|m| {
+    let url = git(repo, &["remote", "get-url", REMOTE], &[]).map_err(|m| {
         ForgeError::Preflight(format!(
             "{} has no remote `{REMOTE}` to push the work branch to: {m}",
             repo.display()
         ))
     })?;
+    // Reachable, and the token accepted, now rather than after the run.
+    let config = auth_config(client, url.trim());
+    git(repo, &["ls-remote", "--quiet", REMOTE, "HEAD"], &config).map_err(|m| {
+        ForgeError::Preflight(format!(
+            "the remote `{REMOTE}` ({}) cannot be read with the forge token: {}",
+            url.trim(),
+            mask(&m, client.settings().token_value())
+        ))
+    })?;
     Ok(())
+}
+
+/// The per-command configuration that sends the forge token to an http(s)
+/// remote: `http.extraheader` with basic authentication, the token as the
+/// password (as actions/checkout does). Nothing for other remotes.
+fn auth_config(client: &ForgeClient, url: &str) -> Vec<(String, String)> {
+    let Some(t) = client.settings().token_value() else {
+        return Vec::new();
+    };
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Vec::new();
+    }
+    let user = match client.settings().forge {
+        // What actions/checkout sends; any user name works with a token.
+        Forge::GitHub => "x-access-token",
+        Forge::GitLab => "oauth2",
+    };
+    vec![(
+        "http.extraheader".to_string(),
+        format!(
+            "AUTHORIZATION: basic {}",
+            base64(format!("{user}:{t}").as_bytes())
+        ),
+    )]
 }
 
 /// Pushes the run's work branch and opens or updates its pull / merge request.
@@ -168,25 +201,8 @@ fn push(
     };
     let url = git(repo, &["remote", "get-url", REMOTE], &[])
         .map_err(|m| failed(format!("the repository has no remote `{REMOTE}`: {m}")))?;
-    let url = url.trim();
     let token = client.settings().token_value();
-    let mut config = Vec::new();
-    if let Some(t) = token
-        && (url.starts_with("https://") || url.starts_with("http://"))
-    {
-        let user = match client.settings().forge {
-            // What actions/checkout sends; any user name works with a token.
-            Forge::GitHub => "x-access-token",
-            Forge::GitLab => "oauth2",
-        };
-        config.push((
-            "http.extraheader".to_string(),
-            format!(
-                "AUTHORIZATION: basic {}",
-                base64(format!("{user}:{t}").as_bytes())
-            ),
-        ));
-    }
+    let config = auth_config(client, url.trim());
     let lease = match expected.filter(|s| !s.is_empty()) {
         Some(sha) => format!("--force-with-lease=refs/heads/{branch}:{sha}"),
         // No open pull request: the branch is dandori's (`dandori-pr/…`); a

@@ -32,8 +32,15 @@ impl Coordinator<'_> {
         let base = self.planning.base_branch.clone();
         let work = self.planning.work_branch.clone();
         if resuming && self.main.cherry_pick_in_progress()? {
-            // Our own merge was interrupted by a kill; its step is rerun.
-            self.main.run(&["cherry-pick", "--abort"])?;
+            // Our own merge (older runs merged by cherry-pick) was interrupted by
+            // a kill: its step is rerun. Someone else's cherry-pick is theirs.
+            let (_, message, _) =
+                self.main
+                    .output(&["log", "-1", "--format=%B", "CHERRY_PICK_HEAD"])?;
+            let ours = format!("{}: {}", crate::git::TRAILER_RUN, self.planning.run_id);
+            if message.lines().any(|l| l.trim() == ours) {
+                self.main.run(&["cherry-pick", "--abort"])?;
+            }
         }
         let exclude = self.runs_exclude();
         let dirty = self.main.dirty_paths(exclude.as_deref())?;
