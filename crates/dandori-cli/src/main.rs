@@ -15,9 +15,17 @@ fn main() -> ExitCode {
     // (the command's own arguments follow verbatim).
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some(dandori_exec::sandbox::HELPER_SUBCOMMAND) {
-        output::error(&dandori_exec::sandbox::helper::main(&args[1..]));
-        return ExitCode::from(126);
+        return match dandori_exec::sandbox::helper::main(&args[1..]) {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => {
+                output::error(&e);
+                ExitCode::from(126)
+            }
+        };
     }
+    // No process of the same user may read this one's memory or environment
+    // (the API keys) through /proc or ptrace.
+    dandori_exec::sandbox::harden_self();
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

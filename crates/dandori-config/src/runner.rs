@@ -10,6 +10,10 @@ pub struct RunnerConfig {
     pub max_parallel_workers: u32,
     /// External agent command template, e.g. `claude -p {prompt}`.
     pub agent_cmd: Option<String>,
+    /// Variables of the caller's environment the agent gets although they are
+    /// secrets or outside `shell_environment_policy` (its own credential, e.g.
+    /// `ANTHROPIC_API_KEY`): an allow-list; nothing else is passed.
+    pub agent_env: Vec<String>,
 }
 
 impl Default for RunnerConfig {
@@ -17,6 +21,7 @@ impl Default for RunnerConfig {
         RunnerConfig {
             max_parallel_workers: 3,
             agent_cmd: None,
+            agent_env: Vec::new(),
         }
     }
 }

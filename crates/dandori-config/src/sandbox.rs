@@ -58,8 +58,15 @@ pub struct SandboxConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EnvInherit {
-    /// Every variable (minus the secret ones).
+    /// The variables programs and toolchains need (the default): `PATH`,
+    /// `HOME`, the user, locale and terminal, proxies and CA bundles, and the
+    /// toolchains' own (`RUSTUP_*`, `CARGO_*`, `PYTHON*`, `VIRTUAL_ENV`,
+    /// `PIP_*`, `UV_*`, `NODE_*`, `npm_config_*`, `GO*` settings, `JAVA_HOME`,
+    /// `CC`, …), minus the secret ones. Anything else only through `keep`/`set`
+    /// (and, for an agent, `runner.agent_env`).
     #[default]
+    Toolchain,
+    /// Every variable (minus the secret ones).
     All,
     /// Only `PATH`, `HOME`, `USER`, `LOGNAME`, `SHELL`, `LANG`, `LC_*`, `TERM`,
     /// `TMPDIR`, `TZ`.

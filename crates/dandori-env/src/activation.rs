@@ -89,6 +89,23 @@ pub fn environment(
         }
     }
     env.insert("PATH".into(), path.join(":"));
+    // The runner's steps work in pool worktrees, which have no `node_modules` of
+    // their own: Node's CommonJS resolution falls back to `NODE_PATH`, so the
+    // packages installed in the repository resolve from every worktree.
+    let mut node_path: Vec<String> = Vec::new();
+    for r in [root, "."] {
+        let d = repo.join(join_rel(r, "node_modules"));
+        let d = d.display().to_string();
+        if repo.join(join_rel(r, "node_modules")).is_dir() && !node_path.contains(&d) {
+            node_path.push(d);
+        }
+    }
+    if !node_path.is_empty() {
+        if let Some(p) = env.get("NODE_PATH").filter(|p| !p.is_empty()) {
+            node_path.push(p.clone());
+        }
+        env.insert("NODE_PATH".into(), node_path.join(":"));
+    }
     // Package managers dandori bootstrapped (uv, yarn, pnpm) come last.
     crate::tools::with_tools_on_path(&env)
 }

@@ -16,6 +16,107 @@ use dandori_config::{EnvInherit, ShellEnvironmentPolicy};
 const CORE_VARS: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR", "TZ",
 ];
+/// `inherit: toolchain`, beyond [`CORE_VARS`]: exact names.
+const TOOLCHAIN_VARS: &[&str] = &[
+    "LANGUAGE",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CI",
+    "VIRTUAL_ENV",
+    "JAVA_HOME",
+    "M2_HOME",
+    "GOROOT",
+    "GOPATH",
+    "GOBIN",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOFLAGS",
+    "GOPROXY",
+    "GOPRIVATE",
+    "GONOPROXY",
+    "GONOSUMDB",
+    "GOSUMDB",
+    "GOTOOLCHAIN",
+    "GOOS",
+    "GOARCH",
+    "CC",
+    "CXX",
+    "AR",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "MAKEFLAGS",
+    "PKG_CONFIG_PATH",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "XDG_CACHE_HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+];
+/// `inherit: toolchain`: name prefixes of the toolchains' own variables.
+const TOOLCHAIN_PREFIXES: &[&str] = &[
+    "LC_",
+    "RUSTUP_",
+    "CARGO_",
+    "RUST",
+    "PYENV_",
+    "PYTHON",
+    "PIP_",
+    "UV_",
+    "POETRY_",
+    "PDM_",
+    "HATCH_",
+    "CONDA_",
+    "PYTEST_",
+    "NVM_",
+    "NODE_",
+    "NPM_CONFIG_",
+    "npm_config_",
+    "YARN_",
+    "PNPM_",
+    "COREPACK_",
+    "BUN_",
+    "DENO_",
+    "VOLTA_",
+    "CGO_",
+    "JAVA_",
+    "MAVEN_",
+    "GRADLE_",
+    "SDKMAN_",
+    "DOTNET_",
+    "GEM_",
+    "BUNDLE_",
+    "RBENV_",
+    "RUBY",
+    "CMAKE_",
+    "DANDORI_",
+];
+
+/// True for the variables `inherit: toolchain` keeps.
+pub fn is_toolchain_var(name: &str) -> bool {
+    CORE_VARS.contains(&name)
+        || TOOLCHAIN_VARS.contains(&name)
+        || TOOLCHAIN_PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Secret values shorter than this are not reported for masking (masking `1`
 /// everywhere would destroy every log).
 const MIN_MASKED_LEN: usize = 6;
@@ -149,6 +250,7 @@ fn classify(
         return Some(Removal::Secret);
     }
     let inherited = match policy.inherit {
+        EnvInherit::Toolchain => is_toolchain_var(name),
         EnvInherit::All => true,
         EnvInherit::Core => CORE_VARS.contains(&name) || name.starts_with("LC_"),
         EnvInherit::None => false,

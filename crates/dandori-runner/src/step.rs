@@ -1119,16 +1119,13 @@ impl Worker<'_, '_> {
 
 /// The sandbox policy of commands in a step worktree: the worktree and the run
 /// directory writable, the worktree's `.git` and the repository's git directories
+/// read-only, the main repository (with its prepared environment) visible
 /// read-only, no network.
 pub fn sandbox_policy(
     wt: &std::path::Path,
     run_dir: &std::path::Path,
 ) -> dandori_exec::SandboxPolicy {
-    let mut p = dandori_exec::SandboxPolicy::worktree(wt, &[run_dir.to_path_buf()]);
-    if let Some((gitdir, common)) = dandori_exec::git::git_dirs(wt) {
-        p = p.read_only(gitdir).read_only(common);
-    }
-    p
+    dandori_exec::SandboxPolicy::worktree(wt, &[run_dir.to_path_buf()]).in_git_worktree(wt)
 }
 
 /// How many parts a too-large step is split into: enough for each to fit, at

@@ -39,6 +39,8 @@ mod run_llm;
 mod run_env;
 // --
 mod sandbox;
+
+mod sandbox_root;
 // --
 mod schema;
 // --

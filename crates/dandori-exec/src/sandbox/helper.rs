@@ -1,22 +1,28 @@
 //! The built-in sandbox: `dandori __sandbox-exec [OPTIONS] -- COMMAND…`.
 //!
-//! The process restricts itself, then `exec`s the command (which inherits every
-//! restriction, and cannot lift any):
+//! Two stages, both this binary:
 //!
-//! 1. new mount and network namespaces (a user namespace first when not root);
-//!    the mount namespace remounts the `--read-only` paths read-only, the network
-//!    namespace has no interface but a down loopback. Where the kernel refuses
-//!    namespaces, Landlock alone carries the policy.
-//! 2. a Landlock ruleset: read and execute everywhere except the `--hide` paths,
-//!    write only beneath `--write` directories and `--tmp`, no TCP bind/connect
-//!    without `--net`, no signals or abstract sockets outside the sandbox.
-//!    Landlock grants rights on whole subtrees, so a hidden path is carved out by
-//!    granting its siblings instead of its parent (the parent stays listable).
+//! 1. **outside** — new user, mount, PID, IPC, UTS and (without `--net`)
+//!    network namespaces; the caller's uid is root of the new user namespace,
+//!    so that stage 2 may build the view. Then it starts stage 2
+//!    (`--inner`) and exits with its status.
+//! 2. **inside** (PID 1 of the new PID namespace) — a fresh `/proc` (only the
+//!    sandbox's processes are visible), the fresh home bound over the user's with
+//!    the toolchains read-only inside, the `--read-only` paths remounted
+//!    read-only, the loopback interface up; then Landlock (read only beneath the
+//!    system directories and the shown paths, write only beneath `--write` and
+//!    `--tmp`, no TCP without `--net` where no network namespace exists), an
+//!    empty capability bounding set and no capabilities, `no_new_privs`, the
+//!    system-call filter ([`super::seccomp`]); then it runs the command, reaps
+//!    orphans, and exits with the command's status.
+//!
+//! Where the kernel refuses namespaces, stage 2's restrictions (Landlock,
+//! capabilities, `no_new_privs`, seccomp) are applied in place and the command
+//! replaces the helper.
 //!
 //! The options are an internal contract between [`super::Sandbox::wrap`] and this
 //! module; the user never types them.
 
-use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 
 /// What to apply before running `argv`.
@@ -24,26 +30,34 @@ use std::path::{Path, PathBuf};
 pub struct Request {
     pub writable: Vec<PathBuf>,
     pub read_only: Vec<PathBuf>,
+    /// Shown read-only (toolchains, `PATH` installations, the main repository).
+    pub readable: Vec<PathBuf>,
     pub hidden: Vec<PathBuf>,
     pub network: bool,
     pub tmp: Option<PathBuf>,
-    /// `NAME=VALUE`: set for the command unless its environment already names
-    /// `NAME` (in any case): the credential-free copies of hidden user
-    /// configurations (`npm_config_userconfig`).
-    pub env_defaults: Vec<String>,
+    /// (the user's home, the fresh home shown in its place).
+    pub home: Option<(PathBuf, PathBuf)>,
     pub cwd: PathBuf,
     pub argv: Vec<String>,
+    /// Stage 2 (inside the namespaces).
+    pub inner: bool,
 }
 
 impl Request {
     pub fn to_args(&self) -> Vec<String> {
         let mut out = Vec::new();
         let s = |p: &Path| p.to_string_lossy().into_owned();
+        if self.inner {
+            out.push("--inner".to_string());
+        }
         for p in &self.writable {
             out.extend(["--write".to_string(), s(p)]);
         }
         for p in &self.read_only {
             out.extend(["--read-only".to_string(), s(p)]);
+        }
+        for p in &self.readable {
+            out.extend(["--read".to_string(), s(p)]);
         }
         for p in &self.hidden {
             out.extend(["--hide".to_string(), s(p)]);
@@ -51,8 +65,8 @@ impl Request {
         if let Some(t) = &self.tmp {
             out.extend(["--tmp".to_string(), s(t)]);
         }
-        for kv in &self.env_defaults {
-            out.extend(["--env-default".to_string(), kv.clone()]);
+        if let Some((real, fresh)) = &self.home {
+            out.extend(["--home".to_string(), s(real), s(fresh)]);
         }
         if self.network {
             out.push("--net".to_string());
@@ -72,17 +86,17 @@ impl Request {
                     .ok_or_else(|| format!("{name} needs a value"))
             };
             match a.as_str() {
+                "--inner" => req.inner = true,
                 "--write" => req.writable.push(value(a)?),
                 "--read-only" => req.read_only.push(value(a)?),
+                "--read" => req.readable.push(value(a)?),
                 "--hide" => req.hidden.push(value(a)?),
                 "--tmp" => req.tmp = Some(value(a)?),
                 "--cwd" => req.cwd = value(a)?,
-                "--env-default" => {
-                    let kv = it.next().ok_or("--env-default needs a value")?;
-                    if !kv.contains('=') {
-                        return Err(format!("--env-default `{kv}`: expected NAME=VALUE"));
-                    }
-                    req.env_defaults.push(kv.clone());
+                "--home" => {
+                    let real = value(a)?;
+                    let fresh = value(a)?;
+                    req.home = Some((real, fresh));
                 }
                 "--net" => req.network = true,
                 "--" => {
@@ -102,72 +116,55 @@ impl Request {
     }
 }
 
-/// The body of `dandori __sandbox-exec`: returns only on failure (the command
-/// replaced this process otherwise).
-pub fn main(args: &[String]) -> String {
-    let req = match Request::from_args(args) {
-        Ok(r) => r,
-        Err(e) => return format!("dandori sandbox: {e}"),
-    };
-    match run(&req) {
-        Ok(never) => match never {},
-        Err(e) => format!("dandori sandbox: {e}"),
-    }
+/// The body of `dandori __sandbox-exec`: the exit status to end with, or why
+/// the sandbox could not be built.
+pub fn main(args: &[String]) -> Result<u8, String> {
+    let req = Request::from_args(args).map_err(|e| format!("dandori sandbox: {e}"))?;
+    run(&req).map_err(|e| format!("dandori sandbox: {e}"))
 }
 
 #[cfg(not(target_os = "linux"))]
-fn run(_req: &Request) -> Result<Infallible, String> {
+fn run(_req: &Request) -> Result<u8, String> {
     Err("the built-in sandbox needs Linux".to_string())
 }
 
 #[cfg(target_os = "linux")]
-fn run(req: &Request) -> Result<Infallible, String> {
-    use std::os::unix::process::CommandExt;
+fn run(req: &Request) -> Result<u8, String> {
+    if req.inner {
+        return linux::inside(req);
+    }
+    match linux::enter_namespaces(!req.network) {
+        linux::Entered::All => {
+            // Stage 2 runs as PID 1 of the new PID namespace.
+            let exe = std::env::current_exe().map_err(|e| format!("finding myself: {e}"))?;
+            let mut inner = req.clone();
+            inner.inner = true;
+            let status = std::process::Command::new(exe)
+                .arg(super::HELPER_SUBCOMMAND)
+                .args(inner.to_args())
+                .status()
+                .map_err(|e| format!("starting the sandbox's init: {e}"))?;
+            Ok(exit_code(status))
+        }
+        linux::Entered::NetOnly => {
+            linux::restrict(req, false, false, &[])?;
+            match linux::exec(req)? {}
+        }
+        linux::Entered::None => {
+            linux::restrict(req, false, !req.network, &[])?;
+            match linux::exec(req)? {}
+        }
+    }
+}
 
-    let canon = |ps: &[PathBuf]| -> Vec<PathBuf> {
-        ps.iter()
-            .filter_map(|p| std::fs::canonicalize(p).ok())
-            .collect()
-    };
-    let read_only = canon(&req.read_only);
-    let hidden = canon(&req.hidden);
-    let mut writable = canon(&req.writable);
-    if let Some(t) = &req.tmp {
-        writable.extend(canon(std::slice::from_ref(t)));
+#[cfg(target_os = "linux")]
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c.clamp(0, 255) as u8,
+        (None, Some(sig)) => (128 + sig).clamp(0, 255) as u8,
+        (None, None) => 1,
     }
-    let ns = linux::enter_namespaces(!req.network);
-    // Read-only carve-outs: a read-only bind mount when we own a mount namespace,
-    // else the Landlock carve-out (the writable parent loses the right to create
-    // entries at its top level).
-    let mut unmounted_ro = Vec::new();
-    for p in &read_only {
-        if !(ns.mount && linux::remount_read_only(p)) {
-            unmounted_ro.push(p.clone());
-        }
-    }
-    let mut no_write = unmounted_ro;
-    no_write.extend(hidden.iter().cloned());
-    linux::landlock(&writable, &no_write, &hidden, !req.network && !ns.net)?;
-
-    let Some((program, args)) = req.argv.split_first() else {
-        return Err("no command".to_string());
-    };
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args).current_dir(&req.cwd);
-    if let Some(t) = &req.tmp {
-        for var in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(var, t);
-        }
-    }
-    for kv in &req.env_defaults {
-        if let Some((name, value)) = kv.split_once('=')
-            && !std::env::vars_os().any(|(k, _)| k.eq_ignore_ascii_case(name))
-        {
-            cmd.env(name, value);
-        }
-    }
-    let err = cmd.exec();
-    Err(format!("running `{program}`: {err}"))
 }
 
 /// The paths to grant so that everything beneath `roots` is covered except the
@@ -213,6 +210,7 @@ fn carve_one(
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use std::convert::Infallible;
     use std::path::{Path, PathBuf};
 
     use landlock::{
@@ -223,7 +221,8 @@ mod linux {
     use nix::sched::{CloneFlags, unshare};
     use nix::unistd::{getgid, getuid};
 
-    use super::carve;
+    use super::{Request, carve};
+    use crate::sandbox::{seccomp, view};
 
     /// The ABI whose rights are requested; older kernels get what they support.
     const ABI_WANTED: ABI = ABI::V6;
@@ -237,45 +236,317 @@ mod linux {
         "/dev/pts",
         "/dev/shm",
     ];
+    /// Read-only beyond the system directories and the shown paths.
+    const READABLE_PSEUDO: &[&str] = &["/dev", "/proc", "/sys"];
 
-    pub struct Namespaces {
-        pub mount: bool,
-        pub net: bool,
+    pub enum Entered {
+        /// User (or, for root, none needed), mount, PID, IPC, UTS (+ network).
+        All,
+        /// Only a network namespace (root without mount namespaces).
+        NetOnly,
+        None,
     }
 
-    /// New mount (+ network) namespaces; a user namespace first when not root.
-    pub fn enter_namespaces(no_network: bool) -> Namespaces {
-        let mut flags = CloneFlags::CLONE_NEWNS;
+    /// New namespaces for stage 2. The caller's uid and gid become root of the
+    /// new user namespace (stage 2 needs its capabilities there to build the
+    /// view, then drops them before the command starts).
+    pub fn enter_namespaces(no_network: bool) -> Entered {
+        let mut flags = CloneFlags::CLONE_NEWNS
+            | CloneFlags::CLONE_NEWPID
+            | CloneFlags::CLONE_NEWIPC
+            | CloneFlags::CLONE_NEWUTS;
         if no_network {
             flags |= CloneFlags::CLONE_NEWNET;
         }
         let (uid, gid) = (getuid(), getgid());
-        let entered = if uid.is_root() {
-            unshare(flags).is_ok()
-        } else {
-            unshare(flags | CloneFlags::CLONE_NEWUSER).is_ok()
-                && std::fs::write("/proc/self/setgroups", "deny").is_ok()
-                && std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).is_ok()
-                && std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).is_ok()
-        };
-        if !entered {
-            // Try the network namespace alone (it needs no mount privileges).
-            let net = no_network && uid.is_root() && unshare(CloneFlags::CLONE_NEWNET).is_ok();
-            return Namespaces { mount: false, net };
+        let user = unshare(flags | CloneFlags::CLONE_NEWUSER).is_ok()
+            && std::fs::write("/proc/self/setgroups", "deny").is_ok()
+            && std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")).is_ok()
+            && std::fs::write("/proc/self/gid_map", format!("0 {gid} 1")).is_ok();
+        if user || (uid.is_root() && unshare(flags).is_ok()) {
+            return Entered::All;
         }
-        // Mounts made here must not propagate back to the host.
-        let private = mount(
+        if no_network && uid.is_root() && unshare(CloneFlags::CLONE_NEWNET).is_ok() {
+            return Entered::NetOnly;
+        }
+        Entered::None
+    }
+
+    /// Stage 2: builds the view, restricts itself, runs the command as its child
+    /// and reaps every orphan until the command ends.
+    pub fn inside(req: &Request) -> Result<u8, String> {
+        let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+        mount(
             None::<&str>,
             "/",
             None::<&str>,
             MsFlags::MS_REC | MsFlags::MS_PRIVATE,
             None::<&str>,
         )
-        .is_ok();
-        Namespaces {
-            mount: private,
-            net: no_network,
+        .map_err(|e| format!("making the mounts private: {e}"))?;
+        let pid1 = nix::unistd::getpid().as_raw() == 1;
+        if pid1 {
+            mount(
+                Some("proc"),
+                "/proc",
+                Some("proc"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+                None::<&str>,
+            )
+            .map_err(|e| {
+                format!("mounting a fresh /proc: {e} (a container that masks /proc refuses it; install bubblewrap or run with --sandbox off)")
+            })?;
         }
+        // Read-only paths made so by a mount (the rest are carved out of the
+        // writable directories by Landlock).
+        let mut remounted = Vec::new();
+        let home_mounted = match &req.home {
+            Some((real, fresh)) => {
+                remounted.extend(mount_home(req, real, fresh)?);
+                true
+            }
+            None => false,
+        };
+        for p in &req.read_only {
+            let inside_home = req
+                .home
+                .as_ref()
+                .is_some_and(|(real, _)| p.starts_with(real));
+            if !inside_home
+                && let Ok(c) = std::fs::canonicalize(p)
+                && remount_read_only(&c)
+            {
+                remounted.push(c);
+            }
+        }
+        if !req.network {
+            loopback_up().map_err(|e| format!("bringing up the loopback interface: {e}"))?;
+        }
+        restrict(req, home_mounted, false, &remounted)?;
+        let Some((program, args)) = req.argv.split_first() else {
+            return Err("no command".to_string());
+        };
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args).current_dir(&req.cwd);
+        set_tmp(&mut cmd, req);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("running `{program}`: {e}"))?;
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        wait_reaping(pid)
+    }
+
+    /// The fresh home over the user's: the shown paths under the home are bound
+    /// into it first (the toolchains read-only, the agent state writable), then
+    /// the whole tree over the home.
+    /// Returns the read-only paths it mounted (as seen once the home is mounted).
+    fn mount_home(req: &Request, real: &Path, fresh: &Path) -> Result<Vec<PathBuf>, String> {
+        let mut remounted = Vec::new();
+        let shown = req
+            .readable
+            .iter()
+            .map(|p| (p, false))
+            .chain(req.read_only.iter().map(|p| (p, false)))
+            .chain(req.writable.iter().map(|p| (p, true)));
+        for (p, writable) in shown {
+            let Ok(rel) = p.strip_prefix(real) else {
+                continue;
+            };
+            if rel.as_os_str().is_empty() {
+                continue;
+            }
+            let target = fresh.join(rel);
+            let Ok(meta) = std::fs::metadata(p) else {
+                continue;
+            };
+            if meta.is_dir() {
+                let _ = std::fs::create_dir_all(&target);
+            } else {
+                if let Some(parent) = target.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                if !target.exists() {
+                    let _ = std::fs::write(&target, "");
+                }
+            }
+            mount(
+                Some(p.as_path()),
+                &target,
+                None::<&str>,
+                MsFlags::MS_BIND | MsFlags::MS_REC,
+                None::<&str>,
+            )
+            .map_err(|e| format!("showing {} in the fresh home: {e}", p.display()))?;
+            if !writable && remount_read_only(&target) {
+                remounted.push(p.clone());
+            }
+        }
+        mount(
+            Some(fresh),
+            real,
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("mounting the fresh home over {}: {e}", real.display()))?;
+        Ok(remounted)
+    }
+
+    /// Landlock, no capabilities, `no_new_privs`, the system-call filter.
+    pub fn restrict(
+        req: &Request,
+        home_mounted: bool,
+        deny_tcp: bool,
+        remounted: &[PathBuf],
+    ) -> Result<(), String> {
+        let canon = |ps: &[PathBuf]| -> Vec<PathBuf> {
+            ps.iter()
+                .filter_map(|p| std::fs::canonicalize(p).ok())
+                .collect()
+        };
+        let mut hidden = canon(&req.hidden);
+        hidden.extend(canon(&view::hidden_system()));
+        let mut writable = canon(&req.writable);
+        let mut readable: Vec<PathBuf> = view::SYSTEM_DIRS
+            .iter()
+            .chain(READABLE_PSEUDO)
+            .map(PathBuf::from)
+            .collect();
+        if let Ok(t) = std::fs::canonicalize("/etc/resolv.conf") {
+            readable.push(t);
+        }
+        readable.extend(canon(&req.readable));
+        readable.extend(canon(&req.read_only));
+        if let Some(t) = &req.tmp {
+            writable.extend(canon(std::slice::from_ref(t)));
+        }
+        match &req.home {
+            Some((real, _)) if home_mounted => writable.push(real.clone()),
+            Some((_, fresh)) => readable.push(fresh.clone()),
+            None => {}
+        }
+        readable.extend(writable.iter().cloned());
+        let mut no_write: Vec<PathBuf> = canon(&req.read_only)
+            .into_iter()
+            .filter(|p| !remounted.contains(p))
+            .collect();
+        no_write.extend(hidden.iter().cloned());
+        landlock(&readable, &writable, &no_write, &hidden, deny_tcp)?;
+        drop_privileges()
+    }
+
+    fn drop_privileges() -> Result<(), String> {
+        use caps::CapSet;
+        let err = |what: &str, e: caps::errors::CapsError| format!("dropping {what}: {e}");
+        caps::clear(None, CapSet::Ambient).map_err(|e| err("ambient capabilities", e))?;
+        // Without CAP_SETPCAP (an unprivileged caller without a user namespace)
+        // the bounding set cannot shrink; there is nothing in it to use then.
+        if caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false) {
+            caps::clear(None, CapSet::Bounding).map_err(|e| err("the bounding set", e))?;
+        }
+        caps::clear(None, CapSet::Inheritable).map_err(|e| err("inheritable capabilities", e))?;
+        nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
+        seccomp::apply()?;
+        caps::clear(None, CapSet::Effective).map_err(|e| err("effective capabilities", e))?;
+        caps::clear(None, CapSet::Permitted).map_err(|e| err("permitted capabilities", e))?;
+        Ok(())
+    }
+
+    fn set_tmp(cmd: &mut std::process::Command, req: &Request) {
+        if let Some(t) = &req.tmp {
+            for var in ["TMPDIR", "TMP", "TEMP"] {
+                cmd.env(var, t);
+            }
+        }
+    }
+
+    /// Without namespaces: the command replaces the helper. The fresh home is
+    /// not mounted; npm and yarn read its credential-free `.npmrc` by variable.
+    pub fn exec(req: &Request) -> Result<Infallible, String> {
+        use std::os::unix::process::CommandExt;
+        let Some((program, args)) = req.argv.split_first() else {
+            return Err("no command".to_string());
+        };
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args).current_dir(&req.cwd);
+        set_tmp(&mut cmd, req);
+        if let Some((_, fresh)) = &req.home
+            && !std::env::vars_os().any(|(k, _)| k.eq_ignore_ascii_case("npm_config_userconfig"))
+        {
+            cmd.env("npm_config_userconfig", fresh.join(".npmrc"));
+        }
+        let err = cmd.exec();
+        Err(format!("running `{program}`: {err}"))
+    }
+
+    /// Waits for `child`, reaping every other process that ends meanwhile (PID 1
+    /// inherits orphans); the command's exit status, or 128 + its signal.
+    fn wait_reaping(child: nix::unistd::Pid) -> Result<u8, String> {
+        use nix::sys::wait::{WaitStatus, waitpid};
+        loop {
+            match waitpid(None, None) {
+                Ok(WaitStatus::Exited(pid, code)) if pid == child => {
+                    return Ok(code.clamp(0, 255) as u8);
+                }
+                Ok(WaitStatus::Signaled(pid, sig, _)) if pid == child => {
+                    return Ok((128 + sig as i32).clamp(0, 255) as u8);
+                }
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(e) => return Err(format!("waiting for the command: {e}")),
+            }
+        }
+    }
+
+    /// Brings up `lo` in the new network namespace (an `RTM_NEWLINK` request
+    /// with `IFF_UP` for interface 1, the loopback of every new namespace), so
+    /// that tests may serve and connect on 127.0.0.1.
+    fn loopback_up() -> Result<(), String> {
+        use nix::sys::socket::{
+            AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, recv, sendto,
+            socket,
+        };
+        use std::os::fd::AsRawFd;
+        const RTM_NEWLINK: u16 = 16;
+        const NLM_F_REQUEST: u16 = 1;
+        const NLM_F_ACK: u16 = 4;
+        const IFF_UP: u32 = 1;
+        let fd = socket(
+            AddressFamily::Netlink,
+            SockType::Raw,
+            SockFlag::SOCK_CLOEXEC,
+            SockProtocol::NetlinkRoute,
+        )
+        .map_err(|e| e.to_string())?;
+        let mut msg = Vec::with_capacity(32);
+        msg.extend_from_slice(&32u32.to_ne_bytes()); // nlmsg_len
+        msg.extend_from_slice(&RTM_NEWLINK.to_ne_bytes());
+        msg.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+        msg.extend_from_slice(&1u32.to_ne_bytes()); // seq
+        msg.extend_from_slice(&0u32.to_ne_bytes()); // pid
+        msg.push(0); // ifi_family AF_UNSPEC
+        msg.push(0);
+        msg.extend_from_slice(&0u16.to_ne_bytes()); // ifi_type
+        msg.extend_from_slice(&1i32.to_ne_bytes()); // ifi_index
+        msg.extend_from_slice(&IFF_UP.to_ne_bytes()); // ifi_flags
+        msg.extend_from_slice(&IFF_UP.to_ne_bytes()); // ifi_change
+        sendto(
+            fd.as_raw_fd(),
+            &msg,
+            &NetlinkAddr::new(0, 0),
+            MsgFlags::empty(),
+        )
+        .map_err(|e| e.to_string())?;
+        let mut buf = [0u8; 256];
+        let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).map_err(|e| e.to_string())?;
+        // An NLMSG_ERROR (type 2) whose error field (after the 16-byte header) is 0.
+        if n >= 20 && u16::from_ne_bytes([buf[4], buf[5]]) == 2 {
+            let errno = i32::from_ne_bytes([buf[16], buf[17], buf[18], buf[19]]);
+            if errno != 0 {
+                return Err(std::io::Error::from_raw_os_error(-errno).to_string());
+            }
+        }
+        Ok(())
     }
 
     /// Bind-mounts `p` on itself read-only; false when the kernel refuses.
@@ -303,7 +574,12 @@ mod linux {
             .is_ok()
     }
 
-    pub fn landlock(
+    /// Read (and execute) only beneath `readable`, write only beneath
+    /// `writable` (minus `no_write`), nothing of `hidden`; no TCP when `deny_tcp`
+    /// and the kernel supports it (the network namespace already has no route
+    /// out; this keeps the rule where no namespace could be made).
+    fn landlock(
+        readable: &[PathBuf],
         writable: &[PathBuf],
         no_write: &[PathBuf],
         hidden: &[PathBuf],
@@ -324,8 +600,8 @@ mod linux {
         let mut created = ruleset.create().map_err(err)?;
         let read = AccessFs::from_read(ABI_WANTED);
         let all = AccessFs::from_all(ABI_WANTED);
-        let (readable, split) = carve(&[PathBuf::from("/")], hidden);
-        for p in &readable {
+        let (granted, split) = carve(readable, hidden);
+        for p in &granted {
             created = add(created, p, read)?;
         }
         // Split ancestors stay listable (names only; the hidden files stay unreadable).

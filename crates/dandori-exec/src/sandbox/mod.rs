@@ -21,6 +21,8 @@
 //! (`--sandbox off`, config `sandbox.mode: off`).
 
 pub mod helper;
+pub mod seccomp;
+pub mod view;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -63,15 +65,6 @@ pub const HIDDEN_HOME_PATHS: &[&str] = &[
     ".terraform.d/credentials.tfrc.json",
 ];
 
-/// Hidden user configurations that package managers need for more than
-/// credentials (a registry mirror, a proxy, a CA file): a sandboxed command reads
-/// a copy without the credential entries instead, so that a tool which treats an
-/// unreadable file as fatal (yarn 1 and `~/.npmrc`) still works and the mirror
-/// still applies. (path under `HOME`, variable naming the copy for the fallback
-/// sandbox, which cannot bind a file over another.) The user's file is never
-/// written.
-const REPLACED_USER_CONFIGS: &[(&str, &str)] = &[(".npmrc", "npm_config_userconfig")];
-
 /// Package caches under `HOME` that environment setup may write.
 const SETUP_HOME_CACHES: &[&str] = &[
     ".cache",
@@ -97,6 +90,14 @@ const SETUP_CACHE_VARS: &[&str] = &[
     "GOCACHE",
     "XDG_CACHE_HOME",
 ];
+
+/// Makes this process unreadable to other processes of the same user: no
+/// `/proc/PID/environ` or `mem`, no ptrace attach (`PR_SET_DUMPABLE 0`). The
+/// `dandori` binary calls it first: its environment holds the API keys.
+pub fn harden_self() {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_dumpable(false);
+}
 
 /// Which mechanism to use (config `sandbox.mode`, flag `--sandbox`).
 pub use dandori_config::SandboxMode;
@@ -162,6 +163,9 @@ pub struct SandboxPolicy {
     pub writable: Vec<PathBuf>,
     /// Paths inside `writable` that stay read-only (`.git` directories).
     pub read_only: Vec<PathBuf>,
+    /// More paths visible read-only (the main repository with its prepared
+    /// environment, seen from a pool worktree).
+    pub readable: Vec<PathBuf>,
     /// Network access (off for step commands, on for environment setup).
     pub network: bool,
 }
@@ -175,6 +179,7 @@ impl SandboxPolicy {
         SandboxPolicy {
             writable,
             read_only,
+            readable: Vec::new(),
             network: false,
         }
     }
@@ -219,6 +224,30 @@ impl SandboxPolicy {
         self.read_only.push(path.into());
         self
     }
+
+    /// Shows a path read-only (e.g. the main repository, whose prepared
+    /// environment — `.venv`, `node_modules` — a pool worktree uses).
+    pub fn readable(mut self, path: impl Into<PathBuf>) -> Self {
+        self.readable.push(path.into());
+        self
+    }
+
+    /// The policy of a command in `worktree` of a git repository: its own and the
+    /// repository's git directories read-only, and the main repository (with
+    /// the environment prepared there) visible read-only.
+    pub fn in_git_worktree(mut self, worktree: &Path) -> Self {
+        if let Some((gitdir, common)) = crate::git::git_dirs(worktree) {
+            if common.file_name().is_some_and(|n| n == ".git")
+                && let Some(main) = common.parent()
+                && !self.writable.iter().any(|w| main.starts_with(w))
+            {
+                self.readable.push(main.to_path_buf());
+            }
+            self.read_only.push(gitdir);
+            self.read_only.push(common);
+        }
+        self
+    }
 }
 
 /// Where to look for the mechanisms.
@@ -261,6 +290,8 @@ enum Mechanism {
         bwrap: PathBuf,
         /// Directories of `PATH` that the private `/tmp` would hide.
         shown_tmp_dirs: Vec<PathBuf>,
+        /// The system-call filter (`None` on an architecture it does not know).
+        seccomp: Option<Arc<SeccompFile>>,
     },
     Landlock {
         helper: PathBuf,
@@ -275,73 +306,10 @@ pub struct Sandbox {
     status: SandboxStatus,
     mechanism: Mechanism,
     hidden: Vec<PathBuf>,
-    /// Credential-free copies of hidden user configurations.
-    replaced: Arc<ReplacedConfigs>,
-}
-
-/// Credential-free copies of hidden user configurations ([`REPLACED_USER_CONFIGS`])
-/// in a directory of their own (read-only for sandboxed commands; removed when the
-/// last clone of the sandbox drops).
-#[derive(Debug, Default)]
-struct ReplacedConfigs {
-    dir: Option<tempfile::TempDir>,
-    /// (hidden file, its copy, the variable that names the copy).
-    files: Vec<(PathBuf, PathBuf, &'static str)>,
-}
-
-impl ReplacedConfigs {
-    /// Copies each hidden configuration file of [`REPLACED_USER_CONFIGS`] that
-    /// exists, without its credential entries. Best effort: a file that cannot be
-    /// read or copied stays hidden as before.
-    fn create(hidden: &[PathBuf]) -> ReplacedConfigs {
-        let mut out = ReplacedConfigs::default();
-        for (rel, var) in REPLACED_USER_CONFIGS {
-            // The first home's copy wins for the variable; each file is replaced.
-            for h in hidden.iter().filter(|h| h.ends_with(rel) && h.is_file()) {
-                let Ok(text) = std::fs::read_to_string(h) else {
-                    continue;
-                };
-                if out.dir.is_none() {
-                    out.dir = tempfile::Builder::new()
-                        .prefix("dandori-user-config-")
-                        .tempdir()
-                        .ok();
-                }
-                let Some(dir) = out.dir.as_ref() else {
-                    return out;
-                };
-                let copy = dir.path().join(format!(
-                    "{}.{}",
-                    out.files.len(),
-                    rel.trim_start_matches('.')
-                ));
-                if std::fs::write(&copy, without_credentials(&text)).is_ok() {
-                    out.files.push((h.clone(), copy, var));
-                }
-            }
-        }
-        out
-    }
-
-    fn copy_of(&self, hidden: &Path) -> Option<&Path> {
-        self.files
-            .iter()
-            .find(|(h, _, _)| h == hidden)
-            .map(|(_, c, _)| c.as_path())
-    }
-
-    /// `NAME=VALUE` defaults for the fallback sandbox (first copy per variable).
-    fn env_defaults(&self) -> Vec<String> {
-        let mut seen: Vec<&str> = Vec::new();
-        let mut out = Vec::new();
-        for (_, copy, var) in &self.files {
-            if !seen.contains(var) {
-                seen.push(var);
-                out.push(format!("{var}={}", copy.display()));
-            }
-        }
-        out
-    }
+    /// The fresh home shown in place of the user's (`None` without a `HOME`).
+    home: Option<Arc<view::FreshHome>>,
+    /// The `PATH` of the commands (its installations are shown read-only).
+    path_var: Option<String>,
 }
 
 /// An ini-style package-manager configuration (`.npmrc`) without the entries that
@@ -398,7 +366,8 @@ impl Sandbox {
                 },
                 mechanism: Mechanism::None,
                 hidden,
-                replaced: Arc::default(),
+                home: None,
+                path_var: None,
             };
         }
         if !cfg!(target_os = "linux") {
@@ -434,7 +403,8 @@ impl Sandbox {
             },
             mechanism: Mechanism::None,
             hidden,
-            replaced: Arc::default(),
+            home: None,
+            path_var: None,
         }
     }
 
@@ -481,11 +451,14 @@ impl Sandbox {
             Mechanism::Bubblewrap {
                 bwrap,
                 shown_tmp_dirs,
+                seccomp,
             } => Ok(bwrap_argv(
                 bwrap,
                 shown_tmp_dirs,
                 &self.hidden,
-                &self.replaced,
+                self.home.as_deref(),
+                seccomp.as_deref(),
+                self.path_var.as_deref(),
                 argv,
                 policy,
                 cwd,
@@ -495,16 +468,26 @@ impl Sandbox {
                     helper.to_string_lossy().into_owned(),
                     HELPER_SUBCOMMAND.to_string(),
                 ];
-                let req = helper::Request {
-                    writable: policy.writable.clone(),
-                    read_only: policy.read_only.clone(),
-                    hidden: self.hidden.clone(),
+                let home = self.home.as_deref();
+                // The hidden paths that matter are those inside shown paths
+                // (`layout`); the rest of the home is not shown at all.
+                let mut req = helper::Request {
                     network: policy.network,
                     tmp: Some(tmp.path().to_path_buf()),
-                    env_defaults: self.replaced.env_defaults(),
+                    home: home.map(|h| (h.real.clone(), h.dir().to_path_buf())),
                     cwd: cwd.to_path_buf(),
-                    argv,
+                    ..helper::Request::default()
                 };
+                for (p, how) in layout(home, &self.hidden, self.path_var.as_deref(), &argv, policy)
+                {
+                    match how {
+                        Show::ReadOnly => req.readable.push(p),
+                        Show::Writable => req.writable.push(p),
+                        Show::ReadOnlyOver => req.read_only.push(p),
+                        Show::Hidden => req.hidden.push(p),
+                    }
+                }
+                req.argv = argv;
                 out.extend(req.to_args());
                 Ok(out)
             }
@@ -547,12 +530,15 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
     };
     let probe_dir = std::env::temp_dir();
     let policy = SandboxPolicy::worktree(&probe_dir, &[]);
-    let replaced = Arc::new(ReplacedConfigs::create(hidden));
+    let home = opts.home.as_deref().and_then(view::FreshHome::create);
+    let seccomp = SeccompFile::create().map(Arc::new);
     let argv = bwrap_argv(
         &bwrap,
         &[],
         hidden,
-        &replaced,
+        home.as_ref(),
+        seccomp.as_deref(),
+        None,
         vec!["true".to_string()],
         &policy,
         &probe_dir,
@@ -573,9 +559,11 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
                 mechanism: Mechanism::Bubblewrap {
                     bwrap,
                     shown_tmp_dirs: tmp_roots(dirs.iter().map(PathBuf::as_path)),
+                    seccomp,
                 },
                 hidden: hidden.to_vec(),
-                replaced,
+                home: home.map(Arc::new),
+                path_var: Some(path),
             })
         }
         Err(e) => Err(format!("bwrap cannot create a sandbox here: {e}")),
@@ -595,6 +583,10 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
         .prefix("dandori-sandbox-")
         .tempdir()
         .map_err(|e| format!("creating the sandbox's temporary directory: {e}"))?;
+    let path = opts
+        .path_var
+        .clone()
+        .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
     let sandbox = Sandbox {
         status: SandboxStatus {
             kind: SandboxKind::Landlock,
@@ -606,7 +598,12 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
             tmp: Arc::new(tmp),
         },
         hidden: hidden.to_vec(),
-        replaced: Arc::new(ReplacedConfigs::create(hidden)),
+        home: opts
+            .home
+            .as_deref()
+            .and_then(view::FreshHome::create)
+            .map(Arc::new),
+        path_var: Some(path),
     };
     let dir = std::env::temp_dir();
     let argv = sandbox
@@ -666,33 +663,169 @@ fn find_helper(explicit: Option<&Path>) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// How a path is shown inside the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Show {
+    ReadOnly,
+    Writable,
+    /// Read-only inside a writable directory (`.git`).
+    ReadOnlyOver,
+    Hidden,
+}
+
+/// Every path the command sees besides the system directories and the fresh
+/// home, in mount order (parents before children; at equal depth read-only,
+/// writable, read-only carve-outs, hidden).
+pub(crate) fn layout(
+    home: Option<&view::FreshHome>,
+    hidden: &[PathBuf],
+    path_var: Option<&str>,
+    argv: &[String],
+    policy: &SandboxPolicy,
+) -> Vec<(PathBuf, Show)> {
+    let real_home = home.map(|h| h.real.as_path());
+    let mut out: Vec<(PathBuf, Show)> = Vec::new();
+    if let Some(h) = home {
+        out.extend(h.toolchains().into_iter().map(|p| (p, Show::ReadOnly)));
+    }
+    out.extend(
+        view::path_roots(path_var, real_home)
+            .into_iter()
+            .map(|p| (p, Show::ReadOnly)),
+    );
+    out.extend(
+        view::program_roots(argv, real_home)
+            .into_iter()
+            .map(|p| (p, Show::ReadOnly)),
+    );
+    out.extend(policy.readable.iter().map(|p| (p.clone(), Show::ReadOnly)));
+    for d in &policy.writable {
+        match (home, std::fs::symlink_metadata(d)) {
+            // A file of the agent's state in the home: a copy in the fresh home.
+            (Some(h), Ok(m)) if m.is_file() && d.starts_with(&h.real) => h.adopt_file(d),
+            (_, Ok(_)) => out.push((d.clone(), Show::Writable)),
+            (_, Err(_)) => {}
+        }
+    }
+    out.extend(
+        policy
+            .read_only
+            .iter()
+            .filter(|p| p.exists())
+            .map(|p| (p.clone(), Show::ReadOnlyOver)),
+    );
+    out.retain(|(p, _)| p.exists());
+    // A hidden path matters only where a shown real directory holds it.
+    let shown: Vec<PathBuf> = out.iter().map(|(p, _)| p.clone()).collect();
+    for h in hidden.iter().chain(view::hidden_system().iter()) {
+        let visible = view::in_system(h) || shown.iter().any(|s| h.starts_with(s));
+        if visible && std::fs::symlink_metadata(h).is_ok() && !out.iter().any(|(p, _)| p == h) {
+            out.push((h.clone(), Show::Hidden));
+        }
+    }
+    out.sort_by(|(a, ka), (b, kb)| {
+        a.components()
+            .count()
+            .cmp(&b.components().count())
+            .then(ka.cmp(kb))
+    });
+    out.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
+    out
+}
+
+/// The seccomp program written once for bubblewrap's `--seccomp FD`.
+#[derive(Debug)]
+struct SeccompFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl SeccompFile {
+    fn create() -> Option<SeccompFile> {
+        let program = seccomp::program()?;
+        let dir = tempfile::Builder::new()
+            .prefix("dandori-seccomp-")
+            .tempdir()
+            .ok()?;
+        let path = dir.path().join("filter.bpf");
+        std::fs::write(&path, seccomp::to_bytes(&program)).ok()?;
+        Some(SeccompFile { _dir: dir, path })
+    }
+}
+
+/// True when this process is root (bubblewrap keeps every capability for root
+/// unless told otherwise).
+fn running_as_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+#[allow(clippy::too_many_arguments)]
 fn bwrap_argv(
     bwrap: &Path,
     shown_tmp_dirs: &[PathBuf],
     hidden: &[PathBuf],
-    replaced: &ReplacedConfigs,
+    home: Option<&view::FreshHome>,
+    seccomp: Option<&SeccompFile>,
+    path_var: Option<&str>,
     argv: Vec<String>,
     policy: &SandboxPolicy,
     cwd: &Path,
 ) -> Vec<String> {
     let s = |p: &Path| p.to_string_lossy().into_owned();
-    let mut out: Vec<String> = vec![s(bwrap)];
+    let mut out: Vec<String> = Vec::new();
+    // bubblewrap reads the filter from a file descriptor: a shell opens it.
+    if let Some(f) = seccomp {
+        out.extend([
+            "/bin/sh".to_string(),
+            "-c".to_string(),
+            "f=$1; shift; exec \"$@\" 9<\"$f\"".to_string(),
+            "dandori-sandbox".to_string(),
+            s(&f.path),
+        ]);
+    }
+    out.push(s(bwrap));
     out.extend(
         [
             "--die-with-parent",
             "--new-session",
+            "--unshare-user",
             "--unshare-pid",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--tmpfs",
-            "/var/tmp",
+            "--unshare-ipc",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+        ]
+        .iter()
+        .map(|a| a.to_string()),
+    );
+    if running_as_root() {
+        // Root keeps its capabilities inside bubblewrap unless they are dropped.
+        out.extend(["--uid", "0", "--gid", "0", "--cap-drop", "ALL"].map(String::from));
+    }
+    if let Some(f) = seccomp {
+        let _ = f;
+        out.extend(["--seccomp".to_string(), "9".to_string()]);
+    }
+    for d in view::SYSTEM_DIRS {
+        let p = Path::new(d);
+        match std::fs::symlink_metadata(p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                if let Ok(target) = std::fs::read_link(p) {
+                    out.extend(["--symlink".to_string(), s(&target), s(p)]);
+                }
+            }
+            Ok(_) => out.extend(["--ro-bind".to_string(), s(p), s(p)]),
+            Err(_) => {}
+        }
+    }
+    // /etc/resolv.conf may point into /run (systemd-resolved): show its target.
+    if let Ok(target) = std::fs::canonicalize("/etc/resolv.conf")
+        && !view::in_system(&target)
+    {
+        out.extend(["--ro-bind".to_string(), s(&target), s(&target)]);
+    }
+    out.extend(
+        [
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp",
         ]
         .iter()
         .map(|a| a.to_string()),
@@ -700,10 +833,16 @@ fn bwrap_argv(
     if !policy.network {
         out.push("--unshare-net".to_string());
     }
+    if let Some(h) = home {
+        out.extend(["--bind".to_string(), s(h.dir()), s(&h.real)]);
+    }
     // The private /tmp hides whatever lives under the host's /tmp; keep the program,
-    // the files named by absolute arguments (`sh /tmp/x/agent.sh`) and the PATH
-    // tools visible (read-only) when they live there.
-    let named = argv.iter().map(Path::new).filter(|p| p.is_absolute());
+    // the script it runs and the PATH tools visible (read-only) when they live there.
+    let named = argv
+        .iter()
+        .take(2)
+        .map(Path::new)
+        .filter(|p| p.is_absolute());
     let mut shown = shown_tmp_dirs.to_vec();
     shown.extend(tmp_roots(named));
     shown.sort();
@@ -711,28 +850,26 @@ fn bwrap_argv(
     for d in &shown {
         out.extend(["--ro-bind".to_string(), s(d), s(d)]);
     }
-    for d in &policy.writable {
-        if d.exists() {
-            out.extend(["--bind".to_string(), s(d), s(d)]);
-        }
-    }
-    for d in &policy.read_only {
-        if d.exists() {
-            out.extend(["--ro-bind".to_string(), s(d), s(d)]);
-        }
-    }
-    for h in hidden {
-        match std::fs::symlink_metadata(h) {
-            Ok(m) if m.is_dir() => out.extend(["--tmpfs".to_string(), s(h)]),
-            Ok(_) if replaced.copy_of(h).is_some() => {
-                let copy = replaced.copy_of(h).unwrap_or(h);
-                out.extend(["--ro-bind".to_string(), s(copy), s(h)]);
+    for (p, how) in layout(home, hidden, path_var, &argv, policy) {
+        match how {
+            Show::ReadOnly | Show::ReadOnlyOver => {
+                out.extend(["--ro-bind".to_string(), s(&p), s(&p)]);
             }
-            Ok(_) => out.extend(["--ro-bind".to_string(), "/dev/null".to_string(), s(h)]),
-            Err(_) => {}
+            Show::Writable => out.extend(["--bind".to_string(), s(&p), s(&p)]),
+            Show::Hidden => match std::fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => out.extend(["--tmpfs".to_string(), s(&p)]),
+                Ok(_) => {
+                    out.extend(["--ro-bind".to_string(), "/dev/null".to_string(), s(&p)]);
+                }
+                Err(_) => {}
+            },
         }
     }
+    // The root bubblewrap built (directories made for mount points) is
+    // read-only too: nothing written outside the shown paths vanishes silently.
     out.extend([
+        "--remount-ro".to_string(),
+        "/".to_string(),
         "--chdir".to_string(),
         s(cwd),
         "--setenv".to_string(),

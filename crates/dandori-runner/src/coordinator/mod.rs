@@ -478,21 +478,14 @@ impl Coordinator<'_> {
                             "--executor command needs --agent-cmd or runner.agent_cmd".to_string(),
                         )
                     })?;
-                // The user's own agent keeps the secrets removed from plan
-                // commands (its API key), never dandori's provider keys.
-                let provider_keys = provider_keys(cfg);
-                let kept = dandori_exec::child_env::filter(
-                    &self.opts.base_env,
-                    &cfg.shell_environment_policy,
-                    &provider_keys,
-                )
-                .env;
-                let secrets = self
-                    .opts
-                    .base_env
+                // The agent gets what the user listed in `runner.agent_env`
+                // (its own credential) on top of the step environment: an
+                // allow-list, never whatever else happened to be set.
+                let secrets = cfg
+                    .runner
+                    .agent_env
                     .iter()
-                    .filter(|(k, _)| !kept.contains_key(*k) && !provider_keys.contains(*k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .filter_map(|k| self.opts.base_env.get(k).map(|v| (k.clone(), v.clone())))
                     .collect();
                 Arc::new(
                     CommandExecutor::new(&t)?

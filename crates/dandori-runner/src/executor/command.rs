@@ -14,8 +14,8 @@ use crate::{process, reason};
 pub struct CommandExecutor {
     template: Vec<String>,
     sandbox: Option<dandori_exec::Sandbox>,
-    /// Variables removed from plan commands as secrets that the agent still gets
-    /// (its own API key); masked in its log like every secret.
+    /// The variables of `runner.agent_env` (its own API key), which the agent
+    /// gets on top of the step environment; masked in its log like every secret.
     secrets: std::collections::BTreeMap<String, String>,
 }
 
@@ -24,7 +24,9 @@ pub struct CommandExecutor {
 const AGENT_STATE_PATHS: &[&str] = &[
     ".claude",
     ".claude.json",
+    ".claude.json.backup",
     ".codex",
+    ".gemini",
     ".aider",
     ".cache",
     ".config/claude",
@@ -122,11 +124,9 @@ impl Executor for CommandExecutor {
                         .map(|p| std::path::Path::new(home).join(p)),
                 );
             }
-            let mut policy =
-                dandori_exec::SandboxPolicy::worktree(req.workdir, &extra).with_network(true);
-            if let Some((gitdir, common)) = dandori_exec::git::git_dirs(req.workdir) {
-                policy = policy.read_only(gitdir).read_only(common);
-            }
+            let policy = dandori_exec::SandboxPolicy::worktree(req.workdir, &extra)
+                .with_network(true)
+                .in_git_worktree(req.workdir);
             argv = sandbox
                 .wrap(argv, &policy, req.workdir, dandori_exec::Origin::Issued)
                 .map_err(|e| RunnerError::Executor(e.to_string()))?;

@@ -429,6 +429,8 @@ fn secrets_in_the_environment_never_reach_logs_or_the_trace() {
         "DEMO_API_KEY".to_string(),
         "plain-secret-value-4711".to_string(),
     );
+    // The agent's own credential, passed because the user listed it.
+    opts.config.runner.agent_env = vec!["DEMO_API_KEY".to_string()];
     run(&opts).unwrap();
     for f in [
         "logs/step.S01.agent.log",

@@ -100,8 +100,10 @@ cat src/settings.py src/env.txt"#
         &run_dir,
         Some(format!("sh {} {{step_id}}", agent.display())),
     );
+    // The agent gets these secrets because the user listed them (runner.agent_env).
     for (k, v) in secret_env() {
         opts.base_env.insert(k.to_string(), v);
+        opts.config.runner.agent_env.push(k.to_string());
     }
     let out = run(&opts).unwrap();
     assert_eq!(statuses(&run_dir), vec![("S01".into(), "failed".into())]);
