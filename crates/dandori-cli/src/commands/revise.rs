@@ -168,7 +168,8 @@ fn model_revision(
     }
 }
 
-/// Whether a comment is an approval (`/approve`, `approve`, `approved`, `lgtm`, `承認`).
+/// Whether a comment is an approval (`/approve`, `approve`, `approved`, `lgtm`,
+/// `承認`, and `/dandori approve` as `dandori ci` reads it).
 fn is_approval(body: &str) -> bool {
     body.lines().any(|l| {
         let l = l
@@ -176,10 +177,8 @@ fn is_approval(body: &str) -> bool {
             .trim_start_matches('/')
             .trim_end_matches(['.', '!'])
             .to_lowercase();
-        matches!(
-            l.as_str(),
-            "approve" | "approved" | "lgtm" | "承認" | "承認します"
-        )
+        let l = l.strip_prefix("dandori ").map_or(l.as_str(), str::trim);
+        matches!(l, "approve" | "approved" | "lgtm" | "承認" | "承認します")
     })
 }
 

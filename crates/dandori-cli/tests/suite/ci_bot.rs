@@ -113,6 +113,7 @@ fn agent(f: &Fx) -> PathBuf {
         &agent,
         "#!/bin/sh\nset -e\ncase \"$1\" in\n\
          S01) mkdir -p src; echo 'hello, friend' > src/greet.txt ;;\n\
+         S03) mkdir -p docs; echo 'greeting' > docs/greeting.md ;;\n\
          *) echo \"see src/greet.txt ($1)\" >> README.md ;;\nesac\n",
     )
     .unwrap();
@@ -705,4 +706,57 @@ fn a_paused_run_is_paused_and_an_environment_failure_is_reported_on_the_issue() 
         done.body
     );
     assert!(done.body.contains("ENVIRONMENT_FAILED"), "{}", done.body);
+}
+
+#[test]
+fn a_revision_waits_for_slash_approve_then_runs() {
+    let f = fixture();
+    // The approval must come after the revision, by the clock dandori records.
+    f.forge.use_real_time();
+    let approval = ["-c", "planning.revision.require_human_approval=true"];
+    let o = ci(&f, "issues", &labeled(), &approval);
+    assert!(o.status.success(), "{}", text(&o));
+    f.forge.add_comment(
+        Api::GitHub,
+        "octo/app",
+        7,
+        "alice",
+        "add step: Write `docs/greeting.md`",
+    );
+    // `/dandori revise`: the revision waits for approval (exit 3).
+    let o = ci(
+        &f,
+        "issue_comment",
+        &comment(&f, "alice", "OWNER", "/dandori revise"),
+        &approval,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let item = f.forge.item(Api::GitHub, "octo/app", 7);
+    let revision = item
+        .comments
+        .iter()
+        .find(|c| c.body.contains("<!-- dandori:revision"))
+        .unwrap_or_else(|| panic!("no revision comment: {}", text(&o)));
+    assert!(
+        revision.body.contains("waits for approval"),
+        "{}",
+        revision.body
+    );
+    // `/dandori approve`: the revision applied, then the run and the pull request.
+    let o = ci(
+        &f,
+        "issue_comment",
+        &comment(&f, "alice", "OWNER", "/dandori approve"),
+        &approval,
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let prs = pulls(&f);
+    assert_eq!(prs.len(), 1, "{}", text(&o));
+    let body = &prs[0].1.body;
+    assert!(body.contains("S03"), "the approved revision ran: {body}");
+    let files = git(
+        &f.remote,
+        &["show", "dandori-pr/github-octo-app-7:docs/greeting.md"],
+    );
+    assert_eq!(files, "greeting\n");
 }

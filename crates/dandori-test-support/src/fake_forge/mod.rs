@@ -144,6 +144,9 @@ struct Shared {
     exchanges: Vec<ForgeExchange>,
     next_id: u64,
     clock: u64,
+    /// Stamp comments with the wall clock (seconds, strictly increasing)
+    /// instead of `2026-01-01T…` counting up.
+    real_time: bool,
 }
 
 impl Shared {
@@ -163,6 +166,14 @@ impl Shared {
     }
 
     fn now(&mut self) -> String {
+        if self.real_time {
+            // Rounded up: a stamp is never earlier than the moment it stands for.
+            let wall = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0) + 1;
+            self.clock = wall.max(self.clock + 1);
+            return chrono::DateTime::from_timestamp(self.clock as i64, 0)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default();
+        }
         self.clock += 1;
         chrono_like(self.clock)
     }
@@ -271,6 +282,12 @@ impl FakeForge {
             .lock()
             .remotes
             .insert((api, project.to_string()), bare.to_path_buf());
+    }
+
+    /// Stamp new comments with the wall clock (for flows that compare them with
+    /// times dandori records, such as an approval after a revision).
+    pub fn use_real_time(&self) {
+        self.state.lock().real_time = true;
     }
 
     /// The project's remote over smart HTTP (`git http-backend` on the bare
