@@ -114,7 +114,7 @@ fn escapes_fail_under_both_mechanisms_whoever_runs_dandori() {
         );
         // Each line must fail; none may print a secret or leave a file outside.
         let hostile = [
-            format!("umount -l /proc && cat /proc/*/environ"),
+            "umount -l /proc && cat /proc/*/environ".to_string(),
             "mount -o remount,bind,rw /".to_string(),
             format!("umount {git_dir} && git config core.hooksPath /tmp/x"),
             "umount -l /tmp".to_string(),

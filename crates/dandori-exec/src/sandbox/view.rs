@@ -137,14 +137,13 @@ pub fn program_roots(argv: &[String], home: Option<&Path>) -> Vec<PathBuf> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let base = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-    if SCRIPT_RUNNERS.contains(&base)
-        || SCRIPT_RUNNERS.contains(&program.file_name().and_then(|n| n.to_str()).unwrap_or(""))
+    if (SCRIPT_RUNNERS.contains(&base)
+        || SCRIPT_RUNNERS.contains(&program.file_name().and_then(|n| n.to_str()).unwrap_or("")))
+        && let Some(script) = argv[1..].iter().find(|a| !a.starts_with('-'))
     {
-        if let Some(script) = argv[1..].iter().find(|a| !a.starts_with('-')) {
-            let script = Path::new(script);
-            if script.is_absolute() && script.is_file() {
-                files.push(script);
-            }
+        let script = Path::new(script);
+        if script.is_absolute() && script.is_file() {
+            files.push(script);
         }
     }
     let mut out = Vec::new();
