@@ -18,6 +18,8 @@
 //!   updated with the run report.
 //! * [`ci`]: `dandori ci`: a GitHub Actions / GitLab CI event → the step it
 //!   asks for, and who may ask.
+//! * [`feedback`]: the comments that are feedback for a revision, and the one
+//!   that approves it.
 //! * [`revise`]: human feedback → a seed-format human reflection and a revised
 //!   planning.json, with the revision history of seed 000 §11.3.1.
 //! * [`model_revision`]: the model's seed-format `plan_revision` answer,
@@ -29,6 +31,7 @@ pub mod change_request;
 pub mod ci;
 pub mod client;
 mod error;
+pub mod feedback;
 pub mod intake;
 pub mod model_revision;
 pub mod permissions;
