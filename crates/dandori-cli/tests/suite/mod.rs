@@ -54,5 +54,7 @@ mod ci_bot;
 // --
 mod env_kill;
 // --
+mod kill_matrix;
+// --
 mod repl;
 // --
