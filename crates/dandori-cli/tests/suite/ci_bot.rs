@@ -443,6 +443,19 @@ fn plan_json_failure_prints_json_and_init_writes_a_least_privilege_workflow() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let o = Command::new(BIN)
+        .args(["init", "gitlab-ci", "--repo"])
+        .arg(&f.repo)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let gl = std::fs::read_to_string(f.repo.join(".gitlab/dandori.gitlab-ci.yml")).unwrap();
+    assert!(
+        gl.contains("$CI_PIPELINE_SOURCE == \"trigger\" && $TRIGGER_PAYLOAD"),
+        "{gl}"
+    );
+    assert!(gl.contains("GITLAB_TOKEN: $DANDORI_GITLAB_TOKEN"), "{gl}");
+    assert!(gl.contains("dandori ci --label 'dandori'"), "{gl}");
 }
 
 fn base64_of(s: &str) -> String {
