@@ -76,6 +76,9 @@ pub enum Command {
     /// The command policy: check command lines the way `run_command` does.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// The command sandbox: what this machine supports, and why not.
+    #[command(subcommand)]
+    Sandbox(SandboxCommand),
     /// Interactive shell: `/planning show|set|result`, plan, run, status, help
     /// (history, tab completion; reads commands line by line when stdin is not a
     /// terminal).
@@ -360,6 +363,21 @@ pub enum PolicyCommand {
     /// Print the verdict (allowed / refused / needs approval), the reason code and
     /// the rule for each command line (exit 0 all allowed, 1 otherwise, 2 usage error).
     Check(PolicyCheckArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SandboxCommand {
+    /// Probe each mechanism (bubblewrap, the built-in Landlock fallback) here:
+    /// which works, which `auto` picks, and why the others do not (exit 0 when one
+    /// works, 1 when commands would be refused).
+    Check(SandboxCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxCheckArgs {
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,7 @@ mod resume;
 mod revise;
 mod run;
 mod runs;
+mod sandbox;
 mod schema;
 mod trust;
 mod validate;
@@ -155,6 +156,7 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Metrics(args) => metrics::metrics(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Policy(cmd) => policy::policy(cli.config.as_deref(), &cli.set, cmd),
+        Command::Sandbox(cmd) => sandbox::sandbox(cli.config.as_deref(), &cli.set, cmd),
         // --
         Command::Repl(args) => repl::repl(cli.config.as_deref(), &cli.set, &args),
         Command::Revise(args) => revise::revise(cli.config.as_deref(), &cli.set, &args),

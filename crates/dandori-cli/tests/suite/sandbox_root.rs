@@ -402,3 +402,47 @@ fn walk_find(dir: &Path, name: &str) -> Option<PathBuf> {
     }
     None
 }
+
+#[test]
+fn sandbox_check_says_what_works_here_and_why_not() {
+    require_bwrap();
+    let out = Command::new(BIN)
+        .args(["sandbox", "check", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["probes"][0]["mechanism"], "bubblewrap");
+    assert_eq!(v["probes"][0]["works"], true, "{v}");
+    assert_eq!(v["probes"][1]["works"], true, "{v}");
+    assert_eq!(v["chosen"], "sandbox: bubblewrap");
+    assert!(
+        v["denied_syscalls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "setns"),
+        "{v}"
+    );
+    // Without bwrap on PATH, bubblewrap's probe names the reason; forced to it,
+    // commands would be refused (exit 1).
+    let out = Command::new(BIN)
+        .args(["sandbox", "check", "--json", "--sandbox", "bubblewrap"])
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert!(
+        v["probes"][0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not found"),
+        "{v}"
+    );
+}
