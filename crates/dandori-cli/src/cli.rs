@@ -88,6 +88,67 @@ pub enum Command {
     Revise(ReviseArgs),
     /// Approve a revision that waits for approval (planning.revision.require_human_approval).
     Approve(ApproveArgs),
+    /// In GitHub Actions / GitLab CI: read the event (an issue labelled, a
+    /// `/dandori plan|approve|revise|run` comment) and do that step, ending in a
+    /// pull / merge request (docs/forges.md, "CI").
+    Ci(CiArgs),
+    /// Write a CI workflow file for dandori (least-privilege permissions).
+    #[command(subcommand)]
+    Init(InitCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct CiArgs {
+    /// The repository (the CI checkout).
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The label that asks dandori to plan an issue.
+    #[arg(long, default_value = "dandori")]
+    pub label: String,
+    /// External agent command template for the run, e.g. `claude -p {prompt}`
+    /// (default: config `runner.agent_cmd`).
+    #[arg(long)]
+    pub agent_cmd: Option<String>,
+    /// Run without pushing the branch or opening a pull / merge request.
+    #[arg(long)]
+    pub no_open_pr: bool,
+    /// The event payload (default: `GITHUB_EVENT_PATH`; on GitLab CI,
+    /// `TRIGGER_PAYLOAD`).
+    #[arg(long, value_name = "FILE")]
+    pub event: Option<PathBuf>,
+    /// The GitHub event name of --event (default: `GITHUB_EVENT_NAME`).
+    #[arg(long, value_name = "NAME")]
+    pub event_name: Option<String>,
+    /// Print the outcome as JSON on stdout (the steps' own output goes to stderr only).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InitCommand {
+    /// `.github/workflows/dandori.yml`: issues labelled and `/dandori …` comments
+    /// run `dandori ci`, with GITHUB_TOKEN limited to contents, issues and pull
+    /// requests (write).
+    GithubAction(InitArgs),
+    /// `.gitlab/dandori.gitlab-ci.yml`: a job for pipelines triggered by the
+    /// project's issue and note webhooks.
+    GitlabCi(InitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The repository to write the file into.
+    #[arg(long, default_value = ".")]
+    pub repo: PathBuf,
+    /// The label that asks dandori to plan an issue.
+    #[arg(long, default_value = "dandori")]
+    pub label: String,
+    /// The agent command the workflow runs steps with, e.g. `claude -p {prompt}`.
+    #[arg(long)]
+    pub agent_cmd: Option<String>,
+    /// Replace an existing file.
+    #[arg(long)]
+    pub force: bool,
 }
 
 #[derive(Debug, Args)]
@@ -566,6 +627,12 @@ pub struct RunArgs {
     /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// For a run planned from an issue: push the work branch to `origin`
+    /// (branch `dandori-pr/REQUEST_ID`, the forge token passed to that one push)
+    /// and open or update a pull request (GitHub) / merge request (GitLab) whose
+    /// body is the run report; a draft while the goal is not achieved.
+    #[arg(long)]
+    pub open_pr: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -590,6 +657,10 @@ pub struct ResumeArgs {
     /// Print the completion record (or the error) as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+    /// Push the work branch and open or update its pull / merge request, as
+    /// `dandori run --open-pr`.
+    #[arg(long)]
+    pub open_pr: bool,
     #[command(flatten)]
     pub engine: EngineArgs,
 }

@@ -17,8 +17,10 @@ pub struct ForgesConfig {
     /// the help label). Off unless asked (`--comment` or `true` here).
     pub comment: bool,
     /// Repository operations dandori may perform on the forge: `comment` (post
-    /// and edit its own comments), `label` (add the help label). Anything not
-    /// listed is refused with `FORGE_OPERATION_NOT_PERMITTED`.
+    /// and edit its own comments), `label` (add the help label),
+    /// `pull_request` (push the work branch and open or update a pull / merge
+    /// request: `dandori run --open-pr`). Anything not listed is refused with
+    /// `FORGE_OPERATION_NOT_PERMITTED`.
     pub operations: Vec<ForgeOperation>,
     /// The longest total wait for a rate limit to reset, in seconds; a longer
     /// reset fails with `FORGE_RATE_LIMITED`.
@@ -31,7 +33,11 @@ impl Default for ForgesConfig {
             github: ForgeEndpoint::default(),
             gitlab: ForgeEndpoint::default(),
             comment: false,
-            operations: vec![ForgeOperation::Comment, ForgeOperation::Label],
+            operations: vec![
+                ForgeOperation::Comment,
+                ForgeOperation::Label,
+                ForgeOperation::PullRequest,
+            ],
             rate_limit_wait: 60,
         }
     }
@@ -55,4 +61,5 @@ pub struct ForgeEndpoint {
 pub enum ForgeOperation {
     Comment,
     Label,
+    PullRequest,
 }

@@ -521,6 +521,10 @@ pub fn run(
         .unwrap_or_default();
     let fallback_lines: Vec<String> = fallbacks.keys().cloned().collect();
     let untracked_before = git_untracked(&repo, &opts.base_env);
+    // Write-ahead: the directories setup creates are ignored before they exist,
+    // so a kill in the middle of setup leaves `git status` clean and `resume`
+    // goes on (instead of WORKTREE_DIRTY over a half-made .venv).
+    exclude_ahead(&repo, &root, &opts.base_env)?;
     let mut blocked_before_fallback: Option<Blocked> = None;
     let mut commands = selected.setup_commands.clone();
     let mut i = 0;
@@ -1059,25 +1063,51 @@ fn exclude_created(
     if created.is_empty() {
         return Ok(created);
     }
+    append_exclude(repo, &created, base)?;
+    Ok(created)
+}
+
+/// The prepared-environment directories (`.venv/`, `.conda-env/`,
+/// `node_modules/` under the environment's root) in `.git/info/exclude`
+/// before setup runs: the record of what dandori is about to create.
+fn exclude_ahead(repo: &Path, root: &str, base: &BTreeMap<String, String>) -> Result<(), EnvError> {
+    let dirs: Vec<String> = [VENV_DIR, CONDA_PREFIX_DIR, "node_modules"]
+        .iter()
+        .map(|d| format!("{}/", join_rel(root, d)))
+        .collect();
+    append_exclude(repo, &dirs, base)
+}
+
+/// Appends `/PATH` lines to this clone's `.git/info/exclude` (local, never
+/// committed), each once.
+fn append_exclude(
+    repo: &Path,
+    paths: &[String],
+    base: &BTreeMap<String, String>,
+) -> Result<(), EnvError> {
     let Some(rel) = git(repo, &["rev-parse", "--git-path", "info/exclude"], base) else {
-        return Ok(created);
+        return Ok(());
     };
     let exclude = repo.join(rel.trim());
     let mut text = dandori_fs::read_to_string(&exclude).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
     }
-    for p in &created {
-        let line = format!("/{p}");
+    let before = text.len();
+    for p in paths {
+        let line = format!("/{}", p.trim_start_matches('/'));
         if !text.lines().any(|l| l == line) {
             text.push_str(&format!("{line}\n"));
         }
+    }
+    if text.len() == before {
+        return Ok(());
     }
     if let Some(parent) = exclude.parent() {
         dandori_fs::create_dir_all(parent)?;
     }
     dandori_fs::write_atomic(&exclude, text)?;
-    Ok(created)
+    Ok(())
 }
 
 fn skipped_verification(

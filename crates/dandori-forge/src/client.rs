@@ -43,6 +43,40 @@ pub struct Comment {
     pub created_at: String,
     pub updated_at: String,
     pub source: CommentSource,
+    /// Written by a bot: a GitHub user of type `Bot` (`…[bot]`, e.g.
+    /// `github-actions[bot]`) or with `performed_via_github_app`; a GitLab
+    /// project / group access token's bot user (`project_N_bot_…`).
+    #[serde(default)]
+    pub by_bot: bool,
+}
+
+/// Who the forge token acts as; decides which comments are dandori's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// A person's token (or a GitLab access token's bot user): `GET /user` answered.
+    User(String),
+    /// A GitHub App installation token (GitHub Actions' `GITHUB_TOKEN`): `GET
+    /// /user` answers 403. The login is `SLUG[bot]` when `GET /app` names the
+    /// app; None: any bot author (with dandori's marker) is dandori.
+    Bot(Option<String>),
+}
+
+impl Identity {
+    /// Whether `c` was written with this identity.
+    pub fn owns(&self, c: &Comment) -> bool {
+        match self {
+            Identity::User(me) | Identity::Bot(Some(me)) => c.author.eq_ignore_ascii_case(me),
+            Identity::Bot(None) => c.by_bot,
+        }
+    }
+
+    /// The login, when known.
+    pub fn login(&self) -> Option<&str> {
+        match self {
+            Identity::User(me) | Identity::Bot(Some(me)) => Some(me),
+            Identity::Bot(None) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,7 +184,7 @@ impl ForgeSettings {
     }
 
     /// Where the token is expected, for error hints.
-    fn token_hint(&self) -> String {
+    pub fn token_hint(&self) -> String {
         match (&self.token_var, self.forge) {
             (Some(v), _) => format!("the token in {v} was not accepted"),
             (None, Forge::GitHub) => {
@@ -175,6 +209,7 @@ pub struct ForgeClient {
     settings: ForgeSettings,
     http: reqwest::Client,
     waited: Mutex<Duration>,
+    identity: Mutex<Option<Identity>>,
 }
 
 struct Reply {
@@ -194,6 +229,7 @@ impl ForgeClient {
             settings,
             http,
             waited: Mutex::new(Duration::ZERO),
+            identity: Mutex::new(None),
         })
     }
 
@@ -216,6 +252,46 @@ impl ForgeClient {
             };
             str_field(&r.body, field, "GET", "/user")
         })
+    }
+
+    /// Who the token acts as (asked once): `GET /user` where it answers; on
+    /// GitHub a 403 there means an installation token (GitHub Actions'
+    /// `GITHUB_TOKEN`, a GitHub App's), and `GET /app` names the app when the
+    /// token is the app's JWT. `GET /app` refusing (401: not a JWT) leaves a bot
+    /// of unknown name.
+    pub fn identity(&self) -> Result<Identity, ForgeError> {
+        if let Some(i) = self.identity.lock().ok().and_then(|i| i.clone()) {
+            return Ok(i);
+        }
+        let found = block_on(async {
+            match (self.send("GET", "/user", None).await, self.settings.forge) {
+                (Ok(r), Forge::GitHub) => {
+                    Ok(Identity::User(str_field(&r.body, "login", "GET", "/user")?))
+                }
+                (Ok(r), Forge::GitLab) => Ok(Identity::User(str_field(
+                    &r.body, "username", "GET", "/user",
+                )?)),
+                (Err(ForgeError::Forbidden { .. }), Forge::GitHub) => {
+                    match self.send("GET", "/app", None).await {
+                        Ok(r) => Ok(Identity::Bot(Some(format!(
+                            "{}[bot]",
+                            str_field(&r.body, "slug", "GET", "/app")?
+                        )))),
+                        Err(
+                            ForgeError::Unauthorized { .. }
+                            | ForgeError::Forbidden { .. }
+                            | ForgeError::NotFound { .. },
+                        ) => Ok(Identity::Bot(None)),
+                        Err(e) => Err(e),
+                    }
+                }
+                (Err(e), _) => Err(e),
+            }
+        })?;
+        if let Ok(mut i) = self.identity.lock() {
+            *i = Some(found.clone());
+        }
+        Ok(found)
     }
 
     /// The issue / PR / MR with its labels and every comment (and, for a change
@@ -462,13 +538,27 @@ impl ForgeClient {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let author = v
+            .pointer(author_ptr)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let by_bot = match self.settings.forge {
+            Forge::GitHub => {
+                author.ends_with("[bot]")
+                    || v.pointer("/user/type").and_then(Value::as_str) == Some("Bot")
+                    || v.get("performed_via_github_app")
+                        .is_some_and(|a| !a.is_null())
+            }
+            Forge::GitLab => {
+                v.pointer("/author/bot").and_then(Value::as_bool) == Some(true)
+                    || is_gitlab_bot_username(&author)
+            }
+        };
         Ok(Comment {
             id,
-            author: v
-                .pointer(author_ptr)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string(),
+            by_bot,
+            author,
             body: v
                 .get("body")
                 .and_then(Value::as_str)
@@ -534,6 +624,15 @@ impl ForgeClient {
         Ok(next
             .and_then(|n| n.parse::<u64>().ok())
             .map(|n| set_page(path, n)))
+    }
+
+    pub(crate) async fn send_json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ForgeError> {
+        Ok(self.send(method, path, body).await?.body)
     }
 
     async fn send(
@@ -723,7 +822,17 @@ fn set_page(path: &str, n: u64) -> String {
     format!("{base}?{}", params.join("&"))
 }
 
-fn encode_project(project: &str) -> String {
+/// `project_123_bot_…` / `group_45_bot_…`: the users GitLab creates for project
+/// and group access tokens.
+fn is_gitlab_bot_username(name: &str) -> bool {
+    ["project_", "group_"].iter().any(|p| {
+        name.strip_prefix(p)
+            .and_then(|rest| rest.split_once("_bot"))
+            .is_some_and(|(id, _)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
+pub(crate) fn encode_project(project: &str) -> String {
     project.replace('/', "%2F")
 }
 
@@ -740,7 +849,12 @@ fn error_message(text: &str) -> String {
     m.chars().take(300).collect()
 }
 
-fn str_field(v: &Value, field: &str, method: &str, path: &str) -> Result<String, ForgeError> {
+pub(crate) fn str_field(
+    v: &Value,
+    field: &str,
+    method: &str,
+    path: &str,
+) -> Result<String, ForgeError> {
     v.get(field)
         .and_then(Value::as_str)
         .map(str::to_string)
@@ -762,7 +876,7 @@ fn root_cause(e: &dyn std::error::Error) -> String {
 
 /// Runs a future to completion from synchronous code, on a fresh current-thread
 /// runtime in a scoped thread (so it also works inside a runtime).
-fn block_on<F, T>(future: F) -> Result<T, ForgeError>
+pub(crate) fn block_on<F, T>(future: F) -> Result<T, ForgeError>
 where
     F: Future<Output = Result<T, ForgeError>> + Send,
     T: Send,

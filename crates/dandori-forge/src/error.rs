@@ -102,6 +102,28 @@ pub enum ForgeError {
     /// The approval window (`approval_timeout`) closed.
     #[error("{0}")]
     ApprovalTimeout(String),
+    /// `git push` of the work branch failed (no remote, authentication, network);
+    /// the branch stays local.
+    #[error("git push to {remote} failed: {message} (the branch {branch} stays local)")]
+    PushFailed {
+        remote: String,
+        branch: String,
+        message: String,
+    },
+    /// `git push` was refused: the remote branch moved (someone else pushed) or
+    /// is protected; the branch stays local.
+    #[error("git push to {remote} was rejected: {message} (the branch {branch} stays local)")]
+    PushRejected {
+        remote: String,
+        branch: String,
+        message: String,
+    },
+    /// A check before slow work failed (no token, no `origin`, …).
+    #[error("{0}")]
+    Preflight(String),
+    /// The work branch has no commit beyond the base: no pull request to open.
+    #[error("{0}")]
+    NothingToPublish(String),
     #[error(transparent)]
     Fs(#[from] dandori_fs::FsError),
     #[error("{0}")]
@@ -130,6 +152,10 @@ impl ForgeError {
             ForgeError::RevisionLimit { .. } => reason::REVISION_LIMIT_REACHED,
             ForgeError::ApprovalPending(_) => reason::APPROVAL_PENDING,
             ForgeError::ApprovalTimeout(_) => reason::APPROVAL_TIMEOUT,
+            ForgeError::PushFailed { .. } => reason::FORGE_PUSH_FAILED,
+            ForgeError::PushRejected { .. } => reason::FORGE_PUSH_REJECTED,
+            ForgeError::NothingToPublish(_) => reason::FORGE_NOTHING_TO_PUBLISH,
+            ForgeError::Preflight(_) => reason::PREFLIGHT_FAILED,
             ForgeError::Fs(_) => reason::FORGE_IO_ERROR,
             ForgeError::Internal(_) => reason::FORGE_INTERNAL,
         }

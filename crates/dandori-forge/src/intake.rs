@@ -31,6 +31,14 @@ pub fn request_text(issue: &Issue, perms: &Permissions<'_>) -> IntakeText {
     text.push_str(&format!("id: {}\n", yaml_string(&r.request_id())));
     text.push_str(&format!("title: {}\n", yaml_string(one_line(&issue.title))));
     text.push_str(&format!("source: {}\n", yaml_string(&r.to_string())));
+    // The labels go to the front matter: a `Labels: …` line after the body would
+    // be read as one more acceptance criterion or requirement.
+    if !issue.labels.is_empty() {
+        text.push_str(&format!(
+            "labels: {}\n",
+            yaml_string(&issue.labels.join(", "))
+        ));
+    }
     text.push_str("---\n");
     text.push_str(&format!("# {}\n\n", one_line(&issue.title)));
     let mut truncated = false;
@@ -46,9 +54,6 @@ pub fn request_text(issue: &Issue, perms: &Permissions<'_>) -> IntakeText {
         ));
     }
     text.push_str("\n\n");
-    if !issue.labels.is_empty() {
-        text.push_str(&format!("Labels: {}\n\n", issue.labels.join(", ")));
-    }
     let mut skipped = Vec::new();
     let mut discussion = String::new();
     for c in &issue.comments {
@@ -152,5 +157,37 @@ pub fn cut_chars(s: &str, max: usize) -> (&str, bool) {
     match s.char_indices().nth(max) {
         Some((i, _)) => (&s[..i], true),
         None => (s, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ForgeRef;
+
+    #[test]
+    fn labels_go_to_the_front_matter_not_after_the_body() {
+        let issue = Issue {
+            reference: ForgeRef::parse("github:o/r#1").unwrap_or_else(|e| panic!("{e}")),
+            title: "T".into(),
+            body: "- Given a, when b, then c".into(),
+            labels: vec!["enhancement".into(), "good first issue".into()],
+            author: "alice".into(),
+            state: "open".into(),
+            web_url: String::new(),
+            comments: Vec::new(),
+        };
+        let cfg = dandori_config::PermissionsConfig::default();
+        let t = request_text(&issue, &Permissions::new(&cfg, "alice")).text;
+        let (front, body) = t
+            .trim_start_matches("---\n")
+            .split_once("---\n")
+            .unwrap_or_default();
+        assert!(
+            front.contains("labels: \"enhancement, good first issue\""),
+            "{t}"
+        );
+        assert!(!body.contains("Labels"), "{t}");
+        assert!(body.trim_end().ends_with("then c"), "{t}");
     }
 }

@@ -13,6 +13,13 @@
 //!   which repository operations dandori may perform.
 //! * [`record`]: `forge.json` in the run directory (the source reference, the
 //!   comments posted, the feedback consumed, the approval state).
+//! * [`change_request`] and [`publish`]: `dandori run --open-pr`: the work
+//!   branch pushed with a per-command token, a pull / merge request opened or
+//!   updated with the run report.
+//! * [`ci`]: `dandori ci`: a GitHub Actions / GitLab CI event → the step it
+//!   asks for, and who may ask.
+//! * [`feedback`]: the comments that are feedback for a revision, and the one
+//!   that approves it.
 //! * [`revise`]: human feedback → a seed-format human reflection and a revised
 //!   planning.json, with the revision history of seed 000 §11.3.1.
 //! * [`model_revision`]: the model's seed-format `plan_revision` answer,
@@ -20,18 +27,22 @@
 //!
 //! Reason codes: [`reason`], documented in docs/forges.md.
 
+pub mod change_request;
+pub mod ci;
 pub mod client;
 mod error;
+pub mod feedback;
 pub mod intake;
 pub mod model_revision;
 pub mod permissions;
+pub mod publish;
 pub mod reason;
 pub mod record;
 pub mod reference;
 pub mod report;
 pub mod revise;
 
-pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Issue};
+pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Identity, Issue};
 pub use error::ForgeError;
 pub use reference::{Forge, ForgeRef, ItemKind};
 

@@ -102,6 +102,7 @@ pub fn check_operation(config: &ForgesConfig, op: ForgeOperation) -> Result<(), 
         let name = match op {
             ForgeOperation::Comment => "comment",
             ForgeOperation::Label => "label",
+            ForgeOperation::PullRequest => "pull_request",
         };
         Err(ForgeError::OperationNotPermitted(format!(
             "`{name}` is not in forges.operations; dandori may not {name} on the forge"

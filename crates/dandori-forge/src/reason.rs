@@ -13,6 +13,18 @@ pub const FORGE_OPERATION_NOT_PERMITTED: &str = "FORGE_OPERATION_NOT_PERMITTED";
 pub const FORGE_PERMISSION_DENIED: &str = "FORGE_PERMISSION_DENIED";
 pub const FORGE_RECORD_INVALID: &str = "FORGE_RECORD_INVALID";
 pub const FORGE_IO_ERROR: &str = "FORGE_IO_ERROR";
+/// `git push` of the work branch failed (no `origin`, authentication, network).
+pub const FORGE_PUSH_FAILED: &str = "FORGE_PUSH_FAILED";
+/// `git push` refused: the remote branch moved since dandori last pushed, or is protected.
+pub const FORGE_PUSH_REJECTED: &str = "FORGE_PUSH_REJECTED";
+/// `--open-pr` on a work branch without commits beyond the base.
+pub const FORGE_NOTHING_TO_PUBLISH: &str = "FORGE_NOTHING_TO_PUBLISH";
+/// `dandori ci`: the event does not ask dandori for anything (not an error).
+pub const CI_EVENT_IGNORED: &str = "CI_EVENT_IGNORED";
+/// `dandori ci`: the event payload or the CI variables are missing or broken.
+pub const CI_EVENT_INVALID: &str = "CI_EVENT_INVALID";
+/// A check before slow work failed (agent program, git identity, token, remote).
+pub const PREFLIGHT_FAILED: &str = "PREFLIGHT_FAILED";
 pub const FORGE_INTERNAL: &str = "FORGE_INTERNAL";
 pub const REVISION_NO_CHANGES: &str = "REVISION_NO_CHANGES";
 pub const REVISION_INVALID: &str = "REVISION_INVALID";
@@ -37,6 +49,12 @@ pub const ALL: &[&str] = &[
     FORGE_PERMISSION_DENIED,
     FORGE_RECORD_INVALID,
     FORGE_IO_ERROR,
+    FORGE_PUSH_FAILED,
+    FORGE_PUSH_REJECTED,
+    FORGE_NOTHING_TO_PUBLISH,
+    CI_EVENT_IGNORED,
+    CI_EVENT_INVALID,
+    PREFLIGHT_FAILED,
     FORGE_INTERNAL,
     REVISION_NO_CHANGES,
     REVISION_INVALID,

@@ -35,6 +35,21 @@ pub struct ForgeRecord {
     /// Whether the help label was added.
     #[serde(default)]
     pub help_label: bool,
+    /// The pull / merge request `dandori run --open-pr` opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pull_request: Option<PullRequestRecord>,
+}
+
+/// The pull / merge request of a run's work (`forge.json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PullRequestRecord {
+    pub number: u64,
+    pub web_url: String,
+    /// The branch on the remote (`dandori/pr/REQUEST_ID`).
+    pub branch: String,
+    /// The commit pushed last.
+    pub head_sha: String,
+    pub draft: bool,
 }
 
 impl ForgeRecord {

@@ -16,6 +16,12 @@ use crate::record::ForgeRecord;
 use crate::{ForgeClient, ForgeError};
 
 const MARKER_PREFIX: &str = "<!-- dandori:";
+/// The longest comment posted (GitHub refuses bodies over 65 536 characters;
+/// a plan summary is a summary): longer ones are cut with a pointer to the run.
+pub const MAX_COMMENT_CHARS: usize = 20_000;
+/// The longest text of one table cell or summary paragraph in a comment.
+const MAX_CELL_CHARS: usize = 300;
+const MAX_SUMMARY_CHARS: usize = 2_000;
 
 /// The hidden marker of a comment kind for a request.
 pub fn marker(kind: &str, request_id: &str) -> String {
@@ -40,7 +46,10 @@ pub fn plan_comment(p: &Planning, revision: u64) -> String {
         "### dandori plan{rev}: {} step(s)\n\n",
         p.steps.len()
     ));
-    s.push_str(&format!("{}\n\n", p.context.summary.trim()));
+    s.push_str(&format!(
+        "{}\n\n",
+        clip(p.context.summary.trim(), MAX_SUMMARY_CHARS)
+    ));
     s.push_str("| Step | Title | Targets | After | ACs |\n| --- | --- | --- | --- | --- |\n");
     for st in &p.steps {
         s.push_str(&format!(
@@ -85,11 +94,32 @@ pub fn plan_comment(p: &Planning, revision: u64) -> String {
         s.push_str(dandori_plan::graph::to_mermaid(a, &p.steps).trim_end());
         s.push_str("\n```\n");
     }
-    s.push_str(
-        "\nReply with changes (for example `add file src/x.rs`, `drop S02`, `add step: …`, \
-         `language: go`) and run `dandori revise RUN_DIR --from-issue`.\n",
-    );
+    let reply = "\nReply with changes (for example `add file src/x.rs`, `drop S02`, `add step: …`, \
+         `language: go`) and run `dandori revise RUN_DIR --from-issue`.\n";
+    cap(s, &p.run_id, reply)
+}
+
+/// `s` within [`MAX_COMMENT_CHARS`] (with `tail`), cut at a line with a
+/// pointer to the run's planning.json when longer.
+fn cap(mut s: String, run_id: &str, tail: &str) -> String {
+    let room = MAX_COMMENT_CHARS.saturating_sub(tail.len() + 200);
+    if s.chars().count() > room {
+        let (head, _) = crate::intake::cut_chars(&s, room);
+        let head = head.rsplit_once('\n').map_or(head, |(h, _)| h);
+        s = format!(
+            "{head}\n\n_(cut at {MAX_COMMENT_CHARS} characters: the whole plan is planning.json of run {run_id})_\n"
+        );
+    }
+    s.push_str(tail);
     s
+}
+
+/// The first `max` characters of `s`, with `…` when cut.
+fn clip(s: &str, max: usize) -> String {
+    match crate::intake::cut_chars(s, max) {
+        (head, true) => format!("{head}…"),
+        (head, false) => head.to_string(),
+    }
 }
 
 /// The status comment from a run's progress (`dandori status --json`).
@@ -181,6 +211,12 @@ pub fn completion_comment(request_id: &str, completion: &Value) -> String {
             }
         }
     }
+    if let Some(url) = completion
+        .pointer("/pull_request/url")
+        .and_then(Value::as_str)
+    {
+        s.push_str(&format!("\nPull request: {url}\n"));
+    }
     if let Some(Value::Array(steps)) = completion.get("steps") {
         s.push_str("\n| Step | Status | Commit |\n| --- | --- | --- |\n");
         for st in steps {
@@ -246,11 +282,13 @@ pub fn upsert(
         }
     }
     let mark = marker(kind, &r.request_id());
-    let me = client.whoami()?;
+    // Ours: the marker, written with this token's identity (a user, or an
+    // installation token's bot: `GET /user` is not asked of those twice).
+    let me = client.identity()?;
     let existing = client
         .comments(&r)?
         .into_iter()
-        .find(|c| c.author.eq_ignore_ascii_case(&me) && c.body.contains(&mark));
+        .find(|c| me.owns(c) && c.body.contains(&mark));
     let id = match existing {
         Some(c) => client.update_comment(&r, c.id, body)?.id,
         None => client.create_comment(&r, body)?.id,
@@ -274,7 +312,10 @@ pub fn add_help_label(
 }
 
 fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    clip(
+        &s.split_whitespace().collect::<Vec<_>>().join(" "),
+        MAX_CELL_CHARS,
+    )
 }
 
 /// Text safe inside a Markdown table cell.

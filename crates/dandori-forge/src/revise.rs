@@ -514,6 +514,9 @@ pub fn apply_edits(p: &mut Planning, edits: &[Edit]) -> Result<Vec<String>, Forg
             }
         }
     }
+    // A plan that grew still runs to its end: the step budget follows it
+    // (otherwise the run pauses after the old count, exit 5).
+    p.limits.max_steps_per_run = p.limits.max_steps_per_run.max(p.steps.len() as u64);
     // Groups and the dependency graph follow the new steps.
     let analysis = dandori_plan::graph::analyze(&p.steps)
         .map_err(|e| ForgeError::RevisionInvalid(e.to_string()))?;

@@ -112,6 +112,33 @@ impl RunFiles {
         dandori_trace::read_trace(self.run_dir.join("trace.jsonl")).unwrap_or_default()
     }
 
+    /// stage.json's status, except that a run that ended paused (its step budget,
+    /// `max_steps_per_run`, reached: `EXECUTION_END` with status `paused`) is
+    /// `paused`, not `running`: stage.json keeps `running` so that `resume`
+    /// continues it.
+    fn status(&self) -> String {
+        let recorded = self
+            .stage
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s.status).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "planned".to_string());
+        if recorded != "running" {
+            return recorded;
+        }
+        let paused = self
+            .trace()
+            .iter()
+            .rev()
+            .find(|e| e.event == "EXECUTION_END")
+            .is_some_and(|e| e.data.get("status").and_then(|v| v.as_str()) == Some("paused"));
+        if paused {
+            "paused".to_string()
+        } else {
+            recorded
+        }
+    }
+
     fn summary(&self) -> RunSummary {
         let count = |st: StepStatus| {
             self.stage
@@ -122,12 +149,7 @@ impl RunFiles {
             run_dir: self.run_dir.clone(),
             request_id: self.planning.request_id.clone(),
             run_id: self.planning.run_id.clone(),
-            status: self
-                .stage
-                .as_ref()
-                .and_then(|s| serde_json::to_value(s.status).ok())
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_else(|| "planned".to_string()),
+            status: self.status(),
             total: self.planning.steps.len(),
             done: count(StepStatus::Done),
             failed: count(StepStatus::Failed),

@@ -3,6 +3,10 @@
 
 pub use dandori_report::reason::*;
 
+/// A check before the environment setup failed: the agent program cannot be
+/// found, or git has no identity to commit the steps with.
+pub const PREFLIGHT_FAILED: &str = "PREFLIGHT_FAILED";
+
 /// The runner's reason code for a validation finding code of `dandori-plan`.
 pub fn plan_code(code: &str) -> &'static str {
     match code {

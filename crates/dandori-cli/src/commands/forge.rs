@@ -97,6 +97,7 @@ pub fn intake(
         comments: BTreeMap::new(),
         consumed,
         help_label: false,
+        pull_request: None,
     };
     let skipped = built.skipped_comments.len();
     Ok(Intake {
@@ -275,13 +276,110 @@ impl RunReporter {
             result = report::add_help_label(&self.client, &self.forges, &mut record);
         }
         self.warn(result);
+        // `--open-pr` wrote its pull request into forge.json meanwhile.
+        if let Ok(Some(disk)) = ForgeRecord::load(&self.run_dir) {
+            record.pull_request = disk.pull_request;
+        }
         self.warn(record.save(&self.run_dir));
+    }
+}
+
+/// `dandori run --open-pr`: the run's issue, its forge client and the
+/// repository, checked before the run starts.
+pub struct Publisher {
+    run_dir: PathBuf,
+    repo: PathBuf,
+    client: ForgeClient,
+    forges: ForgesConfig,
+}
+
+impl Publisher {
+    pub fn open(
+        target: &Path,
+        repo: &Path,
+        config: &Config,
+        env: &BTreeMap<String, String>,
+    ) -> Result<Publisher, ForgeError> {
+        let run_dir = run_dir_of(target);
+        let record = ForgeRecord::load(&run_dir)?.ok_or_else(|| ForgeError::Record {
+            path: ForgeRecord::path(&run_dir),
+            message: "the run was not planned from an issue (dandori plan --issue REF): --open-pr has no forge to open a pull request on".to_string(),
+        })?;
+        let client = client_for(&record.reference, &config.forges, env)?;
+        dandori_forge::publish::preflight(&client, &config.forges, repo)?;
+        Ok(Publisher {
+            run_dir,
+            repo: repo.to_path_buf(),
+            client,
+            forges: config.forges.clone(),
+        })
+    }
+
+    /// Pushes and opens / updates the pull request; the outcome for the
+    /// completion record, and whether it worked. Failures are reported on stderr
+    /// with their reason code; the work branch stays local.
+    pub fn publish(&self, completion: &serde_json::Value) -> (serde_json::Value, bool) {
+        let result = (|| {
+            let planning = read_planning(&self.run_dir)?;
+            let mut record =
+                ForgeRecord::load(&self.run_dir)?.ok_or_else(|| ForgeError::Record {
+                    path: ForgeRecord::path(&self.run_dir),
+                    message: "forge.json disappeared during the run".to_string(),
+                })?;
+            let published = dandori_forge::publish::publish(
+                &self.client,
+                &self.forges,
+                &mut record,
+                &self.repo,
+                &planning,
+                completion,
+            )?;
+            record.save(&self.run_dir)?;
+            Ok::<_, ForgeError>(published)
+        })();
+        match result {
+            Ok(p) => {
+                let kind = match self.client.settings().forge {
+                    dandori_forge::Forge::GitHub => "pull request",
+                    dandori_forge::Forge::GitLab => "merge request",
+                };
+                output::progress(&format!(
+                    "{} {kind} {}{} ({}) from {}",
+                    p.action,
+                    p.change_request.number,
+                    if p.change_request.draft {
+                        " as a draft"
+                    } else {
+                        ""
+                    },
+                    p.change_request.web_url,
+                    p.branch
+                ));
+                (
+                    serde_json::json!({"status": p.action, "number": p.change_request.number,
+                        "url": p.change_request.web_url, "branch": p.branch,
+                        "draft": p.change_request.draft}),
+                    true,
+                )
+            }
+            Err(e) => {
+                output::error(&format!(
+                    "{}: the run finished, but publishing its branch failed: {e}",
+                    e.code()
+                ));
+                (
+                    serde_json::json!({"status": "failed", "reason_code": e.code(),
+                        "message": e.to_string()}),
+                    false,
+                )
+            }
+        }
     }
 }
 
 /// Exit status of forge errors: 2 for what the user can fix in the invocation
 /// (a bad reference, no access), 1 otherwise.
-pub fn exit_code(e: &ForgeError) -> std::process::ExitCode {
+pub fn exit_code(e: &ForgeError) -> u8 {
     use dandori_forge::reason as r;
     let input = [
         r::FORGE_REF_INVALID,
@@ -292,7 +390,7 @@ pub fn exit_code(e: &ForgeError) -> std::process::ExitCode {
         r::FORGE_RECORD_INVALID,
     ]
     .contains(&e.code());
-    std::process::ExitCode::from(if input { 2 } else { 1 })
+    if input { 2 } else { 1 }
 }
 
 /// `plan --issue`: the config without a task type (for `forges:` and the
@@ -331,8 +429,12 @@ pub fn plan_intake(
             Ok(i)
         }
         Err(e) => {
-            output::error(&format!("{}: {e}", e.code()));
-            Err(exit_code(&e))
+            let code = exit_code(&e);
+            Err(super::plan::fail(
+                args.json,
+                &format!("{}: {e}", e.code()),
+                code,
+            ))
         }
     }
 }
@@ -353,13 +455,15 @@ pub fn plan_after(
             }
             None
         }
-        Err(e) => {
-            output::error(&format!(
-                "{}: the plan is written, but reporting on {source} failed: {e}",
-                e.code()
-            ));
-            Some(std::process::ExitCode::from(1))
-        }
+        Err(e) => Some(super::plan::fail(
+            json,
+            &format!(
+                "{}: the plan is written ({}), but reporting on {source} failed: {e}",
+                e.code(),
+                run_dir.display()
+            ),
+            1,
+        )),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
+mod ci;
 mod eval;
 mod forge;
 mod locate;
@@ -161,5 +162,9 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Revise(args) => revise::revise(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Approve(args) => revise::approve(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Ci(args) => ci::ci(cli.config.as_deref(), &cli.set, &args),
+        // --
+        Command::Init(cmd) => ci::init(&cmd),
     }
 }

@@ -29,20 +29,23 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             RequestSource::Text(intake.as_ref().map(|i| i.text.clone()).unwrap_or_default())
         }
         (Some(path), None) if !path.is_file() => {
-            output::error(&missing_request(&path, &args.repo));
-            return Ok(ExitCode::from(2));
+            return Ok(fail(args.json, &missing_request(&path, &args.repo), 2));
         }
         (Some(path), None) => RequestSource::File(path),
         (None, Some(text)) => RequestSource::Text(text),
         (Some(_), Some(_)) => {
-            output::error("REQUEST_INVALID: give a request file or --text, not both");
-            return Ok(ExitCode::from(2));
+            return Ok(fail(
+                args.json,
+                "REQUEST_INVALID: give a request file or --text, not both",
+                2,
+            ));
         }
         (None, None) => {
-            output::error(
+            return Ok(fail(
+                args.json,
                 "REQUEST_INVALID: a request file (requests/<id>.md), --text \"…\" or --issue REF is required",
-            );
-            return Ok(ExitCode::from(2));
+                2,
+            ));
         }
     };
     // Defaults < --config < environment < -c, for both planners. The binary reads the
@@ -57,8 +60,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     let llm = match super::plan_llm::select(&provider_flags, &loaded, &env) {
         Ok(selected) => selected,
         Err(e) => {
-            output::error(&format!("{}: {e}", e.code()));
-            return Ok(ExitCode::from(2));
+            return Ok(fail(args.json, &format!("{}: {e}", e.code()), 2));
         }
     };
     // Only long work is worth a line: small repositories plan in well under a second.
@@ -114,8 +116,11 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             return Ok(ExitCode::from(EXIT_UNCLEAR_GOAL));
         }
         Err(e) => {
-            output::error(&format!("{}: {e}", e.code()));
-            return Ok(ExitCode::from(if e.is_input_error() { 2 } else { 1 }));
+            return Ok(fail(
+                args.json,
+                &format!("{}: {e}", e.code()),
+                if e.is_input_error() { 2 } else { 1 },
+            ));
         }
     };
     if let Some(i) = intake
@@ -154,6 +159,28 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     } else {
         ExitCode::from(1)
     })
+}
+
+/// A failed `plan`: the error on stderr and, with `--json`, as JSON on stdout
+/// (`{"status": "error", "reason_code", "message", "exit_code"}`), so scripts
+/// always get a JSON answer. `line` is `CODE: message`.
+pub(crate) fn fail(json: bool, line: &str, exit: u8) -> ExitCode {
+    output::error(line);
+    if json {
+        let (code, message) = match line.split_once(": ") {
+            Some((c, m))
+                if !c.is_empty() && c.bytes().all(|b| b.is_ascii_uppercase() || b == b'_') =>
+            {
+                (c, m)
+            }
+            _ => ("ERROR", line),
+        };
+        output::json(
+            &json!({"status": "error", "reason_code": code, "message": message,
+            "exit_code": exit}),
+        );
+    }
+    ExitCode::from(exit)
 }
 
 /// The error for a request file that is not there: where it was looked for, the

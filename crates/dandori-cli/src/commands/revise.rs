@@ -10,7 +10,7 @@ use dandori_config::Config;
 use dandori_forge::permissions::Permissions;
 use dandori_forge::record::ForgeRecord;
 use dandori_forge::revise::{self, Feedback, FeedbackSource, Outcome};
-use dandori_forge::{CommentSource, ForgeClient, ForgeError, model_revision, report};
+use dandori_forge::{ForgeClient, ForgeError, model_revision, report};
 use dandori_planner::llm::provider::resolve;
 use serde_json::json;
 
@@ -59,7 +59,7 @@ fn context(config: Option<&Path>, sets: &[String], run_dir: &Path) -> Result<Con
 
 fn fail(e: &ForgeError) -> ExitCode {
     output::error(&format!("{}: {e}", e.code()));
-    exit_code(e)
+    ExitCode::from(exit_code(e))
 }
 
 fn forge_of(ctx: &Context, run_dir: &Path) -> Result<(ForgeRecord, ForgeClient), ExitCode> {
@@ -168,21 +168,6 @@ fn model_revision(
     }
 }
 
-/// Whether a comment is an approval (`/approve`, `approve`, `approved`, `lgtm`, `承認`).
-fn is_approval(body: &str) -> bool {
-    body.lines().any(|l| {
-        let l = l
-            .trim()
-            .trim_start_matches('/')
-            .trim_end_matches(['.', '!'])
-            .to_lowercase();
-        matches!(
-            l.as_str(),
-            "approve" | "approved" | "lgtm" | "承認" | "承認します"
-        )
-    })
-}
-
 pub fn revise(
     config: Option<&Path>,
     sets: &[String],
@@ -209,30 +194,13 @@ pub fn revise(
             issue_author: &record.issue_author,
             membership: Some(&member),
         };
-        let mut out = Vec::new();
-        for c in comments {
-            let seen = record.consumed.get(&c.id) == Some(&c.updated_at);
-            if seen || report::is_dandori_comment(&c.body) || is_approval(&c.body) {
-                continue;
+        let (out, ignored) = dandori_forge::feedback::from_comments(&comments, &record, &perms);
+        if !args.json {
+            for (id, author) in ignored {
+                output::progress(&format!(
+                    "ignored comment {id} by @{author}: not allowed to steer (planning.permissions.allowed_users)"
+                ));
             }
-            if !perms.may_steer(&c.author) {
-                if !args.json {
-                    output::progress(&format!(
-                        "ignored comment {} by @{}: not allowed to steer (planning.permissions.allowed_users)",
-                        c.id, c.author
-                    ));
-                }
-                continue;
-            }
-            out.push(Feedback {
-                source: match c.source {
-                    CommentSource::IssueComment => FeedbackSource::IssueComment,
-                    CommentSource::PrReview => FeedbackSource::PrReview,
-                },
-                author: Some(c.author.clone()),
-                comment_id: Some(c.id),
-                text: c.body.clone(),
-            });
         }
         drop(member);
         forge = Some((record, client));
@@ -505,14 +473,7 @@ pub fn approve(
                 issue_author: &record.issue_author,
                 membership: Some(&member),
             };
-            comments
-                .iter()
-                .filter(|c| {
-                    c.updated_at >= pending.requested_at || c.created_at >= pending.requested_at
-                })
-                .filter(|c| is_approval(&c.body) && !report::is_dandori_comment(&c.body))
-                .find(|c| perms.may_approve(&c.author))
-                .map(|c| c.author.clone())
+            dandori_forge::feedback::approver(&comments, &perms, &pending.requested_at)
         };
         forge = Some((record, client));
         match found {

@@ -36,6 +36,7 @@ pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Res
             resume: false,
             approve: args.approve,
             json: args.json,
+            open_pr: args.open_pr,
             engine: &args.engine,
         },
     )
@@ -60,6 +61,7 @@ pub fn resume(
             resume: true,
             approve: args.approve,
             json: args.json,
+            open_pr: args.open_pr,
             engine: &args.engine,
         },
     )
@@ -100,6 +102,7 @@ struct Invocation<'a> {
     resume: bool,
     approve: bool,
     json: bool,
+    open_pr: bool,
     engine: &'a EngineArgs,
 }
 
@@ -115,6 +118,7 @@ fn execute(
         resume,
         approve,
         json,
+        open_pr,
         engine,
     } = inv;
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
@@ -126,6 +130,25 @@ fn execute(
     if let Some(code) = super::forge::refuse_pending(target) {
         return Ok(code);
     }
+    // --open-pr: a run that cannot publish is refused before any slow work.
+    let publisher = if open_pr {
+        match super::forge::Publisher::open(target, repo, &config, &base_env) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                let code = super::forge::exit_code(&e);
+                if json {
+                    output::json(
+                        &serde_json::json!({"status": "error", "reason_code": e.code(),
+                        "message": e.to_string(), "exit_code": code}),
+                    );
+                }
+                output::error(&format!("{}: --open-pr: {e}", e.code()));
+                return Ok(ExitCode::from(code));
+            }
+        }
+    } else {
+        None
+    };
     let reporter = super::forge::RunReporter::open(target, &config, &base_env);
     let progress = super::forge::with_reporter(
         (!json)
@@ -159,7 +182,7 @@ fn execute(
             Err(_) => "the coordinator stopped on an error",
         });
     }
-    let code = report_outcome(result, reporter.as_deref(), json);
+    let code = report_outcome(result, reporter.as_deref(), publisher.as_ref(), json);
     // The pool worktrees' files are deleted in the background while the result
     // is printed; the process exits once they are gone.
     dandori_runner::git::wait_for_removals();
@@ -169,16 +192,29 @@ fn execute(
 fn report_outcome(
     result: Result<dandori_runner::RunOutcome, dandori_runner::RunnerError>,
     reporter: Option<&super::forge::RunReporter>,
+    publisher: Option<&super::forge::Publisher>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     match result {
         Ok(outcome) => {
             let c = &outcome.completion;
+            let mut value = serde_json::to_value(c).unwrap_or_default();
+            // The pull request first, so the completion comment can link it.
+            let mut exit = c.exit_code;
+            if let Some(p) = publisher {
+                let (pr, ok) = p.publish(&value);
+                if !ok && exit == 0 {
+                    exit = 1;
+                }
+                if let Some(o) = value.as_object_mut() {
+                    o.insert("pull_request".to_string(), pr);
+                }
+            }
             if let Some(r) = reporter {
-                r.finish(&serde_json::to_value(c).unwrap_or_default());
+                r.finish(&value);
             }
             if json {
-                output::json(c);
+                output::json(&value);
             } else {
                 step_lines(c, "");
                 output::line(&format!(
@@ -188,10 +224,20 @@ fn report_outcome(
                     outcome.run_dir.join("report.md").display()
                 ));
             }
-            Ok(ExitCode::from(c.exit_code))
+            Ok(ExitCode::from(exit))
         }
         Err(e) => {
             let code = dandori_runner::exit_code_for_error(&e);
+            // A run from an issue that stops before its steps (an environment
+            // that cannot be set up, a gate) says so on the issue.
+            if let Some(r) = reporter {
+                r.finish(&serde_json::json!({
+                    "status": "failed",
+                    "comment": format!("{}: {e}", e.reason_code()),
+                    "summary": {"goal_achieved": false, "tasks_completed": 0, "tasks_failed": 0,
+                                "reason": format!("{}: {e}", e.reason_code())},
+                }));
+            }
             if json {
                 output::json(&serde_json::json!({
                     "status": if code == dandori_runner::exit::GATE_REFUSED { "gate_refused" } else { "error" },

@@ -50,5 +50,11 @@ mod trust;
 // --
 mod agent_cli;
 // --
+mod ci_bot;
+// --
+mod env_kill;
+// --
+mod kill_matrix;
+// --
 mod repl;
 // --

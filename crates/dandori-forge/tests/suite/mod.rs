@@ -1,3 +1,4 @@
+mod bot;
 mod client;
 mod model_revision;
 mod openapi;

@@ -91,6 +91,7 @@ fn exercise() -> dandori_test_support::fake_forge::FakeForge {
             comments: Default::default(),
             consumed: Default::default(),
             help_label: false,
+            pull_request: None,
         };
         report::upsert(
             &c,
@@ -122,6 +123,28 @@ fn exercise() -> dandori_test_support::fake_forge::FakeForge {
         let missing = ForgeRef::parse(&reference.replace(['1', '3', '2', '4'], "9")).unwrap();
         assert!(c.issue(&missing).is_err());
     }
+    // `--open-pr`: a pull / merge request found, opened and updated.
+    let dir = tempfile::tempdir().unwrap();
+    let bare = super::bot::remote(dir.path());
+    f.set_remote(Api::GitHub, "octo/app", &bare);
+    f.set_remote(Api::GitLab, "grp/sub/app", &bare);
+    for (reference, project) in [
+        ("github:octo/app#1", "octo/app"),
+        ("gitlab:grp/sub/app#2", "grp/sub/app"),
+    ] {
+        let r = ForgeRef::parse(reference).unwrap();
+        let c = client(&f, &r, &cfg);
+        let text = dandori_forge::change_request::ChangeRequestText {
+            title: "dandori: x",
+            body: "Closes #1",
+            draft: true,
+        };
+        assert!(c.find_change_request(project, "feature").unwrap().is_none());
+        let cr = c
+            .create_change_request(project, "feature", "main", &text)
+            .unwrap();
+        c.update_change_request(project, cr.number, &text).unwrap();
+    }
     f
 }
 
@@ -146,6 +169,9 @@ fn github_requests_and_responses_match_the_official_descriptions() {
             "issues/add-labels",
             "pulls/list-reviews",
             "teams/get-membership-for-user-in-org",
+            "pulls/list",
+            "pulls/create",
+            "pulls/update",
         ]
         .into_iter()
         .map(String::from)

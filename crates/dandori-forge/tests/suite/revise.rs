@@ -92,6 +92,13 @@ fn a_revision_applies_edits_records_a_human_reflection_and_history() {
     assert_eq!(revision, 1);
     assert_eq!(changes.len(), 2, "{changes:?}");
     let p = planning(&dir);
+    // The step budget follows the added step (a run would pause, exit 5, otherwise).
+    assert!(
+        p.limits.max_steps_per_run >= p.steps.len() as u64,
+        "{} < {}",
+        p.limits.max_steps_per_run,
+        p.steps.len()
+    );
     assert!(
         p.steps[0]
             .scope

@@ -397,8 +397,10 @@ impl Coordinator<'_> {
         };
         self.update_index();
         self.save()?;
-        self.main
-            .run(&["checkout", "--quiet", &self.planning.work_branch])?;
+        if self.reattach_work_branch {
+            self.main
+                .run(&["checkout", "--quiet", &self.planning.work_branch])?;
+        }
         report::write(&report::ReportInput {
             planning: &self.planning,
             stage: &self.stage,

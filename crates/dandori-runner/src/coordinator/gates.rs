@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::environment::{self, EnvironmentReport, EnvironmentStatus};
 use crate::error::RunnerError;
+use crate::executor::Executor;
 use crate::{events, reason};
 
 use super::Coordinator;
@@ -31,16 +32,26 @@ impl Coordinator<'_> {
         let base = self.planning.base_branch.clone();
         let work = self.planning.work_branch.clone();
         if resuming && self.main.cherry_pick_in_progress()? {
-            // Our own merge was interrupted by a kill; its step is rerun.
-            self.main.run(&["cherry-pick", "--abort"])?;
+            // Our own merge (older runs merged by cherry-pick) was interrupted by
+            // a kill: its step is rerun. Someone else's cherry-pick is theirs.
+            let (_, message, _) =
+                self.main
+                    .output(&["log", "-1", "--format=%B", "CHERRY_PICK_HEAD"])?;
+            let ours = format!("{}: {}", crate::git::TRAILER_RUN, self.planning.run_id);
+            if message.lines().any(|l| l.trim() == ours) {
+                self.main.run(&["cherry-pick", "--abort"])?;
+            }
         }
         let exclude = self.runs_exclude();
         let dirty = self.main.dirty_paths(exclude.as_deref())?;
         let clean = dirty.is_empty();
+        // A half-made .venv is thousands of files: the event keeps the first
+        // ones and the count, the message a summary by directory.
         self.emit(
             events::GATE_CHECK,
             json!({"gate": "require_clean_worktree", "required": g.require_clean_worktree,
-                   "passed": clean, "dirty": dirty}),
+                   "passed": clean, "dirty": dirty.iter().take(MAX_DIRTY_LISTED).collect::<Vec<_>>(),
+                   "dirty_count": dirty.len()}),
         );
         if g.require_clean_worktree && !clean {
             return Err(RunnerError::Gate {
@@ -49,7 +60,7 @@ impl Coordinator<'_> {
                 message: format!(
                     "{} has uncommitted changes: {}",
                     self.main.dir().display(),
-                    dirty.join(", ")
+                    summarize_dirty(&dirty)
                 ),
             });
         }
@@ -77,33 +88,14 @@ impl Coordinator<'_> {
             }
         } else {
             self.progress(&format!(
-                "git: creating branch {work} from {base} in {}",
+                "git: creating branch {work} from {base} in {} (not checked out)",
                 self.main.dir().display()
             ));
             self.main.run(&["branch", &work, &base])?;
         }
-        let current = self.main.current_branch()?;
-        if current.as_deref() != Some(work.as_str()) {
-            if !clean {
-                // Never carry someone's uncommitted work onto our branch, even when
-                // the clean-worktree gate is off.
-                return Err(RunnerError::Gate {
-                    gate: "require_clean_worktree",
-                    reason_code: reason::WORKTREE_DIRTY,
-                    message: format!(
-                        "refusing to switch {} to {work}: uncommitted changes ({}); commit or stash them first",
-                        self.main.dir().display(),
-                        dirty.join(", ")
-                    ),
-                });
-            }
-            self.progress(&format!(
-                "git: checking out {work} in {} (was {})",
-                self.main.dir().display(),
-                current.as_deref().unwrap_or("a detached HEAD")
-            ));
-            self.main.run(&["checkout", "--quiet", &work])?;
-        }
+        // The user's checkout stays as it is: steps run in worktrees of their own
+        // and move the work branch by reference (no `git checkout` here).
+        self.reattach_work_branch = self.main.current_branch()?.as_deref() == Some(work.as_str());
         self.base_commit = self.main.rev_parse(&base)?;
         self.emit(
             events::GATE_CHECK,
@@ -118,6 +110,38 @@ impl Coordinator<'_> {
                                    "tool policy of the llm executor"]}),
         );
         Ok(())
+    }
+
+    /// Before the environment setup (tens of seconds) and any step: what would
+    /// make the steps fail late. The agent program must be there, and git must
+    /// have an identity to commit with when steps will run.
+    pub(super) fn preflight(&mut self, executor: &dyn Executor) -> Result<(), RunnerError> {
+        let mut problems = Vec::new();
+        if let Some(p) = executor.preflight() {
+            problems.push(p);
+        }
+        if executor.can_execute() {
+            let (ok, _, err) = self.main.output(&["var", "GIT_COMMITTER_IDENT"])?;
+            if !ok {
+                problems.push(format!(
+                    "git has no identity to commit the steps with ({}); set user.name and user.email (git config, or GIT_AUTHOR_NAME / GIT_AUTHOR_EMAIL / GIT_COMMITTER_NAME / GIT_COMMITTER_EMAIL)",
+                    err.lines().find(|l| !l.trim().is_empty()).unwrap_or("git var GIT_COMMITTER_IDENT failed").trim()
+                ));
+            }
+        }
+        self.emit(
+            events::GATE_CHECK,
+            json!({"gate": "preflight", "required": true, "passed": problems.is_empty(),
+                   "problems": problems}),
+        );
+        if problems.is_empty() {
+            return Ok(());
+        }
+        Err(RunnerError::Gate {
+            gate: "preflight",
+            reason_code: reason::PREFLIGHT_FAILED,
+            message: problems.join("; "),
+        })
     }
 
     pub(super) fn environment_phase(&mut self) -> Result<BTreeMap<String, String>, RunnerError> {
@@ -273,4 +297,73 @@ fn set_executable(path: &Path) -> Result<(), RunnerError> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| dandori_fs::FsError::new("making executable", path, e))?;
     Ok(())
+}
+
+/// Dirty paths listed one by one up to this many; beyond, summarised.
+const MAX_DIRTY_LISTED: usize = 20;
+
+/// `git status --porcelain` lines for a message: as they are when few, else
+/// counted by top-level directory and kind ("2913 untracked files under .venv/").
+pub(crate) fn summarize_dirty(lines: &[String]) -> String {
+    if lines.len() <= MAX_DIRTY_LISTED {
+        return lines.join(", ");
+    }
+    let mut groups: std::collections::BTreeMap<(String, &str), usize> = Default::default();
+    for l in lines {
+        let (code, path) = (l.get(..2).unwrap_or(""), l.get(3..).unwrap_or(l));
+        let kind = match code.trim() {
+            "??" => "untracked",
+            "D" => "deleted",
+            "A" => "added",
+            _ => "modified",
+        };
+        let top = match path.trim_matches('"').split_once('/') {
+            Some((dir, _)) => format!("{dir}/"),
+            None => path.to_string(),
+        };
+        *groups.entry((top, kind)).or_default() += 1;
+    }
+    let mut v: Vec<((String, &str), usize)> = groups.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let shown: Vec<String> = v
+        .iter()
+        .take(8)
+        .map(|((top, kind), n)| {
+            if top.ends_with('/') {
+                format!("{n} {kind} file(s) under {top}")
+            } else {
+                format!("{kind} {top}")
+            }
+        })
+        .collect();
+    let rest = v.len().saturating_sub(8);
+    format!(
+        "{} changed path(s): {}{} (`git status` lists them)",
+        lines.len(),
+        shown.join(", "),
+        if rest > 0 {
+            format!(", and {rest} more group(s)")
+        } else {
+            String::new()
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_big_dirty_tree_is_summarised_by_directory() {
+        let mut lines: Vec<String> = (0..2913).map(|i| format!("?? .venv/lib/f{i}.py")).collect();
+        lines.push(" M README.md".to_string());
+        let s = summarize_dirty(&lines);
+        assert_eq!(
+            s,
+            "2914 changed path(s): 2913 untracked file(s) under .venv/, modified README.md (`git status` lists them)"
+        );
+        assert!(s.len() < 200);
+        let few = vec!["?? a".to_string(), " M b".to_string()];
+        assert_eq!(summarize_dirty(&few), "?? a,  M b");
+    }
 }

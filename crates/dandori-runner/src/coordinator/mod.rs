@@ -139,6 +139,11 @@ struct Coordinator<'o> {
     /// Whether every step commit is known to be built on `work_start` (false for a
     /// run directory whose start was recorded after steps were done).
     work_start_below: bool,
+    /// The repository's own worktree had the work branch checked out when the
+    /// run began (left so by an older dandori, or by hand): it is detached while
+    /// steps move the branch and checked out again at the end. Otherwise the
+    /// user's checkout is never touched: the branch is created, not checked out.
+    reattach_work_branch: bool,
     /// The sandbox of every command run on the plan's or the model's behalf.
     sandbox: dandori_exec::Sandbox,
     /// The command policy of unit and e2e commands.
@@ -224,6 +229,7 @@ impl<'o> Coordinator<'o> {
             ac_evidence: Vec::new(),
             work_start: String::new(),
             work_start_below: false,
+            reattach_work_branch: false,
             sandbox,
             command_policy,
             git_guard,
@@ -254,6 +260,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     let executor = c.resolve_executor()?;
     c.sandbox_gate(executor.as_ref())?;
     c.gates(stage_exists)?;
+    c.preflight(executor.as_ref())?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
     c.stage.status = RunStatus::Running;

@@ -19,15 +19,23 @@ impl Coordinator<'_> {
     pub(super) fn reconcile(&mut self) -> Result<(), RunnerError> {
         let run_id = self.planning.run_id.clone();
         let work = self.planning.work_branch.clone();
+        if self.reattach_work_branch {
+            // Steps move the work branch without touching the files of the
+            // repository's worktree; one that has the branch checked out is
+            // detached meanwhile (so it never looks dirty after a kill) and checks
+            // the branch out again when the run ends.
+            self.main.run(&["checkout", "--quiet", "--detach"])?;
+        }
         loop {
-            let head = self.main.step_commits("HEAD^!")?;
+            let head = self.main.step_commits(&format!("refs/heads/{work}^!"))?;
             let partial = head
                 .first()
                 .is_some_and(|c| c.run_id == run_id && !c.completes_step());
             if !partial {
                 break;
             }
-            self.main.reset_hard("HEAD^")?;
+            let parent = self.main.rev_parse(&format!("refs/heads/{work}^"))?;
+            self.main.set_branch(&work, &parent)?;
         }
         let range = format!("{}..{work}", self.base_commit);
         let mut finals: BTreeMap<String, String> = BTreeMap::new();
@@ -95,7 +103,7 @@ impl Coordinator<'_> {
             self.emit(events::EXECUTION_RESUME, json!({"reconciled": changes}));
         }
         self.update_index();
-        self.tip = self.main.rev_parse("HEAD")?;
+        self.tip = self.main.rev_parse(&format!("refs/heads/{work}"))?;
         let start = self
             .stage
             .extra
@@ -114,10 +122,6 @@ impl Coordinator<'_> {
             }
         }
         self.work_start_below = below;
-        // Steps move the work branch without touching the files of the repository's
-        // worktree; it is detached meanwhile (so it never looks dirty after a kill)
-        // and checks the branch out again when the run ends.
-        self.main.run(&["checkout", "--quiet", "--detach"])?;
         Ok(())
     }
 }

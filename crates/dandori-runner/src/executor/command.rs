@@ -84,6 +84,27 @@ impl Executor for CommandExecutor {
         "command"
     }
 
+    /// The agent program (the template's first word) exists: a path, or a name
+    /// found on `PATH`. A word with a placeholder is left to the run.
+    fn preflight(&self) -> Option<String> {
+        let program = self.template.first()?;
+        if program.contains('{') {
+            return None;
+        }
+        let found = if program.contains('/') {
+            std::path::Path::new(program).is_file()
+        } else {
+            std::env::var_os("PATH")
+                .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join(program).is_file()))
+        };
+        (!found).then(|| {
+            format!(
+                "the agent program {program:?} (the first word of the agent command) is not found{}; install it or fix runner.agent_cmd / --agent-cmd",
+                if program.contains('/') { "" } else { " on PATH" }
+            )
+        })
+    }
+
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
         // A log of what was asked: atomic, not synced (it is written again on resume).
         dandori_fs::write_atomic_unsynced(req.prompt_file, req.masker.mask_str(req.prompt))?;

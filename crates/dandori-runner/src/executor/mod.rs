@@ -77,5 +77,10 @@ pub trait Executor: Send + Sync {
     fn can_execute(&self) -> bool {
         true
     }
+    /// What can be checked before any slow work (an agent program that is not
+    /// there): the problem, or None.
+    fn preflight(&self) -> Option<String> {
+        None
+    }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError>;
 }

@@ -60,9 +60,15 @@ echo "made by $1" > "src/$1/file.txt""#,
     assert!(report.contains("| AC-02 |"), "{report}");
     assert!(report.contains("```mermaid\ngantt"), "{report}");
     assert!(!run_dir.join("errors.json").exists());
+    // The work branch is created, never checked out: the user's checkout stays.
     assert_eq!(
         repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
-        "dandori/RQ-1/run-1"
+        "main"
+    );
+    assert!(
+        repo.git(&["log", "--format=%s", "dandori/RQ-1/run-1"])
+            .contains("S02"),
+        "the steps' commits are on the work branch"
     );
     // The pool worktree (the runner runs in this process) is gone after the run.
     assert!(
@@ -347,10 +353,16 @@ fn without_a_model_steps_wait_and_the_run_says_so() {
         stage(&run_dir)["steps"][0]["reason_code"],
         "MODEL_NOT_CONFIGURED"
     );
-    // The gates still ran: the work branch exists and is checked out.
+    // The gates still ran: the work branch exists; the user's checkout stays.
     assert_eq!(
         repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
-        "dandori/RQ-1/run-1"
+        "main"
+    );
+    assert!(
+        !repo
+            .git(&["rev-parse", "--verify", "dandori/RQ-1/run-1"])
+            .trim()
+            .is_empty()
     );
     // Later, with an agent, resume runs the waiting steps.
     let agent = repo.agent(r#"mkdir -p "src/$1"; echo 1 > "src/$1/x""#);

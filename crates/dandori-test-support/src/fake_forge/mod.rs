@@ -7,9 +7,25 @@
 //! readers; listings paginate (`Link` on GitHub, `X-Next-Page` on GitLab) with a
 //! configurable page size cap; rate limits can be injected for the next
 //! requests. Every request and response is recorded for shape checks.
+//!
+//! Tokens are of three kinds ([`TokenKind`]), as on GitHub: a user's token
+//! (`GET /user` answers), an installation token (GitHub Actions' `GITHUB_TOKEN`
+//! or a GitHub App's installation token: `GET /user` answers 403 "Resource not
+//! accessible by integration", comments are authored by `SLUG[bot]`, a user of
+//! type `Bot`, with `performed_via_github_app`), and an app's JWT (`GET /app`
+//! answers; a non-JWT token gets 401 "A JSON web token could not be decoded").
+//! Pull requests / merge requests ([`pulls`]) are opened against a bare git
+//! repository registered as the project's remote, so a head branch that was
+//! never pushed is refused (422) as the forges do.
+
+mod git_http;
+mod pulls;
+
+pub use git_http::GitRequest;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::Router;
@@ -56,6 +72,30 @@ pub struct FakeItem {
     pub author: String,
     pub state: String,
     pub comments: Vec<FakeComment>,
+    /// The branches of a pull / merge request opened through the API.
+    pub pr: Option<FakePr>,
+}
+
+/// A pull / merge request's branches, as opened through the API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakePr {
+    pub head: String,
+    pub base: String,
+    pub draft: bool,
+    /// The head commit in the project's remote when the request was opened or edited.
+    pub head_sha: String,
+}
+
+/// What a token authenticates as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenKind {
+    /// A person's (or a GitLab project / group access token's bot user's) token.
+    User,
+    /// A GitHub App installation token (GitHub Actions' `GITHUB_TOKEN` is the
+    /// `github-actions` app's): the user is `APP[bot]`.
+    Installation { app: String },
+    /// A GitHub App's JWT: only `GET /app` answers.
+    AppJwt { app: String },
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,12 +134,19 @@ pub struct ForgeExchange {
 struct Shared {
     projects: BTreeMap<(Api, String), FakeProject>,
     tokens: BTreeMap<String, String>,
+    token_kinds: BTreeMap<String, TokenKind>,
+    /// Bare git repositories standing for the projects' remotes.
+    remotes: BTreeMap<(Api, String), PathBuf>,
+    git_requests: Vec<git_http::GitRequest>,
     teams: BTreeMap<String, Vec<String>>,
     rate_limits: VecDeque<RateLimit>,
     max_per_page: Option<usize>,
     exchanges: Vec<ForgeExchange>,
     next_id: u64,
     clock: u64,
+    /// Stamp comments with the wall clock (seconds, strictly increasing)
+    /// instead of `2026-01-01T…` counting up.
+    real_time: bool,
 }
 
 impl Shared {
@@ -119,6 +166,14 @@ impl Shared {
     }
 
     fn now(&mut self) -> String {
+        if self.real_time {
+            // Rounded up: a stamp is never earlier than the moment it stands for.
+            let wall = u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0) + 1;
+            self.clock = wall.max(self.clock + 1);
+            return chrono::DateTime::from_timestamp(self.clock as i64, 0)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default();
+        }
         self.clock += 1;
         chrono_like(self.clock)
     }
@@ -195,6 +250,62 @@ impl FakeForge {
             .insert(token.to_string(), user.to_string());
     }
 
+    /// A GitHub App installation token (`github-actions` for GitHub Actions'
+    /// `GITHUB_TOKEN`): it acts as `APP[bot]`.
+    pub fn add_installation_token(&self, token: &str, app: &str) {
+        let mut s = self.state.lock();
+        s.tokens.insert(token.to_string(), format!("{app}[bot]"));
+        s.token_kinds.insert(
+            token.to_string(),
+            TokenKind::Installation {
+                app: app.to_string(),
+            },
+        );
+    }
+
+    /// A GitHub App's JWT (`GET /app` answers with the app).
+    pub fn add_app_jwt(&self, token: &str, app: &str) {
+        let mut s = self.state.lock();
+        s.tokens.insert(token.to_string(), format!("{app}[bot]"));
+        s.token_kinds.insert(
+            token.to_string(),
+            TokenKind::AppJwt {
+                app: app.to_string(),
+            },
+        );
+    }
+
+    /// The bare git repository behind `project` (its branches are the pull /
+    /// merge requests' heads).
+    pub fn set_remote(&self, api: Api, project: &str, bare: &Path) {
+        self.state
+            .lock()
+            .remotes
+            .insert((api, project.to_string()), bare.to_path_buf());
+    }
+
+    /// Stamp new comments with the wall clock (for flows that compare them with
+    /// times dandori records, such as an approval after a revision).
+    pub fn use_real_time(&self) {
+        self.state.lock().real_time = true;
+    }
+
+    /// The project's remote over smart HTTP (`git http-backend` on the bare
+    /// repository of [`FakeForge::set_remote`]; the token as the basic-auth
+    /// password, as on the forges).
+    pub fn git_url(&self, api: Api, project: &str) -> String {
+        let prefix = match api {
+            Api::GitHub => "gh",
+            Api::GitLab => "gl",
+        };
+        format!("http://{}/git/{prefix}/{project}.git", self.addr)
+    }
+
+    /// Every git request over HTTP, with the user its token authenticated.
+    pub fn git_requests(&self) -> Vec<GitRequest> {
+        self.state.lock().git_requests.clone()
+    }
+
     /// A project (created empty when new); `private` hides it from all but `readers`.
     pub fn add_project(&self, api: Api, project: &str, private: bool, readers: &[&str]) {
         let mut s = self.state.lock();
@@ -228,6 +339,7 @@ impl FakeForge {
                 author: author.to_string(),
                 state: "open".to_string(),
                 comments: Vec::new(),
+                pr: None,
             },
         );
     }
@@ -324,6 +436,21 @@ impl FakeForge {
         item_mut(&mut s, api, project, number).clone()
     }
 
+    /// The pull / merge requests opened through the API, by number.
+    pub fn change_requests(&self, api: Api, project: &str) -> Vec<(u64, FakeItem)> {
+        let s = self.state.lock();
+        s.projects
+            .get(&(api, project.to_string()))
+            .map(|p| {
+                p.items
+                    .iter()
+                    .filter(|(_, i)| i.pr.is_some())
+                    .map(|(n, i)| (*n, i.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// `team` (`org/slug` or a GitLab group path) has these members.
     pub fn add_team(&self, team: &str, members: &[&str]) {
         self.state.lock().teams.insert(
@@ -388,6 +515,9 @@ async fn handle(
     body: Bytes,
 ) -> Response {
     let full = uri.path().to_string();
+    if full.starts_with("/git/") {
+        return git_http::serve(&state, &method, &uri, &headers, body).await;
+    }
     let query = uri.query().unwrap_or_default().to_string();
     let (api, path) = if let Some(p) = full.strip_prefix("/gh") {
         (Api::GitHub, p.to_string())
@@ -425,8 +555,16 @@ async fn handle(
                 Api::GitLab => hdrs.get("private-token").cloned(),
             };
             let user = token.as_ref().and_then(|t| s.tokens.get(t).cloned());
+            let kind = token
+                .as_ref()
+                .and_then(|t| s.token_kinds.get(t).cloned())
+                .unwrap_or(TokenKind::User);
             if token.is_some() && user.is_none() {
                 answer(401, json!({"message": "Bad credentials"}))
+            } else if api == Api::GitHub
+                && let Some(a) = github_identity(&kind, &path, user.as_deref(), &host)
+            {
+                a
             } else {
                 route(
                     &mut s,
@@ -501,6 +639,52 @@ fn rate_limited(api: Api, limit: &RateLimit) -> Answer {
             }
         }
     }
+}
+
+/// `GET /user` and `GET /app` by token kind (GitHub). None: route as usual.
+///
+/// Checked against GitHub's REST description (npm @octokit/openapi 23.0.2):
+/// `users/get-authenticated` declares 403 (`basic-error`), the answer an
+/// installation token gets ("Resource not accessible by integration", as
+/// GitHub Actions' `GITHUB_TOKEN` does); `apps/get-authenticated` declares only
+/// 200 and says a JWT is required; GitHub answers other tokens 401 "A JSON web
+/// token could not be decoded".
+fn github_identity(kind: &TokenKind, path: &str, user: Option<&str>, host: &str) -> Option<Answer> {
+    let segs: Vec<&str> = path.split('/').filter(|x| !x.is_empty()).collect();
+    match (segs.as_slice(), kind) {
+        (["user"], TokenKind::Installation { .. } | TokenKind::AppJwt { .. }) => Some(answer(
+            403,
+            json!({"message": "Resource not accessible by integration",
+                   "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+                   "status": "403"}),
+        )),
+        (["app"], TokenKind::AppJwt { app }) => Some(answer(200, gh_integration(app, host))),
+        (["app"], _) if user.is_some() => Some(answer(
+            401,
+            json!({"message": "A JSON web token could not be decoded",
+                   "documentation_url": "https://docs.github.com/rest", "status": "401"}),
+        )),
+        _ => None,
+    }
+}
+
+/// GitHub's `integration` (a GitHub App), every required field.
+fn gh_integration(app: &str, host: &str) -> Value {
+    json!({
+        "id": gh_user_id(app),
+        "slug": app,
+        "node_id": format!("A_{app}"),
+        "client_id": format!("Iv1.{app}"),
+        "owner": gh_user("octo", host),
+        "name": app,
+        "description": null,
+        "external_url": format!("http://{host}/apps/{app}"),
+        "html_url": format!("http://{host}/apps/{app}"),
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "permissions": {"issues": "write", "pull_requests": "write", "contents": "write", "metadata": "read"},
+        "events": [],
+    })
 }
 
 fn param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
@@ -639,7 +823,7 @@ fn gh_user(login: &str, host: &str) -> Value {
         "repos_url": format!("{api}/repos"),
         "events_url": format!("{api}/events{{/privacy}}"),
         "received_events_url": format!("{api}/received_events"),
-        "type": "User",
+        "type": if login.ends_with("[bot]") { "Bot" } else { "User" },
         "site_admin": false,
     })
 }
@@ -689,6 +873,8 @@ fn gh_comment(project: &str, number: u64, c: &FakeComment, host: &str) -> Value 
         "created_at": c.created_at,
         "updated_at": c.updated_at,
         "author_association": "NONE",
+        // A comment written with an installation token names its app.
+        "performed_via_github_app": c.author.strip_suffix("[bot]").map(|app| gh_integration(app, host)),
     })
 }
 
@@ -727,6 +913,9 @@ fn github(
     let writes = matches!(method, "POST" | "PATCH" | "PUT" | "DELETE");
     if writes && user.is_none() {
         return answer(401, json!({"message": "Requires authentication"}));
+    }
+    if matches!(rest, ["pulls"] | ["pulls", _]) {
+        return pulls::github(s, method, rest, query, body, user, host, &project, path);
     }
     let key = (Api::GitHub, project.clone());
     match (method, rest) {
@@ -936,6 +1125,27 @@ fn gitlab(
             })
             .unwrap_or_default();
         return answer(200, Value::Array(members));
+    }
+    if let ["projects", enc, "merge_requests", rest @ ..] = segs
+        && rest.len() <= 1
+    {
+        let project = enc.replace("%2F", "/").replace("%2f", "/");
+        if !visible(s, Api::GitLab, &project, user) {
+            return answer(404, json!({"message": "404 Project Not Found"}));
+        }
+        if matches!(method, "POST" | "PUT") && user.is_none() {
+            return answer(401, json!({"message": "401 Unauthorized"}));
+        }
+        let number = rest.first().and_then(|n| n.parse::<u64>().ok());
+        let opened_here = number.is_some_and(|n| {
+            s.projects[&(Api::GitLab, project.clone())]
+                .items
+                .get(&n)
+                .is_some_and(|i| i.pr.is_some())
+        });
+        if number.is_none() || (opened_here && method == "PUT") {
+            return pulls::gitlab(s, method, number, query, body, user, host, &project, path);
+        }
     }
     let ["projects", enc, what, n, rest @ ..] = segs else {
         return not_found();

@@ -1,0 +1,125 @@
+//! A run killed during the environment setup resumes: the directories setup
+//! creates are ignored before they exist (write-ahead in `.git/info/exclude`),
+//! so the half-made `.venv` does not make the checkout dirty, and a dirty tree
+//! that is really dirty is summarised, not listed file by file.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dandori_test_support::TempGitRepo;
+use serde_json::{Value, json};
+
+use super::run_llm::dandori;
+
+fn plan(repo: &TempGitRepo, home: &Path, setup: &[&str]) -> PathBuf {
+    let o = dandori(
+        &["plan", "requests/RQ-3.md", "--json"],
+        repo.path(),
+        home,
+        &[],
+    );
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let path = run_dir.join("planning.json");
+    let mut planning: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    planning["selected_environment"] = json!({
+        "name": "python", "reason": "test plan", "detected_files": [],
+        "setup_commands": setup, "verification_commands": [], "expected_results": {},
+        "root": ".", "package_manager": "pip",
+    });
+    std::fs::write(&path, serde_json::to_string_pretty(&planning).unwrap()).unwrap();
+    run_dir
+}
+
+#[test]
+fn a_kill_during_environment_setup_resumes() {
+    let repo = TempGitRepo::with_files(&[
+        ("README.md", "# calc\n"),
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        (
+            "requests/RQ-3.md",
+            "---\nid: RQ-3\ntitle: Double\n---\n# Double\n\nAdd a `double(x)` function to `calc.py`.\n",
+        ),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let run_dir = plan(&repo, home.path(), &["python3 -m venv .venv", "sleep 6"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dandori"))
+        .args(["--sandbox", "off", "run"])
+        .arg(&run_dir)
+        .args(["--executor", "none", "--json"])
+        .current_dir(repo.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once the venv is made and `sleep` runs.
+    let venv = repo.path().join(".venv/pyvenv.cfg");
+    let start = Instant::now();
+    while !venv.is_file() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(venv.is_file(), "the venv was never made");
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        !repo.path().join(".venv/.gitignore").exists(),
+        "killed before setup finished"
+    );
+    // The half-made venv is not dirt.
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--", ".", ":(exclude).dandori"]),
+        ""
+    );
+    let o = dandori(
+        &[
+            "--sandbox",
+            "off",
+            "resume",
+            run_dir.to_str().unwrap(),
+            "--executor",
+            "none",
+            "--json",
+        ],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("WORKTREE_DIRTY"), "{err}");
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "needs a model, as with executor none: {err}"
+    );
+    // Real dirt, a lot of it: summarised by directory.
+    for i in 0..500 {
+        std::fs::create_dir_all(repo.path().join("junk")).unwrap();
+        std::fs::write(repo.path().join(format!("junk/f{i}.txt")), "x").unwrap();
+    }
+    let o = dandori(
+        &[
+            "--sandbox",
+            "off",
+            "resume",
+            run_dir.to_str().unwrap(),
+            "--executor",
+            "none",
+            "--json",
+        ],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["reason_code"], "WORKTREE_DIRTY", "{v}");
+    let m = v["message"].as_str().unwrap();
+    assert!(m.contains("500 untracked file(s) under junk/"), "{m}");
+    assert!(m.len() < 400, "{m}");
+}
