@@ -14,6 +14,10 @@ pub struct RunnerConfig {
     /// secrets or outside `shell_environment_policy` (its own credential, e.g.
     /// `ANTHROPIC_API_KEY`): an allow-list; nothing else is passed.
     pub agent_env: Vec<String>,
+    /// More state paths of the agent under `HOME` (relative, e.g.
+    /// `.config/my-agent`) writable inside the sandbox, beside the built-in ones
+    /// (`.claude`, `.claude.json`, `.codex`, `.gemini`, `.aider`, `.cache`, …).
+    pub agent_state: Vec<String>,
 }
 
 impl Default for RunnerConfig {
@@ -22,6 +26,7 @@ impl Default for RunnerConfig {
             max_parallel_workers: 3,
             agent_cmd: None,
             agent_env: Vec::new(),
+            agent_state: Vec::new(),
         }
     }
 }

@@ -287,6 +287,7 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("runner.max_parallel_workers", Limit),
         ("runner.agent_cmd", Widening),
         ("runner.agent_env", Widening),
+        ("runner.agent_state", Widening),
         ("mcp.servers", Widening),
         ("sandbox.mode", Widening),
         (

@@ -263,8 +263,18 @@ fn environment_project() -> (World, PathBuf, PathBuf) {
     (w, run_dir, ctl)
 }
 
-fn run(w: &World, run_dir: &Path, agent_cmd: &str, mode: &str, extra: &[&str]) -> (Value, String) {
-    let real_home = std::env::var("HOME").unwrap_or_default();
+fn run(
+    w: &World,
+    run_dir: &Path,
+    agent_cmd: &str,
+    mode: &str,
+    extra: &[&str],
+    home: Option<&Path>,
+) -> (Value, String) {
+    // By default the real home: its toolchains (cargo, rustup) are what the steps use.
+    let home = home
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()));
     let out = Command::new(BIN)
         .arg("run")
         .arg(run_dir)
@@ -275,8 +285,7 @@ fn run(w: &World, run_dir: &Path, agent_cmd: &str, mode: &str, extra: &[&str]) -
         .current_dir(&w.repo)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
-        // The real home: its toolchains (cargo, rustup) are what the steps use.
-        .env("HOME", real_home)
+        .env("HOME", &home)
         .env("OPENAI_API_KEY", API_KEY)
         .env("GITHUB_TOKEN", "ghp_rootTestToken0123456789abcdefABCD")
         .env("DATABASE_URL", "postgres://app:db-pass-0123456789@db/x")
@@ -303,7 +312,7 @@ fn parallel_steps_see_the_prepared_environment_under_both_mechanisms() {
     for mode in MECHANISMS {
         let (w, run_dir, ctl) = environment_project();
         let agent = format!("sh {} {{step_id}}", ctl.join("agent.sh").display());
-        let (v, stderr) = run(&w, &run_dir, &agent, mode, &[]);
+        let (v, stderr) = run(&w, &run_dir, &agent, mode, &[], None);
         let stage: Value =
             serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
                 .unwrap();
@@ -348,19 +357,30 @@ fn an_agent_command_sees_only_the_allow_listed_variables() {
         let (w, run_dir, ctl) = environment_project();
         std::fs::write(
             ctl.join("env-agent.sh"),
-            "#!/bin/sh\nset -e\nenv > \"$(dirname \"$2\")/agent-env.$1.txt\"\nmkdir -p \"work/$1\"\necho x > \"work/$1/out.txt\"\n",
+            "#!/bin/sh\nset -e\nenv > \"$(dirname \"$2\")/agent-env.$1.txt\"\necho \"$1\" > \"$HOME/.gemini/$1\"\necho \"$1\" > \"$HOME/.config/my-agent/$1\"\nmkdir -p \"work/$1\"\necho x > \"work/$1/out.txt\"\n",
         )
         .unwrap();
         let agent = format!(
             "sh {} {{step_id}} {{prompt_file}}",
             ctl.join("env-agent.sh").display()
         );
+        // The agent's own state directories (built-in `~/.gemini`, and one named
+        // by `runner.agent_state`) are writable in the user's home.
+        for d in [".gemini", ".config/my-agent"] {
+            std::fs::create_dir_all(w.home.join(d)).unwrap();
+        }
         let (v, stderr) = run(
             &w,
             &run_dir,
             &agent,
             mode,
-            &["-c", "runner.agent_env=[ANTHROPIC_API_KEY]"],
+            &[
+                "-c",
+                "runner.agent_env=[ANTHROPIC_API_KEY]",
+                "-c",
+                "runner.agent_state=[.config/my-agent]",
+            ],
+            Some(&w.home),
         );
         let dump = walk_find(&run_dir, "agent-env.S01.txt")
             .unwrap_or_else(|| panic!("[{mode}] no env dump: {v}\n{stderr}"));
@@ -370,6 +390,12 @@ fn an_agent_command_sees_only_the_allow_listed_variables() {
                 .any(|l| l == "ANTHROPIC_API_KEY=sk-ant-allowed-0123456789"),
             "[{mode}] the listed credential is missing:\n{env}"
         );
+        for d in [".gemini", ".config/my-agent"] {
+            assert!(
+                w.home.join(d).join("S01").is_file(),
+                "[{mode}] the agent could not write ~/{d}: {v}\n{stderr}"
+            );
+        }
         assert!(
             env.lines().any(|l| l.starts_with("PATH=")),
             "[{mode}] {env}"

@@ -511,7 +511,8 @@ impl Coordinator<'_> {
                 Arc::new(
                     CommandExecutor::new(&t)?
                         .with_sandbox(self.sandbox.clone())
-                        .with_secrets(secrets),
+                        .with_secrets(secrets)
+                        .with_state(cfg.runner.agent_state.clone()),
                 )
             }
             ExecutorKind::Llm => Arc::new(

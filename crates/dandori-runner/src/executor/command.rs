@@ -17,6 +17,8 @@ pub struct CommandExecutor {
     /// The variables of `runner.agent_env` (its own API key), which the agent
     /// gets on top of the step environment; masked in its log like every secret.
     secrets: std::collections::BTreeMap<String, String>,
+    /// More state paths under `HOME` (`runner.agent_state`).
+    state: Vec<String>,
 }
 
 /// Where external agents keep their own state under `HOME` (writable inside the
@@ -47,6 +49,7 @@ impl CommandExecutor {
             template: words,
             sandbox: None,
             secrets: Default::default(),
+            state: Vec::new(),
         })
     }
 
@@ -55,6 +58,21 @@ impl CommandExecutor {
     /// its model), credential stores hidden.
     pub fn with_sandbox(mut self, sandbox: dandori_exec::Sandbox) -> Self {
         self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// More writable state paths under `HOME` (relative; absolute paths and
+    /// `..` are ignored: the agent's state stays in the home).
+    pub fn with_state(mut self, state: Vec<String>) -> Self {
+        self.state = state
+            .into_iter()
+            .filter(|p| {
+                let p = std::path::Path::new(p);
+                !p.as_os_str().is_empty()
+                    && p.components()
+                        .all(|c| matches!(c, std::path::Component::Normal(_)))
+            })
+            .collect();
         self
     }
 
@@ -121,6 +139,8 @@ impl Executor for CommandExecutor {
                 extra.extend(
                     AGENT_STATE_PATHS
                         .iter()
+                        .copied()
+                        .chain(self.state.iter().map(String::as_str))
                         .map(|p| std::path::Path::new(home).join(p)),
                 );
             }
