@@ -146,8 +146,24 @@ pub fn program_roots(argv: &[String], home: Option<&Path>) -> Vec<PathBuf> {
             files.push(script);
         }
     }
+    // The file a program path resolves to (a pipx or npm link into another
+    // installation) and the interpreter its `#!` line names (a virtual
+    // environment's python) are needed to start it too.
+    let mut extra: Vec<PathBuf> = Vec::new();
+    for f in &files {
+        if let Ok(real) = std::fs::canonicalize(f) {
+            if let Some(interp) = shebang_interpreter(&real) {
+                extra.extend(std::fs::canonicalize(&interp).ok());
+                extra.push(interp);
+            }
+            extra.push(real);
+        }
+    }
+    let mut files: Vec<PathBuf> = files.iter().map(|p| p.to_path_buf()).collect();
+    files.extend(extra);
     let mut out = Vec::new();
-    for f in files {
+    for f in &files {
+        let f = f.as_path();
         let Some(dir) = f.parent() else { continue };
         if in_system(dir) || !dir.is_dir() {
             continue;
@@ -162,6 +178,19 @@ pub fn program_roots(argv: &[String], home: Option<&Path>) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The absolute interpreter of a script's `#!` line (`#!/usr/bin/env X` names
+/// no file of its own: `None`).
+fn shebang_interpreter(file: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
+    let line = head[..n].strip_prefix(b"#!")?;
+    let line = line.split(|b| *b == b'\n').next()?;
+    let text = String::from_utf8_lossy(line);
+    let interp = PathBuf::from(text.split_whitespace().next()?);
+    (interp.is_absolute() && !interp.ends_with("env")).then_some(interp)
 }
 
 /// The fresh home of one sandbox: a directory of dandori's shown in place of the
