@@ -315,10 +315,9 @@ fn exec(config: &dandori_config::Config, a: &EnvExecArgs) -> anyhow::Result<Exit
                 "warning: running unsandboxed: no sandbox works here ({reason})"
             ));
         }
-        let mut policy = dandori_exec::SandboxPolicy::worktree(&repo, &[]).with_network(a.network);
-        if let Some((gitdir, common)) = dandori_exec::git::git_dirs(&repo) {
-            policy = policy.read_only(gitdir).read_only(common);
-        }
+        let policy = dandori_exec::SandboxPolicy::worktree(&repo, &[])
+            .with_network(a.network)
+            .in_git_worktree(&repo);
         Some((s, policy))
     };
     let code = activation::exec(&repo, &a.cmd, &base, sandbox)?;

@@ -404,8 +404,8 @@ mod linux {
                 .filter_map(|p| std::fs::canonicalize(p).ok())
                 .collect()
         };
-        let mut hidden = canon(&req.hidden);
-        hidden.extend(canon(&view::hidden_system()));
+        // The system's secret files are among them (`layout`).
+        let hidden = canon(&req.hidden);
         let mut writable = canon(&req.writable);
         let mut readable: Vec<PathBuf> = view::SYSTEM_DIRS
             .iter()

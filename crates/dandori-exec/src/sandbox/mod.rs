@@ -278,6 +278,13 @@ impl SandboxOptions {
         self
     }
 
+    /// The `PATH` of the commands: the child environment's, else this process's.
+    fn path(&self) -> String {
+        self.path_var
+            .clone()
+            .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default())
+    }
+
     pub fn helper(mut self, helper: impl Into<PathBuf>) -> Self {
         self.helper = Some(helper.into());
         self
@@ -543,10 +550,7 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
         &policy,
         &probe_dir,
     );
-    let path = opts
-        .path_var
-        .clone()
-        .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
+    let path = opts.path();
     match quiet_run(&argv) {
         Ok(()) => {
             let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
@@ -583,10 +587,7 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
         .prefix("dandori-sandbox-")
         .tempdir()
         .map_err(|e| format!("creating the sandbox's temporary directory: {e}"))?;
-    let path = opts
-        .path_var
-        .clone()
-        .unwrap_or_else(|| std::env::var("PATH").unwrap_or_default());
+    let path = opts.path();
     let sandbox = Sandbox {
         status: SandboxStatus {
             kind: SandboxKind::Landlock,
@@ -711,7 +712,6 @@ pub(crate) fn layout(
         policy
             .read_only
             .iter()
-            .filter(|p| p.exists())
             .map(|p| (p.clone(), Show::ReadOnlyOver)),
     );
     out.retain(|(p, _)| p.exists());
@@ -801,8 +801,7 @@ fn bwrap_argv(
         // Root keeps its capabilities inside bubblewrap unless they are dropped.
         out.extend(["--uid", "0", "--gid", "0", "--cap-drop", "ALL"].map(String::from));
     }
-    if let Some(f) = seccomp {
-        let _ = f;
+    if seccomp.is_some() {
         out.extend(["--seccomp".to_string(), "9".to_string()]);
     }
     for d in view::SYSTEM_DIRS {
