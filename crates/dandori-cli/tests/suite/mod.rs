@@ -2,6 +2,8 @@ mod distributed;
 // --
 mod env;
 // --
+mod evidence;
+// --
 mod eval_localize;
 // --
 mod first_run;

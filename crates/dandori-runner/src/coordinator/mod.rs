@@ -4,6 +4,7 @@
 //! [`scheduling`] (which step runs when), [`pipeline`] (a finished step onto the
 //! work branch) and [`completion_phase`] (coverage, follow-ups, report).
 
+mod baseline;
 mod completion_phase;
 mod gates;
 mod pipeline;
@@ -267,6 +268,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     c.save()?;
     let env = c.step_env(activation)?;
     if executor.can_execute() || opts.dispatch.is_some() {
+        c.run_baseline(&env)?;
         c.execute_steps(executor.as_ref(), &env)?;
     } else {
         c.mark_waiting_for_model();
@@ -546,7 +548,17 @@ impl Coordinator<'_> {
             command_policy: self.command_policy.clone(),
             git_guard: self.git_guard.clone(),
             environment_summary: self.environment_summary.clone(),
+            baseline: self.baseline(),
+            progress: self.opts.progress.clone(),
         }
+    }
+
+    /// The baseline recorded in `stage.json` (`baseline`), if it ran.
+    pub(super) fn baseline(&self) -> Option<crate::evidence::Baseline> {
+        self.stage
+            .extra
+            .get("baseline")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 
     /// The sandbox gate: an executor that would run commands needs a sandbox
@@ -604,6 +616,8 @@ struct StepShared {
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
     environment_summary: Option<String>,
+    baseline: Option<crate::evidence::Baseline>,
+    progress: Option<Progress>,
 }
 
 impl StepShared {
@@ -629,6 +643,8 @@ impl StepShared {
             command_policy: &self.command_policy,
             git_guard: self.git_guard.as_deref(),
             environment_summary: self.environment_summary.as_deref(),
+            baseline: self.baseline.as_ref(),
+            progress: self.progress.as_ref(),
         }
     }
 }

@@ -162,6 +162,7 @@ impl Executor for CommandExecutor {
             timeout: req.timeout,
             log: req.log,
             masker: Some(req.masker),
+            heartbeat: req.heartbeat,
         })?;
         let outcome = if out.timed_out {
             ExecOutcome::Failed {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::error::RunnerError;
 
 /// One invocation of an executor for one step (or one part / fix attempt of it).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ExecRequest<'a> {
     pub step_id: &'a str,
     pub prompt: &'a str,
@@ -31,6 +31,9 @@ pub struct ExecRequest<'a> {
     /// Reflect every this many actions (0: on errors only), chosen for the step
     /// ([`crate::reflection::interval_for`]).
     pub reflection_interval: u32,
+    /// Progress while an agent command runs (every [`crate::process::HEARTBEAT`]:
+    /// elapsed time and its last output line, masked).
+    pub heartbeat: Option<&'a crate::process::Heartbeat<'a>>,
 }
 
 /// Tokens spent by a model-backed executor.
