@@ -260,6 +260,18 @@ async fn handle(
         .pointer("/thinking/type")
         .and_then(Value::as_str)
         == Some("enabled");
+    // `{cwd}` in a tool input: the working directory the client announced.
+    let turn = match turn {
+        Turn::Tool { name, input } if input.to_string().contains("{cwd}") => {
+            let cwd = cwd_of(&request.raw_body).unwrap_or_default();
+            let text = input.to_string().replace("{cwd}", &cwd);
+            Turn::Tool {
+                name,
+                input: serde_json::from_str(&text).unwrap_or(input),
+            }
+        }
+        t => t,
+    };
     let model = request
         .body
         .get("model")
@@ -272,6 +284,17 @@ async fn handle(
         Wire::Responses => responses_frames(&turn, &id, &model),
     };
     reply(200, "text/event-stream", frames.concat())
+}
+
+/// The working directory a request announces: Claude Code's `Primary working
+/// directory:` line, Codex's `<cwd>…</cwd>`.
+fn cwd_of(raw: &str) -> Option<String> {
+    let after = raw
+        .split_once("Primary working directory: ")
+        .or_else(|| raw.split_once("<cwd>"))?
+        .1;
+    let end = after.find(['\\', '"', '<', ' '])?;
+    Some(after[..end].to_string())
 }
 
 fn call_id(wire: Wire, id: &str) -> String {
@@ -513,6 +536,11 @@ fn check_anthropic(r: &RecordedRequest, shared: &Shared, problems: &mut Vec<Stri
     let mut open_calls: BTreeSet<String> = BTreeSet::new();
     for (i, m) in messages.iter().enumerate() {
         let role = m.get("role").and_then(Value::as_str).unwrap_or("");
+        // Claude Code 2.1 sends its reminders as system messages between the
+        // turns, which the API takes; they do not count in the alternation.
+        if role == "system" && m.get("content").is_some() {
+            continue;
+        }
         if role != expected_role {
             problems.push(format!("messages[{i}].role is {role:?}, expected {expected_role:?} (roles alternate, user first)"));
         }
