@@ -67,6 +67,7 @@ pub fn render_recorded(
 ) -> String {
     let mut md = markdown::render(input);
     md.push_str(&evidence_section(ac_evidence, run_dir));
+    md.push_str(&crate::executor::agent_preset::report_section(run_dir));
     md
 }
 

@@ -186,6 +186,25 @@ fn assert_fix_cycle(trace: &[Value]) {
     );
 }
 
+/// `dandori metrics --json` over the project's runs.
+fn metrics(p: &Project) -> Value {
+    let out = Command::new(BIN)
+        .args(["metrics", "--json", "--runs-root"])
+        .arg(p.repo.join(".dandori/runs"))
+        .current_dir(&p.repo)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &p.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn stage_step(p: &Project) -> Value {
     let stage: Value =
         serde_json::from_str(&std::fs::read_to_string(p.run_dir.join("stage.json")).unwrap())
@@ -325,6 +344,27 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
     assert_eq!(calls[1]["data"]["resumed"], true);
     assert_fix_cycle(&t);
     assert_only_key(&dump, ANTHROPIC_KEY);
+    // The report and `dandori metrics` show the agent's usage and cost.
+    let report = std::fs::read_to_string(p.run_dir.join("report.md")).unwrap();
+    assert!(report.contains("## Agent usage"), "{report}");
+    assert!(
+        report.contains(&format!(
+            "| S01 | claude | {first_session} (resumed) | 3 | 2 | 3600 / 240 |"
+        )),
+        "{report}"
+    );
+    let cost: f64 = calls
+        .iter()
+        .map(|c| c["data"]["cost_usd"].as_f64().unwrap())
+        .sum();
+    let m = metrics(&p);
+    let a = &m["agents"]["claude"];
+    assert_eq!(a["invocations"], 2, "{m}");
+    assert_eq!(a["resumed"], 1, "{m}");
+    assert_eq!(a["turns"], 6, "{m}");
+    assert_eq!(a["tool_calls"], 4, "{m}");
+    assert_eq!(a["input_tokens"], 7200, "{m}");
+    assert!((a["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9, "{m}");
 }
 
 #[test]

@@ -773,6 +773,51 @@ impl Executor for AgentExecutor {
     }
 }
 
+/// report.md's section on the agent CLIs' invocations, from the run's trace: per
+/// invocation the step, agent, session, turns, tool calls, tokens and cost. Empty
+/// when no preset ran.
+pub fn report_section(run_dir: &Path) -> String {
+    let Ok(text) = dandori_fs::read_to_string(run_dir.join("trace.jsonl")) else {
+        return String::new();
+    };
+    let rows: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e.get("event").and_then(Value::as_str) == Some(crate::events::LLM_CALL))
+        .filter_map(|e| {
+            let d = e.get("data")?;
+            let agent = d.get("agent")?.as_str()?;
+            let text = |k: &str| d.get(k).and_then(Value::as_str).unwrap_or("–").to_string();
+            let num = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            Some(format!(
+                "| {} | {agent} | {}{} | {} | {} | {} / {} | {} |",
+                text("step_id"),
+                text("session_id"),
+                if d.get("resumed") == Some(&Value::Bool(true)) {
+                    " (resumed)"
+                } else {
+                    ""
+                },
+                num("/num_turns"),
+                num("/tool_calls"),
+                num("/usage/prompt_tokens"),
+                num("/usage/completion_tokens"),
+                d.get("cost_usd")
+                    .and_then(Value::as_f64)
+                    .map(|c| format!("${c:.4}"))
+                    .unwrap_or_else(|| "–".to_string()),
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n## Agent usage\n\n| Step | Agent | Session | Turns | Tool calls | Tokens in / out | Cost |\n|---|---|---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
