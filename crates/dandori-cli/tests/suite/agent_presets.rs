@@ -110,13 +110,31 @@ fn dandori_run(
     env: &[(&str, String)],
     model: &str,
 ) -> (String, String) {
+    let out = dandori_command(p, cli, "run", agent, env, model)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `dandori run|resume RUN_DIR --agent NAME …` ready to start.
+fn dandori_command(
+    p: &Project,
+    cli: &Path,
+    verb: &str,
+    agent: &str,
+    env: &[(&str, String)],
+    model: &str,
+) -> Command {
     let path = format!(
         "{}:{}",
         cli.parent().unwrap().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let mut cmd = Command::new(BIN);
-    cmd.arg("run")
+    cmd.arg(verb)
         .arg(&p.run_dir)
         .args(["--agent", agent, "--repo"])
         .arg(&p.repo)
@@ -133,11 +151,7 @@ fn dandori_run(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    cmd
 }
 
 /// What the server saw, for a failing assertion's message.
@@ -468,4 +482,107 @@ fn a_missing_agent_cli_fails_the_preflight_at_once_with_its_install_command() {
         "{message}"
     );
     assert!(!p.run_dir.join("logs/step.S01.agent.log").exists());
+}
+
+/// SIGKILL to every process whose command line names `dir` (the sandbox of the
+/// step's agent: bubblewrap takes the CLI with it).
+fn kill_naming(dir: &Path) {
+    let needle = dir.to_string_lossy().into_owned();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
+#[test]
+fn a_killed_run_resumes_the_claude_session_of_its_step() {
+    let Some(claude) = installed_cli("claude") else {
+        return;
+    };
+    assert!(
+        bwrap_on_path(),
+        "bwrap is not on PATH: run the tests with ./scripts/test.sh"
+    );
+    let p = project();
+    // The agent is busy in a long command when dandori (and everything it
+    // started) is killed.
+    let server = FakeAgentModel::start(
+        Wire::Anthropic,
+        vec![Turn::tool(
+            "Bash",
+            json!({"command": "sleep 60", "description": "wait"}),
+        )],
+    )
+    .expect_api_key(ANTHROPIC_KEY);
+    let env = [("ANTHROPIC_BASE_URL", server.origin())];
+    let mut child = dandori_command(&p, &claude, "run", "claude", &env, "claude-sonnet-4-5")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let session_file = p.run_dir.join("logs/step.S01.agent-session.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(session_file.is_file() && server.turns_served().len() == 1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started: {}",
+            agent_log(&p)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Let the CLI start the command, then kill everything.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    kill_naming(&p.run_dir);
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(&session_file).unwrap()).unwrap();
+    let session = kept["session_id"].as_str().unwrap().to_string();
+    // The resumed run continues that session.
+    server.push(vec![
+        Turn::tool(
+            "Write",
+            json!({"file_path": "{cwd}/calc.py", "content": FIXED}),
+        ),
+        Turn::text("Wrote calc.py."),
+    ]);
+    let out = dandori_command(&p, &claude, "resume", "claude", &env, "claude-sonnet-4-5")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let step = stage_step(&p);
+    assert_eq!(
+        step["status"],
+        "done",
+        "{}\n{stderr}\n{step}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        agent_log(&p),
+        seen(&server)
+    );
+    server.assert_no_violations();
+    assert_committed(&p, "resumed claude");
+    let turns = server.turns_served();
+    assert_eq!(turns.len(), 3, "{}", seen(&server));
+    assert_eq!(
+        turns[1].header("x-claude-code-session-id"),
+        Some(session.as_str()),
+        "the resumed run started a new session"
+    );
+    // Claude Code drops the interrupted tool call on resume and keeps the
+    // conversation before it: the step's first prompt, then the new one.
+    assert_eq!(
+        turns[1]
+            .raw_body
+            .matches("You are working on step S01")
+            .count(),
+        2,
+        "the resumed request lacks the killed session's prompt"
+    );
 }

@@ -416,6 +416,34 @@ fn store_session(path: &Path, preset: AgentPreset, session: &str) -> Option<Stri
         .map(|e| format!("the agent session id could not be kept: {e}"))
 }
 
+/// Claude Code keeps a session under `~/.claude/projects/<its cwd, every
+/// character but letters and digits as '-'>/<id>.jsonl` and resumes only from
+/// the directory it ran in. A step resumed after a kill runs in another pool
+/// worktree: the session's transcript is copied to that worktree's project.
+fn adopt_claude_session(home: &Path, workdir: &Path, session: &str) {
+    let projects = home.join(".claude/projects");
+    let slug: String = workdir
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let file = format!("{session}.jsonl");
+    let target = projects.join(&slug).join(&file);
+    if target.is_file() {
+        return;
+    }
+    let found = std::fs::read_dir(&projects)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path().join(&file))
+        .find(|p| p.is_file());
+    if let Some(source) = found {
+        let _ = dandori_fs::create_dir_all(projects.join(&slug));
+        let _ = std::fs::copy(source, target);
+    }
+}
+
 /// Progress lines of the run (the terminal, MCP progress).
 pub type Progress = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -674,8 +702,18 @@ impl Executor for AgentExecutor {
         let clock = Instant::now();
         let session_path = session_file(req);
         let resumed = load_session(&session_path, self.info.preset);
+        if let (Some(s), Some(home)) = (&resumed, req.env.get("HOME"))
+            && self.info.preset == AgentPreset::Claude
+        {
+            adopt_claude_session(Path::new(home), req.workdir, s);
+        }
         let (mut t, mut out) = self.invoke(req, resumed.as_deref())?;
-        if resumed.is_some() && !out.success() && !t.finished && !out.timed_out {
+        if resumed.is_some()
+            && !out.success()
+            && !out.timed_out
+            && t.tool_calls.is_empty()
+            && t.num_turns.unwrap_or(0) == 0
+        {
             // The session is gone (another machine, a cleaned home): start afresh.
             self.say(&format!(
                 "{}: the agent session could not be resumed; starting a new one",
