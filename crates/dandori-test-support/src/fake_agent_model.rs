@@ -503,7 +503,7 @@ fn check_anthropic(r: &RecordedRequest, shared: &Shared, problems: &mut Vec<Stri
     }
     check_common(body, problems);
     let max = body.get("max_tokens").and_then(Value::as_u64);
-    if !max.is_some_and(|m| m > 0) {
+    if max.is_none_or(|m| m == 0) {
         problems.push("`max_tokens` missing (required)".to_string());
     }
     let thinking = body.pointer("/thinking/type").and_then(Value::as_str) == Some("enabled");
@@ -701,6 +701,7 @@ fn check_responses(r: &RecordedRequest, shared: &Shared, problems: &mut Vec<Stri
 /// The installed agent CLI `name` (`claude`, `codex`, `gemini`), from
 /// `$DANDORI_TEST_TOOLS/agent-clis` where `scripts/test.sh` installs them; None,
 /// after a visible message, when it is not installed (its tests skip).
+#[allow(clippy::print_stderr)] // the skip must be visible in the test output
 pub fn installed_cli(name: &str) -> Option<std::path::PathBuf> {
     let tools = std::env::var_os("DANDORI_TEST_TOOLS")
         .map(std::path::PathBuf::from)

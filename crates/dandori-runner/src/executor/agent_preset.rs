@@ -745,7 +745,7 @@ impl Executor for AgentExecutor {
                     },
                     t.result
                         .as_deref()
-                        .map(|r| one_line(r))
+                        .map(one_line)
                         .unwrap_or_else(|| last_line(&out.tail))
                 ),
             }

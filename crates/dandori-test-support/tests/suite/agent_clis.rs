@@ -9,7 +9,9 @@ use dandori_test_support::{FakeAgentModel, Turn, Wire, installed_cli};
 use serde_json::{Value, json};
 
 fn run(cmd: &mut Command) -> (bool, String, String) {
-    let out = cmd.output().expect("start the agent CLI");
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("start the agent CLI: {e}"));
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
