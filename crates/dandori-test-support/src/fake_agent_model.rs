@@ -59,6 +59,9 @@ pub enum Wire {
     Anthropic,
     /// OpenAI Responses (`/v1/responses`), as Codex calls it.
     Responses,
+    /// Gemini API (`/v1beta/models/MODEL:streamGenerateContent?alt=sse`), as
+    /// Gemini CLI calls it.
+    Gemini,
 }
 
 /// Tokens each streamed answer reports (input, output).
@@ -202,6 +205,13 @@ async fn handle(
     let expected_path = match wire {
         Wire::Anthropic => "/v1/messages",
         Wire::Responses => "/v1/responses",
+        Wire::Gemini
+            if request.path.starts_with("/v1beta/models/")
+                && request.path.ends_with(":streamGenerateContent") =>
+        {
+            request.path.as_str()
+        }
+        Wire::Gemini => "/v1beta/models/MODEL:streamGenerateContent",
     };
     if request.path == "/v1/messages/count_tokens" && wire == Wire::Anthropic {
         return reply(
@@ -221,6 +231,7 @@ async fn handle(
     match wire {
         Wire::Anthropic => check_anthropic(&request, &shared, &mut problems),
         Wire::Responses => check_responses(&request, &shared, &mut problems),
+        Wire::Gemini => check_gemini(&request, &shared, &mut problems),
     }
     if !problems.is_empty() {
         for p in &problems {
@@ -230,6 +241,19 @@ async fn handle(
         return error(wire, 400, "invalid_request_error", &problems.join("; "));
     }
     let main = request.body.get("tools").is_some();
+    let model = match wire {
+        Wire::Gemini => request
+            .path
+            .trim_start_matches("/v1beta/models/")
+            .trim_end_matches(":streamGenerateContent")
+            .to_string(),
+        _ => request
+            .body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+    };
     let turn = if main {
         match shared.script.pop_front() {
             Some(t) => t,
@@ -272,16 +296,11 @@ async fn handle(
         }
         t => t,
     };
-    let model = request
-        .body
-        .get("model")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
     drop(shared);
     let frames = match wire {
         Wire::Anthropic => anthropic_frames(&turn, &id, &model, thinking),
         Wire::Responses => responses_frames(&turn, &id, &model),
+        Wire::Gemini => gemini_frames(&turn, &id, &model),
     };
     reply(200, "text/event-stream", frames.concat())
 }
@@ -291,7 +310,8 @@ async fn handle(
 fn cwd_of(raw: &str) -> Option<String> {
     let after = raw
         .split_once("Primary working directory: ")
-        .or_else(|| raw.split_once("<cwd>"))?
+        .or_else(|| raw.split_once("<cwd>"))
+        .or_else(|| raw.split_once("**Workspace Directories:**\\n  - "))?
         .1;
     let end = after.find(['\\', '"', '<', ' '])?;
     Some(after[..end].to_string())
@@ -301,6 +321,7 @@ fn call_id(wire: Wire, id: &str) -> String {
     match wire {
         Wire::Anthropic => format!("toolu_{id}"),
         Wire::Responses => format!("call_{id}"),
+        Wire::Gemini => format!("gcall_{id}"),
     }
 }
 
@@ -322,6 +343,9 @@ fn error(wire: Wire, status: u16, kind: &str, message: &str) -> Response {
         Wire::Responses => {
             json!({"error": {"type": kind, "message": message, "code": null, "param": null}})
         }
+        Wire::Gemini => {
+            json!({"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}})
+        }
     };
     reply(status, "application/json", body.to_string())
 }
@@ -332,12 +356,22 @@ fn offered(wire: Wire, body: &Value) -> BTreeSet<String> {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .filter(|t| {
-            wire == Wire::Anthropic || t.get("type").and_then(Value::as_str) == Some("function")
+        .flat_map(|t| match wire {
+            Wire::Gemini => t
+                .get("functionDeclarations")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            Wire::Anthropic => vec![t.clone()],
+            Wire::Responses => {
+                if t.get("type").and_then(Value::as_str) == Some("function") {
+                    vec![t.clone()]
+                } else {
+                    Vec::new()
+                }
+            }
         })
-        .filter_map(|t| t.get("name"))
-        .filter_map(Value::as_str)
-        .map(str::to_string)
+        .filter_map(|t| t.get("name").and_then(Value::as_str).map(str::to_string))
         .collect()
 }
 
@@ -460,6 +494,129 @@ fn responses_frames(turn: &Turn, id: &str, model: &str) -> Vec<String> {
         &json!({"type": "response.completed", "sequence_number": 4, "response": done}),
     ));
     frames
+}
+
+fn gemini_frames(turn: &Turn, id: &str, model: &str) -> Vec<String> {
+    let part = match turn {
+        Turn::Tool { name, input } => {
+            json!({"functionCall": {"id": call_id(Wire::Gemini, id), "name": name, "args": input}})
+        }
+        Turn::Text(text) => json!({"text": text}),
+    };
+    let chunk = json!({
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": TURN_USAGE.0, "candidatesTokenCount": TURN_USAGE.1,
+                          "totalTokenCount": TURN_USAGE.0 + TURN_USAGE.1},
+        "modelVersion": model,
+        "responseId": format!("resp_{id}"),
+    });
+    vec![format!("data: {chunk}\r\n\r\n")]
+}
+
+fn check_gemini(r: &RecordedRequest, shared: &Shared, problems: &mut Vec<String>) {
+    check_key(
+        r.header("x-goog-api-key"),
+        shared.expected_key.as_deref(),
+        "`x-goog-api-key`",
+        problems,
+    );
+    if !r.body.is_object() {
+        problems.push("body is not a JSON object".to_string());
+        return;
+    }
+    for (i, t) in r
+        .body
+        .get("tools")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for (j, f) in t
+            .get("functionDeclarations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let schema = f
+                .get("parametersJsonSchema")
+                .or_else(|| f.get("parameters"));
+            if schema.is_some_and(|s| {
+                s.get("type")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| !t.eq_ignore_ascii_case("object"))
+            }) {
+                problems.push(format!(
+                    "tools[{i}].functionDeclarations[{j}] parameters are not of type object"
+                ));
+            }
+        }
+    }
+    let Some(contents) = r.body.get("contents").and_then(Value::as_array) else {
+        problems.push("`contents` missing".to_string());
+        return;
+    };
+    if contents.is_empty() {
+        problems.push("`contents` is empty".to_string());
+    }
+    let mut open_calls: Vec<String> = Vec::new();
+    for (i, c) in contents.iter().enumerate() {
+        let role = c.get("role").and_then(Value::as_str).unwrap_or("");
+        if !["user", "model"].contains(&role) {
+            problems.push(format!(
+                "contents[{i}].role {role:?} is neither user nor model"
+            ));
+        }
+        let parts = c.get("parts").and_then(Value::as_array);
+        if parts.is_none_or(|p| p.is_empty()) {
+            problems.push(format!("contents[{i}] has no parts"));
+        }
+        let parts = parts.cloned().unwrap_or_default();
+        if role == "model" {
+            for p in &parts {
+                if let Some(call) = p.get("functionCall") {
+                    let id = call.get("id").and_then(Value::as_str).unwrap_or("");
+                    if !shared.issued.contains(id) {
+                        problems.push(format!("contents[{i}]: functionCall {id:?} was never sent"));
+                    }
+                    open_calls.push(
+                        call.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                    );
+                }
+            }
+        } else {
+            let mut answered: Vec<String> = parts
+                .iter()
+                .filter_map(|p| p.get("functionResponse"))
+                .map(|f| {
+                    f.get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect();
+            answered.sort();
+            open_calls.sort();
+            if answered != open_calls {
+                problems.push(format!(
+                    "contents[{i}]: the function responses {answered:?} do not answer the calls {open_calls:?} of the previous turn"
+                ));
+            }
+            open_calls.clear();
+        }
+    }
+    if contents
+        .last()
+        .and_then(|c| c.get("role"))
+        .and_then(Value::as_str)
+        != Some("user")
+    {
+        problems.push("the last content is not the user's".to_string());
+    }
 }
 
 fn check_key(found: Option<&str>, expected: Option<&str>, what: &str, problems: &mut Vec<String>) {

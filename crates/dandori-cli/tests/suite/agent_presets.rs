@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_dandori");
 const ANTHROPIC_KEY: &str = "sk-ant-preset-test-0123456789abcdef";
 const OPENAI_KEY: &str = "sk-openai-preset-test-0123456789abcd";
+const GEMINI_KEY: &str = "gemini-preset-test-0123456789abcdef";
 const GITHUB_TOKEN: &str = "ghp_presetTestToken0123456789abcdefABCD";
 const DB_URL: &str = "postgres://app:db-pass-preset-0123@db/x";
 
@@ -25,6 +26,26 @@ struct Project {
     repo: PathBuf,
     home: PathBuf,
     run_dir: PathBuf,
+}
+
+/// The installed CLI `name` and a fresh project; None (skipped, with a message)
+/// when the CLI is not installed.
+fn setup(name: &str) -> Option<(PathBuf, Project)> {
+    let cli = installed_cli(name)?;
+    assert!(
+        bwrap_on_path(),
+        "bwrap is not on PATH: run the tests with ./scripts/test.sh"
+    );
+    Some((cli, project()))
+}
+
+/// A shell command writing the environment of the agent's shell and of the CLI
+/// itself (its parent) to `dump`.
+fn env_dump(dump: &Path) -> String {
+    format!(
+        "{{ env; tr '\\0' '\\n' < /proc/$PPID/environ; }} > {}",
+        dump.display()
+    )
 }
 
 fn bwrap_on_path() -> bool {
@@ -245,7 +266,7 @@ fn assert_only_key(dump: &Path, key: &str) {
     let env = std::fs::read_to_string(dump)
         .unwrap_or_else(|e| panic!("no environment dump at {}: {e}", dump.display()));
     assert!(env.contains(key), "the CLI's own key is missing:\n{env}");
-    for secret in [ANTHROPIC_KEY, OPENAI_KEY, GITHUB_TOKEN, DB_URL] {
+    for secret in [ANTHROPIC_KEY, OPENAI_KEY, GEMINI_KEY, GITHUB_TOKEN, DB_URL] {
         if secret != key {
             assert!(
                 !env.contains(secret),
@@ -257,24 +278,22 @@ fn assert_only_key(dump: &Path, key: &str) {
 
 #[test]
 fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
-    let Some(claude) = installed_cli("claude") else {
+    let Some((claude, p)) = setup("claude") else {
         return;
     };
-    assert!(
-        bwrap_on_path(),
-        "bwrap is not on PATH: run the tests with ./scripts/test.sh"
-    );
-    let p = project();
     let dump = p.run_dir.join("logs/claude-env.txt");
     let server = FakeAgentModel::start(
         Wire::Anthropic,
         vec![
             Turn::tool(
                 "Bash",
-                json!({"command": format!("{{ env; tr '\\0' '\\n' < /proc/$PPID/environ; }} > {}", dump.display()),
+                json!({"command": env_dump(&dump),
                        "description": "environment"}),
             ),
-            Turn::tool("Write", json!({"file_path": "{cwd}/calc.py", "content": BUGGY})),
+            Turn::tool(
+                "Write",
+                json!({"file_path": "{cwd}/calc.py", "content": BUGGY}),
+            ),
             Turn::text("Wrote calc.py."),
             // The resumed session gets the failure and fixes it.
             Turn::tool("Read", json!({"file_path": "{cwd}/calc.py"})),
@@ -383,22 +402,14 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
 
 #[test]
 fn codex_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
-    let Some(codex) = installed_cli("codex") else {
+    let Some((codex, p)) = setup("codex") else {
         return;
     };
-    assert!(
-        bwrap_on_path(),
-        "bwrap is not on PATH: run the tests with ./scripts/test.sh"
-    );
-    let p = project();
     let dump = p.run_dir.join("logs/codex-env.txt");
     let server = FakeAgentModel::start(
         Wire::Responses,
         vec![
-            Turn::tool(
-                "exec_command",
-                json!({"cmd": format!("{{ env; tr '\\0' '\\n' < /proc/$PPID/environ; }} > {}", dump.display())}),
-            ),
+            Turn::tool("exec_command", json!({"cmd": env_dump(&dump)})),
             Turn::tool(
                 "exec_command",
                 json!({"cmd": format!("printf '{}' > calc.py", BUGGY.replace('\n', "\\n"))}),
@@ -503,14 +514,9 @@ fn kill_naming(dir: &Path) {
 
 #[test]
 fn a_killed_run_resumes_the_claude_session_of_its_step() {
-    let Some(claude) = installed_cli("claude") else {
+    let Some((claude, p)) = setup("claude") else {
         return;
     };
-    assert!(
-        bwrap_on_path(),
-        "bwrap is not on PATH: run the tests with ./scripts/test.sh"
-    );
-    let p = project();
     // The agent is busy in a long command when dandori (and everything it
     // started) is killed.
     let server = FakeAgentModel::start(
@@ -585,4 +591,91 @@ fn a_killed_run_resumes_the_claude_session_of_its_step() {
         2,
         "the resumed request lacks the killed session's prompt"
     );
+}
+
+#[test]
+fn gemini_preset_writes_and_fixes_in_a_fresh_session_when_its_resume_is_refused() {
+    let Some((gemini, p)) = setup("gemini") else {
+        return;
+    };
+    let dump = p.run_dir.join("logs/gemini-env.txt");
+    let server = FakeAgentModel::start(
+        Wire::Gemini,
+        vec![
+            Turn::tool("run_shell_command", json!({"command": env_dump(&dump)})),
+            Turn::tool(
+                "write_file",
+                json!({"file_path": "{cwd}/calc.py", "content": BUGGY}),
+            ),
+            Turn::text("Wrote calc.py."),
+            Turn::tool(
+                "replace",
+                json!({"file_path": "{cwd}/calc.py", "old_string": "a - b", "new_string": "a + b",
+                       "instruction": "add, not subtract"}),
+            ),
+            Turn::text("Fixed add."),
+        ],
+    )
+    .expect_api_key(GEMINI_KEY);
+    let (stdout, stderr) = dandori_run(
+        &p,
+        &gemini,
+        "gemini",
+        &[
+            ("GEMINI_API_KEY", GEMINI_KEY.to_string()),
+            ("GOOGLE_GEMINI_BASE_URL", server.origin()),
+        ],
+        "gemini-2.5-pro",
+    );
+    let step = stage_step(&p);
+    assert_eq!(
+        step["status"],
+        "done",
+        "{stdout}\n{stderr}\n{step}\n{}\n{}",
+        agent_log(&p),
+        seen(&server)
+    );
+    // Gemini CLI 0.61 resumes the session but sends each function response of
+    // its history twice, which the Gemini API refuses (as many responses as
+    // calls): dandori starts a fresh session for the fix, with the failure.
+    let violations = server.violations();
+    assert!(
+        !violations.is_empty()
+            && violations
+                .iter()
+                .all(|v| v.contains("do not answer the calls")),
+        "{violations:?}"
+    );
+    assert!(
+        stderr.contains("S01: the agent session could not be resumed; starting a new one"),
+        "{stderr}"
+    );
+    assert_committed(&p, "gemini");
+    assert_eq!(server.remaining(), 0, "{stderr}");
+    let turns = server.turns_served();
+    assert!(
+        turns[3].raw_body.contains("Wrote calc.py."),
+        "the resume attempt lacks the first session's turns"
+    );
+    assert!(stderr.contains("S01: replace calc.py"), "{stderr}");
+    assert!(stderr.contains("agent: gemini 0.61"), "{stderr}");
+    let t = trace(&p);
+    let calls = events(&t, "LLM_CALL");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    for c in &calls {
+        let d = &c["data"];
+        assert_eq!(d["agent"], "gemini");
+        assert!(d["session_id"].is_string(), "{d}");
+        assert!(
+            d["usage"]["prompt_tokens"].as_u64().unwrap() >= 2 * 1200,
+            "{d}"
+        );
+    }
+    assert_ne!(
+        calls[0]["data"]["session_id"],
+        calls[1]["data"]["session_id"]
+    );
+    assert_eq!(calls[1]["data"]["resumed"], false);
+    assert_fix_cycle(&t);
+    assert_only_key(&dump, GEMINI_KEY);
 }

@@ -512,6 +512,20 @@ impl AgentExecutor {
         for (k, v) in fixed_env(self.info.preset, sandboxed) {
             env.insert(k.to_string(), v.to_string());
         }
+        if self.info.preset == AgentPreset::Gemini {
+            // Gemini CLI needs its auth type chosen (else "Invalid auth method
+            // selected"), and folder trust off (else yolo falls back to asking):
+            // system settings in the run directory, not in the user's ~/.gemini.
+            let settings = session_file(req).with_file_name("gemini-settings.json");
+            let text = json!({"security": {"auth": {"selectedType": "gemini-api-key"},
+                                           "folderTrust": {"enabled": false}}})
+            .to_string();
+            dandori_fs::write_atomic_unsynced(&settings, text)?;
+            env.insert(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(),
+                settings.to_string_lossy().into_owned(),
+            );
+        }
         let argv = argv(
             self.info.preset,
             self.info.program,
@@ -701,7 +715,7 @@ impl Executor for AgentExecutor {
         let started_at = chrono::Utc::now().to_rfc3339();
         let clock = Instant::now();
         let session_path = session_file(req);
-        let resumed = load_session(&session_path, self.info.preset);
+        let mut resumed = load_session(&session_path, self.info.preset);
         if let (Some(s), Some(home)) = (&resumed, req.env.get("HOME"))
             && self.info.preset == AgentPreset::Claude
         {
@@ -720,6 +734,7 @@ impl Executor for AgentExecutor {
                 req.step_id
             ));
             let _ = std::fs::remove_file(&session_path);
+            resumed = None;
             (t, out) = self.invoke(req, None)?;
         }
         let name = self.info.preset.name();

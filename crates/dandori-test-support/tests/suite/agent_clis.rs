@@ -132,3 +132,58 @@ fn codex_runs_the_command_the_fake_model_asks_for() {
     assert_eq!(done["usage"]["input_tokens"], 2400, "{done}");
     assert_eq!(server.remaining(), 0);
 }
+
+#[test]
+fn gemini_cli_writes_the_file_the_fake_model_asks_for() {
+    let Some(gemini) = installed_cli("gemini") else {
+        return;
+    };
+    // Gemini CLI skips a settings file under a world-writable directory (/tmp).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    // Gemini CLI needs its auth type chosen and, for yolo to hold, folder trust off.
+    let settings = dir.path().join("system-settings.json");
+    std::fs::write(
+        &settings,
+        json!({"security": {"auth": {"selectedType": "gemini-api-key"},
+                            "folderTrust": {"enabled": false}}})
+        .to_string(),
+    )
+    .unwrap();
+    let server = FakeAgentModel::start(
+        Wire::Gemini,
+        vec![
+            Turn::tool(
+                "write_file",
+                json!({"file_path": "{cwd}/hello.txt", "content": "hello from gemini\n"}),
+            ),
+            Turn::text("Wrote hello.txt."),
+        ],
+    )
+    .expect_api_key("gemini-test-key");
+    let mut cmd = Command::new(&gemini);
+    base_env(&mut cmd, dir.path());
+    cmd.current_dir(&work)
+        .env("GEMINI_API_KEY", "gemini-test-key")
+        .env("GOOGLE_GEMINI_BASE_URL", server.origin())
+        .env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &settings)
+        .args(["-p", "write hello.txt", "--output-format", "stream-json"])
+        .args(["--approval-mode", "yolo", "-m", "gemini-2.5-pro"]);
+    let (ok, stdout, stderr) = run(&mut cmd);
+    assert!(ok, "gemini failed:\n{stdout}\n{stderr}");
+    server.assert_no_violations();
+    assert_eq!(
+        std::fs::read_to_string(work.join("hello.txt")).unwrap(),
+        "hello from gemini\n"
+    );
+    let events = json_lines(&stdout);
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "result")
+        .expect("a result event");
+    assert_eq!(result["status"], "success", "{result}");
+    assert_eq!(result["stats"]["input_tokens"], 2400, "{result}");
+    assert!(events.iter().any(|e| e["type"] == "tool_use"), "{stdout}");
+    assert_eq!(server.remaining(), 0);
+}
