@@ -129,6 +129,7 @@ mkdir -p "$TOOLS/restate/bin"
 # that cannot be installed makes its tests skip with a message.
 AGENT_CLIS="@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0"
 if [ ! -x "$TOOLS/agent-clis/node_modules/.bin/claude" ] || [ ! -x "$TOOLS/agent-clis/node_modules/.bin/codex" ] \
+  || [ ! -x "$TOOLS/agent-clis/node_modules/.bin/gemini" ] \
   || ! grep -q '"version": "2.1.197"' "$TOOLS/agent-clis/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null; then
   say "installing Claude Code, Codex and Gemini CLI from npm into $TOOLS/agent-clis (agent preset tests; ~1 min)"
   mkdir -p "$TOOLS/agent-clis"
