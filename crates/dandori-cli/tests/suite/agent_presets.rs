@@ -512,6 +512,66 @@ fn kill_naming(dir: &Path) {
     }
 }
 
+/// `dandori run --agent AGENT` killed (with everything it started) while the
+/// agent runs the script's first turn, a long command; then `dandori resume`
+/// with `fix` scripted. The step ends done and committed; returns the session id
+/// kept before the kill.
+fn kill_then_resume(
+    p: &Project,
+    cli: &Path,
+    agent: &str,
+    server: &FakeAgentModel,
+    env: &[(&str, String)],
+    model: &str,
+    fix: Vec<Turn>,
+) -> String {
+    let mut child = dandori_command(p, cli, "run", agent, env, model)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let session_file = p.run_dir.join("logs/step.S01.agent-session.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(session_file.is_file() && server.turns_served().len() == 1) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent never started: {}",
+            agent_log(p)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Let the CLI start the command, then kill everything.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    kill_naming(&p.run_dir);
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string(&session_file).unwrap()).unwrap();
+    let session = kept["session_id"].as_str().unwrap().to_string();
+    server.push(fix);
+    let out = dandori_command(p, cli, "resume", agent, env, model)
+        .output()
+        .unwrap();
+    let step = stage_step(p);
+    assert_eq!(
+        step["status"],
+        "done",
+        "{}\n{}\n{step}\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        agent_log(p),
+        seen(server)
+    );
+    server.assert_no_violations();
+    assert_committed(p, &format!("resumed {agent}"));
+    let t = trace(p);
+    let calls = events(&t, "LLM_CALL");
+    let last = &calls.last().unwrap()["data"];
+    assert_eq!(last["resumed"], true, "{last}");
+    assert_eq!(last["session_id"], session.as_str(), "{last}");
+    session
+}
+
 #[test]
 fn a_killed_run_resumes_the_claude_session_of_its_step() {
     let Some((claude, p)) = setup("claude") else {
@@ -527,53 +587,21 @@ fn a_killed_run_resumes_the_claude_session_of_its_step() {
         )],
     )
     .expect_api_key(ANTHROPIC_KEY);
-    let env = [("ANTHROPIC_BASE_URL", server.origin())];
-    let mut child = dandori_command(&p, &claude, "run", "claude", &env, "claude-sonnet-4-5")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let session_file = p.run_dir.join("logs/step.S01.agent-session.json");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !(session_file.is_file() && server.turns_served().len() == 1) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the agent never started: {}",
-            agent_log(&p)
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    // Let the CLI start the command, then kill everything.
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    child.kill().unwrap();
-    child.wait().unwrap();
-    kill_naming(&p.run_dir);
-    let kept: Value =
-        serde_json::from_str(&std::fs::read_to_string(&session_file).unwrap()).unwrap();
-    let session = kept["session_id"].as_str().unwrap().to_string();
-    // The resumed run continues that session.
-    server.push(vec![
-        Turn::tool(
-            "Write",
-            json!({"file_path": "{cwd}/calc.py", "content": FIXED}),
-        ),
-        Turn::text("Wrote calc.py."),
-    ]);
-    let out = dandori_command(&p, &claude, "resume", "claude", &env, "claude-sonnet-4-5")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    let step = stage_step(&p);
-    assert_eq!(
-        step["status"],
-        "done",
-        "{}\n{stderr}\n{step}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        agent_log(&p),
-        seen(&server)
+    let session = kill_then_resume(
+        &p,
+        &claude,
+        "claude",
+        &server,
+        &[("ANTHROPIC_BASE_URL", server.origin())],
+        "claude-sonnet-4-5",
+        vec![
+            Turn::tool(
+                "Write",
+                json!({"file_path": "{cwd}/calc.py", "content": FIXED}),
+            ),
+            Turn::text("Wrote calc.py."),
+        ],
     );
-    server.assert_no_violations();
-    assert_committed(&p, "resumed claude");
     let turns = server.turns_served();
     assert_eq!(turns.len(), 3, "{}", seen(&server));
     assert_eq!(
@@ -590,6 +618,47 @@ fn a_killed_run_resumes_the_claude_session_of_its_step() {
             .count(),
         2,
         "the resumed request lacks the killed session's prompt"
+    );
+}
+
+#[test]
+fn a_killed_run_resumes_the_codex_session_of_its_step() {
+    let Some((codex, p)) = setup("codex") else {
+        return;
+    };
+    let server = FakeAgentModel::start(
+        Wire::Responses,
+        vec![Turn::tool("exec_command", json!({"cmd": "sleep 60"}))],
+    )
+    .expect_api_key(OPENAI_KEY);
+    let session = kill_then_resume(
+        &p,
+        &codex,
+        "codex",
+        &server,
+        &[("OPENAI_BASE_URL", server.base_url())],
+        "gpt-5-codex",
+        vec![
+            Turn::tool(
+                "exec_command",
+                json!({"cmd": format!("printf '{}' > calc.py", FIXED.replace('\n', "\\n"))}),
+            ),
+            Turn::text("Wrote calc.py."),
+        ],
+    );
+    let turns = server.turns_served();
+    assert_eq!(turns.len(), 3, "{}", seen(&server));
+    assert!(
+        turns[1].raw_body.contains(&session),
+        "the resumed run started a new thread"
+    );
+    assert_eq!(
+        turns[1]
+            .raw_body
+            .matches("You are working on step S01")
+            .count(),
+        2,
+        "the resumed request lacks the killed thread's prompt"
     );
 }
 
