@@ -54,6 +54,16 @@ impl ProcOutcome {
 }
 
 pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
+    run_hooked(spec, None)
+}
+
+/// [`run`], calling `on_exit` once the process ended and before the log is
+/// masked (a reader of the log's structured output finishes reading it: masking
+/// may rewrite what it parses).
+pub fn run_hooked(
+    spec: &ProcSpec<'_>,
+    on_exit: Option<&dyn Fn()>,
+) -> Result<ProcOutcome, RunnerError> {
     let display = shell_words::join(spec.argv);
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(RunnerError::Process {
@@ -147,6 +157,9 @@ pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
     };
     // Children left behind in the group (a backgrounded helper) go with the leader.
     kill_group(pid);
+    if let Some(f) = on_exit {
+        f();
+    }
     if let Some(m) = spec.masker
         && let Ok(text) = std::fs::read(spec.log)
     {

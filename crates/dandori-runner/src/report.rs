@@ -88,6 +88,7 @@ pub fn render_recorded(
             .collect::<Vec<_>>(),
     );
     md.push_str(&preexisting_section(baseline, &checks, run_dir));
+    md.push_str(&crate::executor::agent_preset::report_section(run_dir));
     md
 }
 

@@ -52,6 +52,8 @@ mod trust;
 // --
 mod agent_cli;
 // --
+mod agent_presets;
+// --
 mod ci_bot;
 // --
 mod env_kill;

@@ -28,6 +28,7 @@ use crate::coverage::AcEvidence;
 use crate::dispatch::StepDispatch;
 use crate::environment::EnvironmentPhase;
 use crate::error::RunnerError;
+use crate::executor::agent_preset::AgentExecutor;
 use crate::executor::command::CommandExecutor;
 use crate::executor::llm::LlmExecutor;
 use crate::executor::none::NoneExecutor;
@@ -44,6 +45,9 @@ pub struct ExecutorChoice {
     pub kind: ExecutorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset (`--agent`, `runner.agent`); wins over `agent_cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<dandori_config::AgentPreset>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -475,47 +479,82 @@ impl Coordinator<'_> {
             (Some(c), _) => c.clone(),
             (None, Some(c)) => c,
             (None, None) => match (&cfg.runner.agent_cmd, &cfg.llm.default_provider) {
+                _ if cfg.runner.agent.is_some() => ExecutorChoice {
+                    kind: ExecutorKind::Command,
+                    agent_cmd: None,
+                    agent: cfg.runner.agent,
+                },
                 (Some(t), _) => ExecutorChoice {
                     kind: ExecutorKind::Command,
                     agent_cmd: Some(t.clone()),
+                    agent: None,
                 },
                 (None, Some(_)) => ExecutorChoice {
                     kind: ExecutorKind::Llm,
                     agent_cmd: None,
+                    agent: None,
                 },
                 (None, None) => ExecutorChoice {
                     kind: ExecutorKind::None,
                     agent_cmd: None,
+                    agent: None,
                 },
             },
         };
         let executor: Arc<dyn Executor> = match choice.kind {
             ExecutorKind::None => Arc::new(NoneExecutor),
             ExecutorKind::Command => {
-                let t = choice
-                    .agent_cmd
-                    .clone()
-                    .or_else(|| cfg.runner.agent_cmd.clone())
-                    .ok_or_else(|| {
-                        RunnerError::Executor(
-                            "--executor command needs --agent-cmd or runner.agent_cmd".to_string(),
-                        )
-                    })?;
                 // The agent gets what the user listed in `runner.agent_env`
                 // (its own credential) on top of the step environment: an
-                // allow-list, never whatever else happened to be set.
-                let secrets = cfg
+                // allow-list, never whatever else happened to be set. A preset
+                // adds its own credential and base URL variables.
+                let preset = choice.agent.or(if choice.agent_cmd.is_some() {
+                    None
+                } else {
+                    cfg.runner.agent
+                });
+                let names: Vec<&str> = cfg
                     .runner
                     .agent_env
                     .iter()
-                    .filter_map(|k| self.opts.base_env.get(k).map(|v| (k.clone(), v.clone())))
+                    .map(String::as_str)
+                    .chain(preset.into_iter().flat_map(|p| {
+                        crate::executor::agent_preset::info(p)
+                            .credentials
+                            .iter()
+                            .copied()
+                    }))
                     .collect();
-                Arc::new(
-                    CommandExecutor::new(&t)?
-                        .with_sandbox(self.sandbox.clone())
-                        .with_secrets(secrets)
-                        .with_state(cfg.runner.agent_state.clone()),
-                )
+                let secrets = names
+                    .into_iter()
+                    .filter_map(|k| {
+                        self.opts
+                            .base_env
+                            .get(k)
+                            .map(|v| (k.to_string(), v.clone()))
+                    })
+                    .collect();
+                let template = match (preset, choice.agent_cmd.clone()) {
+                    (Some(p), _) => crate::executor::agent_preset::info(p).program.to_string(),
+                    (None, t) => t.or_else(|| cfg.runner.agent_cmd.clone()).ok_or_else(|| {
+                        RunnerError::Executor(
+                            "--executor command needs --agent, --agent-cmd, runner.agent or runner.agent_cmd"
+                                .to_string(),
+                        )
+                    })?,
+                };
+                let command = CommandExecutor::new(&template)?
+                    .with_sandbox(self.sandbox.clone())
+                    .with_secrets(secrets)
+                    .with_state(cfg.runner.agent_state.clone());
+                match preset {
+                    Some(p) => Arc::new(
+                        AgentExecutor::new(p, cfg.runner.agent_model.clone(), command)
+                            .with_progress(self.opts.progress.clone())
+                            .with_caller_env(&self.opts.base_env),
+                    ),
+                    None => Arc::new(command),
+                }
             }
             ExecutorKind::Llm => Arc::new(
                 LlmExecutor::from_config(cfg, &self.opts.base_env, self.opts.approve)?

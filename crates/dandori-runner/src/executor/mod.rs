@@ -2,6 +2,7 @@
 //! everything around them (diff size, unit commands, commits, stage); an executor
 //! only changes files.
 
+pub mod agent_preset;
 pub mod command;
 pub mod llm;
 pub mod none;
@@ -83,6 +84,10 @@ pub trait Executor: Send + Sync {
     /// What can be checked before any slow work (an agent program that is not
     /// there): the problem, or None.
     fn preflight(&self) -> Option<String> {
+        None
+    }
+    /// An agent CLI preset: its name and, after the preflight, its version.
+    fn agent(&self) -> Option<(&'static str, Option<String>)> {
         None
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError>;

@@ -235,10 +235,12 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
             Some(_) => ExecutorChoice {
                 kind: ExecutorKind::Command,
                 agent_cmd,
+                agent: None,
             },
             None => ExecutorChoice {
                 kind: ExecutorKind::None,
                 agent_cmd: None,
+                agent: None,
             },
         }),
         executor_override: None,
