@@ -80,9 +80,14 @@ fn project() -> Project {
         "context": {
             "summary": "Add calc.add", "constraints": [],
             "acceptance_criteria": [
-                {"id": "AC-01", "given": "calc.py", "when": "add(2, 3)", "then": "5"},
-                {"id": "AC-02", "given": "the tests", "when": "run", "then": "they pass"},
-                {"id": "AC-03", "given": "the change", "when": "committed", "then": "on the work branch"}
+                // The unit test fails on the base (no calc.py) and passes after:
+                // red → green evidence (issue 20).
+                {"id": "AC-01", "given": "calc.py", "when": "add(2, 3)", "then": "5",
+                 "check": {"command": "python3 -m unittest -q test_calc"}},
+                {"id": "AC-02", "given": "the tests", "when": "run", "then": "they still pass",
+                 "type": "regression"},
+                {"id": "AC-03", "given": "the change", "when": "committed", "then": "on the work branch",
+                 "type": "nonfunctional"}
             ],
             "test_instructions": {}
         },
