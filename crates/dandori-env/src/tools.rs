@@ -69,7 +69,19 @@ fn var(env: &BTreeMap<String, String>, k: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-fn bootstrap_enabled(env: &BTreeMap<String, String>) -> bool {
+/// The package manager [`ensure_for`] installs for an ecosystem when it is
+/// missing: uv for Python, yarn or pnpm for the Node projects that use them.
+pub fn bootstrap_tool(eco: &Ecosystem) -> Option<&'static str> {
+    match (eco.name.as_str(), eco.package_manager.as_str()) {
+        (PYTHON, _) => Some("uv"),
+        (NODE, "yarn") => Some("yarn"),
+        (NODE, "pnpm") => Some("pnpm"),
+        _ => None,
+    }
+}
+
+/// Whether the bootstrap may install tools (`DANDORI_TOOLS_BOOTSTRAP`).
+pub fn bootstrap_enabled(env: &BTreeMap<String, String>) -> bool {
     !matches!(
         var(env, TOOLS_BOOTSTRAP_VAR).map(|v| v.trim().to_ascii_lowercase()),
         Some(v) if v == "0" || v == "false" || v == "no"

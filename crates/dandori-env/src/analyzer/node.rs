@@ -25,6 +25,13 @@ pub(super) fn analyze(
                 let doc: serde_json::Value = match serde_json::from_str(&text) {
                     Ok(d) => d,
                     Err(err) => {
+                        if *rel == root_manifest {
+                            e.manifest_errors.push(format!(
+                                "{rel}:{}:{}: JSON parse error: {err}",
+                                err.line(),
+                                err.column()
+                            ));
+                        }
                         reader.warn(rel, format!("JSON parse error: {err}"));
                         continue;
                     }
