@@ -122,11 +122,15 @@ def yarn(repo):
         lines = block.strip().splitlines()
         if not lines or lines[0].startswith("#") or not lines[0].endswith(":"):
             continue
-        head = lines[0].rstrip(":").strip('"')
-        name = re.match(r"^(@?[^@]+)@", head.split(",")[0].strip().strip('"'))
+        head = lines[0].rstrip(":")
         v = re.search(r'^\s+version:? "?([^"\s]+)"?', block, re.M)
-        if name and v:
-            resolved.setdefault(name.group(1), set()).add(v.group(1))
+        if not v:
+            continue
+        # Every descriptor of the entry (`a@npm:^1, a-alias@npm:a@^1`) resolves to it.
+        for desc in head.split(","):
+            name = re.match(r"^(@?[^@]+)@", desc.strip().strip('"'))
+            if name:
+                resolved.setdefault(name.group(1), set()).add(v.group(1))
     pairs = []
     nm = os.path.join(repo, "node_modules")
     if not os.path.isdir(nm):
