@@ -123,7 +123,16 @@ fi
 mkdir -p "$TOOLS/restate/bin"
 [ -x "$RESTATE_BIN" ] && ln -sf "$RESTATE_BIN" "$TOOLS/restate/bin/restate-server"
 
-export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
+# pnpm and yarn 1 (dandori-env's lock tests: `pnpm install --frozen-lockfile` and
+# `yarn install --frozen-lockfile` against a registry served from 127.0.0.1), in a
+# prefix of their own so their bins do not mix with the MCP tools'.
+if [ ! -x "$TOOLS/pkgmgr/node_modules/.bin/pnpm" ] || [ ! -x "$TOOLS/pkgmgr/node_modules/.bin/yarn" ]; then
+  say "installing pnpm@10 and yarn@1 from npm into $TOOLS/pkgmgr (lock-file install tests; ~10 s)"
+  mkdir -p "$TOOLS/pkgmgr"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/pkgmgr" pnpm@10 yarn@1 >/dev/null
+fi
+
+export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.
 say "running cargo test --workspace --locked --no-fail-fast $* (the first build of the workspace takes ~10 min on 2 cores)"

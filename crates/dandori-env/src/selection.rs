@@ -1261,7 +1261,10 @@ fn node_commands(
         .is_some_and(|v| v.source.ends_with("engines.node"));
     c.verify("node --version".into(), Some(pat), !advisory);
     c.verify(at(list), None, true);
-    if let Some(pkg) = e.prod_dependencies().next() {
+    // A dependency of the project's own manifest: a nested `package.json` (a
+    // scripts or benchmark folder that is not a workspace) is not installed.
+    let root_manifest = e.rel("package.json");
+    if let Some(pkg) = e.prod_dependencies().find(|d| d.source == root_manifest) {
         let check = format!(
             "require('fs').accessSync('node_modules/{}/package.json'); console.log('OK')",
             pkg.name

@@ -52,9 +52,15 @@ impl FileServer {
                     let head = String::from_utf8_lossy(&buf).to_string();
                     let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
                     let path = path.split(['?', '#']).next().unwrap_or("/").to_string();
+                    let path = path.replace("%2f", "/").replace("%2F", "/");
                     let mut file = root.join(path.trim_start_matches('/'));
                     if file.is_dir() {
-                        file = file.join("index.html");
+                        // A PEP 503 page, or an npm packument.
+                        file = if file.join("index.json").is_file() {
+                            file.join("index.json")
+                        } else {
+                            file.join("index.html")
+                        };
                     }
                     let (status, body, kind) = match std::fs::read(&file) {
                         Ok(b) => (
@@ -62,6 +68,8 @@ impl FileServer {
                             b,
                             if file.extension().is_some_and(|e| e == "html") {
                                 "text/html"
+                            } else if file.extension().is_some_and(|e| e == "json") {
+                                "application/json"
                             } else {
                                 "application/octet-stream"
                             },
@@ -589,4 +597,123 @@ fn lock_files_parse_to_pins_and_a_broken_lock_names_its_line() {
     );
     let err = lockfile::parse("pdm.lock", "[[package]]\nname = \"x\"\nversion = \n").unwrap_err();
     assert!(err.starts_with("pdm.lock:3:"), "{err}");
+}
+
+const TARBALL_PY: &str = r#"
+import base64, hashlib, io, json, os, sys, tarfile
+root, base, name, version = sys.argv[1:5]
+pkg = json.dumps({"name": name, "version": version, "main": "index.js"}).encode()
+index = f"module.exports = {version!r};\n".encode()
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w:gz") as t:
+    for p, data in (("package/package.json", pkg), ("package/index.js", index)):
+        info = tarfile.TarInfo(p)
+        info.size = len(data)
+        info.mode = 0o644
+        t.addfile(info, io.BytesIO(data))
+data = buf.getvalue()
+d = os.path.join(root, name, "-")
+os.makedirs(d, exist_ok=True)
+fname = f"{name}-{version}.tgz"
+open(os.path.join(d, fname), "wb").write(data)
+meta = os.path.join(root, name, "index.json")
+doc = json.load(open(meta)) if os.path.exists(meta) else {"name": name, "versions": {}, "dist-tags": {}}
+doc["versions"][version] = {
+    "name": name, "version": version, "main": "index.js",
+    "dist": {
+        "tarball": f"{base}{name}/-/{fname}",
+        "shasum": hashlib.sha1(data).hexdigest(),
+        "integrity": "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode(),
+    },
+}
+doc["dist-tags"]["latest"] = version
+json.dump(doc, open(meta, "w"))
+"#;
+
+impl Index {
+    /// Publishes `name@version` to the npm side of the server (a packument at
+    /// `/<name>`, the tarball at `/<name>/-/<name>-<version>.tgz`), as `latest`.
+    fn publish_npm(&self, name: &str, version: &str) {
+        let out = std::process::Command::new("python3")
+            .args(["-c", TARBALL_PY])
+            .arg(self.root.join("npm"))
+            .arg(self.server.url("npm/"))
+            .args([name, version])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+}
+
+/// npm, pnpm and yarn 1 install what their lock says: the lock was written
+/// when `demo-lib` 1.0.0 was the latest release; 2.0.0 is published after, and
+/// the manifest's range (`>=1.0.0`) would take it.
+#[test]
+fn node_locks_are_installed_exactly() {
+    for tool in ["npm", "pnpm", "yarn"] {
+        require_tool(tool);
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let index = Index::new(&tmp.path().join("index"));
+    index.publish_npm("demo-lib", "1.0.0");
+    let mut env = index_env(&index, tmp.path());
+    env.insert("PATH".into(), std::env::var("PATH").unwrap_or_default());
+    env.insert("npm_config_registry".into(), index.server.url("npm/"));
+    env.insert(
+        "npm_config_store_dir".into(),
+        tmp.path().join("pnpm-store").display().to_string(),
+    );
+    env.insert(
+        "YARN_CACHE_FOLDER".into(),
+        tmp.path().join("yarn-cache").display().to_string(),
+    );
+    // The package manager is told by its lock file alone.
+    let manifest = "{\"name\": \"app\", \"version\": \"1.0.0\", \"dependencies\": {\"demo-lib\": \">=1.0.0\"}}\n";
+    let mut repos = Vec::new();
+    for (pm, lock_cmd, lock) in [
+        (
+            "npm",
+            vec!["npm", "install", "--package-lock-only"],
+            "package-lock.json",
+        ),
+        (
+            "pnpm",
+            vec!["pnpm", "install", "--lockfile-only"],
+            "pnpm-lock.yaml",
+        ),
+        (
+            "yarn",
+            vec!["yarn", "install", "--ignore-scripts"],
+            "yarn.lock",
+        ),
+    ] {
+        let repo = tmp.path().join(pm);
+        write(&repo, &[("package.json", manifest)]);
+        run(&repo, &env, &lock_cmd);
+        assert!(repo.join(lock).is_file(), "{pm}: no {lock}");
+        let _ = std::fs::remove_dir_all(repo.join("node_modules"));
+        git_init(&repo);
+        repos.push((pm, repo));
+    }
+    index.publish_npm("demo-lib", "2.0.0");
+    for (pm, repo) in repos {
+        let (sel, out) = setup_in(&repo, &env, &["node", "npm", "pnpm", "yarn"]);
+        let want = match pm {
+            "npm" => "npm ci --no-audit --no-fund",
+            "pnpm" => "pnpm install --frozen-lockfile",
+            _ => "yarn install --frozen-lockfile",
+        };
+        assert_eq!(sel.setup_commands, vec![want], "{pm}");
+        assert_ne!(
+            out.overall_status,
+            OverallStatus::Failed,
+            "{pm}: {:#?}",
+            out.setup_result
+        );
+        let installed: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(repo.join("node_modules/demo-lib/package.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(installed["version"], "1.0.0", "{pm}");
+    }
 }
