@@ -1261,10 +1261,15 @@ fn node_commands(
         .is_some_and(|v| v.source.ends_with("engines.node"));
     c.verify("node --version".into(), Some(pat), !advisory);
     c.verify(at(list), None, true);
-    // A dependency of the project's own manifest: a nested `package.json` (a
-    // scripts or benchmark folder that is not a workspace) is not installed.
+    // A dependency of the project's own manifest or of a workspace member: a
+    // nested `package.json` of a folder that is not a workspace (scripts,
+    // benchmarks, a docs website) is not installed.
     let root_manifest = e.rel("package.json");
-    if let Some(pkg) = e.prod_dependencies().find(|d| d.source == root_manifest) {
+    let workspaces = e.workspaces || e.has_file("pnpm-workspace.yaml");
+    if let Some(pkg) = e
+        .prod_dependencies()
+        .find(|d| d.source == root_manifest || workspaces)
+    {
         let check = format!(
             "require('fs').accessSync('node_modules/{}/package.json'); console.log('OK')",
             pkg.name

@@ -173,6 +173,10 @@ pub struct Ecosystem {
     /// than install something other than what the project declares.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manifest_errors: Vec<String>,
+    /// Node: the root manifest declares `workspaces` (or a `pnpm-workspace.yaml`
+    /// exists), so the members' dependencies are installed with the root's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workspaces: bool,
 }
 
 impl Ecosystem {
@@ -194,6 +198,7 @@ impl Ecosystem {
             dependency_groups: Vec::new(),
             needs_build: false,
             manifest_errors: Vec::new(),
+            workspaces: false,
         }
     }
 

@@ -36,6 +36,9 @@ pub(super) fn analyze(
                         continue;
                     }
                 };
+                if *rel == root_manifest && doc.get("workspaces").is_some() {
+                    e.workspaces = true;
+                }
                 let peer_optional = |name: &str| {
                     doc.pointer(&format!("/peerDependenciesMeta/{name}/optional"))
                         .and_then(|v| v.as_bool())

@@ -717,3 +717,37 @@ fn node_locks_are_installed_exactly() {
         assert_eq!(installed["version"], "1.0.0", "{pm}");
     }
 }
+
+/// The optional "first dependency present" check names a dependency the install
+/// installs: not one of a nested `package.json` that is no workspace member
+/// (node-lru-cache's `scripts/`, reselect's `website/`).
+#[test]
+fn the_node_dependency_check_skips_nested_manifests_outside_workspaces() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        tmp.path(),
+        &[
+            (
+                "package.json",
+                "{\"name\": \"lib\", \"devDependencies\": {\"tap\": \"^21\"}}\n",
+            ),
+            (
+                "package-lock.json",
+                "{\"lockfileVersion\": 3, \"packages\": {}}\n",
+            ),
+            (
+                "scripts/package.json",
+                "{\"name\": \"scripts\", \"dependencies\": {\"heapdump\": \"^0.3\"}}\n",
+            ),
+        ],
+    );
+    let a = analyze(tmp.path(), &AnalysisConfig::default());
+    let sel = select_environment_with(&a, None, &Toolchain::with(&["node", "npm"]));
+    assert!(
+        !sel.verification_commands
+            .iter()
+            .any(|c| c.contains("heapdump")),
+        "{:#?}",
+        sel.verification_commands
+    );
+}
