@@ -31,6 +31,19 @@ pub fn tools_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
         .or_else(|| set("HOME").map(|h| h.join(".cache/dandori/tools")))
 }
 
+/// `policy` with the tool cache (when it exists) readable: a command that
+/// names a bootstrapped tool inside a shell line (`sh -c "yarn test"`, `cd web
+/// && pnpm list`) finds it on `PATH` inside the sandbox too.
+pub fn with_tools_readable(
+    policy: dandori_exec::SandboxPolicy,
+    env: &BTreeMap<String, String>,
+) -> dandori_exec::SandboxPolicy {
+    match tools_dir(env).filter(|d| d.is_dir()) {
+        Some(d) => policy.readable(d),
+        None => policy,
+    }
+}
+
 /// `<tools>/bin`, where the bootstrapped programs are linked.
 pub fn bin_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     tools_dir(env).map(|d| d.join("bin"))

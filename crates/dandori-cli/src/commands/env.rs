@@ -344,7 +344,7 @@ fn exec(config: &dandori_config::Config, a: &EnvExecArgs) -> anyhow::Result<Exit
         let policy = dandori_exec::SandboxPolicy::worktree(&repo, &[])
             .with_network(a.network)
             .in_git_worktree(&repo);
-        Some((s, policy))
+        Some((s, dandori_env::tools::with_tools_readable(policy, &base)))
     };
     let code = activation::exec(&repo, &a.cmd, &base, sandbox)?;
     Ok(match code {

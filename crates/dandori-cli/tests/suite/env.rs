@@ -192,8 +192,13 @@ fn verify_is_green_after_a_setup_with_the_cached_uv() {
     std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
     std::fs::write(repo.path().join("app.py"), "print('hi')\n").unwrap();
     let cache = tempfile::tempdir().unwrap();
+    // Laid out as the bootstrap lays it out: the program inside the cache,
+    // linked from its `bin`.
     std::fs::create_dir_all(cache.path().join("bin")).unwrap();
-    std::os::unix::fs::symlink(&uv, cache.path().join("bin/uv")).unwrap();
+    std::fs::create_dir_all(cache.path().join("uv/bin")).unwrap();
+    std::fs::copy(&uv, cache.path().join("uv/bin/uv")).unwrap();
+    std::os::unix::fs::symlink(cache.path().join("uv/bin/uv"), cache.path().join("bin/uv"))
+        .unwrap();
     let r = repo_arg(repo.path());
     let run = |args: &[&str]| {
         let out = Command::new(BIN)
@@ -229,4 +234,18 @@ fn verify_is_green_after_a_setup_with_the_cached_uv() {
         commands.contains(&"uv pip list --python .venv/bin/python"),
         "{commands:?}"
     );
+    // A shell line in `env exec` finds the cached tool too (the tool cache is
+    // readable inside the sandbox, not only a program named directly).
+    let (code, out, err) = run(&[
+        "env",
+        "exec",
+        "--repo",
+        &r,
+        "--",
+        "sh",
+        "-c",
+        "uv --version",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.starts_with("uv "), "{out}");
 }
