@@ -324,7 +324,7 @@ pub fn classify(outcome: &CommandOutcome) -> ErrorKind {
 /// npm (`404 Not Found - GET …/name/-/name-1.2.3.tgz`, `'name@1.2.3' is not in
 /// this registry`, `No matching version found for name@1.2.3`), pnpm
 /// (`ERR_PNPM_NO_MATCHING_VERSION`, `ERR_PNPM_FETCH_404`), yarn 1 (`Couldn't find
-/// any versions for "name" that match "1.2.3"`, a tarball's 404), pip (`No
+/// any versions for "name" that matches "1.2.3"`, a tarball's 404), pip (`No
 /// matching distribution found for name==1.2.3`) and uv (`there is no version of
 /// name==1.2.3`, a locked file's 404). Ranges (`^1.2`, `>=1`) are not pins: no
 /// release matching a range is a resolution problem, not a missing release.
@@ -335,7 +335,7 @@ pub fn unavailable_pin(output: &str) -> Option<(String, String)> {
         // npm: "'name@1.2.3' is not in this registry".
         r"(?i)'(@?[A-Za-z0-9._\-/]+?)@v?(\d[0-9A-Za-z.+\-]*)' is not in (?:this|the npm) registry",
         // yarn 1.
-        r#"(?i)couldn't find any versions for "(@?[A-Za-z0-9._\-/]+)" that match "v?(\d[0-9A-Za-z.+\-]*)""#,
+        r#"(?i)couldn't find any versions for "(@?[A-Za-z0-9._\-/]+)" that match(?:es)? "v?(\d[0-9A-Za-z.+\-]*)""#,
         // pip.
         r"(?i)no matching distribution found for ([A-Za-z0-9._\-]+)\s*===?\s*(\d[0-9A-Za-z.+!\-]*)",
         // uv.
