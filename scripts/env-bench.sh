@@ -13,7 +13,9 @@
 #   2. the project's test command through `dandori env exec` (tests collected /
 #      passed when the runner says so),
 #   3. `dandori env setup` again (the reuse path: time),
-#   4. `git status --porcelain` (setup must leave the work tree clean).
+#   4. `git status --porcelain` (setup must leave the work tree clean),
+#   5. the installed versions against the lock file (scripts/env-lock-match.py),
+#      and `dandori env verify` after the setup (its status).
 # Prints a markdown table and the success rate (tests ran) over installable
 # repositories. Environment: DANDORI (binary, default target/debug/dandori),
 # DANDORI_TOOLS_DIR (tool cache, default REPOS_DIR/.tools), BENCH_WORK (scratch,
@@ -135,8 +137,10 @@ print(f"{passed + failed} {passed}" if found else "- -")
 EOF
 }
 
-printf '| repository | detected | setup | exit | setup s | tests | collected | passed | 2nd setup s | git clean |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| repository | detected | setup | exit | setup s | tests | collected | passed | 2nd setup s | git clean | lock match | verify |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|---|\n'
+locked=0
+matched=0
 installable=0
 ran=0
 blocked_list=()
@@ -181,18 +185,23 @@ for n in "${names[@]}"; do
       fi
     fi
   fi
+  lock=$(python3 "$ROOT/scripts/env-lock-match.py" "$dir")
+  case "$lock" in -*) ;; *) locked=$((locked + 1)) ;; esac
+  case "$lock" in yes*) matched=$((matched + 1)) ;; esac
+  verify=$("$DANDORI" env verify --repo "$dir" --json 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['overall_status'])" 2>/dev/null || echo error)
   t2=$(now)
   "$DANDORI" env setup --repo "$dir" --json >/dev/null 2>&1
   t3=$(now)
   dirty=$(git -C "$dir" status --porcelain 2>/dev/null | grep -v '^ *D ' | head -3 | tr '\n' ' ')
   clean=$([ -z "$dirty" ] && echo yes || echo "no: $dirty")
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' \
     "$n" "$detected" "$status" "$code" "$(secs "$t0" "$t1")" "$tests" "$collected" "$passed" \
-    "$(secs "$t2" "$t3")" "$clean"
+    "$(secs "$t2" "$t3")" "$clean" "$lock" "$verify"
 done
 echo
 if [ "$installable" -gt 0 ]; then
   echo "tests ran after setup: $ran of $installable installable repositories ($(awk -v a="$ran" -v b="$installable" 'BEGIN { printf "%.0f", 100 * a / b }') %)"
 fi
+echo "installed versions match the lock: $matched of $locked repositories with a lock and something installed"
 for b in "${blocked_list[@]}"; do echo "blocked: $b"; done
 echo "scratch directory: $WORK"

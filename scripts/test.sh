@@ -123,6 +123,15 @@ fi
 mkdir -p "$TOOLS/restate/bin"
 [ -x "$RESTATE_BIN" ] && ln -sf "$RESTATE_BIN" "$TOOLS/restate/bin/restate-server"
 
+# pnpm and yarn 1 (dandori-env's lock tests: `pnpm install --frozen-lockfile` and
+# `yarn install --frozen-lockfile` against a registry served from 127.0.0.1), in a
+# prefix of their own so their bins do not mix with the MCP tools'.
+if [ ! -x "$TOOLS/pkgmgr/node_modules/.bin/pnpm" ] || [ ! -x "$TOOLS/pkgmgr/node_modules/.bin/yarn" ]; then
+  say "installing pnpm@10 and yarn@1 from npm into $TOOLS/pkgmgr (lock-file install tests; ~10 s)"
+  mkdir -p "$TOOLS/pkgmgr"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/pkgmgr" pnpm@10 yarn@1 >/dev/null
+fi
+
 # The agent CLIs of `dandori run --agent claude|codex|gemini` (the agent preset
 # tests drive the real programs against a scripted local model server). Pinned, so
 # the request shapes the fake server checks do not move under the tests; a package
@@ -138,7 +147,7 @@ if [ ! -x "$TOOLS/agent-clis/node_modules/.bin/claude" ] || [ ! -x "$TOOLS/agent
     || say "warning: could not install the agent CLIs; the agent preset tests will skip"
 fi
 
-export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
+export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.
 say "running cargo test --workspace --locked --no-fail-fast $* (the first build of the workspace takes ~10 min on 2 cores)"

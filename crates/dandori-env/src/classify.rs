@@ -20,6 +20,10 @@ pub enum ErrorKind {
     VersionConflict,
     /// A package or version does not exist.
     PackageNotFound,
+    /// The registry does not serve a version the project pins exactly (an HTTP
+    /// 404 for `name@1.2.3`, no `name==1.2.3`): the install is blocked, not fixable
+    /// by another command.
+    PackageUnavailable,
     /// A manifest does not parse (YAML, JSON, TOML).
     ConfigSyntaxError,
     /// `npm ci` / `--frozen-lockfile`: the lock file disagrees with the manifest.
@@ -68,6 +72,7 @@ impl ErrorKind {
             | ErrorKind::CommandFailed
             | ErrorKind::PolicyViolation => ErrorClass::Fixable,
             ErrorKind::RegistryUnreachable
+            | ErrorKind::PackageUnavailable
             | ErrorKind::ToolMissing
             | ErrorKind::DiskFull
             | ErrorKind::OutOfMemory
@@ -92,6 +97,9 @@ impl ErrorKind {
             }
             ErrorKind::VersionConflict => "dependency versions cannot be satisfied together",
             ErrorKind::PackageNotFound => "a package or version does not exist in the registry",
+            ErrorKind::PackageUnavailable => {
+                "the registry does not serve a version the project pins exactly"
+            }
             ErrorKind::ConfigSyntaxError => "a manifest or configuration file does not parse",
             ErrorKind::LockfileOutOfSync => "the lock file disagrees with the manifest",
             ErrorKind::RuntimeUnavailable => "the pinned language runtime version is not installed",
@@ -118,6 +126,7 @@ impl ErrorKind {
             ErrorKind::RegistryUnreachable => "RegistryUnreachable",
             ErrorKind::VersionConflict => "VersionConflict",
             ErrorKind::PackageNotFound => "PackageNotFound",
+            ErrorKind::PackageUnavailable => "PackageUnavailable",
             ErrorKind::ConfigSyntaxError => "ConfigSyntaxError",
             ErrorKind::LockfileOutOfSync => "LockfileOutOfSync",
             ErrorKind::RuntimeUnavailable => "RuntimeUnavailable",
@@ -288,6 +297,10 @@ pub fn classify(outcome: &CommandOutcome) -> ErrorKind {
         ErrorKind::TemporaryServerError
     } else if any(&text, LOCK) {
         ErrorKind::LockContention
+    } else if unavailable_pin(&format!("{}\n{}", outcome.stdout_tail, outcome.stderr_tail))
+        .is_some()
+    {
+        ErrorKind::PackageUnavailable
     } else if any(&text, NOT_FOUND) {
         ErrorKind::PackageNotFound
     } else if any(&text, CONFLICT) {
@@ -303,4 +316,49 @@ pub fn classify(outcome: &CommandOutcome) -> ErrorKind {
     } else {
         ErrorKind::CommandFailed
     }
+}
+
+/// A package version the project pins exactly and the registry does not serve,
+/// read from an installer's output: `(package, version)`.
+///
+/// npm (`404 Not Found - GET …/name/-/name-1.2.3.tgz`, `'name@1.2.3' is not in
+/// this registry`, `No matching version found for name@1.2.3`), pnpm
+/// (`ERR_PNPM_NO_MATCHING_VERSION`, `ERR_PNPM_FETCH_404`), yarn 1 (`Couldn't find
+/// any versions for "name" that matches "1.2.3"`, a tarball's 404), pip (`No
+/// matching distribution found for name==1.2.3`) and uv (`there is no version of
+/// name==1.2.3`, a locked file's 404). Ranges (`^1.2`, `>=1`) are not pins: no
+/// release matching a range is a resolution problem, not a missing release.
+pub fn unavailable_pin(output: &str) -> Option<(String, String)> {
+    const PATTERNS: &[&str] = &[
+        // npm, pnpm: "No matching version found for name@1.2.3".
+        r"(?i)no matching version found for (@?[A-Za-z0-9._\-/]+?)@v?(\d[0-9A-Za-z.+\-]*?)[.,]?(?:\s|$)",
+        // npm: "'name@1.2.3' is not in this registry".
+        r"(?i)'(@?[A-Za-z0-9._\-/]+?)@v?(\d[0-9A-Za-z.+\-]*)' is not in (?:this|the npm) registry",
+        // yarn 1.
+        r#"(?i)couldn't find any versions for "(@?[A-Za-z0-9._\-/]+)" that match(?:es)? "v?(\d[0-9A-Za-z.+\-]*)""#,
+        // pip.
+        r"(?i)no matching distribution found for ([A-Za-z0-9._\-]+)\s*===?\s*(\d[0-9A-Za-z.+!\-]*)",
+        // uv.
+        r"(?i)there is no version of ([A-Za-z0-9._\-]+)\s*===?\s*(\d[0-9A-Za-z.+!\-]*)",
+        // uv (a locked file): "Failed to download `name==1.2.3`" with a 404 below.
+        r"(?is)failed to (?:download|fetch) `([A-Za-z0-9._\-]+)==(\d[0-9A-Za-z.+!\-]*)`.*404",
+    ];
+    for p in PATTERNS {
+        if let Ok(re) = regex::Regex::new(p)
+            && let Some(c) = re.captures(output)
+        {
+            let version = c[2].trim_end_matches(['.', ',']).to_string();
+            return Some((c[1].to_string(), version));
+        }
+    }
+    // A tarball's 404 (npm, pnpm, yarn): `…/name/-/name-1.2.3.tgz` or
+    // `…/@scope/name/-/name-1.2.3.tgz`.
+    let tarball = regex::Regex::new(
+        r"(?i)(?:404[^\n]*?https?://\S+?/((?:@[^/\s]+/)?[^/\s]+)/-/[^/\s]+?-(\d[0-9A-Za-z.+\-]*?)\.tgz|https?://\S+?/((?:@[^/\s]+/)?[^/\s]+)/-/[^/\s]+?-(\d[0-9A-Za-z.+\-]*?)\.tgz[^\n]*404)",
+    )
+    .ok()?;
+    let c = tarball.captures(output)?;
+    let name = c.get(1).or_else(|| c.get(3))?.as_str().to_string();
+    let version = c.get(2).or_else(|| c.get(4))?.as_str().to_string();
+    Some((name.replace("%2f", "/").replace("%2F", "/"), version))
 }

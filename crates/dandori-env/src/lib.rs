@@ -9,6 +9,7 @@
 pub mod activation;
 pub mod analyzer;
 pub mod classify;
+pub mod lockfile;
 pub mod phase;
 pub mod records;
 pub mod regenerate;

@@ -39,6 +39,39 @@ pub fn select_with_bootstrap(
     ))
 }
 
+/// The tools the commands of `analysis`'s environment will find: those on
+/// `base_env`'s `PATH` and in the tool cache, and the package manager the
+/// bootstrap installs for the chosen ecosystem when it is missing. `env detect`
+/// shows the commands setup will run with it; `env verify` checks with the
+/// tools setup used (the cache's pnpm and yarn, uv), not with what happens to be
+/// on the caller's `PATH`.
+pub fn expected_toolchain(
+    analysis: &EnvironmentAnalysis,
+    target_language: Option<&str>,
+    base_env: &BTreeMap<String, String>,
+) -> Toolchain {
+    let env = tools::with_tools_on_path(base_env);
+    let found = Toolchain::discover(env.get("PATH").map(String::as_str).unwrap_or(""));
+    let bootstrapped = selection::choose(analysis, target_language)
+        .ecosystem
+        .filter(|_| tools::bootstrap_enabled(base_env))
+        .and_then(tools::bootstrap_tool);
+    match bootstrapped {
+        Some(t) => found.and(t),
+        None => found,
+    }
+}
+
+/// The environment of `analysis` with the commands for [`expected_toolchain`].
+pub fn select_expected(
+    analysis: &EnvironmentAnalysis,
+    target_language: Option<&str>,
+    base_env: &BTreeMap<String, String>,
+) -> SelectedEnvironment {
+    let tools = expected_toolchain(analysis, target_language, base_env);
+    selection::select_environment_with(analysis, target_language, &tools)
+}
+
 /// The status a run acts on: a required verification that failed makes the
 /// environment failed even when `on_failure` turned the setup's own status into
 /// a partial (warn) or full (ignore) success — the run's gate decides, with the

@@ -24,6 +24,9 @@ pub const STATS_FILE: &str = "environment_stats.json";
 pub const ENV_TOOL_MISSING: &str = "ENV_TOOL_MISSING";
 /// Blocked: the package registry stayed unreachable after the bounded retries.
 pub const ENV_REGISTRY_UNREACHABLE: &str = "ENV_REGISTRY_UNREACHABLE";
+/// Blocked: the registry does not serve a version the project pins exactly (a
+/// 404 for `name@1.2.3`); the reason names the package and the version.
+pub const ENV_PACKAGE_UNAVAILABLE: &str = "ENV_PACKAGE_UNAVAILABLE";
 /// Warning (partial success): a git submodule of `.gitmodules` is not checked out,
 /// so tests that read it fail although the environment is complete: a problem of
 /// the checkout, not of the setup.
@@ -323,6 +326,9 @@ pub fn error_report(setup: &SetupRecord, verification: &VerificationRecord) -> S
                 "Make sure no other package manager runs in this repository."
             }
             ErrorKind::PackageNotFound => "Check the package names and versions in the manifest.",
+            ErrorKind::PackageUnavailable => {
+                "The registry does not serve the pinned version: change the pin (and the lock file) to a published release, or use a registry that has it."
+            }
             ErrorKind::VersionConflict => "Relax or align the conflicting version constraints.",
             ErrorKind::ConfigSyntaxError => "Fix the syntax of the manifest named in the error.",
             ErrorKind::LockfileOutOfSync => {

@@ -23,6 +23,10 @@ pub const OPTIONAL_VERIFICATION_KEY: &str = "optional_verification_commands";
 /// replace it when it fails (the editable-install fallback chain).
 pub const FALLBACK_KEY: &str = "fallback_commands";
 
+/// Key in `SelectedEnvironment.extra`: the environment's own manifests that do
+/// not parse (`file:line:column: reason`); setup fails on them.
+pub const MANIFEST_ERRORS_KEY: &str = "manifest_errors";
+
 /// Preference order when nothing else decides (rule 3 of §4.2.2, then §4.2.3).
 const ORDER: &[&str] = &[PYTHON, NODE, JAVA, GO, RUST, RUBY, PHP, DOTNET, DENO];
 
@@ -82,6 +86,12 @@ impl Toolchain {
         Toolchain {
             available: tools.iter().map(|t| t.to_string()).collect(),
         }
+    }
+
+    /// This toolchain and `tool`.
+    pub fn and(mut self, tool: &str) -> Self {
+        self.available.insert(tool.to_string());
+        self
     }
 
     pub fn has(&self, tool: &str) -> bool {
@@ -295,7 +305,21 @@ pub fn select_environment_with(
             &fallback
         }
     };
-    let cmds = commands_for(eco, tools);
+    // Nothing to prepare: no environment file and no source file of the
+    // default language (a README-only directory gets no `.venv`).
+    let nothing = choice.ecosystem.is_none()
+        && choice.name == PYTHON
+        && !analysis.source_files.contains_key("py");
+    let cmds = if nothing {
+        Commands::default()
+    } else {
+        commands_for(eco, tools)
+    };
+    let reason = if nothing {
+        "no environment files and no source files: nothing to prepare".to_string()
+    } else {
+        choice.reason
+    };
     let mut detected: Vec<String> = eco.files.clone();
     detected.extend(
         analysis
@@ -317,6 +341,15 @@ pub fn select_environment_with(
     if !cmds.fallbacks.is_empty() {
         extra.insert(FALLBACK_KEY.into(), json!(cmds.fallbacks));
     }
+    if !eco.manifest_errors.is_empty() {
+        extra.insert(MANIFEST_ERRORS_KEY.into(), json!(eco.manifest_errors));
+    }
+    if let Some((lock, file)) = &cmds.lock_constraints {
+        extra.insert(
+            crate::lockfile::LOCK_CONSTRAINTS_KEY.into(),
+            json!({"lock": lock, "file": file}),
+        );
+    }
     let others: Vec<serde_json::Value> = analysis
         .ecosystems
         .iter()
@@ -328,7 +361,7 @@ pub fn select_environment_with(
     }
     SelectedEnvironment {
         name: choice.name,
-        reason: choice.reason,
+        reason,
         detected_files: detected,
         setup_commands: cmds.setup,
         verification_commands: cmds.verification,
@@ -365,6 +398,9 @@ pub struct Commands {
     pub verification: Vec<String>,
     pub optional: Vec<String>,
     pub expected: BTreeMap<String, String>,
+    /// `(lock, constraints file)`, relative to the environment's root: setup
+    /// writes the file from the lock before a command that names it runs.
+    pub lock_constraints: Option<(String, String)>,
 }
 
 impl Commands {
@@ -567,148 +603,62 @@ fn python_commands(
     let uv = tools.has("uv");
     let py_bin = format!("{VENV_DIR}/bin/python");
     let has = |n: &str| e.has_file(n);
-    let project = has("pyproject.toml") || has("setup.py") || has("setup.cfg");
-    let mut handled = false;
+    // The lock the project's tool wrote: its versions are what gets installed.
+    let lock = crate::lockfile::PYTHON_LOCKS
+        .iter()
+        .copied()
+        .find(|l| has(l) && (*l != "poetry.lock" || e.package_manager != "uv"));
+    let mut tool_line: Option<String> = None;
     match e.package_manager.as_str() {
         "uv" if uv && has("uv.lock") => {
-            // `uv sync` installs the `dev` group; test groups and test extras are
-            // asked for by name (only those the project declares).
-            let mut line = "uv sync".to_string();
+            // `uv sync --frozen` installs exactly the lock (and the `dev` group);
+            // test groups and test extras are asked for by name (only those the
+            // project declares).
+            let mut line = "uv sync --frozen".to_string();
             for g in test_groups(e, false) {
                 line.push_str(&format!(" --group {}", q(&g)));
             }
             for x in test_groups(e, true) {
                 line.push_str(&format!(" --extra {}", q(&x)));
             }
-            c.setup.push(at(line));
-            handled = true;
+            tool_line = Some(at(line));
         }
         "poetry" if tools.has("poetry") => {
-            c.setup.push(at(
+            tool_line = Some(at(
                 "POETRY_VIRTUALENVS_IN_PROJECT=true poetry install".into()
             ));
-            handled = true;
         }
         "pdm" if tools.has("pdm") => {
-            c.setup.push(at("pdm install".into()));
-            handled = true;
+            tool_line = Some(at("pdm install".into()));
         }
         "pipenv" if tools.has("pipenv") => {
-            c.setup
-                .push(at("PIPENV_VENV_IN_PROJECT=1 pipenv install --dev".into()));
-            handled = true;
+            tool_line = Some(at("PIPENV_VENV_IN_PROJECT=1 pipenv install --dev".into()));
         }
         _ => {}
     }
-    if !handled {
-        let pin = e
-            .runtime_version
-            .as_ref()
-            .filter(|v| v.value.chars().all(|ch| ch.is_ascii_digit() || ch == '.'))
-            .map(|v| format!(" --python {}", v.value))
-            .unwrap_or_default();
-        if uv {
-            c.setup
-                .push(at(format!("uv venv {VENV_DIR} --allow-existing{pin}")));
-        } else {
-            let py = if tools.has("python3") {
-                "python3"
-            } else {
-                "python"
-            };
-            c.setup.push(at(format!("{py} -m venv {VENV_DIR}")));
-        }
-        let mut args: Vec<String> = Vec::new();
-        let mut req_files: Vec<String> = e
-            .files
-            .iter()
-            .filter(|f| f.ends_with(".txt") && !f.ends_with("runtime.txt"))
-            .filter(|f| analyzer_dir_of(f, e))
-            .map(|f| rel_in(e, f))
-            .collect();
-        req_files.sort_by_key(|f| (f != "requirements.txt", f.clone()));
-        for f in &req_files {
-            // A constraints file limits versions; it does not ask for packages.
-            let constraints = file_name_of(f).contains("constraint");
-            args.push(if constraints { "-c" } else { "-r" }.into());
-            args.push(q(f));
-        }
-        let dev = explicit_dev_requirements(e, &[]);
-        if project {
-            let extras = test_groups(e, true);
-            let target = if extras.is_empty() {
-                ".".to_string()
-            } else {
-                format!(".[{}]", extras.join(","))
-            };
-            let installer = if uv {
-                format!("uv pip install --python {py_bin}")
-            } else {
-                format!("{py_bin} -m pip install")
-            };
-            let mut editable = args.clone();
-            editable.push("-e".into());
-            editable.push(q(&target));
-            // PEP 735 groups by name when the installer knows `--group` (pip ≥ 25.1,
-            // uv): it resolves `include-group` and environment markers itself. An
-            // older installer refuses the option: the explicit list is the next rung.
-            let groups: Vec<String> = e
-                .dependency_groups
-                .iter()
-                .filter(|g| is_test_group(g))
-                .cloned()
-                .collect();
-            let grouped = (!groups.is_empty()).then(|| {
-                let mut with_groups = editable.clone();
-                for g in &groups {
-                    with_groups.push("--group".into());
-                    with_groups.push(q(g));
-                }
-                with_groups.extend(explicit_dev_requirements(e, &groups));
-                at(format!("{installer} {}", with_groups.join(" ")))
-            });
-            editable.extend(dev.iter().cloned());
-            let line = at(format!("{installer} {}", editable.join(" ")));
-            // §9.2.2 without a model: when the editable install fails (flat layout,
-            // broken build backend), install the declared dependencies without the
-            // project and make the project importable from its directory.
-            let mut plain = args.clone();
-            plain.extend(dependencies_without_project(e));
-            plain.extend(dev.iter().cloned());
-            let mut rung = Vec::new();
-            if !plain.is_empty() {
-                rung.push(at(format!("{installer} {}", plain.join(" "))));
-            }
-            rung.push(at(importable_from_source(&py_bin)));
-            c.fallbacks.insert(line.clone(), rung);
-            match grouped {
-                Some(first) => {
-                    c.fallbacks.insert(first.clone(), vec![line]);
-                    c.setup.push(first);
-                }
-                None => c.setup.push(line),
-            }
-            args.clear();
-        } else if has("Pipfile") {
-            // No pipenv here: install what the Pipfile declares.
-            for d in &e.dependencies {
-                let spec = d
-                    .version_spec
-                    .as_deref()
-                    .filter(|s| !s.starts_with("git") && !s.starts_with("path"));
-                args.push(q(&format!("{}{}", d.name, spec.unwrap_or(""))));
+    // Without the project's tool (or when it fails): a virtual environment and
+    // the declared requirements, with the lock's versions as constraints.
+    let mut generic = Commands::default();
+    let constraints = lock.map(|l| {
+        generic.lock_constraints = Some((l.to_string(), crate::lockfile::CONSTRAINTS_FILE.into()));
+        crate::lockfile::CONSTRAINTS_FILE
+    });
+    pip_commands(e, tools, constraints, &mut generic, at);
+    match tool_line {
+        Some(line) => {
+            c.setup.push(line.clone());
+            // uv's own sync failing (a Python it cannot find, a lock it cannot
+            // read): the locked versions through `uv pip` are the next rung.
+            if e.package_manager == "uv" {
+                c.fallbacks.insert(line, generic.setup);
+                c.fallbacks.extend(generic.fallbacks);
+                c.lock_constraints = generic.lock_constraints;
             }
         }
-        if !project && !has("Pipfile") {
-            args.extend(dev);
-        }
-        if !args.is_empty() {
-            let line = if uv {
-                format!("uv pip install --python {py_bin} {}", args.join(" "))
-            } else {
-                format!("{py_bin} -m pip install {}", args.join(" "))
-            };
-            c.setup.push(at(line));
+        None => {
+            c.setup = generic.setup;
+            c.fallbacks = generic.fallbacks;
+            c.lock_constraints = generic.lock_constraints;
         }
     }
     let pat = e
@@ -730,6 +680,9 @@ fn python_commands(
     // Installed, not importable by a guessed name: a distribution's import name
     // often differs (`py-cpuinfo` → `cpuinfo`, stub-only `types-*` have none).
     for d in installed_runtime_dependencies(e).take(3) {
+        // uv (bootstrapped for every Python environment) made the virtual
+        // environment without pip: `uv pip` checks it. Without uv, `python -m
+        // venv` made it, with pip.
         let show = if uv {
             format!("uv pip show --python {py_bin} {}", d.name)
         } else {
@@ -748,17 +701,150 @@ fn python_commands(
         );
     }
     if uv {
-        c.verify(
-            at(format!("uv pip list --python {py_bin}")),
-            Some("(?i)package".into()),
-            false,
-        );
+        // The exit code is the check: `uv pip list` prints nothing at all for an
+        // environment without packages (a project with no dependencies).
+        c.verify(at(format!("uv pip list --python {py_bin}")), None, false);
     } else {
         c.verify(
             at(format!("{py_bin} -m pip list")),
             Some("(?i)package".into()),
             false,
         );
+    }
+}
+
+/// The virtual environment and `pip`/`uv pip` installs of a Python project
+/// without its own tool: requirement files, the project editable with its test
+/// extras and groups, the fallback rungs; `constraints` (a file written from
+/// the lock) limits every install to the locked versions.
+fn pip_commands(
+    e: &Ecosystem,
+    tools: &Toolchain,
+    constraints: Option<&str>,
+    c: &mut Commands,
+    at: &dyn Fn(String) -> String,
+) {
+    let uv = tools.has("uv");
+    let py_bin = format!("{VENV_DIR}/bin/python");
+    let has = |n: &str| e.has_file(n);
+    let project = has("pyproject.toml") || has("setup.py") || has("setup.cfg");
+    let pin = e
+        .runtime_version
+        .as_ref()
+        .filter(|v| v.value.chars().all(|ch| ch.is_ascii_digit() || ch == '.'))
+        .map(|v| format!(" --python {}", v.value))
+        .unwrap_or_default();
+    if uv {
+        c.setup
+            .push(at(format!("uv venv {VENV_DIR} --allow-existing{pin}")));
+    } else {
+        let py = if tools.has("python3") {
+            "python3"
+        } else {
+            "python"
+        };
+        c.setup.push(at(format!("{py} -m venv {VENV_DIR}")));
+    }
+    let mut args: Vec<String> = Vec::new();
+    let mut req_files: Vec<String> = e
+        .files
+        .iter()
+        .filter(|f| f.ends_with(".txt") && !f.ends_with("runtime.txt"))
+        .filter(|f| analyzer_dir_of(f, e))
+        .map(|f| rel_in(e, f))
+        .collect();
+    req_files.sort_by_key(|f| (f != "requirements.txt", f.clone()));
+    for f in &req_files {
+        // A constraints file limits versions; it does not ask for packages.
+        let constraints = file_name_of(f).contains("constraint");
+        args.push(if constraints { "-c" } else { "-r" }.into());
+        args.push(q(f));
+    }
+    if let Some(f) = constraints {
+        args.push("-c".into());
+        args.push(q(f));
+    }
+    let dev = explicit_dev_requirements(e, &[]);
+    if project {
+        let extras = test_groups(e, true);
+        let target = if extras.is_empty() {
+            ".".to_string()
+        } else {
+            format!(".[{}]", extras.join(","))
+        };
+        let installer = if uv {
+            format!("uv pip install --python {py_bin}")
+        } else {
+            format!("{py_bin} -m pip install")
+        };
+        let mut editable = args.clone();
+        editable.push("-e".into());
+        editable.push(q(&target));
+        // PEP 735 groups by name when the installer knows `--group` (pip ≥ 25.1,
+        // uv): it resolves `include-group` and environment markers itself. An
+        // older installer refuses the option: the explicit list is the next rung.
+        let groups: Vec<String> = e
+            .dependency_groups
+            .iter()
+            .filter(|g| is_test_group(g))
+            .cloned()
+            .collect();
+        let grouped = (!groups.is_empty()).then(|| {
+            let mut with_groups = editable.clone();
+            for g in &groups {
+                with_groups.push("--group".into());
+                with_groups.push(q(g));
+            }
+            with_groups.extend(explicit_dev_requirements(e, &groups));
+            at(format!("{installer} {}", with_groups.join(" ")))
+        });
+        editable.extend(dev.iter().cloned());
+        let line = at(format!("{installer} {}", editable.join(" ")));
+        // §9.2.2 without a model: when the editable install fails (flat layout,
+        // broken build backend), install the declared dependencies without the
+        // project and make the project importable from its directory.
+        let mut plain = args.clone();
+        plain.extend(dependencies_without_project(e));
+        plain.extend(dev.iter().cloned());
+        let mut rung = Vec::new();
+        if !plain.is_empty() {
+            rung.push(at(format!("{installer} {}", plain.join(" "))));
+        }
+        rung.push(at(importable_from_source(&py_bin)));
+        c.fallbacks.insert(line.clone(), rung);
+        match grouped {
+            Some(first) => {
+                c.fallbacks.insert(first.clone(), vec![line]);
+                c.setup.push(first);
+            }
+            None => c.setup.push(line),
+        }
+        args.clear();
+    } else if has("Pipfile") {
+        // No pipenv here: install what the Pipfile declares.
+        for d in &e.dependencies {
+            let spec = d
+                .version_spec
+                .as_deref()
+                .filter(|s| !s.starts_with("git") && !s.starts_with("path"));
+            args.push(q(&format!("{}{}", d.name, spec.unwrap_or(""))));
+        }
+    }
+    if !project && !has("Pipfile") {
+        args.extend(dev);
+    }
+    // Constraints alone ask for nothing: no install line then.
+    let asks = args
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a != "-c" && (i == 0 || args[i - 1] != "-c"));
+    if asks {
+        let line = if uv {
+            format!("uv pip install --python {py_bin} {}", args.join(" "))
+        } else {
+            format!("{py_bin} -m pip install {}", args.join(" "))
+        };
+        c.setup.push(at(line));
     }
 }
 
@@ -1059,9 +1145,13 @@ fn node_commands(
             )
         };
         if pm == "yarn" && berry {
-            match (via_corepack, direct) {
-                (Some(c), d) => (c, d),
-                (None, Some(d)) => (d, None),
+            // The installed yarn first (dandori's tool-cache launcher runs the
+            // pinned release; yarn 1 runs a checked-in `yarnPath` release and
+            // refuses a `packageManager` pin it cannot honour); corepack, which
+            // downloads the release from repo.yarnpkg.com, next.
+            match (direct, via_corepack) {
+                (Some(d), c) => (d, c),
+                (None, Some(c)) => (c, None),
                 (None, None) => (npx, None),
             }
         } else {
@@ -1171,7 +1261,15 @@ fn node_commands(
         .is_some_and(|v| v.source.ends_with("engines.node"));
     c.verify("node --version".into(), Some(pat), !advisory);
     c.verify(at(list), None, true);
-    if let Some(pkg) = e.prod_dependencies().next() {
+    // A dependency of the project's own manifest or of a workspace member: a
+    // nested `package.json` of a folder that is not a workspace (scripts,
+    // benchmarks, a docs website) is not installed.
+    let root_manifest = e.rel("package.json");
+    let workspaces = e.workspaces || e.has_file("pnpm-workspace.yaml");
+    if let Some(pkg) = e
+        .prod_dependencies()
+        .find(|d| d.source == root_manifest || workspaces)
+    {
         let check = format!(
             "require('fs').accessSync('node_modules/{}/package.json'); console.log('OK')",
             pkg.name

@@ -19,11 +19,11 @@ use crate::activation;
 use crate::analyzer::join_rel;
 use crate::classify::{ErrorClass, ErrorKind, classify};
 use crate::records::{
-    self, AttemptLine, Blocked, CommandRecord, ENV_REGISTRY_UNREACHABLE, ENV_TOOL_MISSING,
-    Handover, OverallStatus, RegenerationRecord, SetupRecord, VerificationRecord,
+    self, AttemptLine, Blocked, CommandRecord, ENV_PACKAGE_UNAVAILABLE, ENV_REGISTRY_UNREACHABLE,
+    ENV_TOOL_MISSING, Handover, OverallStatus, RegenerationRecord, SetupRecord, VerificationRecord,
 };
 use crate::reuse::{self, PreparedState};
-use crate::selection::{CONDA_PREFIX_DIR, FALLBACK_KEY, VENV_DIR};
+use crate::selection::{CONDA_PREFIX_DIR, FALLBACK_KEY, MANIFEST_ERRORS_KEY, VENV_DIR};
 use crate::verify::{self, VerifyOptions};
 
 /// §9.2.1 default base wait.
@@ -161,6 +161,7 @@ impl CommandRegenerator for OfflineRegenerator {
             | ErrorKind::RegistryUnreachable
             | ErrorKind::VersionConflict
             | ErrorKind::PackageNotFound
+            | ErrorKind::PackageUnavailable
             | ErrorKind::ConfigSyntaxError
             | ErrorKind::RuntimeUnavailable
             | ErrorKind::CommandFailed
@@ -526,6 +527,39 @@ pub fn run(
     // goes on (instead of WORKTREE_DIRTY over a half-made .venv).
     exclude_ahead(&repo, &root, &opts.base_env)?;
     let mut blocked_before_fallback: Option<Blocked> = None;
+    let lock_constraints: Option<(String, String)> = selected
+        .extra
+        .get(crate::lockfile::LOCK_CONSTRAINTS_KEY)
+        .and_then(|v| {
+            Some((
+                v.get("lock")?.as_str()?.to_string(),
+                v.get("file")?.as_str()?.to_string(),
+            ))
+        });
+    let mut constraints_written = false;
+    // A manifest of the environment that does not parse: setup would install
+    // something other than what the project declares.
+    let manifest_errors: Vec<String> = selected
+        .extra
+        .get(MANIFEST_ERRORS_KEY)
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default();
+    if !manifest_errors.is_empty() {
+        for m in &manifest_errors {
+            opts.say(&format!("error: {m}"));
+        }
+        setup.errors.extend(manifest_errors.iter().map(|m| {
+            format!(
+                "{}: the manifest does not parse, so the environment cannot be prepared as declared: {m}",
+                ErrorKind::ConfigSyntaxError.as_str()
+            )
+        }));
+        setup.overall_status = OverallStatus::Failed;
+        setup.finished_at = now();
+        setup.duration_ms = started.elapsed().as_millis() as u64;
+        let v = skipped_verification(selected, opts, "a manifest does not parse");
+        return finish(opts, &repo, selected, setup, v, false);
+    }
     let mut commands = selected.setup_commands.clone();
     let mut i = 0;
     let mut setup_ok = true;
@@ -533,6 +567,24 @@ pub fn run(
     let verification = 'phase: loop {
         'commands: while i < commands.len() {
             let line = commands[i].clone();
+            if let Some((lock, file)) = &lock_constraints
+                && !constraints_written
+                && line.contains(file.as_str())
+            {
+                constraints_written = true;
+                match crate::lockfile::write_constraints(&repo.join(&root), lock, file) {
+                    Ok(n) => opts.say(&format!(
+                        "{lock}: {n} locked versions written to {file} as install constraints"
+                    )),
+                    Err(e) => {
+                        setup
+                            .errors
+                            .push(format!("{}: {e}", ErrorKind::ConfigSyntaxError.as_str()));
+                        setup_ok = false;
+                        break 'commands;
+                    }
+                }
+            }
             let env = activation::environment(&repo, &root, &setup.variables, &opts.base_env);
             let path = env.get("PATH").cloned().unwrap_or_default();
             let mut attempt: u32 = 0;
@@ -620,7 +672,23 @@ pub fn run(
                                     if o.success() {
                                         None
                                     } else {
-                                        Some(classify(&o))
+                                        let kind = classify(&o);
+                                        if kind == ErrorKind::PackageUnavailable
+                                            && let Some((package, version)) =
+                                                crate::classify::unavailable_pin(&format!(
+                                                    "{}\n{}",
+                                                    o.stdout_tail, o.stderr_tail
+                                                ))
+                                        {
+                                            setup.blocked = Some(Blocked {
+                                                code: ENV_PACKAGE_UNAVAILABLE.to_string(),
+                                                reason: format!(
+                                                    "`{package}` {version} is pinned by the project but the package registry does not serve that version (`{line}`): the {} environment cannot be installed as declared",
+                                                    selected.name
+                                                ),
+                                            });
+                                        }
+                                        Some(kind)
                                     }
                                 }
                                 Err(ExecError::ProgramNotFound { program, .. }) => {
@@ -990,6 +1058,7 @@ fn has_fallback(kind: ErrorKind) -> bool {
     match kind {
         ErrorKind::CommandFailed
         | ErrorKind::PackageNotFound
+        | ErrorKind::PackageUnavailable
         | ErrorKind::VersionConflict
         | ErrorKind::ConfigSyntaxError
         | ErrorKind::LockfileOutOfSync

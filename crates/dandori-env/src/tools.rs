@@ -31,6 +31,19 @@ pub fn tools_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
         .or_else(|| set("HOME").map(|h| h.join(".cache/dandori/tools")))
 }
 
+/// `policy` with the tool cache (when it exists) readable: a command that
+/// names a bootstrapped tool inside a shell line (`sh -c "yarn test"`, `cd web
+/// && pnpm list`) finds it on `PATH` inside the sandbox too.
+pub fn with_tools_readable(
+    policy: dandori_exec::SandboxPolicy,
+    env: &BTreeMap<String, String>,
+) -> dandori_exec::SandboxPolicy {
+    match tools_dir(env).filter(|d| d.is_dir()) {
+        Some(d) => policy.readable(d),
+        None => policy,
+    }
+}
+
 /// `<tools>/bin`, where the bootstrapped programs are linked.
 pub fn bin_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     tools_dir(env).map(|d| d.join("bin"))
@@ -69,7 +82,19 @@ fn var(env: &BTreeMap<String, String>, k: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-fn bootstrap_enabled(env: &BTreeMap<String, String>) -> bool {
+/// The package manager [`ensure_for`] installs for an ecosystem when it is
+/// missing: uv for Python, yarn or pnpm for the Node projects that use them.
+pub fn bootstrap_tool(eco: &Ecosystem) -> Option<&'static str> {
+    match (eco.name.as_str(), eco.package_manager.as_str()) {
+        (PYTHON, _) => Some("uv"),
+        (NODE, "yarn") => Some("yarn"),
+        (NODE, "pnpm") => Some("pnpm"),
+        _ => None,
+    }
+}
+
+/// Whether the bootstrap may install tools (`DANDORI_TOOLS_BOOTSTRAP`).
+pub fn bootstrap_enabled(env: &BTreeMap<String, String>) -> bool {
     !matches!(
         var(env, TOOLS_BOOTSTRAP_VAR).map(|v| v.trim().to_ascii_lowercase()),
         Some(v) if v == "0" || v == "false" || v == "no"

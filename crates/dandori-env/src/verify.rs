@@ -139,7 +139,10 @@ pub fn run(checks: &[VerificationCheck], opts: &VerifyOptions) -> VerificationRe
         if let Some(s) = &opts.sandbox {
             spec = spec.sandbox(
                 s.clone(),
-                dandori_exec::SandboxPolicy::worktree(&opts.repo, &[]),
+                crate::tools::with_tools_readable(
+                    dandori_exec::SandboxPolicy::worktree(&opts.repo, &[]),
+                    &opts.env,
+                ),
                 dandori_exec::Origin::Issued,
             );
         }

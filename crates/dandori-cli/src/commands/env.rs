@@ -13,7 +13,7 @@ use dandori_env::setup::{
     ChainedRegenerator, CommandRegenerator, OfflineRegenerator, SetupOptions,
 };
 use dandori_env::verify::{self, VerifyOptions};
-use dandori_env::{activation, analyzer, phase, reuse, selection, setup};
+use dandori_env::{activation, analyzer, phase, reuse, setup};
 use dandori_plan::SelectedEnvironment;
 use dandori_runner::environment::{EnvironmentPhase, EnvironmentReport, EnvironmentStatus};
 
@@ -28,6 +28,14 @@ pub const EXIT_BLOCKED: u8 = 3;
 pub const EXIT_PARTIAL: u8 = 4;
 
 pub fn env(config: Option<&Path>, sets: &[String], cmd: EnvCommand) -> anyhow::Result<ExitCode> {
+    // A repository is a directory: anything else is a usage error (exit 2),
+    // said once, before the configuration or the analysis reads it.
+    let repo = match &cmd {
+        EnvCommand::Detect(a) | EnvCommand::Verify(a) => &a.repo,
+        EnvCommand::Setup(a) => &a.common.repo,
+        EnvCommand::Exec(a) => &a.repo,
+    };
+    repo_dir(repo)?;
     match cmd {
         EnvCommand::Detect(a) => {
             detect(&load(config, sets, &a.repo)?.planning.environment_setup, &a)
@@ -79,7 +87,15 @@ fn provider_keys(config: &dandori_config::Config) -> Vec<String> {
 }
 
 fn repo_dir(repo: &Path) -> anyhow::Result<PathBuf> {
-    Ok(dandori_fs::canonicalize(repo)?)
+    let dir = dandori_fs::canonicalize(repo)?;
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "{}: not a directory: `dandori env` prepares a repository directory (reason code: {})",
+            repo.display(),
+            dandori_report::reason::USAGE_ERROR
+        );
+    }
+    Ok(dir)
 }
 
 fn record_dir(a: &EnvArgs, repo: &Path) -> PathBuf {
@@ -91,7 +107,12 @@ fn record_dir(a: &EnvArgs, repo: &Path) -> PathBuf {
 fn detect(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode> {
     let repo = repo_dir(&a.repo)?;
     let analysis = analyzer::analyze(&repo, &cfg.analysis);
-    let selected = selection::select_environment(&analysis, a.language.as_deref());
+    // The commands setup will run: with the tools it bootstraps.
+    let selected = phase::select_expected(
+        &analysis,
+        a.language.as_deref(),
+        &dandori_exec::run::base_env(),
+    );
     if a.json {
         output::json(&serde_json::json!({
             "analysis": analysis,
@@ -249,7 +270,12 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
     let cfg = &config.planning.environment_setup;
     let repo = repo_dir(&a.repo)?;
     let analysis = analyzer::analyze(&repo, &cfg.analysis);
-    let selected = selection::select_environment(&analysis, a.language.as_deref());
+    // The checks of the tools setup used (uv, the tool cache's pnpm and yarn).
+    let selected = phase::select_expected(
+        &analysis,
+        a.language.as_deref(),
+        &dandori_exec::run::base_env(),
+    );
     let dir = record_dir(a, &repo);
     let timeout = Duration::from_secs(cfg.execution.command_timeout_seconds);
     let base = child_env(config);
@@ -318,7 +344,7 @@ fn exec(config: &dandori_config::Config, a: &EnvExecArgs) -> anyhow::Result<Exit
         let policy = dandori_exec::SandboxPolicy::worktree(&repo, &[])
             .with_network(a.network)
             .in_git_worktree(&repo);
-        Some((s, policy))
+        Some((s, dandori_env::tools::with_tools_readable(policy, &base)))
     };
     let code = activation::exec(&repo, &a.cmd, &base, sandbox)?;
     Ok(match code {

@@ -158,3 +158,94 @@ fn config_overrides_reach_the_setup() {
     );
     assert!(!repo.path().join("node_modules").exists());
 }
+
+/// A path that is a file is a usage error (exit 2), said once, before anything
+/// is analysed or set up.
+#[test]
+fn a_file_path_is_a_usage_error_said_once() {
+    let repo = fixture_copy("real_node");
+    let file = repo.path().join("package.json");
+    let f = repo_arg(&file);
+    for cmd in ["detect", "setup", "verify"] {
+        let (code, out, err) = dandori(&["env", cmd, "--repo", &f], None);
+        assert_eq!(code, 2, "{cmd}: {out}\n{err}");
+        assert_eq!(err.matches("not a directory").count(), 1, "{cmd}: {err}");
+        assert!(err.contains("USAGE_ERROR"), "{cmd}: {err}");
+        assert!(out.is_empty(), "{cmd}: {out}");
+    }
+    assert!(!repo.path().join(".dandori").exists());
+}
+
+/// uv only in dandori's tool cache (not on PATH): setup makes the virtual
+/// environment with it (no pip inside), and `env verify` checks with the same
+/// uv — green, not a `pip list` that cannot work there.
+#[test]
+fn verify_is_green_after_a_setup_with_the_cached_uv() {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let Some(uv) = std::env::split_paths(&path)
+        .map(|d| d.join("uv"))
+        .find(|p| p.is_file())
+    else {
+        panic!("`uv` is not on PATH: run the tests through ./scripts/test.sh");
+    };
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
+    std::fs::write(repo.path().join("app.py"), "print('hi')\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    // Laid out as the bootstrap lays it out: the program inside the cache,
+    // linked from its `bin`.
+    std::fs::create_dir_all(cache.path().join("bin")).unwrap();
+    std::fs::create_dir_all(cache.path().join("uv/bin")).unwrap();
+    std::fs::copy(&uv, cache.path().join("uv/bin/uv")).unwrap();
+    std::os::unix::fs::symlink(cache.path().join("uv/bin/uv"), cache.path().join("bin/uv"))
+        .unwrap();
+    let r = repo_arg(repo.path());
+    let run = |args: &[&str]| {
+        let out = Command::new(BIN)
+            .args(args)
+            .env("DANDORI_TOOLS_BOOTSTRAP", "0")
+            .env("DANDORI_TOOLS_DIR", cache.path())
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["env", "detect", "--repo", &r]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("$ uv venv .venv --allow-existing"), "{out}");
+    let (code, out, err) = run(&["env", "setup", "--repo", &r, "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(!repo.path().join(".venv/bin/pip").exists());
+    let (code, out, err) = run(&["env", "verify", "--repo", &r, "--json"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["overall_status"], "success", "{v:#}");
+    let commands: Vec<&str> = v["verification_results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["command"].as_str().unwrap())
+        .collect();
+    assert!(
+        commands.contains(&"uv pip list --python .venv/bin/python"),
+        "{commands:?}"
+    );
+    // A shell line in `env exec` finds the cached tool too (the tool cache is
+    // readable inside the sandbox, not only a program named directly).
+    let (code, out, err) = run(&[
+        "env",
+        "exec",
+        "--repo",
+        &r,
+        "--",
+        "sh",
+        "-c",
+        "uv --version",
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.starts_with("uv "), "{out}");
+}

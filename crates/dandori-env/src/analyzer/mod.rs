@@ -168,6 +168,15 @@ pub struct Ecosystem {
     /// since tests that import the package by name need them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub needs_build: bool,
+    /// The ecosystem's own manifest (`pyproject.toml`, `package.json` of `dir`)
+    /// does not parse: `file:line:column: reason`. Setup fails on it rather
+    /// than install something other than what the project declares.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifest_errors: Vec<String>,
+    /// Node: the root manifest declares `workspaces` (or a `pnpm-workspace.yaml`
+    /// exists), so the members' dependencies are installed with the root's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub workspaces: bool,
 }
 
 impl Ecosystem {
@@ -188,6 +197,8 @@ impl Ecosystem {
             members: Vec::new(),
             dependency_groups: Vec::new(),
             needs_build: false,
+            manifest_errors: Vec::new(),
+            workspaces: false,
         }
     }
 

@@ -25,10 +25,20 @@ pub(super) fn analyze(
                 let doc: serde_json::Value = match serde_json::from_str(&text) {
                     Ok(d) => d,
                     Err(err) => {
+                        if *rel == root_manifest {
+                            e.manifest_errors.push(format!(
+                                "{rel}:{}:{}: JSON parse error: {err}",
+                                err.line(),
+                                err.column()
+                            ));
+                        }
                         reader.warn(rel, format!("JSON parse error: {err}"));
                         continue;
                     }
                 };
+                if *rel == root_manifest && doc.get("workspaces").is_some() {
+                    e.workspaces = true;
+                }
                 let peer_optional = |name: &str| {
                     doc.pointer(&format!("/peerDependenciesMeta/{name}/optional"))
                         .and_then(|v| v.as_bool())

@@ -217,6 +217,10 @@ pub(super) fn analyze(e: &mut Ecosystem, reader: &mut Reader<'_>, all: &BTreeSet
                 let doc: toml::Table = match text.parse() {
                     Ok(d) => d,
                     Err(err) => {
+                        if super::parent_dir(rel) == e.dir {
+                            e.manifest_errors
+                                .push(crate::lockfile::syntax_error(rel, &text, &err));
+                        }
                         reader.warn(rel, format!("TOML parse error: {err}"));
                         continue;
                     }
@@ -907,42 +911,104 @@ fn setup_py_dep(
     Some(d)
 }
 
+/// The body of the bracketed literal that opens at `open` (`[`, `(` or `{`),
+/// nested brackets and quoted strings (`"requests[socks]"`) skipped.
+fn literal_body(text: &str, open: usize) -> Option<&str> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut quote: Option<u8> = None;
+    let mut i = open;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) => {
+                if b == b'\\' {
+                    i += 1;
+                } else if b == q {
+                    quote = None;
+                }
+            }
+            None => match b {
+                b'"' | b'\'' => quote = Some(b),
+                b'#' => {
+                    // A comment runs to the end of the line.
+                    i = text[i..].find('\n').map_or(bytes.len(), |n| i + n);
+                    continue;
+                }
+                b'[' | b'(' | b'{' => depth += 1,
+                b']' | b')' | b'}' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        return text.get(open + 1..i);
+                    }
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The literal a `setup()` keyword argument is given: written in place
+/// (`install_requires=["a", "b"]`) or through a module-level variable
+/// (`install_requires=INSTALL_REQUIRES` with `INSTALL_REQUIRES = [...]`
+/// earlier). `None` for anything else (a function call, a file read).
+fn setup_py_argument<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+    let re = regex::Regex::new(&format!(r"\b{key}\s*=\s*")).ok()?;
+    for m in re.find_iter(text) {
+        let rest = &text[m.end()..];
+        let Some(first) = rest.chars().next() else {
+            continue;
+        };
+        if matches!(first, '[' | '(' | '{') {
+            return literal_body(text, m.end());
+        }
+        let ident: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if ident.is_empty() || ident == key {
+            continue;
+        }
+        // The variable's own assignment: `NAME = [` (also `NAME: list = [`).
+        let assign = regex::Regex::new(&format!(
+            r"(?m)^\s*{}\s*(?::[^=\n]+)?=\s*[\[({{]",
+            regex::escape(&ident)
+        ))
+        .ok()?;
+        let a = assign.find(text)?;
+        return literal_body(text, a.end() - 1);
+    }
+    None
+}
+
 fn parse_setup_py(text: &str, rel: &str, deps: &mut Vec<Dependency>, name: &mut Option<String>) {
-    let list_after = |key: &str| -> Option<String> {
-        let i = text.find(key)?;
-        let rest = &text[i..];
-        let open = rest.find('[')?;
-        let close = rest[open..].find(']')?;
-        Some(rest[open + 1..open + close].to_string())
-    };
     for (key, kind) in [
         ("install_requires", DependencyKind::Prod),
         ("tests_require", DependencyKind::Dev),
     ] {
-        for req in list_after(key).map(|b| py_strings(&b)).unwrap_or_default() {
+        for req in setup_py_argument(text, key)
+            .map(py_strings)
+            .unwrap_or_default()
+        {
             deps.extend(setup_py_dep(&req, kind, false, None, rel));
         }
     }
-    if let Some(i) = text.find("extras_require") {
-        let rest = &text[i..];
-        if let Some(open) = rest.find('{')
-            && let Some(close) = rest[open..].find('}')
-        {
-            let body = &rest[open + 1..open + close];
-            // "group": ["a", "b"], …
-            for part in body.split(']') {
-                let Some((g, list)) = part.split_once('[') else {
-                    continue;
-                };
-                let group = py_strings(g).into_iter().next();
-                let kind = if group.as_deref().is_some_and(is_dev_name) {
-                    DependencyKind::Dev
-                } else {
-                    DependencyKind::Prod
-                };
-                for req in py_strings(list) {
-                    deps.extend(setup_py_dep(&req, kind, true, group.clone(), rel));
-                }
+    if let Some(body) = setup_py_argument(text, "extras_require") {
+        // "group": ["a", "b"], …
+        for part in body.split(']') {
+            let Some((g, list)) = part.split_once('[') else {
+                continue;
+            };
+            let group = py_strings(g).into_iter().next();
+            let kind = if group.as_deref().is_some_and(is_dev_name) {
+                DependencyKind::Dev
+            } else {
+                DependencyKind::Prod
+            };
+            for req in py_strings(list) {
+                deps.extend(setup_py_dep(&req, kind, true, group.clone(), rel));
             }
         }
     }

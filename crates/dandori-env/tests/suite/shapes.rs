@@ -325,9 +325,10 @@ fn node_tests_run_without_the_linters_in_front() {
     }
 }
 
-/// yarn berry installs through corepack with the installed yarn as the fallback;
-/// its check runs the installed yarn, the one `env exec -- yarn …` runs, so a
-/// corepack that cannot reach its download host does not fail a working setup.
+/// yarn berry installs with the installed yarn (dandori's tool-cache launcher
+/// runs the pinned release) and corepack as the fallback (issue 22: corepack
+/// downloads from repo.yarnpkg.com, which may be unreachable); its check runs
+/// the installed yarn, the one `env exec -- yarn …` runs.
 #[test]
 fn yarn_berry_is_checked_with_the_yarn_that_env_exec_runs() {
     let dir = repo(&[
@@ -344,9 +345,10 @@ fn yarn_berry_is_checked_with_the_yarn_that_env_exec_runs() {
         None,
         &Toolchain::with(&["node", "npm", "corepack", "yarn"]),
     );
+    assert_eq!(sel.setup_commands, vec!["yarn install --immutable"]);
     assert_eq!(
-        sel.setup_commands,
-        vec!["COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack yarn install --immutable"]
+        sel.extra["fallback_commands"]["yarn install --immutable"],
+        serde_json::json!(["COREPACK_ENABLE_DOWNLOAD_PROMPT=0 corepack yarn install --immutable"])
     );
     assert!(
         sel.verification_commands
