@@ -97,15 +97,10 @@ if ! grep -q "\"version\": \"$OCTOKIT_OPENAPI_VERSION\"" "$TOOLS/node/node_modul
   rm -f "$TOOLS/node/node_modules/@octokit/openapi/generated/"*.deref.json
 fi
 
-# The HTML report test: `dandori report --html` inlines npm `mermaid`'s
-# dist/mermaid.min.js, and the page is opened in a real headless browser.
-if [ ! -f "$TOOLS/node/node_modules/mermaid/dist/mermaid.min.js" ]; then
-  say "installing mermaid from npm into $TOOLS/node (HTML report test; ~1 min)"
-  mkdir -p "$TOOLS/node"
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" mermaid >/dev/null
-fi
-# Debian's chromium (with its dozens of library packages) is the one other system
-# install: as root with apt like maven, skipped with a warning otherwise.
+# The HTML report test opens report.html (its charts are inline SVG, no script) in
+# a real headless browser. Debian's chromium (with its dozens of library packages)
+# is the one other system install: as root with apt like maven, announced first,
+# skipped with a warning otherwise.
 if ! command -v chromium >/dev/null 2>&1; then
   if system_install_allowed; then
     say "SYSTEM-WIDE INSTALL: apt-get install chromium, outside this repository (the HTML report's headless-browser test; ~2 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."

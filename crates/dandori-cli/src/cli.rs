@@ -324,17 +324,13 @@ pub struct ReportArgs {
     /// Print only the path of the re-rendered report.md.
     #[arg(long)]
     pub path_only: bool,
-    /// Also write report.html (one self-contained page, Mermaid charts rendered in
-    /// the browser) and print its path.
+    /// Also write report.html (one self-contained page: the dependency graph and
+    /// the timeline drawn as inline SVG, no script) and print its path.
     #[arg(long)]
     pub html: bool,
     /// Where to write report.html (default: the run directory).
     #[arg(long, value_name = "FILE", requires = "html")]
     pub out: Option<PathBuf>,
-    /// A local mermaid.min.js to inline, so the page renders its charts offline
-    /// (default: loaded from the jsDelivr CDN when the page is opened).
-    #[arg(long, value_name = "FILE", env = "DANDORI_MERMAID_JS")]
-    pub mermaid_js: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

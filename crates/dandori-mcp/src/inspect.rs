@@ -394,36 +394,36 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
 }
 
 /// `report.html`: report.md re-rendered ([`rerender_report`]), then written as one
-/// page to `out` (default: `report.html` in the run directory), atomically.
-/// With `mermaid_js` (a local mermaid.min.js) the library is inlined and the page
-/// renders its charts offline; without, it loads [`DEFAULT_MERMAID_URL`].
-///
-/// [`DEFAULT_MERMAID_URL`]: dandori_report::html::DEFAULT_MERMAID_URL
-pub fn write_html_report(
-    target: &Path,
-    out: Option<&Path>,
-    mermaid_js: Option<&Path>,
-) -> Result<PathBuf, McpError> {
-    let script = match mermaid_js {
-        Some(path) => {
-            let js = dandori_fs::read_to_string(path)?;
-            if !js.contains("mermaid") {
-                return Err(McpError::path(
-                    reason::ARGUMENT_INVALID,
-                    path,
-                    "does not look like mermaid.js (pass dist/mermaid.min.js of the npm package `mermaid`)",
-                ));
-            }
-            html::MermaidScript::Inline(js)
-        }
-        None => html::MermaidScript::Url(html::DEFAULT_MERMAID_URL.to_string()),
-    };
+/// self-contained page (charts as inline SVG, no script) to `out` (default:
+/// `report.html` in the run directory), atomically, mode 0644 like report.md. The
+/// page's `lang` is the language of the request.
+pub fn write_html_report(target: &Path, out: Option<&Path>) -> Result<PathBuf, McpError> {
     let md = rerender_report(target)?;
+    let files = RunFiles::open(target)?;
+    let lang = match dandori_planner::request::detect_language(&files.planning.context.summary) {
+        dandori_planner::request::Language::Ja => "ja",
+        dandori_planner::request::Language::En => "en",
+    };
     let path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| run_dir_of(target).join("report.html"));
-    dandori_fs::write_atomic(&path, html::render_html(&md, &script))?;
+    dandori_fs::write_atomic(&path, html::render_html(&md, lang))?;
+    readable_by_all(&path)?;
     Ok(path)
+}
+
+/// Mode 0644: a report is for reading (the atomic write's temporary file is 0600).
+fn readable_by_all(path: &Path) -> Result<(), McpError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).map_err(|e| {
+            McpError::path(reason::IO_ERROR, path, format!("setting mode 0644: {e}"))
+        })?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Which trace events to show.

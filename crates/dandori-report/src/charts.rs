@@ -210,14 +210,13 @@ pub fn graph_svg(g: &Graph, critical: &[usize]) -> String {
     for (r, row) in by_row.iter().enumerate() {
         let offset = (widest - row.len()) * (NODE_W + GAP_X) / 2;
         for (k, &i) in row.iter().enumerate() {
-            pos[i] = (LEFT + offset + k * (NODE_W + GAP_X), 16 + r * (NODE_H + GAP_Y));
+            pos[i] = (
+                LEFT + offset + k * (NODE_W + GAP_X),
+                16 + r * (NODE_H + GAP_Y),
+            );
         }
     }
-    let on_path = |f: usize, t: usize| {
-        critical
-            .windows(2)
-            .any(|w| w[0] == f && w[1] == t)
-    };
+    let on_path = |f: usize, t: usize| critical.windows(2).any(|w| w[0] == f && w[1] == t);
     let mut s = String::new();
     let _ = write!(
         s,

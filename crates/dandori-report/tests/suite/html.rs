@@ -48,7 +48,11 @@ fn fixture_charts_are_svg_with_levels_critical_path_and_a_readable_axis() {
     assert!(page.contains("<html lang=\"ja\">"));
     assert!(!page.contains("<script"));
     assert!(!page.contains("```mermaid") && !page.contains("graph TD"));
-    assert_eq!(page.matches("<svg class=\"chart dependency-graph\"").count(), 1);
+    assert_eq!(
+        page.matches("<svg class=\"chart dependency-graph\"")
+            .count(),
+        1
+    );
     assert_eq!(page.matches("<svg class=\"chart timeline\"").count(), 1);
     for s in &f.completion.steps {
         assert!(
@@ -68,7 +72,9 @@ fn fixture_charts_are_svg_with_levels_critical_path_and_a_readable_axis() {
         .collect();
     assert!(ticks.len() >= 2, "{ticks:?}");
     assert!(
-        ticks.iter().all(|t| t.ends_with(" ms") || t.ends_with(" s") || t.contains(':')),
+        ticks
+            .iter()
+            .all(|t| t.ends_with(" ms") || t.ends_with(" s") || t.contains(':')),
         "{ticks:?}"
     );
     assert!(!ticks.iter().any(|t| *t == "00:00"), "{ticks:?}");
