@@ -300,7 +300,7 @@ pub fn tick_label(ms: u64, span: u64, step: u64) -> String {
     if span < 2_000 {
         format!("{ms} ms")
     } else if span < 120_000 {
-        if step % 1000 == 0 {
+        if step.is_multiple_of(1000) {
             format!("{} s", ms / 1000)
         } else {
             format!("{:.1} s", ms as f64 / 1000.0)
