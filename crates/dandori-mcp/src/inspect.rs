@@ -389,7 +389,7 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
         baseline.as_ref(),
         &files.run_dir,
     );
-    dandori_fs::write_atomic(files.run_dir.join("report.md"), &text)?;
+    dandori_fs::write_atomic_readable(files.run_dir.join("report.md"), &text)?;
     Ok(text)
 }
 
@@ -407,23 +407,8 @@ pub fn write_html_report(target: &Path, out: Option<&Path>) -> Result<PathBuf, M
     let path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| run_dir_of(target).join("report.html"));
-    dandori_fs::write_atomic(&path, html::render_html(&md, lang))?;
-    readable_by_all(&path)?;
+    dandori_fs::write_atomic_readable(&path, html::render_html(&md, lang))?;
     Ok(path)
-}
-
-/// Mode 0644: a report is for reading (the atomic write's temporary file is 0600).
-fn readable_by_all(path: &Path) -> Result<(), McpError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).map_err(|e| {
-            McpError::path(reason::IO_ERROR, path, format!("setting mode 0644: {e}"))
-        })?;
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
 }
 
 /// Which trace events to show.

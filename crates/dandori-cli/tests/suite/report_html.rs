@@ -167,6 +167,12 @@ fn html_report_elsewhere_is_readable_and_in_the_request_language() {
     assert!(html.contains("<svg class=\"chart dependency-graph\""));
     let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o644, "report.html mode {mode:o}");
+    let mode = std::fs::metadata(run_dir.join("report.md"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o644, "report.md mode {mode:o}");
 
     // A request written in Japanese: lang="ja".
     let planning_path = run_dir.join("planning.json");
