@@ -220,7 +220,7 @@ pub fn graph_svg(g: &Graph, critical: &[usize]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "<svg class=\"chart dependency-graph\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" font-family=\"system-ui,sans-serif\" font-size=\"12\">\n<title>Dependency graph: {} steps in {rows} levels; critical path {}</title>\n<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#57606a\"/></marker><marker id=\"arrow-critical\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#d1242f\"/></marker></defs>\n",
+        "<svg class=\"chart dependency-graph\" xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" viewBox=\"0 0 {width} {height}\" width=\"{width}\" height=\"{height}\" font-family=\"system-ui,sans-serif\" font-size=\"12\">\n<title>Dependency graph: {} steps in {rows} levels; critical path {}</title>\n<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#57606a\"/></marker><marker id=\"arrow-critical\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"9\" markerHeight=\"9\" orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#d1242f\"/></marker></defs>\n",
         g.nodes.len(),
         escape(
             &critical
@@ -271,7 +271,8 @@ pub fn graph_svg(g: &Graph, critical: &[usize]) -> String {
             if crit { "2.5" } else { "1" },
             x + NODE_W / 2,
             y + NODE_H / 2 + 4,
-            escape(&clip(&node.label, 30)),
+            // Markdown code spans read as plain text in a box.
+            escape(&clip(&node.label.replace('`', ""), 30)),
         );
     }
     let _ = writeln!(
