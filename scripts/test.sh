@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 TOOLS="$PWD/target/test-tools"
 mkdir -p "$TOOLS"
 say() { echo "test.sh: $*" >&2; }
+# The two system-wide installs (maven, chromium: see below) happen only as root
+# with apt, each announced first; DANDORI_TEST_NO_SYSTEM_INSTALL=1 skips them (the
+# tests that need them then fail with a message naming the missing program).
+system_install_allowed() {
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && [ "${DANDORI_TEST_NO_SYSTEM_INSTALL:-}" != 1 ]
+}
 # apt-get install, refreshing the package lists once when they are missing or stale
 # (a fresh machine may have none).
 apt_install() {
@@ -62,12 +68,12 @@ fi
 # into target/test-tools like bubblewrap: it is the one system install, done only
 # as root with apt, and skipped with a warning otherwise.
 if ! command -v mvn >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing maven system-wide with apt (dandori-env's blocked-Maven test; needs a JRE; ~2 min)"
+  if system_install_allowed; then
+    say "SYSTEM-WIDE INSTALL: apt-get install maven, outside this repository (dandori-env's blocked-Maven test; needs a JRE; ~2 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."
     apt_install maven \
       || say "warning: could not install maven; dandori-env's blocked-Maven test will fail"
   else
-    say "warning: mvn not found (apt-get install maven); dandori-env's blocked-Maven test will fail"
+    say "warning: mvn not found and not installed (apt-get install maven as root, without DANDORI_TEST_NO_SYSTEM_INSTALL=1); dandori-env's blocked-Maven test will fail"
   fi
 fi
 
@@ -91,22 +97,17 @@ if ! grep -q "\"version\": \"$OCTOKIT_OPENAPI_VERSION\"" "$TOOLS/node/node_modul
   rm -f "$TOOLS/node/node_modules/@octokit/openapi/generated/"*.deref.json
 fi
 
-# The HTML report test: `dandori report --html` inlines npm `mermaid`'s
-# dist/mermaid.min.js, and the page is opened in a real headless browser.
-if [ ! -f "$TOOLS/node/node_modules/mermaid/dist/mermaid.min.js" ]; then
-  say "installing mermaid from npm into $TOOLS/node (HTML report test; ~1 min)"
-  mkdir -p "$TOOLS/node"
-  npm install --silent --no-audit --no-fund --prefix "$TOOLS/node" mermaid >/dev/null
-fi
-# Debian's chromium (with its dozens of library packages) is the one other system
-# install: as root with apt like maven, skipped with a warning otherwise.
+# The HTML report test opens report.html (its charts are inline SVG, no script) in
+# a real headless browser. Debian's chromium (with its dozens of library packages)
+# is the one other system install: as root with apt like maven, announced first,
+# skipped with a warning otherwise.
 if ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    say "installing chromium system-wide with apt (the HTML report's headless-browser test; ~2 min)"
+  if system_install_allowed; then
+    say "SYSTEM-WIDE INSTALL: apt-get install chromium, outside this repository (the HTML report's headless-browser test; ~2 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."
     apt_install chromium \
       || say "warning: could not install chromium; the HTML report test will fail"
   else
-    say "warning: chromium not found (apt-get install chromium); the HTML report test will fail"
+    say "warning: chromium not found and not installed (apt-get install chromium as root, without DANDORI_TEST_NO_SYSTEM_INSTALL=1); the HTML report test will fail"
   fi
 fi
 

@@ -67,7 +67,7 @@ pub enum Command {
     Runs(RunsArgs),
     /// Show one run's progress: steps, groups, current step, tokens, time.
     Status(StatusArgs),
-    /// Planning-quality, performance and quality metrics over all runs (seed 000 §16).
+    /// Planning-quality, performance and quality metrics over all runs.
     Metrics(crate::commands::metrics::MetricsArgs),
     /// Render a finished run's report.md again from its records and print it.
     Report(ReportArgs),
@@ -173,8 +173,8 @@ pub struct ReviseArgs {
     /// merge request from users allowed to steer.
     #[arg(long, conflicts_with_all = ["text", "file"])]
     pub from_issue: bool,
-    /// The feedback as text.
-    #[arg(long, conflicts_with = "file")]
+    /// The feedback as text (it may start with `-`).
+    #[arg(long, conflicts_with = "file", allow_hyphen_values = true)]
     pub text: Option<String>,
     /// Read the feedback from a file.
     #[arg(long, value_name = "FILE")]
@@ -324,17 +324,13 @@ pub struct ReportArgs {
     /// Print only the path of the re-rendered report.md.
     #[arg(long)]
     pub path_only: bool,
-    /// Also write report.html (one self-contained page, Mermaid charts rendered in
-    /// the browser) and print its path.
+    /// Also write report.html (one self-contained page: the dependency graph and
+    /// the timeline drawn as inline SVG, no script) and print its path.
     #[arg(long)]
     pub html: bool,
     /// Where to write report.html (default: the run directory).
     #[arg(long, value_name = "FILE", requires = "html")]
     pub out: Option<PathBuf>,
-    /// A local mermaid.min.js to inline, so the page renders its charts offline
-    /// (default: loaded from the jsDelivr CDN when the page is opened).
-    #[arg(long, value_name = "FILE", env = "DANDORI_MERMAID_JS")]
-    pub mermaid_js: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -460,8 +456,9 @@ pub struct PlanArgs {
     /// The repository to plan for.
     #[arg(long, default_value = ".")]
     pub repo: PathBuf,
-    /// The request as free text instead of a file.
-    #[arg(long)]
+    /// The request as free text instead of a file (it may start with `-`, as a
+    /// pasted bullet does).
+    #[arg(long, allow_hyphen_values = true)]
     pub text: Option<String>,
     /// Print the outcome (run directory, files, validation, usage) as JSON on stdout.
     #[arg(long)]

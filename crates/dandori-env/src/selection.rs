@@ -275,8 +275,7 @@ pub fn choose<'a>(analysis: &'a EnvironmentAnalysis, target_language: Option<&st
         _ => Choice {
             ecosystem: None,
             name: PYTHON.to_string(),
-            reason: "no environment files detected; python is the default (seed 002 §4.2.3)"
-                .to_string(),
+            reason: "no environment files detected; python is the default".to_string(),
         },
     }
 }

@@ -93,7 +93,7 @@ pub fn schema() -> Value {
 /// The system and user messages: the seed's answer format, the plan's steps,
 /// and the feedback.
 pub fn prompt(planning: &Planning, feedback: &[Feedback]) -> (String, String) {
-    let system = "You revise a coding agent's plan from human feedback (seed 000 §2.5). \
+    let system = "You revise a coding agent's plan from human feedback. \
 Answer with one JSON object only, no prose:\n\
 {\"phase\": \"reflection\", \"reflection\": {\"feedback_type\": \"human\", \"feedback_source\": \"issue_comment|pr_review|explicit\", \"feedback_summary\": \"…\"}, \
 \"plan_revision\": {\"reason\": \"…\", \"changes\": [CHANGE, …]}, \"comment\": \"…\"}\n\

@@ -67,6 +67,13 @@ pub fn write_atomic(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Resul
     replace(path.as_ref(), contents.as_ref(), true)
 }
 
+/// Like [`write_atomic`], the file readable by all (mode 0644 on Unix; the
+/// temporary file is created 0600 and would keep that mode): for the documents a
+/// run writes for people to read, `report.md` and `report.html`.
+pub fn write_atomic_readable(path: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> Result<()> {
+    replace_with_mode(path.as_ref(), contents.as_ref(), true, Some(0o644))
+}
+
 /// Like [`write_atomic`] without the two fsyncs: a reader, or a process killed at
 /// any moment, still sees the old file or the new one, never a torn mix; only a
 /// machine crash may lose the last write. For files that can be recreated (logs,
@@ -77,6 +84,10 @@ pub fn write_atomic_unsynced(path: impl AsRef<Path>, contents: impl AsRef<[u8]>)
 }
 
 fn replace(path: &Path, contents: &[u8], durable: bool) -> Result<()> {
+    replace_with_mode(path, contents, durable, None)
+}
+
+fn replace_with_mode(path: &Path, contents: &[u8], durable: bool, mode: Option<u32>) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -95,6 +106,15 @@ fn replace(path: &Path, contents: &[u8], durable: bool) -> Result<()> {
             }
         })
         .map_err(|e| FsError::new("writing", tmp.path().to_path_buf(), e))?;
+    #[cfg(unix)]
+    if let Some(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| FsError::new("setting the mode of", tmp.path().to_path_buf(), e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = mode;
     tmp.persist(path)
         .map_err(|e| FsError::new("renaming into", path, e.error))?;
     // Make the rename itself durable.
@@ -133,5 +153,20 @@ mod tests {
         let err = read_to_string(dir.path().join("missing")).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
         assert!(err.is_not_found());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn readable_write_leaves_mode_0644_and_plain_write_0600() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let report = dir.path().join("report.md");
+        write_atomic_readable(&report, "# R\n").unwrap();
+        assert_eq!(mode(&report), 0o644);
+        assert_eq!(read_to_string(&report).unwrap(), "# R\n");
+        let state = dir.path().join("state.json");
+        write_atomic(&state, "{}").unwrap();
+        assert_eq!(mode(&state), 0o600);
     }
 }

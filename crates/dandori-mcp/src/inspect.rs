@@ -389,40 +389,25 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
         baseline.as_ref(),
         &files.run_dir,
     );
-    dandori_fs::write_atomic(files.run_dir.join("report.md"), &text)?;
+    dandori_fs::write_atomic_readable(files.run_dir.join("report.md"), &text)?;
     Ok(text)
 }
 
 /// `report.html`: report.md re-rendered ([`rerender_report`]), then written as one
-/// page to `out` (default: `report.html` in the run directory), atomically.
-/// With `mermaid_js` (a local mermaid.min.js) the library is inlined and the page
-/// renders its charts offline; without, it loads [`DEFAULT_MERMAID_URL`].
-///
-/// [`DEFAULT_MERMAID_URL`]: dandori_report::html::DEFAULT_MERMAID_URL
-pub fn write_html_report(
-    target: &Path,
-    out: Option<&Path>,
-    mermaid_js: Option<&Path>,
-) -> Result<PathBuf, McpError> {
-    let script = match mermaid_js {
-        Some(path) => {
-            let js = dandori_fs::read_to_string(path)?;
-            if !js.contains("mermaid") {
-                return Err(McpError::path(
-                    reason::ARGUMENT_INVALID,
-                    path,
-                    "does not look like mermaid.js (pass dist/mermaid.min.js of the npm package `mermaid`)",
-                ));
-            }
-            html::MermaidScript::Inline(js)
-        }
-        None => html::MermaidScript::Url(html::DEFAULT_MERMAID_URL.to_string()),
-    };
+/// self-contained page (charts as inline SVG, no script) to `out` (default:
+/// `report.html` in the run directory), atomically, mode 0644 like report.md. The
+/// page's `lang` is the language of the request.
+pub fn write_html_report(target: &Path, out: Option<&Path>) -> Result<PathBuf, McpError> {
     let md = rerender_report(target)?;
+    let files = RunFiles::open(target)?;
+    let lang = match dandori_planner::request::detect_language(&files.planning.context.summary) {
+        dandori_planner::request::Language::Ja => "ja",
+        dandori_planner::request::Language::En => "en",
+    };
     let path = out
         .map(Path::to_path_buf)
         .unwrap_or_else(|| run_dir_of(target).join("report.html"));
-    dandori_fs::write_atomic(&path, html::render_html(&md, &script))?;
+    dandori_fs::write_atomic_readable(&path, html::render_html(&md, lang))?;
     Ok(path)
 }
 

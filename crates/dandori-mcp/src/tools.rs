@@ -123,7 +123,7 @@ const DEFS: &[Def] = &[
         name: "validate",
         set: ToolSet::Standard,
         read_only: true,
-        description: "Validate a planning.json (seed 004 rules, reason codes).",
+        description: "Validate a planning.json (its rules and reason codes).",
         input: || obj(json!({"path": {"type": "string"}}), &["path"]),
         output: || out(&["ok", "errors", "warnings"]),
     },

@@ -1042,6 +1042,20 @@ pub fn display_value(m: &Measure) -> String {
     }
 }
 
+/// The heading of a group of measures in the text report (the seed's section
+/// titles; the section number stays in the JSON `section` field).
+fn section_title(section: &str) -> &'static str {
+    match section {
+        "16.1.1" => "Planning accuracy",
+        "16.1.2" => "Task decomposition",
+        "16.2.1" => "Processing time",
+        "16.2.2" => "Resource usage",
+        "16.3.1" => "Success rate",
+        "16.3.2" => "Code quality",
+        _ => "Other",
+    }
+}
+
 /// The report as text lines (`dandori metrics` without `--json`).
 pub fn render_text(m: &Metrics) -> Vec<String> {
     let mut out = vec![format!(
@@ -1059,7 +1073,7 @@ pub fn render_text(m: &Metrics) -> Vec<String> {
     for x in &m.measures {
         if x.section != section {
             section = x.section;
-            out.push(format!("§{section}"));
+            out.push(section_title(section).to_string());
         }
         let target = match (x.target, x.met) {
             (Some(t), Some(true)) => format!("target {t}: met"),

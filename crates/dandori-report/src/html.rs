@@ -1,67 +1,72 @@
-//! `report.html`: report.md as one self-contained page, with its Mermaid charts
-//! rendered by mermaid.js in the browser.
+//! `report.html`: report.md as one self-contained page. Its two charts — the
+//! dependency graph and the timeline — are drawn as inline SVG by dandori
+//! ([`crate::charts`]): no script, no network, readable offline.
 //!
 //! The Markdown is the subset [`crate::markdown::render`] writes — headings,
 //! paragraphs, `-` lists, pipe tables (with `\|` escapes), fenced code blocks,
 //! inline code and `**bold**`; anything else is shown as text. Every piece of text
 //! is HTML-escaped (request summaries, titles and reasons come from users and
-//! models), the charts are left to mermaid with `securityLevel: "strict"`, and a
-//! chart that cannot be rendered (mermaid not loaded, a syntax error) keeps its
-//! source on the page under a visible notice. The page records the outcome in
-//! `<body data-charts="rendered|failed|unavailable">`.
+//! models). The Mermaid blocks of report.md (kept there for Markdown viewers)
+//! become the SVG charts; a Mermaid block of another kind stays as code.
 
 use std::fmt::Write;
 
-/// Where the page gets mermaid.js from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MermaidScript {
-    /// The library's source, inlined: the page works offline.
-    Inline(String),
-    /// A `<script src>` URL (the browser must reach it).
-    Url(String),
-}
-
-/// The URL used when no local mermaid.js is given.
-pub const DEFAULT_MERMAID_URL: &str = "https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.min.js";
+use crate::charts;
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#1f2328;line-height:1.5}\
 table{border-collapse:collapse;margin:1rem 0;display:block;overflow-x:auto}\
 th,td{border:1px solid #d0d7de;padding:.3rem .6rem;text-align:left;vertical-align:top}\
 th{background:#f6f8fa}code{background:#f6f8fa;padding:.1rem .3rem;border-radius:4px;font-size:90%}\
-pre{background:#f6f8fa;padding:1rem;overflow-x:auto}pre.mermaid{background:none;text-align:center}\
-.chart-error{border:1px solid #d1242f;color:#d1242f;padding:.5rem;margin:.5rem 0}";
+pre{background:#f6f8fa;padding:1rem;overflow-x:auto}figure.chart{margin:1rem 0;overflow-x:auto}\
+figure.chart svg{max-width:none}";
 
-/// Runs after mermaid.js: renders every `pre.mermaid`, marks the outcome.
-const RUN_CHARTS: &str = r#"(function () {
-  var body = document.body;
-  function notice(el, text) {
-    var p = document.createElement("p");
-    p.className = "chart-error";
-    p.textContent = text;
-    el.parentNode.insertBefore(p, el);
-  }
-  var charts = document.querySelectorAll("pre.mermaid");
-  if (typeof mermaid === "undefined") {
-    body.setAttribute("data-charts", "unavailable");
-    charts.forEach(function (el) {
-      notice(el, "This chart needs mermaid.js, which could not be loaded (offline?): render the report with --mermaid-js FILE or DANDORI_MERMAID_JS. Its source:");
-    });
-    return;
-  }
-  mermaid.initialize({ startOnLoad: false, securityLevel: "strict" });
-  var failed = false;
-  var pending = Array.prototype.map.call(charts, function (el) {
-    return mermaid.run({ nodes: [el] }).catch(function (e) {
-      failed = true;
-      notice(el, "This chart could not be rendered: " + (e && e.message ? e.message : e));
-    });
-  });
-  Promise.all(pending).then(function () {
-    body.setAttribute("data-charts", failed ? "failed" : "rendered");
-  });
-})();"#;
+/// The charts drawn from report.md's two Mermaid blocks.
+#[derive(Debug, Default)]
+struct Charts {
+    graph: Option<String>,
+    timeline: Option<String>,
+}
 
-fn escape(s: &str) -> String {
+/// The lines of every fenced `mermaid` block whose first line is `header`.
+fn mermaid_block<'a>(lines: &[&'a str], header: &str) -> Option<Vec<&'a str>> {
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim_start().strip_prefix("```").map(str::trim) == Some("mermaid")
+            && lines.get(i + 1).map(|l| l.trim()) == Some(header)
+        {
+            let body = lines[i + 2..]
+                .iter()
+                .take_while(|l| !l.trim_start().starts_with("```"))
+                .copied()
+                .collect();
+            return Some(body);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn draw_charts(md: &str) -> Charts {
+    let lines: Vec<&str> = md.lines().collect();
+    let graph = mermaid_block(&lines, "graph TD").map(|b| charts::parse_graph(&b));
+    let bars = mermaid_block(&lines, "gantt")
+        .map(|b| charts::parse_gantt(&b))
+        .unwrap_or_default();
+    let critical = graph
+        .as_ref()
+        .map(|g| charts::critical_path(g, &bars))
+        .unwrap_or_default();
+    let critical_ids: Vec<&str> = graph
+        .as_ref()
+        .map(|g| critical.iter().map(|&i| g.nodes[i].id.as_str()).collect())
+        .unwrap_or_default();
+    Charts {
+        timeline: (!bars.is_empty()).then(|| charts::gantt_svg(&bars, &critical_ids)),
+        graph: graph.as_ref().map(|g| charts::graph_svg(g, &critical)),
+    }
+}
+
+pub(crate) fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -129,8 +134,10 @@ fn is_separator(line: &str) -> bool {
     t.starts_with('|') && t.contains('-') && t.chars().all(|c| "|-: ".contains(c))
 }
 
-/// The body of the page: report.md's subset of Markdown as HTML.
+/// The body of the page: report.md's subset of Markdown as HTML, its charts as
+/// inline SVG.
 pub fn markdown_to_html(md: &str) -> String {
+    let mut charts = draw_charts(md);
     let lines: Vec<&str> = md.lines().collect();
     let mut out = String::new();
     let mut para: Vec<&str> = Vec::new();
@@ -153,11 +160,19 @@ pub fn markdown_to_html(md: &str) -> String {
                 code.push(lines[i]);
                 i += 1;
             }
-            let code = escape(&code.join("\n"));
-            if lang == "mermaid" {
-                let _ = writeln!(out, "<pre class=\"mermaid\">{code}\n</pre>");
-            } else {
-                let _ = writeln!(out, "<pre><code>{code}\n</code></pre>");
+            let chart = match (lang, code.first().map(|l| l.trim())) {
+                ("mermaid", Some("graph TD")) => charts.graph.take(),
+                ("mermaid", Some("gantt")) => charts.timeline.take(),
+                _ => None,
+            };
+            match chart {
+                Some(svg) => {
+                    let _ = writeln!(out, "<figure class=\"chart\">\n{}</figure>", svg);
+                }
+                None => {
+                    let code = escape(&code.join("\n"));
+                    let _ = writeln!(out, "<pre><code>{code}\n</code></pre>");
+                }
             }
             i += 1;
             continue;
@@ -216,21 +231,16 @@ pub fn markdown_to_html(md: &str) -> String {
     out
 }
 
-/// The whole page. `title` is the first heading of the report. A script that
-/// contains `</script` is split there so the page stays well formed.
-pub fn render_html(md: &str, mermaid: &MermaidScript) -> String {
+/// The whole page. `title` is the first heading of the report; `lang` the
+/// language of the request (`en`, `ja`). No script.
+pub fn render_html(md: &str, lang: &str) -> String {
     let title = md
         .lines()
         .find_map(|l| l.strip_prefix("# "))
         .unwrap_or("dandori run report");
-    let library = match mermaid {
-        MermaidScript::Inline(js) => {
-            format!("<script>{}</script>", js.replace("</script", "<\\/script"))
-        }
-        MermaidScript::Url(url) => format!("<script src=\"{}\"></script>", escape(url)),
-    };
     format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"dandori\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body data-charts=\"pending\">\n{}{library}\n<script>{RUN_CHARTS}</script>\n</body>\n</html>\n",
+        "<!DOCTYPE html>\n<html lang=\"{}\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<meta name=\"generator\" content=\"dandori\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{}</body>\n</html>\n",
+        escape(lang),
         escape(title),
         markdown_to_html(md),
     )

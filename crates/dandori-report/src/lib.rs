@@ -1,11 +1,12 @@
 //! Report of a run: `report.md` (acceptance criteria ↔ steps ↔ commits, status,
 //! timings, tokens, a Mermaid DAG and a Gantt chart of the real timeline),
-//! `report.html` (the same report as one page, charts rendered by mermaid.js),
+//! `report.html` (the same report as one page, its charts drawn as inline SVG),
 //! `errors.json` with reason codes, and the seed 000 completion summary types.
 //!
 //! Pure: functions from a documented input to text or serialisable values. The
 //! runner gathers the input and writes the files (atomically).
 
+pub mod charts;
 pub mod completion;
 pub mod errors;
 pub mod html;

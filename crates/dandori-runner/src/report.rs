@@ -231,7 +231,7 @@ fn scope_section(reports: &BTreeMap<String, StepReport>) -> String {
 /// Writes `report.md` and `errors.json`, both through the run's masker: a plan's
 /// commands and the steps' messages may carry a secret.
 pub fn write(i: &ReportInput<'_>) -> Result<(), RunnerError> {
-    dandori_fs::write_atomic(&i.paths.report, i.masker.mask_str(&render(i)))?;
+    dandori_fs::write_atomic_readable(&i.paths.report, i.masker.mask_str(&render(i)))?;
     let errors = errors::for_completion(i.planning, i.completion);
     if !errors.errors.is_empty() {
         write_masked_json(&i.paths.errors, &errors, i.masker)?;

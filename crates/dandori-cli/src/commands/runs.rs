@@ -145,11 +145,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 pub fn report(args: &ReportArgs) -> anyhow::Result<ExitCode> {
     if args.html {
         return Ok(
-            match inspect::write_html_report(
-                &args.run_dir,
-                args.out.as_deref(),
-                args.mermaid_js.as_deref(),
-            ) {
+            match inspect::write_html_report(&args.run_dir, args.out.as_deref()) {
                 Ok(path) => {
                     output::line(&path.display().to_string());
                     ExitCode::SUCCESS

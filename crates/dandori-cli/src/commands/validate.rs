@@ -1,5 +1,7 @@
-//! `dandori validate FILE|RUN_DIR [--json]`: exit 0 without FAIL findings, 1 with,
-//! 2 for usage or IO errors (returned as `Err`) and for input that is not JSON.
+//! `dandori validate FILE|RUN_DIR [--json]`: exit 0 without FAIL findings, 1 with
+//! (a JSON syntax error in a plan, `JSON_PARSE_ERROR`, is one), 2 for usage or IO
+//! errors (returned as `Err`) and for input that is not a plan at all (a README:
+//! not even the start of a JSON document).
 //! Includes plan sanitisation (seed 000 §12.1.2) with the built-in command policy
 //! as judge.
 
@@ -19,9 +21,12 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     let report = validation::validate_bytes_with(&bytes, &judge);
     let file = path.display();
     // Not JSON at all: the wrong file was passed (a usage error), not a bad plan.
+    // A document that starts like JSON (`{` or `[`) but does not parse is a plan
+    // with a syntax error: a FAIL finding like any other.
     let not_json = report
         .errors()
-        .any(|f| f.code == dandori_plan::reason_codes::JSON_PARSE_ERROR);
+        .any(|f| f.code == dandori_plan::reason_codes::JSON_PARSE_ERROR)
+        && !starts_like_json(&bytes);
     if args.json {
         output::json(&report.output());
     } else {
@@ -49,6 +54,16 @@ pub fn validate(args: &ValidateArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The first byte after whitespace (and a UTF-8 byte-order mark) opens a JSON
+/// object or array.
+fn starts_like_json(bytes: &[u8]) -> bool {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    matches!(
+        bytes.iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'{' | b'[')
+    )
 }
 
 /// `FAIL AC_TOO_FEW context.acceptance_criteria: 2 acceptance criteria, …`

@@ -12,6 +12,8 @@ mod forge;
 // --
 mod graph;
 // --
+mod help;
+// --
 mod locate;
 // --
 mod mcp;

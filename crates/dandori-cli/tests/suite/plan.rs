@@ -119,6 +119,34 @@ fn text_request_and_runs_root_flag() {
     assert!(!repo.path().join(".dandori").exists());
 }
 
+/// A pasted bullet (`- add …`) is the request, not an unknown flag.
+#[test]
+fn text_that_starts_with_a_dash_is_the_request() {
+    let repo = todo_api();
+    let runs = tempfile::tempdir().unwrap();
+    let out = dandori(
+        &[
+            "plan",
+            "--text",
+            "- add a `GET /tasks/count` endpoint",
+            "--runs-root",
+            runs.path().to_str().unwrap(),
+            "--json",
+        ],
+        repo.path(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let planning: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        planning.to_string().contains("tasks/count"),
+        "the request text did not reach the plan: {planning}"
+    );
+}
+
 #[test]
 fn works_on_a_directory_that_is_not_a_git_repository() {
     let dir = tempfile::tempdir().unwrap();

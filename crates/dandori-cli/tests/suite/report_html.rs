@@ -1,8 +1,8 @@
 //! `dandori report --html`: the page is opened in a real headless browser
-//! (Debian `chromium`, installed by scripts/test.sh) and the DOM it ends with is
-//! checked: both Mermaid charts became SVG with the step ids, no script error, the
-//! run's texts escaped. mermaid.min.js comes from npm `mermaid` (installed by
-//! scripts/test.sh into target/test-tools/node) and is inlined, so no network.
+//! (Debian `chromium`, installed by scripts/test.sh) with every network name
+//! unresolvable, and the DOM it ends with is checked: the dependency graph and the
+//! timeline are inline SVG drawn by dandori with the step ids, the page holds no
+//! script, the browser logs nothing, the run's texts are escaped.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,22 +28,7 @@ fn chromium() -> PathBuf {
     })
 }
 
-/// npm `mermaid`'s dist/mermaid.min.js under target/test-tools (or
-/// $DANDORI_TEST_TOOLS, which scripts/test.sh sets).
-fn mermaid_js() -> PathBuf {
-    let tools = std::env::var_os("DANDORI_TEST_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"));
-    let js = tools.join("node/node_modules/mermaid/dist/mermaid.min.js");
-    assert!(
-        js.is_file(),
-        "{} missing: run the tests with ./scripts/test.sh, which installs npm `mermaid` into target/test-tools/node",
-        js.display()
-    );
-    js
-}
-
-/// The DOM after the page's scripts ran, and the browser's console lines.
+/// The DOM the browser ends with, and its console lines.
 fn rendered_dom(page: &Path) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(chromium())
@@ -79,7 +64,6 @@ fn report_html(run_dir: &Path, extra: &[&str]) -> PathBuf {
         .arg(run_dir)
         .arg("--html")
         .args(extra)
-        .env_remove("DANDORI_MERMAID_JS")
         .output()
         .unwrap();
     PathBuf::from(ok(&out).trim())
@@ -122,44 +106,42 @@ fn html_report_renders_its_charts_in_a_headless_browser() {
         .collect();
     std::fs::write(&trace_path, trace.join("\n") + "\n").unwrap();
 
-    let page = report_html(&run_dir, &["--mermaid-js", mermaid_js().to_str().unwrap()]);
+    let page = report_html(&run_dir, &[]);
     assert_eq!(page, run_dir.join("report.html"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(!html.contains("<script"), "the page needs no script");
+    assert!(!html.contains("mermaid"), "no mermaid left in the page");
     let (dom, console) = rendered_dom(&page);
-    assert_eq!(
-        console,
-        Vec::<String>::new(),
-        "console messages (script errors?)"
-    );
-    assert!(
-        dom.contains("data-charts=\"rendered\""),
-        "charts not rendered:\n{}",
-        &dom[dom.len().saturating_sub(3000)..]
-    );
-    assert!(!dom.contains("class=\"chart-error\""));
-    // Both charts are SVG now: the dependency graph (a flowchart with every step
-    // and its edges) and the Gantt timeline (a bar per step that ran).
-    let charts: Vec<&str> = svgs(&dom)
-        .into_iter()
-        .filter(|s| s.contains("aria-roledescription"))
-        .collect();
+    assert_eq!(console, Vec::<String>::new(), "console messages (errors?)");
+    // Both charts are SVG in the page the browser shows: the dependency graph
+    // (every step, its edges, the levels, the critical path) and the timeline (a
+    // bar per step that ran, a time axis in ms or s).
+    let charts = svgs(&dom);
     assert_eq!(charts.len(), 2, "{charts:?}");
     let graph = charts
         .iter()
-        .find(|s| s.contains("aria-roledescription=\"flowchart"))
-        .expect("flowchart SVG");
+        .find(|s| s.contains("class=\"chart dependency-graph\""))
+        .expect("dependency graph SVG");
     let gantt = charts
         .iter()
-        .find(|s| s.contains("aria-roledescription=\"gantt"))
-        .expect("gantt SVG");
+        .find(|s| s.contains("class=\"chart timeline\""))
+        .expect("timeline SVG");
     for id in ["S01", "S02", "S03"] {
         assert!(graph.contains(&format!("{id}:")), "{id} not in the graph");
-        assert!(gantt.contains(id), "{id} not in the timeline");
+        assert!(
+            gantt.contains(&format!("data-step=\"{id}\"")),
+            "{id} not in the timeline"
+        );
     }
-    assert!(graph.contains("edge"), "no edges drawn");
+    assert!(graph.contains("class=\"edge"), "no edges drawn");
+    assert!(graph.contains("class=\"level\""), "no levels");
+    assert!(graph.contains(" critical\""), "no critical path");
     assert!(
-        !dom.contains("<pre class=\"mermaid\">graph TD"),
-        "chart source left unrendered"
+        gantt.contains(" ms</text>") || gantt.contains(" s</text>"),
+        "time axis not in ms or s: {gantt}"
     );
+    assert!(!gantt.contains(">00:00<"));
+    assert!(!dom.contains("graph TD"), "chart source left in the page");
     // The hostile texts are text: no element was injected, no script ran.
     assert!(dom.contains("&lt;img src=x"), "summary not escaped");
     assert!(dom.contains("&lt;script&gt;window.pwned=1&lt;/script&gt;"));
@@ -172,7 +154,8 @@ fn html_report_renders_its_charts_in_a_headless_browser() {
 }
 
 #[test]
-fn html_report_without_mermaid_keeps_the_chart_sources_offline() {
+fn html_report_elsewhere_is_readable_and_in_the_request_language() {
+    use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let (_repo, run_dir) = finished_run(&dir.path().canonicalize().unwrap());
     let out = dir.path().join("elsewhere/r.html");
@@ -180,38 +163,41 @@ fn html_report_without_mermaid_keeps_the_chart_sources_offline() {
     let page = report_html(&run_dir, &["--out", out.to_str().unwrap()]);
     assert_eq!(page, out);
     let html = std::fs::read_to_string(&page).unwrap();
-    assert!(
-        html.contains(
-            "<script src=\"https://cdn.jsdelivr.net/npm/mermaid@11/dist/mermaid.min.js\">"
-        )
-    );
-    // The CDN is unreachable: the page says so and shows the sources.
-    let (dom, _) = rendered_dom(&page);
-    assert!(dom.contains("data-charts=\"unavailable\""), "{dom}");
-    assert_eq!(dom.matches("class=\"chart-error\"").count(), 2);
-    assert!(dom.contains("<pre class=\"mermaid\">graph TD"));
-    assert!(dom.contains("<th>Step</th>"));
+    assert!(html.contains("<html lang=\"en\">"), "{html}");
+    assert!(html.contains("<svg class=\"chart dependency-graph\""));
+    let mode = std::fs::metadata(&page).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o644, "report.html mode {mode:o}");
+    let mode = std::fs::metadata(run_dir.join("report.md"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o644, "report.md mode {mode:o}");
 
-    // Bad inputs: exit 2 with a reason code naming the path.
+    // A request written in Japanese: lang="ja".
+    let planning_path = run_dir.join("planning.json");
+    let mut planning: Value =
+        serde_json::from_str(&std::fs::read_to_string(&planning_path).unwrap()).unwrap();
+    planning["context"]["summary"] = Value::from("CSV エクスポート機能を追加する");
+    std::fs::write(&planning_path, serde_json::to_string(&planning).unwrap()).unwrap();
+    let page = report_html(&run_dir, &[]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<html lang=\"ja\">"), "{html}");
+
+    // Bad input: not a finished run directory → exit 2 with a reason code.
     let bad = Command::new(BIN)
         .arg("report")
-        .arg(&run_dir)
-        .args(["--html", "--mermaid-js", "/nonexistent/mermaid.min.js"])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("/nonexistent/mermaid.min.js"), "{err}");
-    let not_js = dir.path().join("x.js");
-    std::fs::write(&not_js, "alert(1)").unwrap();
-    let bad = Command::new(BIN)
-        .arg("report")
-        .arg(&run_dir)
+        .arg(dir.path().join("nowhere"))
         .arg("--html")
-        .arg("--mermaid-js")
-        .arg(&not_js)
         .output()
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("ARGUMENT_INVALID"));
+    // The flag of the mermaid.js days is gone.
+    let old = Command::new(BIN)
+        .arg("report")
+        .arg(&run_dir)
+        .args(["--html", "--mermaid-js", "x.js"])
+        .output()
+        .unwrap();
+    assert_eq!(old.status.code(), Some(2));
 }

@@ -84,12 +84,28 @@ fn parse_error_names_line_and_column() {
     let f = dir.path().join("planning.json");
     std::fs::write(&f, "{\n  \"version\": \"1.0\",\n  \"steps\": [,]\n}\n").unwrap();
     let o = dandori(&["validate", path(&f), "--json"]);
-    // Not JSON: a usage error (the wrong file), exit 2, with the finding's position.
-    assert_eq!(o.status.code(), Some(2));
+    // A plan with a syntax error: a FAIL finding like any other (exit 1), with
+    // the finding's position.
+    assert_eq!(o.status.code(), Some(1));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "fail");
     assert_eq!(v["errors"][0]["code"], "JSON_PARSE_ERROR");
     assert_eq!(v["errors"][0]["line"], 3);
     assert_eq!(v["errors"][0]["column"], 13);
+    // The same in text: the finding, `fail`, exit 1, no usage error.
+    let o = dandori(&["validate", path(&f)]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = out(&o);
+    assert!(text.contains("FAIL JSON_PARSE_ERROR"), "{text}");
+    assert!(text.contains(": fail (1 error"), "{text}");
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("is not JSON"),
+        "a plan with a syntax error is not a usage error"
+    );
+    // Truncated (a plan cut short while written): also exit 1.
+    std::fs::write(&f, "\u{feff}  [{\"version\": \"1.0\"").unwrap();
+    let o = dandori(&["validate", path(&f), "--json"]);
+    assert_eq!(o.status.code(), Some(1));
 }
 
 #[test]

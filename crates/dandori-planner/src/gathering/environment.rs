@@ -54,7 +54,7 @@ pub fn localized_reason(env: &SelectedEnvironment, lang: crate::request::Languag
             }
             if env.reason.starts_with("no environment files detected") {
                 return format!(
-                    "環境ファイルが見つからないため既定の {} を選択した（seed 002 §4.2.3）",
+                    "環境ファイルが見つからないため既定の {} を選択した",
                     env.name
                 );
             }

@@ -1,7 +1,7 @@
 //! report.html: report.md's Markdown as HTML (snapshot of the fixture report),
-//! escaping of every text, the Mermaid blocks left for the browser, the script.
+//! escaping of every text, the charts drawn as inline SVG, no script.
 
-use dandori_report::html::{DEFAULT_MERMAID_URL, MermaidScript, markdown_to_html, render_html};
+use dandori_report::html::{markdown_to_html, render_html};
 use dandori_report::render;
 use pretty_assertions::assert_eq;
 
@@ -30,25 +30,54 @@ fn markdown_subset() {
 #[test]
 fn hostile_text_stays_text() {
     let md = "# Run report: <script>x</script>\n\nA <img src=x onerror=alert(1)> & \"q\"\n\n```mermaid\ngraph TD\n    S01[\"S01: </pre><script>alert(1)</script>\"]\n```\n";
-    let page = render_html(md, &MermaidScript::Url(DEFAULT_MERMAID_URL.to_string()));
+    let page = render_html(md, "en");
     assert!(page.contains("<title>Run report: &lt;script&gt;x&lt;/script&gt;</title>"));
     assert!(page.contains("<p>A &lt;img src=x onerror=alert(1)&gt; &amp; &quot;q&quot;</p>"));
-    assert!(page.contains(
-        "<pre class=\"mermaid\">graph TD\n    S01[&quot;S01: &lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;&quot;]\n</pre>"
-    ));
-    // Two scripts only: the library and the chart runner.
-    assert_eq!(page.matches("<script").count(), 2);
+    assert!(page.contains("S01: &lt;/pre&gt;&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(page.contains("<html lang=\"en\">"));
+    // No script at all: the charts are SVG.
+    assert_eq!(page.matches("<script").count(), 0, "{page}");
+    assert!(page.contains("<svg class=\"chart dependency-graph\""));
 }
 
 #[test]
-fn inlined_library_cannot_close_its_script_element() {
-    let page = render_html(
-        "# R\n",
-        &MermaidScript::Inline("var mermaid = '</script><b>';".to_string()),
+fn fixture_charts_are_svg_with_levels_critical_path_and_a_readable_axis() {
+    let f = fixture();
+    let md = render(&f.input());
+    let page = render_html(&md, "ja");
+    assert!(page.contains("<html lang=\"ja\">"));
+    assert!(!page.contains("<script"));
+    assert!(!page.contains("```mermaid") && !page.contains("graph TD"));
+    assert_eq!(
+        page.matches("<svg class=\"chart dependency-graph\"")
+            .count(),
+        1
     );
-    assert!(page.contains("<script>var mermaid = '<\\/script><b>';</script>"));
-    assert!(!page.contains("cdn.jsdelivr.net"));
-    assert!(page.contains("data-charts=\"pending\""));
+    assert_eq!(page.matches("<svg class=\"chart timeline\"").count(), 1);
+    for s in &f.completion.steps {
+        assert!(
+            page.contains(&format!("data-step=\"{}\"", s.step_id)),
+            "{} not drawn",
+            s.step_id
+        );
+    }
+    assert!(page.contains("class=\"level\""));
+    assert!(page.contains(" critical\""), "no critical path drawn");
+    // The time axis reads in ms / s / m:ss, never mermaid's 00:00 on short runs.
+    let ticks: Vec<&str> = page
+        .split("<g class=\"tick\">")
+        .skip(1)
+        .filter_map(|t| t.split("middle\" fill=\"#57606a\">").nth(1))
+        .filter_map(|t| t.split('<').next())
+        .collect();
+    assert!(ticks.len() >= 2, "{ticks:?}");
+    assert!(
+        ticks
+            .iter()
+            .all(|t| t.ends_with(" ms") || t.ends_with(" s") || t.contains(':')),
+        "{ticks:?}"
+    );
+    assert!(!ticks.contains(&"00:00"), "{ticks:?}");
 }
 
 #[test]

@@ -388,9 +388,7 @@ fn load_stage(path: &Path, planning: &Planning) -> Result<Stage, RunnerError> {
         return Err(RunnerError::InvalidInput {
             reason_code: reason::RUN_DIR_INVALID,
             path: path.to_path_buf(),
-            message: format!(
-                "$.steps: step ids {ids:?} do not match planning.json {want:?} (seed 004 §6)"
-            ),
+            message: format!("$.steps: step ids {ids:?} do not match planning.json {want:?}"),
         });
     }
     if stage.run_id != planning.run_id {
