@@ -174,6 +174,22 @@ fn split_english(s: &str) -> Vec<String> {
         }
     }
     parts.retain(|p| !p.is_empty());
+    // A trailing participle ("…, sorted") qualifies the item before it.
+    let mut merged: Vec<String> = Vec::new();
+    for p in parts {
+        let p = p
+            .strip_prefix("and ")
+            .or_else(|| p.strip_prefix("or "))
+            .map_or(p.clone(), str::to_string);
+        match merged.last_mut() {
+            Some(prev) if !p.contains(' ') && p.ends_with("ed") => {
+                prev.push_str(", ");
+                prev.push_str(&p);
+            }
+            _ => merged.push(p),
+        }
+    }
+    let parts = merged;
     // Clauses of one sentence are not items: a part with a subject pronoun or a
     // relative word ("it returns …", "which …") or a participle modifier
     // ("ordered by …", "ties broken by …") qualifies the item before it.
@@ -210,7 +226,13 @@ fn split_english(s: &str) -> Vec<String> {
 fn introduces_list(head: &str) -> bool {
     let lower = head.trim().to_lowercase();
     let words: Vec<&str> = lower.split_whitespace().collect();
+    const COUNTS: &[&str] = &[
+        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several",
+    ];
     words.len() <= 1
+        || words
+            .iter()
+            .any(|w| COUNTS.contains(w) || w.chars().all(|c| c.is_ascii_digit()))
         || words
             .last()
             .is_some_and(|w| matches!(*w, "following" | "these" | "items" | "features" | "options" | "commands" | "fields"))
@@ -223,7 +245,7 @@ fn is_clause(part: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '`')
         .filter(|w| !w.is_empty())
         .collect();
-    let pronoun = words.iter().any(|w| {
+    let pronoun = words.first().is_some_and(|w| {
         matches!(
             *w,
             "it" | "they" | "which" | "whose" | "where" | "so" | "then" | "its" | "their"
@@ -234,7 +256,17 @@ fn is_clause(part: &str) -> bool {
             && (p[0].ends_with("ed")
                 || matches!(p[0], "broken" | "given" | "shown" | "driven" | "written" | "chosen"))
     });
-    pronoun || participle_by
+    // A modifier phrase: "with title as the default", "keeping … in order".
+    let modifier = words.first().is_some_and(|w| {
+        matches!(
+            *w,
+            "with" | "without" | "by" | "using" | "keeping" | "unless" | "except" | "including"
+                | "falling" | "so" | "while" | "instead"
+        )
+    });
+    // A relative clause holds the commas that follow it ("… that orders by a, b or c").
+    let relative = words.iter().skip(1).any(|w| matches!(*w, "that" | "who"));
+    pronoun || participle_by || modifier || relative
 }
 
 /// Verbs that start a clause of their own inside a list but do not lead one.
