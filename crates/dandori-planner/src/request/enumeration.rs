@@ -233,9 +233,12 @@ fn introduces_list(head: &str) -> bool {
         || words
             .iter()
             .any(|w| COUNTS.contains(w) || w.chars().all(|c| c.is_ascii_digit()))
-        || words
-            .last()
-            .is_some_and(|w| matches!(*w, "following" | "these" | "items" | "features" | "options" | "commands" | "fields"))
+        || words.last().is_some_and(|w| {
+            matches!(
+                *w,
+                "following" | "these" | "items" | "features" | "options" | "commands" | "fields"
+            )
+        })
 }
 
 /// A part that is a clause or a modifier of the item before it, not an item.
@@ -254,14 +257,27 @@ fn is_clause(part: &str) -> bool {
     let participle_by = words.windows(2).any(|p| {
         p[1] == "by"
             && (p[0].ends_with("ed")
-                || matches!(p[0], "broken" | "given" | "shown" | "driven" | "written" | "chosen"))
+                || matches!(
+                    p[0],
+                    "broken" | "given" | "shown" | "driven" | "written" | "chosen"
+                ))
     });
     // A modifier phrase: "with title as the default", "keeping … in order".
     let modifier = words.first().is_some_and(|w| {
         matches!(
             *w,
-            "with" | "without" | "by" | "using" | "keeping" | "unless" | "except" | "including"
-                | "falling" | "so" | "while" | "instead"
+            "with"
+                | "without"
+                | "by"
+                | "using"
+                | "keeping"
+                | "unless"
+                | "except"
+                | "including"
+                | "falling"
+                | "so"
+                | "while"
+                | "instead"
         )
     });
     // A relative clause holds the commas that follow it ("… that orders by a, b or c").
@@ -395,7 +411,10 @@ mod tests {
             )
             .is_empty()
         );
-        assert!(split_inline("Add a `--limit` option, which caps the rows, and a short help text").is_empty());
+        assert!(
+            split_inline("Add a `--limit` option, which caps the rows, and a short help text")
+                .is_empty()
+        );
         assert_eq!(
             split_inline("Add the following: tags, due dates and priorities"),
             vec!["Add tags", "Add due dates", "Add priorities"]

@@ -10,8 +10,7 @@ use serde_json::Value;
 use super::corpus::fixtures;
 
 fn requests() -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(fixtures().join("requests/decomposition.jsonl")).unwrap();
+    let text = std::fs::read_to_string(fixtures().join("requests/decomposition.jsonl")).unwrap();
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())

@@ -198,9 +198,18 @@ impl Default for RankingWeights {
 /// `formatting_html.py`, `_repr.py`, `pretty.py`).
 fn is_renderer_path(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
-    ["print", "render", "repr", "pretty", "latex", "mathml", "formatting", "display"]
-        .iter()
-        .any(|w| lower.contains(w))
+    [
+        "print",
+        "render",
+        "repr",
+        "pretty",
+        "latex",
+        "mathml",
+        "formatting",
+        "display",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Fields of a document.
@@ -479,7 +488,10 @@ impl Index {
             // A path from the reporter's machine names a project file only as a
             // frame path does: by a suffix of at least two components.
             let found = if w.frame_roots > 0.0 && p.starts_with('/') {
-                self.resolve_frame(p).map(|d| (d, false)).into_iter().collect()
+                self.resolve_frame(p)
+                    .map(|d| (d, false))
+                    .into_iter()
+                    .collect()
             } else {
                 self.resolve_path(p)
             };

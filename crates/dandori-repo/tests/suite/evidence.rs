@@ -273,8 +273,13 @@ fn template_lines_and_the_words_of_an_error_message_are_not_names() {
         assert!(!has(noise), "{noise} in {:?}", q.identifiers);
     }
     // A message word the text also writes as code stays a name.
-    let q = analyze("Bad convert\n\nValueError: cannot convert x\n\nThe `convert` helper is wrong.");
-    assert!(q.identifiers.iter().any(|i| i == "convert"), "{:?}", q.identifiers);
+    let q =
+        analyze("Bad convert\n\nValueError: cannot convert x\n\nThe `convert` helper is wrong.");
+    assert!(
+        q.identifiers.iter().any(|i| i == "convert"),
+        "{:?}",
+        q.identifiers
+    );
 }
 
 #[test]
@@ -284,9 +289,18 @@ fn a_file_defining_many_generic_names_does_not_win_on_them() {
     let compat = "def expand(x):\n    pass\n\ndef simplify(x):\n    pass\n\ndef evaluate(x):\n    pass\n\ndef series(x):\n    pass\n";
     let (_d, index) = index_of(&[
         ("lib/compat.py", compat),
-        ("lib/core.py", "def expand(x):\n    pass\n\ndef simplify(x):\n    pass\n"),
-        ("lib/calc.py", "def evaluate(x):\n    pass\n\ndef series(x):\n    pass\n"),
-        ("lib/more.py", "def expand(x):\n    pass\n\ndef series(x):\n    pass\n\ndef evaluate(x):\n    pass\n\ndef simplify(x):\n    pass\n"),
+        (
+            "lib/core.py",
+            "def expand(x):\n    pass\n\ndef simplify(x):\n    pass\n",
+        ),
+        (
+            "lib/calc.py",
+            "def evaluate(x):\n    pass\n\ndef series(x):\n    pass\n",
+        ),
+        (
+            "lib/more.py",
+            "def expand(x):\n    pass\n\ndef series(x):\n    pass\n\ndef evaluate(x):\n    pass\n\ndef simplify(x):\n    pass\n",
+        ),
         ("lib/zeta.py", "def polylog(s, z):\n    pass\n"),
     ]);
     let q = "polylog is not expanded\n\n```python\npolylog(2, z).expand()\nsimplify(x)\nevaluate(x)\nseries(x)\n```";
@@ -296,13 +310,18 @@ fn a_file_defining_many_generic_names_does_not_win_on_them() {
 #[test]
 fn a_report_about_printing_favours_the_printer() {
     let (_d, mut index) = index_of(&[
-        ("pkg/matrix.py", "class Matrix:\n    def det(self):\n        pass\n"),
+        (
+            "pkg/matrix.py",
+            "class Matrix:\n    def det(self):\n        pass\n",
+        ),
         (
             "pkg/printing/pretty.py",
             "def pretty_matrix(m):\n    # Matrix rows between brackets\n    pass\n",
         ),
     ]);
-    let q = analyze("Matrix is printed without its brackets\n\nThe pretty printing of a `Matrix` drops the brackets.");
+    let q = analyze(
+        "Matrix is printed without its brackets\n\nThe pretty printing of a `Matrix` drops the brackets.",
+    );
     assert!(q.about_rendering);
     let top = index.search_analyzed(&q, 5);
     assert_eq!(top[0].path, "pkg/printing/pretty.py", "{top:?}");
@@ -312,5 +331,7 @@ fn a_report_about_printing_favours_the_printer() {
     });
     assert_eq!(index.search_analyzed(&q, 5)[0].path, "pkg/matrix.py");
     // A reproducer's `print(` call is not a report about printing.
-    assert!(!analyze("Matrix det is wrong\n\n```python\nprint(Matrix().det())\n```").about_rendering);
+    assert!(
+        !analyze("Matrix det is wrong\n\n```python\nprint(Matrix().det())\n```").about_rendering
+    );
 }
