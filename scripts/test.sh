@@ -123,6 +123,21 @@ fi
 mkdir -p "$TOOLS/restate/bin"
 [ -x "$RESTATE_BIN" ] && ln -sf "$RESTATE_BIN" "$TOOLS/restate/bin/restate-server"
 
+# The agent CLIs of `dandori run --agent claude|codex|gemini` (the agent preset
+# tests drive the real programs against a scripted local model server). Pinned, so
+# the request shapes the fake server checks do not move under the tests; a package
+# that cannot be installed makes its tests skip with a message.
+AGENT_CLIS="@anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0"
+if [ ! -x "$TOOLS/agent-clis/node_modules/.bin/claude" ] || [ ! -x "$TOOLS/agent-clis/node_modules/.bin/codex" ] \
+  || [ ! -x "$TOOLS/agent-clis/node_modules/.bin/gemini" ] \
+  || ! grep -q '"version": "2.1.197"' "$TOOLS/agent-clis/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null; then
+  say "installing Claude Code, Codex and Gemini CLI from npm into $TOOLS/agent-clis (agent preset tests; ~1 min)"
+  mkdir -p "$TOOLS/agent-clis"
+  # shellcheck disable=SC2086 # one word per package
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/agent-clis" $AGENT_CLIS >/dev/null \
+    || say "warning: could not install the agent CLIs; the agent preset tests will skip"
+fi
+
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.

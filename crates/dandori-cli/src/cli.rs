@@ -594,6 +594,27 @@ pub struct EnvExecArgs {
     pub cmd: Vec<String>,
 }
 
+/// The agent CLIs of `--agent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentCli {
+    /// Claude Code (`claude`).
+    Claude,
+    /// Codex CLI (`codex`).
+    Codex,
+    /// Gemini CLI (`gemini`).
+    Gemini,
+}
+
+impl AgentCli {
+    pub fn preset(self) -> dandori_config::AgentPreset {
+        match self {
+            AgentCli::Claude => dandori_config::AgentPreset::Claude,
+            AgentCli::Codex => dandori_config::AgentPreset::Codex,
+            AgentCli::Gemini => dandori_config::AgentPreset::Gemini,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum ExecutorKind {
     /// The built-in tool loop over the configured model.
@@ -621,6 +642,11 @@ pub struct RunArgs {
     /// {prompt} {prompt_file} {step_id} {workdir}, each replaced inside one argument.
     #[arg(long)]
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset: `claude` (Claude Code), `codex` (Codex CLI) or
+    /// `gemini` (Gemini CLI), run headless inside the sandbox with its key,
+    /// sessions and usage (docs/agents.md). Default: config `runner.agent`.
+    #[arg(long, value_enum, conflicts_with = "agent_cmd")]
+    pub agent: Option<AgentCli>,
     /// Approve tools that require approval when not on a terminal.
     #[arg(long)]
     pub approve: bool,
@@ -651,6 +677,11 @@ pub struct ResumeArgs {
     /// External agent command template, e.g. `claude -p {prompt}`.
     #[arg(long)]
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset: `claude` (Claude Code), `codex` (Codex CLI) or
+    /// `gemini` (Gemini CLI), run headless inside the sandbox with its key,
+    /// sessions and usage (docs/agents.md). Default: config `runner.agent`.
+    #[arg(long, value_enum, conflicts_with = "agent_cmd")]
+    pub agent: Option<AgentCli>,
     /// Approve tools that require approval when not on a terminal.
     #[arg(long)]
     pub approve: bool,
@@ -710,6 +741,11 @@ pub struct WorkerArgs {
     /// External agent command template, e.g. `claude -p {prompt}`.
     #[arg(long)]
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset: `claude` (Claude Code), `codex` (Codex CLI) or
+    /// `gemini` (Gemini CLI), run headless inside the sandbox with its key,
+    /// sessions and usage (docs/agents.md). Default: config `runner.agent`.
+    #[arg(long, value_enum, conflicts_with = "agent_cmd")]
+    pub agent: Option<AgentCli>,
     /// Approve tools that require approval (a worker has no terminal).
     #[arg(long)]
     pub approve: bool,

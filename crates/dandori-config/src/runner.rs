@@ -8,8 +8,15 @@ use serde::{Deserialize, Serialize};
 pub struct RunnerConfig {
     /// Upper bound of concurrently running steps (seed 003 §8.1 `max_parallel_workers`).
     pub max_parallel_workers: u32,
-    /// External agent command template, e.g. `claude -p {prompt}`.
+    /// External agent command template, e.g. `aider --message {prompt}`.
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset (`claude`, `codex`, `gemini`): its headless invocation,
+    /// edit permissions, structured output, sessions and credential variables are
+    /// known (docs/agents.md). Wins over `agent_cmd`.
+    pub agent: Option<AgentPreset>,
+    /// The model the preset's CLI is asked to use (its `--model` / `-m`); unset,
+    /// the CLI's own default.
+    pub agent_model: Option<String>,
     /// Variables of the caller's environment the agent gets although they are
     /// secrets or outside `shell_environment_policy` (its own credential, e.g.
     /// `ANTHROPIC_API_KEY`): an allow-list; nothing else is passed.
@@ -25,8 +32,36 @@ impl Default for RunnerConfig {
         RunnerConfig {
             max_parallel_workers: 3,
             agent_cmd: None,
+            agent: None,
+            agent_model: None,
             agent_env: Vec::new(),
             agent_state: Vec::new(),
+        }
+    }
+}
+
+/// The agent CLIs dandori knows how to drive (`runner.agent`, `--agent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentPreset {
+    /// Claude Code (`claude`, npm `@anthropic-ai/claude-code`).
+    Claude,
+    /// Codex CLI (`codex`, npm `@openai/codex`).
+    Codex,
+    /// Gemini CLI (`gemini`, npm `@google/gemini-cli`).
+    Gemini,
+}
+
+impl AgentPreset {
+    pub const ALL: [AgentPreset; 3] =
+        [AgentPreset::Claude, AgentPreset::Codex, AgentPreset::Gemini];
+
+    /// `claude`, `codex`, `gemini`: the preset's name and its program's.
+    pub fn name(self) -> &'static str {
+        match self {
+            AgentPreset::Claude => "claude",
+            AgentPreset::Codex => "codex",
+            AgentPreset::Gemini => "gemini",
         }
     }
 }

@@ -286,6 +286,8 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("runs.root", RepositoryPath),
         ("runner.max_parallel_workers", Limit),
         ("runner.agent_cmd", Widening),
+        ("runner.agent", Widening),
+        ("runner.agent_model", Neutral),
         ("runner.agent_env", Widening),
         ("runner.agent_state", Widening),
         ("mcp.servers", Widening),

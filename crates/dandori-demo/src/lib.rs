@@ -19,7 +19,7 @@ use dandori_runner::{Completion, Progress, RunOptions};
 /// The unit command of the demo's steps: the example's tests are `unittest`
 /// tests, so they run on a bare Python 3 (the planner's `python -m pytest` would
 /// need pytest, installed by the environment sub-phase from the network).
-pub const UNIT_COMMAND: &str = "python3 -m unittest discover -s tests -t . -q";
+pub const UNIT_COMMAND: &str = "python3 -m unittest discover -s tests -t . -v";
 
 /// The demo's reason codes.
 pub mod reason {
@@ -149,6 +149,25 @@ pub fn run(opts: &DemoOptions) -> Result<DemoOutcome, DemoError> {
     let mut planning = planned.planning;
     for step in &mut planning.steps {
         step.commands.unit = Some(vec![UNIT_COMMAND.to_string()]);
+    }
+    // Each behaviour the request asks for is proven by the example's test of it
+    // (issue 20: red or absent on the base, green after the change).
+    for ac in &mut planning.context.acceptance_criteria {
+        let text = format!("{} {}", ac.when, ac.then);
+        let check = [
+            ("sort=priority", "test_sort_by_priority"),
+            ("priority=high", "test_filter_by_priority"),
+            ("urgent", "test_unknown_priority_is_rejected"),
+        ]
+        .iter()
+        .find(|(k, _)| text.contains(k))
+        .map(|(_, t)| *t);
+        if let Some(t) = check {
+            ac.extra.insert(
+                "check".to_string(),
+                serde_json::Value::String(t.to_string()),
+            );
+        }
     }
     let text = serde_json::to_string_pretty(&planning).map_err(|e| {
         DemoError::Run(dandori_runner::RunnerError::Executor(format!(

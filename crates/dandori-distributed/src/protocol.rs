@@ -140,6 +140,15 @@ pub struct StepOutcome {
     pub on_base: bool,
     /// `Dandori-Check` trailer values.
     pub checks: Vec<String>,
+    /// The test commands' last runs with their per-test results (issue 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub test_runs: Vec<dandori_runner::evidence::CommandRun>,
+    /// Done without a change, its checks already green (`ALREADY_SATISFIED`).
+    #[serde(default)]
+    pub already_satisfied: bool,
+    /// Files changed outside the step's targets, with their lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_scope: Vec<(String, u64)>,
     /// Who ran it (`host:pid` of the worker).
     pub worker: String,
     /// The step's commit was already on the remote (an earlier execution pushed it
@@ -200,6 +209,9 @@ impl StepOutcome {
             base: None,
             on_base: false,
             checks: Vec::new(),
+            test_runs: Vec::new(),
+            already_satisfied: false,
+            out_of_scope: Vec::new(),
             worker: worker.to_string(),
             recovered: false,
             files: Vec::new(),
@@ -246,6 +258,9 @@ impl StepOutcome {
             base: r.base.clone(),
             on_base: r.on_base,
             checks: r.checks.iter().map(Check::trailer).collect(),
+            test_runs: r.test_runs.clone(),
+            already_satisfied: r.already_satisfied,
+            out_of_scope: r.out_of_scope.clone(),
             worker: worker.to_string(),
             recovered: false,
             files: Vec::new(),
@@ -297,6 +312,9 @@ impl StepOutcome {
             base: self.base,
             on_base: self.on_base,
             checks: self.checks.iter().filter_map(|c| Check::parse(c)).collect(),
+            test_runs: self.test_runs,
+            already_satisfied: self.already_satisfied,
+            out_of_scope: self.out_of_scope,
         }
     }
 }

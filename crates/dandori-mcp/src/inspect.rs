@@ -372,6 +372,11 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
         .and_then(|s| s.extra.get("ac_evidence"))
         .and_then(|v| serde_json::from_value(v.clone()).ok())
         .unwrap_or_default();
+    let baseline: Option<dandori_runner::evidence::Baseline> = files
+        .stage
+        .as_ref()
+        .and_then(|s| s.extra.get("baseline"))
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
     let text = dandori_runner::report::render_recorded(
         &markdown::ReportInput {
             planning: &files.planning,
@@ -381,6 +386,7 @@ pub fn rerender_report(target: &Path) -> Result<String, McpError> {
             preds: &preds,
         },
         &evidence,
+        baseline.as_ref(),
         &files.run_dir,
     );
     dandori_fs::write_atomic(files.run_dir.join("report.md"), &text)?;

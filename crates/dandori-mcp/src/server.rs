@@ -31,6 +31,61 @@ const RUN_FILES: &[(&str, &str)] = &[
     ("environment/setup.json", "application/json"),
 ];
 
+/// How often a waiting `next` reports progress.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Sends `notifications/progress` until aborted: elapsed seconds as the progress,
+/// the run's latest trace event as the message.
+async fn progress_ticker(
+    peer: rmcp::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+    run_dir: Option<PathBuf>,
+) {
+    let started = std::time::Instant::now();
+    loop {
+        tokio::time::sleep(PROGRESS_EVERY).await;
+        let elapsed = started.elapsed().as_secs();
+        let activity = run_dir.as_deref().and_then(last_activity);
+        let message = match activity {
+            Some(a) => format!("{a} ({elapsed} s)"),
+            None => format!("waiting ({elapsed} s)"),
+        };
+        let sent = peer
+            .notify_progress(rmcp::model::ProgressNotificationParam {
+                progress_token: token.clone(),
+                progress: elapsed as f64,
+                total: None,
+                message: Some(message),
+            })
+            .await;
+        if sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// The last event of the run's trace (`ENV_SETUP_START`, `BASELINE`, `STEP_START
+/// S02`), read from the end of `trace.jsonl`.
+fn last_activity(run_dir: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(run_dir.join("trace.jsonl")).ok()?;
+    let len = f.metadata().ok()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(8192))).ok()?;
+    let mut buf = Vec::new();
+    f.read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    let line = text
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))?;
+    let v: Value = serde_json::from_str(line).ok()?;
+    let event = v.get("event")?.as_str()?.to_string();
+    Some(match v.pointer("/data/step_id").and_then(|s| s.as_str()) {
+        Some(step) => format!("{event} {step}"),
+        None => event,
+    })
+}
+
 /// The dandori MCP server.
 #[derive(Clone)]
 pub struct DandoriServer {
@@ -193,11 +248,30 @@ impl ServerHandler for DandoriServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParam,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        Ok(self
+        // `next` may wait minutes (environment setup, the baseline, steps): a
+        // client that sent a progress token hears what the run is doing.
+        let ticker = context
+            .meta
+            .get_progress_token()
+            .filter(|_| request.name == "next")
+            .map(|token| {
+                let run_dir = request
+                    .arguments
+                    .as_ref()
+                    .and_then(|a| a.get("run_dir"))
+                    .and_then(|v| v.as_str())
+                    .map(PathBuf::from);
+                tokio::spawn(progress_ticker(context.peer.clone(), token, run_dir))
+            });
+        let result = self
             .call(&request.name, request.arguments.unwrap_or_default())
-            .await)
+            .await;
+        if let Some(t) = ticker {
+            t.abort();
+        }
+        Ok(result)
     }
 
     async fn list_resources(

@@ -210,7 +210,26 @@ pub struct Metrics {
     pub phases: Vec<PhaseFigures>,
     /// Model name → calls, tokens, cost.
     pub models: BTreeMap<String, ModelFigures>,
+    /// Agent CLI preset (`claude`, `codex`, `gemini`) → its invocations, with
+    /// the usage and cost the CLI reported.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub agents: BTreeMap<String, AgentFigures>,
     pub skipped: Vec<Skipped>,
+}
+
+/// What one agent CLI did over the runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AgentFigures {
+    pub invocations: u64,
+    /// Invocations that resumed the step's session (fix cycles, resumed runs).
+    pub resumed: u64,
+    pub turns: u64,
+    pub tool_calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    /// USD as the CLI reported it (else priced by `llm.pricing`); None when
+    /// neither is known for a call.
+    pub cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -516,6 +535,9 @@ pub fn compute(
         );
     }
     let mut models: BTreeMap<String, ModelFigures> = BTreeMap::new();
+    let mut agents: BTreeMap<String, AgentFigures> = BTreeMap::new();
+    // Phases and models with a cost the agent CLI reported itself.
+    let mut reported: BTreeSet<String> = BTreeSet::new();
     let mut unpriced: BTreeSet<String> = BTreeSet::new();
     let mut planning_times = Vec::new();
     let mut execution_times = Vec::new();
@@ -562,7 +584,30 @@ pub fn compute(
                     let phase = call_phase(e);
                     let (i, o) = usage(e);
                     let (model, price) = price_of(e, pricing);
-                    let c = price.map(|p| cost(p, i, o));
+                    let own = e.data.get("cost_usd").and_then(Value::as_f64);
+                    let c = own.or_else(|| price.map(|p| cost(p, i, o)));
+                    if own.is_some() {
+                        reported.insert(phase.to_string());
+                        reported.insert(model.clone());
+                    }
+                    if let Some(agent) = s(&e.data, "agent") {
+                        let a = agents
+                            .entry(agent.to_string())
+                            .or_insert_with(|| AgentFigures {
+                                cost_usd: Some(0.0),
+                                ..Default::default()
+                            });
+                        a.invocations += 1;
+                        a.resumed += u64::from(e.data.get("resumed") == Some(&Value::Bool(true)));
+                        a.turns += u(&e.data, "num_turns").unwrap_or(0);
+                        a.tool_calls += u(&e.data, "tool_calls").unwrap_or(0);
+                        a.input_tokens += i;
+                        a.output_tokens += o;
+                        a.cost_usd = match (a.cost_usd, c) {
+                            (Some(x), Some(y)) => Some(x + y),
+                            _ => None,
+                        };
+                    }
                     if c.is_none() {
                         unpriced.insert(model.clone());
                     }
@@ -638,10 +683,14 @@ pub fn compute(
     }
     if pricing.is_empty() {
         for f in phases.values_mut() {
-            f.cost_usd = None;
+            if !reported.contains(f.phase) {
+                f.cost_usd = None;
+            }
         }
-        for m in models.values_mut() {
-            m.cost_usd = None;
+        for (name, m) in models.iter_mut() {
+            if !reported.contains(name) {
+                m.cost_usd = None;
+            }
         }
     }
 
@@ -966,6 +1015,7 @@ pub fn compute(
         measures,
         phases: phases_out,
         models,
+        agents,
         skipped,
     }
 }
@@ -1059,6 +1109,24 @@ pub fn render_text(m: &Metrics) -> Vec<String> {
                 f.input_tokens,
                 f.output_tokens,
                 f.cost_usd
+                    .map(|c| format!("${c:.4}"))
+                    .unwrap_or_else(|| "cost not recorded".to_string())
+            ));
+        }
+    }
+    if !m.agents.is_empty() {
+        out.push("agents:".to_string());
+        for (name, a) in &m.agents {
+            out.push(format!(
+                "  {:<24} {:>4} run(s) ({} resumed)  {} turn(s)  {} tool call(s)  {:>8} in {:>8} out  {}",
+                name,
+                a.invocations,
+                a.resumed,
+                a.turns,
+                a.tool_calls,
+                a.input_tokens,
+                a.output_tokens,
+                a.cost_usd
                     .map(|c| format!("${c:.4}"))
                     .unwrap_or_else(|| "cost not recorded".to_string())
             ));

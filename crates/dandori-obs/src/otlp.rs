@@ -363,6 +363,30 @@ fn model_call_attrs(d: &Value) -> Vec<(String, Attr)> {
     if let Some(n) = du(d, "attempts") {
         a.push(int_attr("dandori.llm.attempts", n));
     }
+    // An agent CLI's invocation (a preset): the agent, its session, its own
+    // count of turns and its cost.
+    if let Some(agent) = ds(d, "agent") {
+        a[0] = str_attr("gen_ai.operation.name", "invoke_agent");
+        a.push(str_attr("gen_ai.agent.name", agent));
+        if let Some(s) = ds(d, "session_id") {
+            a.push(str_attr("gen_ai.conversation.id", s));
+        }
+        if let Some(v) = ds(d, "agent_version") {
+            a.push(str_attr("dandori.agent.version", v));
+        }
+        if let Some(n) = du(d, "num_turns") {
+            a.push(int_attr("dandori.agent.turns", n));
+        }
+        if let Some(n) = du(d, "tool_calls") {
+            a.push(int_attr("dandori.agent.tool_calls", n));
+        }
+        if let Some(c) = d.get("cost_usd").and_then(Value::as_f64) {
+            a.push(("dandori.agent.cost_usd".to_string(), Attr::Double(c)));
+        }
+        if let Some(r) = d.get("resumed").and_then(Value::as_bool) {
+            a.push(("dandori.agent.resumed".to_string(), Attr::Bool(r)));
+        }
+    }
     a
 }
 
@@ -581,7 +605,10 @@ pub fn spans(events: &[TraceEvent]) -> Vec<Span> {
                 b.push(
                     &format!("{root_key}:llm:{i}"),
                     Some(parent),
-                    format!("chat {model}"),
+                    match ds(d, "agent") {
+                        Some(agent) => format!("invoke_agent {agent}"),
+                        None => format!("chat {model}"),
+                    },
                     3,
                     s,
                     en,

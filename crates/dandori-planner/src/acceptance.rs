@@ -21,19 +21,92 @@ pub fn from_request(request: &Request) -> Vec<AcceptanceCriterion> {
         .acceptance_criteria
         .iter()
         .enumerate()
-        .map(|(i, c)| AcceptanceCriterion {
-            id: ac_id(i + 1),
-            given: c.given.clone(),
-            when: c.when.clone(),
-            then: c.then.clone(),
-            kind: Some(AcKind::Functional),
-            extra: Default::default(),
+        .map(|(i, c)| {
+            // A check named at the end of the line (`(check: \`cmd\`)`) is not
+            // part of what the criterion says.
+            let (then, check) = crate::test_first::split_check(&c.then);
+            let mut extra = serde_json::Map::new();
+            if let Some(check) = check {
+                extra.insert("check".to_string(), check);
+            }
+            AcceptanceCriterion {
+                id: ac_id(i + 1),
+                given: c.given.clone(),
+                when: c.when.clone(),
+                kind: Some(kind_of(&c.given, &c.when, &then)),
+                then,
+                extra,
+            }
         })
         .collect()
 }
 
+/// What a request criterion asks for, by its wording: that what exists keeps
+/// working (`regression`), a bound on size, time or scope (`nonfunctional`), or
+/// new behaviour (`functional`, the default). Only functional criteria need a test
+/// that turns from red to green; the others hold when nothing that passed broke.
+pub fn kind_of(given: &str, when: &str, then: &str) -> AcKind {
+    // "within 200 ms" is a bound on an existing behaviour; "returns 3" is new.
+    let then_l = then.to_lowercase();
+    let all = format!("{} {} {then_l}", given.to_lowercase(), when.to_lowercase());
+    const REGRESSION: [&str; 16] = [
+        "still pass",
+        "still work",
+        "still succeed",
+        "keeps working",
+        "keep working",
+        "continue to work",
+        "continues to work",
+        "nothing else changed",
+        "nothing else changes",
+        "is unchanged",
+        "are unchanged",
+        "remain unchanged",
+        "does not break",
+        "doesn't break",
+        "引き続き",
+        "変わらない",
+    ];
+    const NONFUNCTIONAL: [&str; 5] = [
+        "milliseconds",
+        "no file outside",
+        "memory use",
+        "ミリ秒",
+        "メモリ使用量",
+    ];
+    // A bound with a number: "within 200 ms", "at most 50 lines", "500 行以内".
+    let bounded = [
+        "within ",
+        "at most ",
+        "no more than ",
+        "under ",
+        "less than ",
+    ]
+    .iter()
+    .any(|b| {
+        then_l
+            .match_indices(b)
+            .any(|(i, _)| then_l[i + b.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    }) || then_l.match_indices("以内").any(|(i, _)| {
+        then_l[..i]
+            .trim_end()
+            .ends_with(|c: char| c.is_ascii_digit() || c == '行' || c == '秒')
+    });
+    if REGRESSION.iter().any(|p| all.contains(p)) {
+        AcKind::Regression
+    } else if bounded || NONFUNCTIONAL.iter().any(|p| then_l.contains(p)) {
+        AcKind::Nonfunctional
+    } else {
+        AcKind::Functional
+    }
+}
+
 /// What callers pass as the unit command when the plan has none.
 pub const NO_UNIT_COMMAND: &str = "the project's tests";
+
+fn no_unit_command(unit_command: &str) -> bool {
+    unit_command.trim().is_empty() || unit_command == NO_UNIT_COMMAND
+}
 
 /// Brings `draft` to at least three criteria, linking each derived one to the
 /// subtasks it checks. `unit_command` is the environment's test command.
@@ -103,7 +176,10 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             given,
             when,
             then,
-            kind: Some(AcKind::Functional),
+            // Documentation, a docstring, a comment: what is proven is that the
+            // change is there (the runner's scope check of a non-empty diff) and
+            // broke nothing, not a red → green test (issue 20). Behaviour is.
+            kind: Some(derived_kind(&title, no_unit_command(unit_command))),
             extra: Default::default(),
         });
         draft.subtasks[i].links_to_ac.push(id.clone());
@@ -122,7 +198,7 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
         let id = next_id(draft);
         // Without a test command (no tests in the repository) there is no suite to
         // re-run: the criterion is about behaviour, checked by the step's own tests.
-        let no_tests = unit_command.trim().is_empty() || unit_command == NO_UNIT_COMMAND;
+        let no_tests = no_unit_command(unit_command);
         let (given, when, then) = match (lang, no_tests) {
             (Language::En, false) => (
                 "the existing test suite".to_string(),
@@ -246,6 +322,44 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
     }
 }
 
+/// The kind of a criterion derived from a requirement's title: documentation is
+/// shown present, a move, rename or refactor keeps behaviour (`regression`), new
+/// behaviour is proven by a test (`functional`).
+fn derived_kind(title: &str, no_tests: bool) -> AcKind {
+    use crate::offline::decomposition::{ItemKind, classify};
+    // Without a test command nothing can be proven red → green: what is checked
+    // is that the change is there, within scope, and broke nothing.
+    if no_tests {
+        return AcKind::Nonfunctional;
+    }
+    let l = title.to_lowercase();
+    const PRESERVING: [&str; 16] = [
+        "move ",
+        "rename",
+        "refactor",
+        "reorgani",
+        "restructur",
+        "extract ",
+        "clean up",
+        "cleanup",
+        "reformat",
+        "typo",
+        "spelling",
+        "移動",
+        "名前を変",
+        "リネーム",
+        "リファクタ",
+        "整理",
+    ];
+    if PRESERVING.iter().any(|p| l.contains(p)) {
+        AcKind::Regression
+    } else if classify(title) == ItemKind::Docs {
+        AcKind::Nonfunctional
+    } else {
+        AcKind::Functional
+    }
+}
+
 /// Up to five paths in backticks, "and N more" after that; empty for none.
 fn paths_phrase(paths: &[String]) -> String {
     let shown: Vec<String> = paths
@@ -314,11 +428,37 @@ fn derived_presence(
     }
 }
 
-fn is_doc_path(p: &str) -> bool {
+pub(crate) fn is_doc_path(p: &str) -> bool {
     let l = p.to_ascii_lowercase();
     [".md", ".rst", ".txt", ".adoc", ".markdown"]
         .iter()
         .any(|e| l.ends_with(e))
         || l.starts_with("docs/")
         || l.starts_with("doc/")
+}
+
+#[cfg(test)]
+mod kind_tests {
+    use super::kind_of;
+    use dandori_plan::AcKind;
+
+    #[test]
+    fn criteria_are_classified_by_what_they_ask() {
+        let k = |t: &str| kind_of("g", "w", t);
+        assert_eq!(k("it returns 2"), AcKind::Functional);
+        assert_eq!(k("the value is within range"), AcKind::Functional);
+        assert_eq!(k("it answers within 200 ms"), AcKind::Nonfunctional);
+        assert_eq!(k("the diff is at most 50 lines"), AcKind::Nonfunctional);
+        assert_eq!(k("existing tests still pass"), AcKind::Regression);
+        assert_eq!(
+            kind_of(
+                "the repository",
+                "it is checked out",
+                "nothing else changed"
+            ),
+            AcKind::Regression
+        );
+        assert_eq!(k("応答は 200 ミリ秒以内"), AcKind::Nonfunctional);
+        assert_eq!(k("既存の機能は引き続き動く"), AcKind::Regression);
+    }
 }

@@ -58,6 +58,10 @@ pub struct DraftSubtask {
     pub links_to_ac: Vec<String>,
     pub success_criteria: Vec<String>,
     pub required_tools: Vec<String>,
+    /// Test-first (`tdd_phase: "red"` in planning.json): the step writes the
+    /// tests of its criteria before the change; they must fail on the base.
+    #[serde(default)]
+    pub test_first: bool,
 }
 
 /// Seed 003 §3.4: the raw estimates.

@@ -43,6 +43,7 @@ pub mod offline;
 pub mod pipeline;
 pub mod request;
 pub mod run_dir;
+pub mod test_first;
 pub mod text;
 
 pub use context::PlanningContext;

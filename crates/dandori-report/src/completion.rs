@@ -167,6 +167,11 @@ pub struct Completion {
     pub coverage: CoverageResult,
     pub tokens: TokenUsage,
     pub environment: Value,
+    /// Issue 20: per acceptance criterion its check, base and after results, the
+    /// commit that made it green and the log (`acceptance_criteria`); the tests
+    /// already failing on the base commit (`preexisting_failures`).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub evidence: Value,
     pub exit_code: u8,
 }
 

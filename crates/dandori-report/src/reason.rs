@@ -41,6 +41,13 @@ pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const DEPENDENCY_FAILED: &str = "DEPENDENCY_FAILED";
 pub const MERGE_CONFLICT: &str = "MERGE_CONFLICT";
 pub const STEP_NO_CHANGE: &str = "STEP_NO_CHANGE";
+/// A step changed nothing because its checks were already green: an earlier
+/// step did its work (issue 20). Recorded on a `done` step.
+pub const ALREADY_SATISFIED: &str = "ALREADY_SATISFIED";
+/// A step's edits outside `scope.target_paths` exceeded its scope budget.
+pub const STEP_SCOPE_EXCEEDED: &str = "STEP_SCOPE_EXCEEDED";
+/// An acceptance criterion whose only evidence is "the suite passes".
+pub const AC_UNVERIFIED: &str = "AC_UNVERIFIED";
 pub const LOOP_DETECTED: &str = "LOOP_DETECTED";
 pub const MAX_ITERATIONS: &str = "MAX_ITERATIONS";
 pub const TOKEN_BUDGET_EXCEEDED: &str = "TOKEN_BUDGET_EXCEEDED";

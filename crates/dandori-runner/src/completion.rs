@@ -31,6 +31,8 @@ pub struct CompletionInput<'a> {
     pub lessons: &'a [String],
     pub environment: &'a Value,
     pub run_dir: &'a Path,
+    /// [`Completion::evidence`].
+    pub evidence: Value,
 }
 
 pub fn build(i: &CompletionInput<'_>) -> Completion {
@@ -175,7 +177,14 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
             } else {
                 format!("{} acceptance criteria not covered ({})", i.coverage.critical_gaps.len(), reason::AC_NOT_COVERED)
             }),
-            "The run stopped with failures; see report.md and errors.json.".to_string(),
+            if failed > 0 {
+                "The run stopped with failures; see report.md and errors.json.".to_string()
+            } else {
+                format!(
+                    "Every step is done, but nothing proves {}: no check turned from red to green; see report.md (Acceptance criteria evidence).",
+                    i.coverage.critical_gaps.join(", ")
+                )
+            },
         ),
         CompletionStatus::RequiresHumanIntervention => (
             Some(match &i.stop_reason {
@@ -245,6 +254,7 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
         coverage: i.coverage.clone(),
         tokens: i.tokens,
         environment: i.environment.clone(),
+        evidence: i.evidence.clone(),
         exit_code: status.exit_code(),
     }
 }

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CoverageInput {
     pub acceptance_criteria: Vec<String>,
-    /// ACs verified by a done step: its unit / e2e commands (or, without any, the
-    /// runner's checks of a non-empty change) ran after its change and passed.
+    /// ACs with evidence (issue 20): a check red or absent on the base commit and
+    /// green after a step (or, for regression / non-functional ACs, every test
+    /// passing on the base still passing).
     pub covered: Vec<String>,
     /// ACs linked by no step at all (a gap in the plan, fixable by a follow-up).
     pub unplanned: Vec<String>,
@@ -28,6 +29,28 @@ pub use dandori_report::CoverageResult;
 pub struct AcEvidence {
     pub ac: String,
     pub covered: bool,
+    /// `covered` (red → green, or green → green for regression / non-functional
+    /// criteria), `unverified` (nothing turned green: "the suite passes" only),
+    /// `not_covered` (the check fails after the steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<crate::evidence::AcStatus>,
+    /// What proves it: a named test, the tests that turned green, a command.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub check: String,
+    /// The check on the base commit: `pass`, `fail`, `absent`, `not run`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub base_result: String,
+    /// The check after the steps.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub after_result: String,
+    /// The step whose commit made it green, and that commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub green_step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub green_commit: Option<String>,
+    /// The log of the run that says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log: Option<String>,
     /// Steps linking the AC and their state, when none verified it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing: Vec<String>,

@@ -30,3 +30,6 @@ pub const LLM_CALL: &str = "LLM_CALL";
 /// One tool call of the LLM executor: `step_id`, `tool`, `started_at`,
 /// `duration_ms`, `ok`, `reason_code` (on failure).
 pub const TOOL_CALL: &str = "TOOL_CALL";
+/// The test commands ran on the base commit before the first step (issue 20):
+/// `commit`, per command its exit code and test counts, the failing tests.
+pub const BASELINE: &str = "BASELINE";

@@ -17,6 +17,7 @@ pub mod dispatch;
 pub mod environment;
 pub mod error;
 pub mod events;
+pub mod evidence;
 pub mod executor;
 pub mod git;
 pub mod plan;

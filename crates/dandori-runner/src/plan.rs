@@ -67,6 +67,13 @@ impl RunPaths {
         self.patches.join(format!("{step_id}.patch"))
     }
 
+    /// `evidence/Sxx.json`: the test runs behind a step's proof commit.
+    pub fn evidence(&self, step_id: &str) -> PathBuf {
+        self.run_dir
+            .join("evidence")
+            .join(format!("{step_id}.json"))
+    }
+
     /// `logs/step.Sxx.<what>.log`
     pub fn step_log(&self, step_id: &str, what: &str) -> PathBuf {
         self.logs.join(format!("step.{step_id}.{what}.log"))

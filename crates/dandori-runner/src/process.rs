@@ -15,7 +15,7 @@ use crate::error::RunnerError;
 /// How much of the end of a log is kept for feedback and reports.
 const TAIL_BYTES: u64 = 4000;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ProcSpec<'a> {
     /// argv[0] and its arguments (no shell unless argv is `sh -c …`).
     pub argv: &'a [String],
@@ -25,7 +25,16 @@ pub struct ProcSpec<'a> {
     pub log: &'a Path,
     /// Secrets are masked in the log (and the tail) once the process ends.
     pub masker: Option<&'a dandori_trace::Masker>,
+    /// Called every [`HEARTBEAT`] while the process runs, with the time since it
+    /// started and the last line of its output so far (masked).
+    pub heartbeat: Option<&'a Heartbeat<'a>>,
 }
+
+/// A progress callback: elapsed time, last output line.
+pub type Heartbeat<'a> = dyn Fn(Duration, &str) + Sync + 'a;
+
+/// How often a running child's [`ProcSpec::heartbeat`] is called.
+pub const HEARTBEAT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProcOutcome {
@@ -45,6 +54,16 @@ impl ProcOutcome {
 }
 
 pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
+    run_hooked(spec, None)
+}
+
+/// [`run`], calling `on_exit` once the process ended and before the log is
+/// masked (a reader of the log's structured output finishes reading it: masking
+/// may rewrite what it parses).
+pub fn run_hooked(
+    spec: &ProcSpec<'_>,
+    on_exit: Option<&dyn Fn()>,
+) -> Result<ProcOutcome, RunnerError> {
     let display = shell_words::join(spec.argv);
     let Some((program, args)) = spec.argv.split_first() else {
         return Err(RunnerError::Process {
@@ -87,7 +106,34 @@ pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
     });
-    let status = match rx.recv_timeout(spec.timeout) {
+    let deadline = started + spec.timeout;
+    let waited = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let slice = match spec.heartbeat {
+            Some(_) => left.min(HEARTBEAT),
+            None => left,
+        };
+        match rx.recv_timeout(slice) {
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {
+                if let Some(h) = spec.heartbeat {
+                    let tail = read_tail(spec.log, start_len);
+                    let last = tail
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("");
+                    let last = match spec.masker {
+                        Some(m) => m.mask_str(last),
+                        None => last.to_string(),
+                    };
+                    let last: String = last.chars().take(200).collect();
+                    h(started.elapsed(), &last);
+                }
+            }
+            other => break other,
+        }
+    };
+    let status = match waited {
         Ok(Ok(status)) => Some(status),
         Ok(Err(e)) => {
             return Err(RunnerError::Process {
@@ -111,6 +157,9 @@ pub fn run(spec: &ProcSpec<'_>) -> Result<ProcOutcome, RunnerError> {
     };
     // Children left behind in the group (a backgrounded helper) go with the leader.
     kill_group(pid);
+    if let Some(f) = on_exit {
+        f();
+    }
     if let Some(m) = spec.masker
         && let Ok(text) = std::fs::read(spec.log)
     {

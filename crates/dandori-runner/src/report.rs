@@ -10,6 +10,7 @@ use dandori_report::{StepMetrics, errors, markdown};
 use crate::completion::{Completion, StepTiming};
 use crate::coverage::AcEvidence;
 use crate::error::RunnerError;
+use crate::evidence::{AcStatus, Baseline};
 use crate::plan::RunPaths;
 use crate::step::StepReport;
 
@@ -45,7 +46,12 @@ fn metrics(reports: &BTreeMap<String, StepReport>) -> BTreeMap<String, StepMetri
 }
 
 pub fn render(i: &ReportInput<'_>) -> String {
-    render_recorded(
+    let baseline: Option<Baseline> = i
+        .stage
+        .extra
+        .get("baseline")
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let mut md = render_recorded(
         &markdown::ReportInput {
             planning: i.planning,
             completion: i.completion,
@@ -54,8 +60,11 @@ pub fn render(i: &ReportInput<'_>) -> String {
             preds: i.preds,
         },
         i.ac_evidence,
+        baseline.as_ref(),
         &i.paths.run_dir,
-    )
+    );
+    md.push_str(&scope_section(i.reports));
+    md
 }
 
 /// report.md from its recorded parts; `dandori report` re-renders a finished run
@@ -63,57 +72,160 @@ pub fn render(i: &ReportInput<'_>) -> String {
 pub fn render_recorded(
     input: &markdown::ReportInput<'_>,
     ac_evidence: &[AcEvidence],
+    baseline: Option<&Baseline>,
     run_dir: &std::path::Path,
 ) -> String {
     let mut md = markdown::render(input);
     md.push_str(&evidence_section(ac_evidence, run_dir));
+    let checks = crate::evidence::command_checks(
+        &input.planning.context.acceptance_criteria,
+        &input
+            .planning
+            .context
+            .acceptance_criteria
+            .iter()
+            .map(|a| a.id.clone())
+            .collect::<Vec<_>>(),
+    );
+    md.push_str(&preexisting_section(baseline, &checks, run_dir));
+    md.push_str(&crate::executor::agent_preset::report_section(run_dir));
     md
 }
 
-/// Per acceptance criterion: covered or not, and the verifications that say so
-/// (command, exit code, log), paths relative to the run directory.
+fn relative(p: &str, run_dir: &std::path::Path) -> String {
+    std::path::Path::new(p)
+        .strip_prefix(run_dir)
+        .map(|r| r.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| p.to_string())
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('`', "'").replace('\n', " ")
+}
+
+/// Per acceptance criterion: its status, its check, what the check said on the
+/// base commit and after the steps, the commit that made it green, and the log.
 fn evidence_section(evidence: &[AcEvidence], run_dir: &std::path::Path) -> String {
     if evidence.is_empty() {
         return String::new();
     }
-    let rel = |p: &str| {
-        std::path::Path::new(p)
-            .strip_prefix(run_dir)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| p.to_string())
-    };
     let mut md = String::from(
-        "\n## Acceptance criteria evidence\n\n| AC | covered | step | check | command | exit | log |\n|---|---|---|---|---|---|---|\n",
+        "\n## Acceptance criteria evidence\n\nAn acceptance criterion is covered only when its check failed (or did not exist) on the base commit and passes after the steps (regression and non-functional criteria: every test passing on the base still passes). A suite that merely passes is `unverified`.\n\n| AC | status | check | base | after | green commit | log |\n|---|---|---|---|---|---|---|\n",
     );
     for e in evidence {
-        let covered = if e.covered { "yes" } else { "**no**" };
-        if e.evidence.is_empty() {
+        let status = match e.status {
+            Some(AcStatus::Covered) => "covered".to_string(),
+            Some(AcStatus::Unverified) => "**unverified**".to_string(),
+            Some(AcStatus::NotCovered) => "**not covered**".to_string(),
+            None if e.covered => "covered".to_string(),
+            None => "**not covered**".to_string(),
+        };
+        let check = if e.check.is_empty() {
+            "—".to_string()
+        } else {
+            cell(&e.check)
+        };
+        let green = match (&e.green_step, &e.green_commit) {
+            (Some(s), Some(c)) => format!("{s} `{}`", &c[..c.len().min(10)]),
+            _ => "—".to_string(),
+        };
+        let log = e
+            .log
+            .as_deref()
+            .map(|l| format!("`{}`", relative(l, run_dir)))
+            .unwrap_or_else(|| "—".to_string());
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "—".to_string()
+            } else {
+                cell(s)
+            }
+        };
+        md.push_str(&format!(
+            "| {} | {status} | {check} | {} | {} | {green} | {log} |\n",
+            e.ac,
+            or_dash(&e.base_result),
+            or_dash(&e.after_result),
+        ));
+        if !e.covered && !e.missing.is_empty() {
             md.push_str(&format!(
-                "| {} | {covered} | {} | — | — | — | — |\n",
-                e.ac,
-                if e.missing.is_empty() {
-                    "no step links it".to_string()
-                } else {
-                    e.missing.join("; ")
-                }
-            ));
-        }
-        for x in &e.evidence {
-            let exit = x
-                .exit_code
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "timeout".to_string());
-            md.push_str(&format!(
-                "| {} | {covered} | {} | {} | `{}` | {exit} | `{}` |\n",
-                e.ac,
-                x.step_id,
-                x.kind,
-                x.command.replace('|', "\\|").replace('`', "'"),
-                rel(&x.log)
+                "| | | {} | | | | |\n",
+                cell(&e.missing.join("; "))
             ));
         }
     }
     md
+}
+
+/// The tests that failed on the base commit before any step: never blamed on a
+/// step, never sent to autofix.
+fn preexisting_section(
+    baseline: Option<&Baseline>,
+    ac_checks: &[String],
+    run_dir: &std::path::Path,
+) -> String {
+    let Some(b) = baseline else {
+        return String::new();
+    };
+    let short = &b.commit[..b.commit.len().min(10)];
+    let failures = b.failures();
+    let mut md = String::from("\n## Pre-existing failures\n\n");
+    let log = b
+        .runs
+        .first()
+        .map(|r| relative(&r.log, run_dir))
+        .unwrap_or_default();
+    if failures.is_empty() {
+        let unattributed: Vec<&str> = b
+            .runs
+            .iter()
+            // An AC's command check is expected to fail before the change.
+            .filter(|r| !r.passed() && !ac_checks.contains(&r.command))
+            .map(|r| r.command.as_str())
+            .collect();
+        if unattributed.is_empty() {
+            md.push_str(&format!(
+                "None: every test command passed on the base commit `{short}` (log `{log}`).\n"
+            ));
+        } else {
+            md.push_str(&format!(
+                "No test failed on the base commit `{short}`. These commands name no test and failed there (red before any step: a step turning one green proves its change): {} (log `{log}`).\n",
+                unattributed
+                    .iter()
+                    .map(|c| format!("`{}`", cell(c)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        return md;
+    }
+    md.push_str(&format!(
+        "These tests already failed on the base commit `{short}`, before any step ran (log `{log}`). No step is blamed for them and none was sent to autofix.\n\n| test | command |\n|---|---|\n"
+    ));
+    for (c, t) in failures {
+        md.push_str(&format!("| `{}` | `{}` |\n", cell(t), cell(c)));
+    }
+    md
+}
+
+/// Files each step changed outside its `scope.target_paths` (they count against
+/// its scope budget).
+fn scope_section(reports: &BTreeMap<String, StepReport>) -> String {
+    let rows: Vec<String> = reports
+        .iter()
+        .flat_map(|(id, r)| {
+            r.out_of_scope
+                .iter()
+                .map(move |(f, l)| format!("| {id} | `{}` | {l} |\n", cell(f)))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n## Out-of-scope edits\n\n| step | path | lines |\n|---|---|---|\n{}",
+        rows.concat()
+    )
 }
 
 /// Writes `report.md` and `errors.json`, both through the run's masker: a plan's

@@ -50,6 +50,11 @@ pub struct StepContext<'a> {
     /// Seed 002 §7.2: the prepared environment, for the prompt (`None` when the
     /// environment sub-phase did not run).
     pub environment_summary: Option<&'a str>,
+    /// What the test commands said on the run's base commit (issue 20): failures
+    /// already there are never the step's. `None`: no baseline ran.
+    pub baseline: Option<&'a crate::evidence::Baseline>,
+    /// The run's progress lines (stderr of the CLI): agent heartbeats.
+    pub progress: Option<&'a crate::coordinator::Progress>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -88,6 +93,12 @@ pub struct StepReport {
     /// The verifications that ran after the step's last change (recorded in its
     /// commit as `Dandori-Check` trailers): the evidence its ACs are covered.
     pub checks: Vec<Check>,
+    /// The test commands' last runs with their per-test results.
+    pub test_runs: Vec<crate::evidence::CommandRun>,
+    /// Done without a change: its checks were already green (`ALREADY_SATISFIED`).
+    pub already_satisfied: bool,
+    /// Files changed outside `scope.target_paths`, with their changed lines.
+    pub out_of_scope: Vec<(String, u64)>,
 }
 
 impl StepReport {
@@ -108,6 +119,9 @@ impl StepReport {
             base: base.map(str::to_string),
             on_base: true,
             checks: Vec::new(),
+            test_runs: Vec::new(),
+            already_satisfied: false,
+            out_of_scope: Vec::new(),
         }
     }
 }
@@ -120,11 +134,20 @@ pub struct Check {
     pub kind: String,
     pub command: String,
     pub exit_code: Option<i32>,
+    /// The command failed only by this many tests that already failed on the
+    /// base commit (`preexisting=N` in the trailer): not the step's failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preexisting: Option<u32>,
+    /// A test-first step (`tdd_phase: "red"`): the command failed only by this
+    /// many new tests, as it should before the change (`red=N` in the trailer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub red: Option<u32>,
 }
 
 impl Check {
     pub fn passed(&self) -> bool {
         self.exit_code == Some(0)
+            || (self.exit_code.is_some() && (self.preexisting.is_some() || self.red.is_some()))
     }
 
     /// The `Dandori-Check` trailer value.
@@ -138,13 +161,28 @@ impl Check {
             .chars()
             .map(|c| if c.is_control() { ' ' } else { c })
             .collect();
-        format!("{} exit={exit} {command}", self.kind)
+        match (self.preexisting, self.red) {
+            (Some(n), _) => format!("{} exit={exit} preexisting={n} {command}", self.kind),
+            (None, Some(n)) => format!("{} exit={exit} red={n} {command}", self.kind),
+            (None, None) => format!("{} exit={exit} {command}", self.kind),
+        }
     }
 
     /// Parses [`Check::trailer`]; `None` for anything else.
     pub fn parse(trailer: &str) -> Option<Check> {
         let (kind, rest) = trailer.split_once(' ')?;
         let (exit, command) = rest.strip_prefix("exit=")?.split_once(' ')?;
+        let (preexisting, command) = match command
+            .strip_prefix("preexisting=")
+            .and_then(|r| r.split_once(' '))
+        {
+            Some((n, c)) => (Some(n.parse().ok()?), c),
+            None => (None, command),
+        };
+        let (red, command) = match command.strip_prefix("red=").and_then(|r| r.split_once(' ')) {
+            Some((n, c)) => (Some(n.parse().ok()?), c),
+            None => (None, command),
+        };
         Some(Check {
             kind: kind.to_string(),
             command: command.to_string(),
@@ -152,8 +190,17 @@ impl Check {
                 "timeout" => None,
                 c => Some(c.parse().ok()?),
             },
+            preexisting,
+            red,
         })
     }
+}
+
+/// A test-first step (`tdd_phase: "red"` in planning.json): it writes the tests
+/// of its acceptance criteria before the change, so they must fail on the code
+/// as it is. Its unit run failing only by new tests is its expected result.
+pub fn test_first(step: &Step) -> bool {
+    step.extra.get("tdd_phase").and_then(|v| v.as_str()) == Some("red")
 }
 
 /// A step that verifies instead of changing files (seed 004 `role` `reviewer` or
@@ -538,8 +585,25 @@ impl Worker<'_, '_> {
                 if let Some(r) = self.check_secrets(&patch, &base)? {
                     return Ok(r);
                 }
+                let out_of_scope = out_of_scope_lines(&patch, &self.step.scope.target_paths);
                 self.staged_patch = (parts == 1).then_some(patch);
                 if let Some(r) = self.check_changed(&files) {
+                    if files.is_empty() && parts == 1 {
+                        match self.already_satisfied()? {
+                            Ok(why) => return self.commit_satisfied(&why),
+                            Err(why) => {
+                                if let StepResult::Failed { message, .. } = &r {
+                                    return Ok(StepResult::Failed {
+                                        reason_code: reason::STEP_NO_CHANGE,
+                                        message: format!("{message}; not already satisfied: {why}"),
+                                    });
+                                }
+                            }
+                        }
+                    }
+                    return Ok(r);
+                }
+                if let Some(r) = self.scope_budget(out_of_scope) {
                     return Ok(r);
                 }
                 if lines > self.limit() {
@@ -619,6 +683,7 @@ impl Worker<'_, '_> {
         let part = (parts > 1).then_some((parts, parts));
         let message = self.message(part);
         let proof = self.commit(&message, false)?;
+        self.write_evidence(&proof)?;
         commits.push(proof.clone());
         let patch = match self.staged_patch.take() {
             // HEAD was `base` when the index was measured and the commit holds that index.
@@ -650,6 +715,21 @@ impl Worker<'_, '_> {
         let log = self.cx.paths.step_log(self.step_id(), log);
         let mut env = self.cx.env.clone();
         env.insert("DANDORI_STEP_ID".to_string(), self.step_id().to_string());
+        let step_id = self.step_id().to_string();
+        let progress = self.cx.progress;
+        let heartbeat = move |elapsed: Duration, last: &str| {
+            if let Some(p) = progress {
+                p(&format!(
+                    "{step_id}: agent working, {}s elapsed{}",
+                    elapsed.as_secs(),
+                    if last.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; last output: {last}")
+                    }
+                ));
+            }
+        };
         let exec = self.cx.executor.execute(&ExecRequest {
             step_id: self.step_id(),
             prompt: &prompt,
@@ -660,6 +740,9 @@ impl Worker<'_, '_> {
             timeout: self.agent_timeout(),
             masker: self.cx.masker,
             reflection_interval: self.reflection_interval(),
+            heartbeat: progress
+                .is_some()
+                .then_some(&heartbeat as &crate::process::Heartbeat<'_>),
         })?;
         if let Some(r) = self.git_tampered("the agent")? {
             return Ok(Some(r));
@@ -774,6 +857,112 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// Commits a step whose work an earlier step did: an empty commit (the base's
+    /// tree) carrying its trailers and the checks that ran.
+    fn commit_satisfied(&mut self, why: &str) -> Result<StepResult, RunnerError> {
+        self.report.already_satisfied = true;
+        self.report.notes.push(format!(
+            "{} changed nothing: its work was already done ({why})",
+            self.step_id()
+        ));
+        self.emit(
+            events::STEP_WARNING,
+            json!({"step_id": self.step_id(), "warning": reason::ALREADY_SATISFIED, "message": why}),
+        );
+        self.staged_patch = None;
+        let message = self.message(None);
+        let proof = self.commit(&message, false)?;
+        dandori_fs::write_atomic_unsynced(self.cx.paths.patch(self.step_id()), "")?;
+        self.write_evidence(&proof)?;
+        Ok(StepResult::Committed {
+            commits: vec![proof],
+        })
+    }
+
+    /// A test-first step that changed nothing outside its (test) targets and saw
+    /// new tests pass: they pass on the code as it was, so they prove nothing.
+    fn vacuous_tests(&self) -> Vec<String> {
+        if !test_first(self.step)
+            || !self
+                .report
+                .files_changed
+                .iter()
+                .all(|f| in_targets(f, &self.step.scope.target_paths))
+        {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for r in &self.report.test_runs {
+            let base = self.cx.baseline.and_then(|b| b.run_of(&r.command));
+            for (id, passed) in &r.tests {
+                if *passed && base.and_then(|b| b.tests.get(id)) != Some(&true) {
+                    out.push(id.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// `evidence/Sxx.json`: the test runs behind the step's proof commit, read by
+    /// the coverage judgement (also after a resume).
+    fn write_evidence(&self, commit: &str) -> Result<(), RunnerError> {
+        let e = crate::evidence::StepEvidence {
+            step_id: self.step_id().to_string(),
+            commit: commit.to_string(),
+            runs: self.report.test_runs.clone(),
+            already_satisfied: self.report.already_satisfied,
+            vacuous: self.vacuous_tests(),
+        };
+        let text = serde_json::to_string_pretty(&e).unwrap_or_default();
+        dandori_fs::write_atomic(self.cx.paths.evidence(self.step_id()), text)?;
+        Ok(())
+    }
+
+    /// Edits outside `scope.target_paths` are reported (path, lines) and count
+    /// against the step's scope budget, `scope.max_out_of_scope_lines` (a quarter
+    /// of `max_diff_lines`, at least 10, when unset): past it the step fails with
+    /// `STEP_SCOPE_EXCEEDED`, whatever else it changed.
+    fn scope_budget(&mut self, out: Vec<(String, u64)>) -> Option<StepResult> {
+        if out.is_empty() {
+            self.report.out_of_scope.clear();
+            return None;
+        }
+        let budget = self
+            .step
+            .scope
+            .extra
+            .get("max_out_of_scope_lines")
+            .and_then(Value::as_u64)
+            .unwrap_or((self.limit() / 4).max(10));
+        let total: u64 = out.iter().map(|(_, l)| l).sum();
+        let listed: Vec<String> = out
+            .iter()
+            .map(|(f, l)| format!("{f} ({l} lines)"))
+            .collect();
+        self.emit(
+            events::STEP_WARNING,
+            json!({"step_id": self.step_id(), "warning": "OUT_OF_SCOPE_EDIT",
+                   "files": out.iter().map(|(f, l)| json!({"path": f, "lines": l})).collect::<Vec<_>>(),
+                   "lines": total, "budget": budget}),
+        );
+        self.report.out_of_scope = out;
+        if total > budget {
+            return Some(StepResult::Failed {
+                reason_code: reason::STEP_SCOPE_EXCEEDED,
+                message: format!(
+                    "{total} changed lines outside scope.target_paths, over the scope budget of {budget}: {}",
+                    listed.join(", ")
+                ),
+            });
+        }
+        self.report.notes.push(format!(
+            "{} changed files outside scope.target_paths ({total} of {budget} lines allowed): {}",
+            self.step_id(),
+            listed.join(", ")
+        ));
+        None
+    }
+
     /// Seed 001 §10.5: a step that had to change files and changed none of its
     /// targets did not do its work, whatever the agent said (`STEP_NO_CHANGE`).
     fn check_changed(&mut self, files: &[String]) -> Option<StepResult> {
@@ -872,11 +1061,8 @@ impl Worker<'_, '_> {
     }
 
     /// Unit commands, then up to `max_autofix_cycles` fix attempts.
-    fn unit_and_autofix(
-        &mut self,
-        parts: u32,
-        base: &str,
-    ) -> Result<Option<StepResult>, RunnerError> {
+    /// The step's unit commands, and its e2e commands when the gate asks for them.
+    fn step_commands(&self) -> Vec<String> {
         let mut commands: Vec<String> = self
             .step
             .commands
@@ -889,6 +1075,127 @@ impl Worker<'_, '_> {
         if self.e2e_required() {
             commands.extend(self.e2e_commands());
         }
+        // A criterion's command check gates the last step (plan order) linking
+        // it: an earlier one does part of the work and cannot make it pass.
+        let last_links: Vec<String> = self
+            .step
+            .links_to_ac
+            .iter()
+            .filter(|ac| {
+                // A follow-up (not in the plan) is there for its criterion.
+                self.cx
+                    .planning
+                    .steps
+                    .iter()
+                    .rfind(|s| s.links_to_ac.contains(ac))
+                    .is_none_or(|s| s.step_id == self.step.step_id)
+            })
+            .cloned()
+            .collect();
+        for c in crate::evidence::command_checks(
+            &self.cx.planning.context.acceptance_criteria,
+            &last_links,
+        ) {
+            if !commands.contains(&c) {
+                commands.push(c);
+            }
+        }
+        commands
+    }
+
+    /// A step whose agent changed nothing: done (`ALREADY_SATISFIED`) when its
+    /// checks are already green on its base — its unit commands pass (tests failing
+    /// at the run's base aside), every check named by its acceptance criteria
+    /// passes and failed (or was absent) at the base, and at least one test or test
+    /// command has turned from red to green since the base: an earlier step did the
+    /// work. `Err` carries why not.
+    fn already_satisfied(&mut self) -> Result<Result<String, String>, RunnerError> {
+        let commands = self.step_commands();
+        if commands.is_empty() {
+            return Ok(Err(
+                "it has no unit command to show its work is done".to_string()
+            ));
+        }
+        if commands
+            .iter()
+            .any(|c| invokes_gh(c) || self.cx.command_policy.check(c).is_err())
+            || self.cx.sandbox.refusal().is_some()
+        {
+            return Ok(Err("its unit commands cannot run".to_string()));
+        }
+        let Some(baseline) = self.cx.baseline else {
+            return Ok(Err("no baseline ran to compare its checks with".to_string()));
+        };
+        match self.run_units(&commands)? {
+            Err(StepResult::Failed { message, .. }) => return Ok(Err(message)),
+            Err(_) => return Ok(Err("its unit commands did not complete".to_string())),
+            Ok(Some((output, _))) => {
+                return Ok(Err(format!(
+                    "its unit commands fail: {}",
+                    tail(&output, 300).lines().last().unwrap_or("")
+                )));
+            }
+            Ok(None) => {}
+        }
+        let runs = &self.report.test_runs;
+        let mut named = Vec::new();
+        for ac in &self.cx.planning.context.acceptance_criteria {
+            if !self.step.links_to_ac.contains(&ac.id) {
+                continue;
+            }
+            if let Some(check) = crate::evidence::ac_check(ac) {
+                let now = check.state(runs);
+                let then = check.state(&baseline.runs);
+                let sel = check.describe();
+                if now != crate::evidence::CheckState::Pass
+                    || then == crate::evidence::CheckState::Pass
+                {
+                    return Ok(Err(format!(
+                        "the check of {} ({sel}) is {} now and was {} at the base",
+                        ac.id,
+                        now.as_str(),
+                        then.as_str()
+                    )));
+                }
+                named.push(format!("{} ({sel})", ac.id));
+            }
+        }
+        let turned: Vec<String> = runs
+            .iter()
+            .flat_map(|r| {
+                let b = baseline.run_of(&r.command);
+                let tests: Vec<String> = r
+                    .tests
+                    .iter()
+                    .filter(|(id, p)| **p && b.and_then(|b| b.tests.get(*id)) != Some(&true))
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                let command_turned = r.tests.is_empty()
+                    && r.passed()
+                    && b.is_some_and(|b| b.tests.is_empty() && !b.passed());
+                tests
+                    .into_iter()
+                    .chain(command_turned.then(|| format!("`{}`", r.command)))
+            })
+            .collect();
+        if turned.is_empty() {
+            return Ok(Err(
+                "nothing its unit commands check has changed since the base".to_string(),
+            ));
+        }
+        Ok(Ok(if named.is_empty() {
+            format!("green since the base: {}", turned.join(", "))
+        } else {
+            format!("checks green: {}", named.join(", "))
+        }))
+    }
+
+    fn unit_and_autofix(
+        &mut self,
+        parts: u32,
+        base: &str,
+    ) -> Result<Option<StepResult>, RunnerError> {
+        let commands = self.step_commands();
         if commands.is_empty() {
             if self.report.diff_lines > 0 {
                 self.report.checks = vec![Check {
@@ -899,6 +1206,8 @@ impl Worker<'_, '_> {
                         self.report.files_changed.len()
                     ),
                     exit_code: Some(0),
+                    preexisting: None,
+                    red: None,
                 }];
             }
             return Ok(None);
@@ -1050,46 +1359,118 @@ impl Worker<'_, '_> {
         let log = self.cx.paths.step_log(self.step_id(), "unit");
         let e2e = self.e2e_commands();
         self.report.checks.clear();
+        self.report.test_runs.clear();
         let timeout = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
         for cmd in commands {
-            let argv = self
-                .cx
-                .sandbox
-                .wrap(
-                    vec!["sh".to_string(), "-c".to_string(), cmd.clone()],
-                    &self.sandbox_policy(),
-                    self.wt,
-                    dandori_exec::Origin::Issued,
-                )
-                .map_err(|e| RunnerError::Process {
-                    command: cmd.clone(),
-                    message: e.to_string(),
-                })?;
-            let out = process::run(&process::ProcSpec {
-                argv: &argv,
-                cwd: self.wt,
+            let (out, run) = run_test_command(&TestCommand {
+                sandbox: self.cx.sandbox,
+                policy: &self.sandbox_policy(),
+                dir: self.wt,
+                command: cmd,
                 env: self.cx.env,
                 timeout,
                 log: &log,
-                masker: Some(self.cx.masker),
+                masker: self.cx.masker,
             })?;
+            let verdict =
+                crate::evidence::judge(&run, self.cx.baseline.and_then(|b| b.run_of(cmd)));
+            // Test-first: new tests failing (and nothing that passed at the base
+            // broken) is what this step is for.
+            let red = match &verdict {
+                crate::evidence::Verdict::Failed {
+                    regressions,
+                    new_failures,
+                } if test_first(self.step)
+                    && regressions.is_empty()
+                    && !new_failures.is_empty() =>
+                {
+                    Some(new_failures.clone())
+                }
+                _ => None,
+            };
             self.emit(
                 events::UNIT_TEST,
                 json!({"step_id": self.step_id(), "command": cmd, "exit_code": out.exit_code,
-                       "timed_out": out.timed_out, "duration_ms": out.duration.as_millis() as u64,
-                       "log": out.log}),
+                "timed_out": out.timed_out, "duration_ms": out.duration.as_millis() as u64,
+                "log": out.log, "tests": run.tests.len(),
+                "failing": run.failing().len(),
+                "preexisting": match &verdict {
+                    crate::evidence::Verdict::PreexistingOnly(t) => t.len(),
+                    _ => 0,
+                }}),
             );
             self.action_done(cmd, out.success());
             self.report.checks.push(Check {
                 kind: if e2e.contains(cmd) { "e2e" } else { "unit" }.to_string(),
                 command: cmd.clone(),
                 exit_code: if out.timed_out { None } else { out.exit_code },
+                preexisting: match &verdict {
+                    crate::evidence::Verdict::PreexistingOnly(t) => Some(t.len() as u32),
+                    _ => None,
+                },
+                red: red.as_ref().map(|t| t.len() as u32),
             });
+            self.report.test_runs.push(run);
             if let Some(r) = self.git_tampered(&format!("unit command {cmd:?}"))? {
                 return Ok(Err(r));
             }
-            if !out.success() {
-                return Ok(Ok(Some((format!("$ {cmd}\n{}", out.tail), out.timed_out))));
+            if let Some(tests) = red {
+                let note = format!(
+                    "`{cmd}` fails by the new tests only, as a test-first step should before the change: {}",
+                    tests.join(", ")
+                );
+                if !self.report.notes.contains(&note) {
+                    self.report.notes.push(note);
+                }
+                continue;
+            }
+            match verdict {
+                crate::evidence::Verdict::Passed => {}
+                crate::evidence::Verdict::PreexistingOnly(tests) => {
+                    let note = format!(
+                        "`{cmd}` fails only by tests that already failed at the base (not this step's, not sent to autofix): {}",
+                        tests.join(", ")
+                    );
+                    if !self.report.notes.contains(&note) {
+                        self.report.notes.push(note);
+                    }
+                }
+                crate::evidence::Verdict::Failed {
+                    regressions,
+                    new_failures,
+                } => {
+                    let mut text = String::new();
+                    if !regressions.is_empty() {
+                        text.push_str(&format!(
+                            "Regressions (these tests passed on the base commit and fail after this step): {}\n",
+                            regressions.join(", ")
+                        ));
+                    }
+                    if !new_failures.is_empty() {
+                        text.push_str(&format!(
+                            "Failing tests new since the base commit: {}\n",
+                            new_failures.join(", ")
+                        ));
+                    }
+                    if let Some(base) = self.cx.baseline.and_then(|b| b.run_of(cmd)) {
+                        let pre: Vec<&str> = base.failing().into_iter().collect();
+                        if !pre.is_empty() {
+                            text.push_str(&format!(
+                                "Already failing on the base commit (not yours, leave them): {}\n",
+                                pre.join(", ")
+                            ));
+                        }
+                    }
+                    if !regressions.is_empty() {
+                        self.emit(
+                            events::STEP_WARNING,
+                            json!({"step_id": self.step_id(), "warning": "REGRESSION",
+                                   "command": cmd, "tests": regressions}),
+                        );
+                    }
+                    text.push_str(&format!("$ {cmd}\n{}", out.tail));
+                    return Ok(Ok(Some((text, out.timed_out))));
+                }
             }
         }
         Ok(Ok(None))
@@ -1134,6 +1515,100 @@ pub fn sandbox_policy(
     run_dir: &std::path::Path,
 ) -> dandori_exec::SandboxPolicy {
     dandori_exec::SandboxPolicy::worktree(wt, &[run_dir.to_path_buf()]).in_git_worktree(wt)
+}
+
+/// Per file outside `targets`, the lines a `git diff` patch adds or removes
+/// (a binary file counts 1).
+fn out_of_scope_lines(patch: &str, targets: &[String]) -> Vec<(String, u64)> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    let mut current: Option<usize> = None;
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git a/") {
+            let path = rest.split(" b/").next().unwrap_or(rest).to_string();
+            current = if in_targets(&path, targets) {
+                None
+            } else {
+                out.push((path, 0));
+                Some(out.len() - 1)
+            };
+            continue;
+        }
+        let Some(i) = current else { continue };
+        if line.starts_with("Binary files ") || line.starts_with("GIT binary patch") {
+            out[i].1 = out[i].1.max(1);
+        } else if (line.starts_with('+') && !line.starts_with("+++"))
+            || (line.starts_with('-') && !line.starts_with("---"))
+        {
+            out[i].1 += 1;
+        }
+    }
+    out
+}
+
+/// A test command to run in a worktree: a step's unit or e2e command, or the
+/// baseline's.
+pub struct TestCommand<'a> {
+    pub sandbox: &'a dandori_exec::Sandbox,
+    pub policy: &'a dandori_exec::SandboxPolicy,
+    pub dir: &'a Path,
+    pub command: &'a str,
+    pub env: &'a BTreeMap<String, String>,
+    pub timeout: Duration,
+    pub log: &'a Path,
+    pub masker: &'a dandori_trace::Masker,
+}
+
+/// Runs a test command (`sh -c`, in the sandbox) and reads its per-test results
+/// from what it wrote to the log. pytest is asked for its `-rA` summary
+/// (`PYTEST_ADDOPTS`), which names every test with its outcome; Python writes no
+/// bytecode cache (`PYTHONDONTWRITEBYTECODE`) unless the environment says so.
+pub fn run_test_command(
+    t: &TestCommand<'_>,
+) -> Result<(process::ProcOutcome, crate::evidence::CommandRun), RunnerError> {
+    let argv = t
+        .sandbox
+        .wrap(
+            vec!["sh".to_string(), "-c".to_string(), t.command.to_string()],
+            t.policy,
+            t.dir,
+            dandori_exec::Origin::Issued,
+        )
+        .map_err(|e| RunnerError::Process {
+            command: t.command.to_string(),
+            message: e.to_string(),
+        })?;
+    let mut env = t.env.clone();
+    let addopts = env.get("PYTEST_ADDOPTS").cloned().unwrap_or_default();
+    if !addopts.split_whitespace().any(|o| o.starts_with("-r")) {
+        env.insert(
+            "PYTEST_ADDOPTS".to_string(),
+            format!("{addopts} -rA").trim().to_string(),
+        );
+    }
+    // Python validates cached bytecode by mtime and size: a fix made within the
+    // same second that keeps the size ran the stale module. No cache, no staleness.
+    env.entry("PYTHONDONTWRITEBYTECODE".to_string())
+        .or_insert_with(|| "1".to_string());
+    let start = std::fs::metadata(t.log).map(|m| m.len()).unwrap_or(0);
+    let out = process::run(&process::ProcSpec {
+        argv: &argv,
+        cwd: t.dir,
+        env: &env,
+        timeout: t.timeout,
+        log: t.log,
+        masker: Some(t.masker),
+        heartbeat: None,
+    })?;
+    let text = std::fs::read(t.log)
+        .map(|b| String::from_utf8_lossy(b.get(start as usize..).unwrap_or(&b)).into_owned())
+        .unwrap_or_default();
+    let run = crate::evidence::CommandRun {
+        command: t.command.to_string(),
+        exit_code: if out.timed_out { None } else { out.exit_code },
+        tests: crate::evidence::parse::parse(&text),
+        log: t.log.to_string_lossy().into_owned(),
+    };
+    Ok((out, run))
 }
 
 /// How many parts a too-large step is split into: enough for each to fit, at

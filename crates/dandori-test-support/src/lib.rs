@@ -4,6 +4,7 @@
 //! This crate is only used from tests, so it panics with a clear message on setup
 //! failures instead of threading errors through every test.
 
+pub mod fake_agent_model;
 pub mod fake_forge;
 pub mod fake_llm;
 pub mod fixtures;
@@ -12,6 +13,7 @@ pub mod openapi;
 pub mod otlp_receiver;
 mod serve;
 
+pub use fake_agent_model::{FakeAgentModel, Turn, Wire, installed_cli};
 pub use fake_forge::FakeForge;
 pub use fake_llm::{FakeLlmServer, RecordedRequest, Reply};
 pub use git::TempGitRepo;

@@ -8,21 +8,11 @@ use std::sync::Arc;
 
 use dandori_runner::{ExecutorChoice, ExecutorKind, RunOptions};
 
-use crate::cli::{Engine, EngineArgs, ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
+use crate::cli::{AgentCli, Engine, EngineArgs, ExecutorKind as CliExecutor, ResumeArgs, RunArgs};
 use crate::output;
 
 pub fn run(config: Option<&Path>, sets: &[String], args: RunArgs) -> anyhow::Result<ExitCode> {
-    let executor = args.executor.map(|k| ExecutorChoice {
-        kind: kind(k),
-        agent_cmd: args.agent_cmd.clone(),
-    });
-    let executor = match (executor, &args.agent_cmd) {
-        (None, Some(t)) => Some(ExecutorChoice {
-            kind: ExecutorKind::Command,
-            agent_cmd: Some(t.clone()),
-        }),
-        (e, _) => e,
-    };
+    let executor = executor_choice(args.executor, args.agent_cmd.as_deref(), args.agent);
     execute(
         config,
         sets,
@@ -47,7 +37,7 @@ pub fn resume(
     sets: &[String],
     args: ResumeArgs,
 ) -> anyhow::Result<ExitCode> {
-    let executor = executor_choice(args.executor, args.agent_cmd.as_deref());
+    let executor = executor_choice(args.executor, args.agent_cmd.as_deref(), args.agent);
     execute(
         config,
         sets,
@@ -67,22 +57,27 @@ pub fn resume(
     )
 }
 
-/// `--executor` and `--agent-cmd` of `resume` and `worker`: an agent command alone
-/// means the command executor; neither means the recorded or configured one.
+/// `--executor`, `--agent-cmd` and `--agent` of `run`, `resume` and `worker`: an
+/// agent command or preset alone means the command executor; none of them means
+/// the recorded or configured one.
 pub(crate) fn executor_choice(
     executor: Option<CliExecutor>,
     agent_cmd: Option<&str>,
+    agent: Option<AgentCli>,
 ) -> Option<ExecutorChoice> {
-    match (executor, agent_cmd) {
-        (Some(k), t) => Some(ExecutorChoice {
+    let agent = agent.map(AgentCli::preset);
+    match (executor, agent_cmd, agent) {
+        (Some(k), t, a) => Some(ExecutorChoice {
             kind: kind(k),
             agent_cmd: t.map(str::to_string),
+            agent: a,
         }),
-        (None, Some(t)) => Some(ExecutorChoice {
+        (None, None, None) => None,
+        (None, t, a) => Some(ExecutorChoice {
             kind: ExecutorKind::Command,
-            agent_cmd: Some(t.to_string()),
+            agent_cmd: t.map(str::to_string),
+            agent: a,
         }),
-        (None, None) => None,
     }
 }
 

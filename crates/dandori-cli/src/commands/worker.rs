@@ -21,7 +21,8 @@ pub fn worker(
     for w in &loaded.warnings {
         output::progress(&format!("config: {w}"));
     }
-    let executor = super::run::executor_choice(args.executor, args.agent_cmd.as_deref());
+    let executor =
+        super::run::executor_choice(args.executor, args.agent_cmd.as_deref(), args.agent);
     let identity_keys = dandori_distributed::identity::keys(
         &args.identity_key,
         base_env

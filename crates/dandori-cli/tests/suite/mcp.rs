@@ -118,6 +118,15 @@ fn python_sdk_client_plans_and_executes_a_request() {
         );
     }
     assert_eq!(out["completion"]["status"], json!("completed"));
+    // The first `next` waits for the environment setup and the baseline: a
+    // client with a progress token hears about it every second.
+    let waited = out["first_next_sec"].as_f64().unwrap();
+    let progress = out["progress"].as_array().unwrap();
+    if waited > 1.5 {
+        assert!(!progress.is_empty(), "no progress in {waited} s");
+        let last = progress.last().unwrap()["message"].as_str().unwrap();
+        assert!(last.ends_with(" s)"), "{last}");
+    }
     assert_eq!(out["report"]["status"], json!("done"));
     assert_eq!(out["report"]["done"], json!(steps.len()));
     assert_eq!(out["report"]["total"], json!(steps.len()));

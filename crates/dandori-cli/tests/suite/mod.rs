@@ -2,6 +2,8 @@ mod distributed;
 // --
 mod env;
 // --
+mod evidence;
+// --
 mod eval_localize;
 // --
 mod first_run;
@@ -49,6 +51,8 @@ mod validate;
 mod trust;
 // --
 mod agent_cli;
+// --
+mod agent_presets;
 // --
 mod ci_bot;
 // --

@@ -81,7 +81,7 @@ hold "mid.$s$p"
         // With `ctl/junk`, S01's unit command leaves 20 000 untracked files behind,
         // so the next move of its pool worktree (git clean) takes a while.
         format!(
-            "#!/bin/sh\n{hold}\nhold \"unit.$1\"\nif [ -f \"{c}/junk\" ] && [ \"$1\" = S01 ]; then mkdir -p junk; (cd junk && seq 1 20000 | xargs touch); fi\ntest -d \"src/$1\"\n",
+            "#!/bin/sh\n{hold}\nif [ -n \"$DANDORI_BASELINE\" ]; then hold \"baseline.$1\"; else hold \"unit.$1\"; fi\nif [ -f \"{c}/junk\" ] && [ \"$1\" = S01 ]; then mkdir -p junk; (cd junk && seq 1 20000 | xargs touch); fi\ntest -d \"src/$1\"\n",
             c = ctl.display()
         ),
     )
@@ -285,6 +285,7 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
     assert_eq!(expected.0.len(), 4);
 
     let points = [
+        "baseline.S01",
         "start.S01",
         "mid.S01",
         "unit.S01",
@@ -335,6 +336,17 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
             .iter()
             .map(|s| s["attempts"].as_u64().unwrap())
             .collect();
+        // The baseline is in the run state once it completed (issue 20).
+        assert_eq!(
+            stage["baseline"]["runs"].as_array().map(Vec::len),
+            Some(2),
+            "{point}"
+        );
+        if point.starts_with("baseline.") {
+            // Killed before any step: the baseline ran again, no step twice.
+            assert_eq!(attempts, [1, 1, 1], "{point}");
+            continue;
+        }
         let idx = ["S01", "S02", "S03"]
             .iter()
             .position(|s| *s == killed)

@@ -50,7 +50,7 @@ pub fn calc_project() -> TempGitRepo {
         ),
         (
             "pytest.py",
-            "\"\"\"Runs unittest discovery (pytest is not installed in this test project).\"\"\"\nimport sys\nimport unittest\n\nresult = unittest.main(module=None, argv=[\"pytest\", \"discover\", \"-s\", \"tests\", \"-t\", \".\"], exit=False).result\nsys.exit(0 if result.wasSuccessful() else 1)\n",
+            "\"\"\"Runs unittest discovery (pytest is not installed in this test project).\"\"\"\nimport sys\nimport unittest\n\nresult = unittest.main(module=None, argv=[\"pytest\", \"discover\", \"-s\", \"tests\", \"-t\", \".\"], exit=False, verbosity=2).result\nsys.exit(0 if result.wasSuccessful() else 1)\n",
         ),
         (
             "requests/RQ-7.md",

@@ -27,7 +27,17 @@ fn report(result: StepResult) -> StepReport {
             kind: "unit".to_string(),
             command: "cargo test".to_string(),
             exit_code: Some(0),
+            preexisting: None,
+            red: None,
         }],
+        test_runs: vec![dandori_runner::evidence::CommandRun {
+            command: "cargo test".to_string(),
+            exit_code: Some(0),
+            tests: [("a::b".to_string(), true)].into_iter().collect(),
+            log: "logs/step.S03.unit.log".to_string(),
+        }],
+        already_satisfied: false,
+        out_of_scope: vec![("README.md".to_string(), 2)],
     }
 }
 

@@ -62,6 +62,7 @@ pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> 
     let mut draft = draft.clone();
     let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
     acceptance::ensure_minimum(&mut draft, ctx.request.language, &unit, MAX_DIFF_LINES);
+    crate::test_first::prepare(ctx, &mut draft);
     let ids = Ids {
         request_id: ctx.request.id.clone(),
         run_id: "preview".to_string(),
@@ -75,7 +76,7 @@ pub fn validation_failures(ctx: &PlanningContext, draft: &Draft) -> Vec<String> 
         path: ctx.repo_root.join(".dandori/preview"),
         display: ".dandori/preview".to_string(),
     };
-    let mut failures: Vec<String> = match build(ctx, &draft, &ids, &rd, false) {
+    let mut failures: Vec<String> = match build(ctx, &draft, &ids, &rd, false, false) {
         Ok(built) => validation::validate(&built.planning)
             .findings
             .iter()
@@ -123,8 +124,9 @@ pub fn assemble(
         .cloned()
         .unwrap_or_else(|| acceptance::NO_UNIT_COMMAND.to_string());
     acceptance::ensure_minimum(&mut draft, ctx.request.language, &unit, MAX_DIFF_LINES);
+    crate::test_first::prepare(ctx, &mut draft);
 
-    let mut built = build(ctx, &draft, ids, rd, skip.is_some())?;
+    let mut built = build(ctx, &draft, ids, rd, skip.is_some(), true)?;
     // A task that should be split but offers nothing to split on.
     if skip.is_none()
         && !built.chunking.should_chunk
@@ -152,7 +154,7 @@ pub fn assemble(
             error_details: Some(codes.join("; ")),
         });
         draft = offline::single_step_draft(ctx, &draft);
-        built = build(ctx, &draft, ids, rd, true)?;
+        built = build(ctx, &draft, ids, rd, true, true)?;
     }
     let report = validation::validate(&built.planning);
     if report.has_fail() {
@@ -162,7 +164,8 @@ pub fn assemble(
         let codes = fail_codes(&report);
         let mut fallback = offline::single_step_draft(ctx, &offline::SimplePlanner::draft_for(ctx));
         acceptance::ensure_minimum(&mut fallback, ctx.request.language, &unit, MAX_DIFF_LINES);
-        let rebuilt = build(ctx, &fallback, ids, rd, true)?;
+        crate::test_first::prepare(ctx, &mut fallback);
+        let rebuilt = build(ctx, &fallback, ids, rd, true, true)?;
         let again = validation::validate(&rebuilt.planning);
         if again.has_fail() {
             return Err(PlannerError::Assemble(format!(
@@ -309,6 +312,8 @@ fn build(
     ids: &Ids,
     rd: &RunDir,
     fail_closed: bool,
+    // Off for the preview of a model's draft: its findings name its own subtasks.
+    test_first: bool,
 ) -> Result<Built, PlannerError> {
     let now = dandori_trace::now_rfc3339();
     let tp = &ctx.task_planning;
@@ -393,16 +398,23 @@ fn build(
     }
 
     // Steps: one per subtask when chunking, else the subtasks merged into one.
-    let merged;
-    let final_subtasks: Vec<&DraftSubtask> = if chunking.should_chunk {
-        subtasks.clone()
-    } else if subtasks.len() > 1 {
-        let owned: Vec<DraftSubtask> = subtasks.iter().map(|s| (*s).clone()).collect();
-        merged = offline::merge_all(ctx, &owned);
-        vec![&merged]
+    let mut final_owned: Vec<DraftSubtask> = if chunking.should_chunk || subtasks.len() <= 1 {
+        subtasks.iter().map(|s| (*s).clone()).collect()
     } else {
-        subtasks.clone()
+        let owned: Vec<DraftSubtask> = subtasks.iter().map(|s| (*s).clone()).collect();
+        vec![offline::merge_all(ctx, &owned)]
     };
+    // Test-first (issue 20): a first step writing the failing tests of the
+    // criteria nothing else proves; not in a fail-closed single task.
+    // A request that should be split but offers nothing to split on stays one
+    // step too (assemble records it as skipped).
+    let unsplittable = !chunking.should_chunk
+        && draft.subtasks.len() < 2
+        && chunk_wanted_but_impossible(&chunking);
+    if test_first && !fail_closed && !unsplittable {
+        crate::test_first::insert(ctx, &draft.acceptance_criteria, &mut final_owned);
+    }
+    let final_subtasks: Vec<&DraftSubtask> = final_owned.iter().collect();
     let key_to_step: std::collections::BTreeMap<&str, String> = final_subtasks
         .iter()
         .enumerate()
@@ -724,6 +736,12 @@ fn make_step(
         boundaries: s.boundaries.clone(),
         estimated_complexity: Some(Complexity::Score(s.complexity.clamp(1, 10))),
         required_tools: opt(&s.required_tools),
-        extra: Default::default(),
+        extra: if s.test_first {
+            let mut m = serde_json::Map::new();
+            m.insert("tdd_phase".into(), json!("red"));
+            m
+        } else {
+            Default::default()
+        },
     }
 }

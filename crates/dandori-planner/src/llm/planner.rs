@@ -585,5 +585,6 @@ fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
         links_to_ac: s.links_to_ac.clone(),
         success_criteria,
         required_tools: Vec::new(),
+        test_first: false,
     }
 }

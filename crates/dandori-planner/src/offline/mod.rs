@@ -103,6 +103,7 @@ fn draft(ctx: &PlanningContext) -> Draft {
             links_to_ac: Vec::new(),
             success_criteria,
             required_tools: Vec::new(),
+            test_first: false,
         });
     }
 
@@ -391,13 +392,30 @@ fn link_criteria(
         }
     }
     for ac in acs {
-        let ac_tokens = crate::text::topic_tokens(&format!("{} {} {}", ac.given, ac.when, ac.then));
+        let ac_text = format!("{} {} {}", ac.given, ac.when, ac.then);
+        let ac_tokens = crate::text::topic_tokens(&ac_text);
+        let ac_lower = ac_text.to_lowercase();
         let mut best = (0.0f64, subtasks.len() - 1);
         for (i, toks) in item_tokens.iter().enumerate() {
-            let score: f64 = toks
+            let mut score: f64 = toks
                 .intersection(&ac_tokens)
                 .map(|t| 1.0 / df.get(t.as_str()).copied().unwrap_or(1) as f64)
                 .sum();
+            // A file the criterion names (`README`, `src/greet.txt`) that only this
+            // subtask targets decides: the criterion is about that file.
+            score += subtasks[i]
+                .target_paths
+                .iter()
+                .filter(|p| names_path(&ac_lower, p))
+                .filter(|p| {
+                    subtasks
+                        .iter()
+                        .filter(|o| o.target_paths.contains(p))
+                        .count()
+                        == 1
+                })
+                .count() as f64
+                * 2.0;
             if score > best.0 + 1e-9 {
                 best = (score, i);
             }
@@ -406,6 +424,25 @@ fn link_criteria(
         s.links_to_ac.push(ac.id.clone());
         s.success_criteria.push(ac.then.clone());
     }
+}
+
+/// Whether lower-cased `text` names `path`: the whole path, or its file name
+/// (with or without its extension, at least four characters, as a word).
+fn names_path(text: &str, path: &str) -> bool {
+    let p = path.to_lowercase();
+    if text.contains(&p) {
+        return true;
+    }
+    let name = p.rsplit('/').next().unwrap_or(&p);
+    let stem = name.split('.').next().unwrap_or(name);
+    [name, stem].iter().filter(|n| n.len() >= 4).any(|n| {
+        text.match_indices(*n).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + n.len()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    })
 }
 
 /// Collapses any draft into one subtask (fail-closed, or chunking decided "no"):
@@ -440,6 +477,7 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
         links_to_ac: Vec::new(),
         success_criteria: Vec::new(),
         required_tools: Vec::new(),
+        test_first: false,
     };
     let mut intents = Vec::new();
     for s in subtasks {
@@ -481,4 +519,17 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
         out_of_scope: ctx.request.out_of_scope.clone(),
     });
     m
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::names_path;
+
+    #[test]
+    fn a_criterion_names_a_file_by_path_or_name() {
+        assert!(names_path("given the readme, when it is read", "README.md"));
+        assert!(names_path("when src/greet.txt is read", "src/greet.txt"));
+        assert!(!names_path("it mentions the greeting", "src/greet.txt"));
+        assert!(!names_path("the readme", "docs/x.md"));
+    }
 }

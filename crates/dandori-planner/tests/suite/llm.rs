@@ -67,13 +67,19 @@ fn assert_llm_plan(o: &PlanOutcome) {
     assert_eq!(
         titles,
         vec![
+            // Test-first (issue 20): the model's criteria name no test.
+            "Write failing tests for AC-01, AC-02, AC-03",
             "Add Priority to the model and store",
             "Expose priority in the API",
             "Document the query parameters"
         ]
     );
     assert_eq!(
-        o.planning.steps[1].consumes.as_deref(),
+        o.planning.steps[0].extra.get("tdd_phase"),
+        Some(&serde_json::json!("red"))
+    );
+    assert_eq!(
+        o.planning.steps[2].consumes.as_deref(),
         Some(
             &[
                 "Priority".to_string(),
@@ -299,7 +305,8 @@ fn decomposition_failed_keeps_the_partial_plan() {
     ]);
     let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
     assert_eq!(o.skipped, None);
-    assert_eq!(o.planning.steps.len(), 2);
+    // The feasible subtasks and the test-first step before them.
+    assert_eq!(o.planning.steps.len(), 3);
     let risks = o.planning.risks.clone().unwrap_or_default();
     assert!(
         risks.iter().any(|r| r.starts_with("not feasible: {")),
@@ -436,7 +443,7 @@ fn hierarchical_strategy_keeps_goals() {
     opts.config.planning.decomposition_level = dandori_config::DecompositionLevel::Detailed;
     let o = dandori_planner::plan(&opts).unwrap();
     assert_eq!(
-        o.planning.steps[1].intent,
+        o.planning.steps[2].intent,
         "POST accepts priority, GET filters and sorts (goal: Priority in the API)"
     );
     let body = server.requests()[1].body.to_string();

@@ -51,7 +51,30 @@ fn calc_repo(with_tests: bool) -> tempfile::TempDir {
     repo(&files)
 }
 
+/// The test-first step (`tdd_phase: "red"`, issue 20) comes first whenever a
+/// behavioural criterion has no test; these tests are about the work steps, so
+/// they are listed without it, numbered as if it were not there.
+fn red_first(o: &PlanOutcome) -> bool {
+    o.planning
+        .steps
+        .first()
+        .is_some_and(|s| s.extra.get("tdd_phase").and_then(|v| v.as_str()) == Some("red"))
+}
+
 fn steps(o: &PlanOutcome) -> Vec<(String, Vec<String>, Vec<String>)> {
+    let shift = usize::from(red_first(o));
+    let renumber = |id: &str| -> Option<String> {
+        let n: usize = id.trim_start_matches('S').parse().ok()?;
+        (n > shift).then(|| format!("S{:02}", n - shift))
+    };
+    steps_all(o)
+        .into_iter()
+        .skip(shift)
+        .map(|(t, p, d)| (t, p, d.iter().filter_map(|x| renumber(x)).collect()))
+        .collect()
+}
+
+fn steps_all(o: &PlanOutcome) -> Vec<(String, Vec<String>, Vec<String>)> {
     o.planning
         .steps
         .iter()
@@ -116,7 +139,9 @@ fn a_missing_file_is_only_targeted_when_the_request_creates_it() {
     assert!(!paths.contains(&"stats.py".to_string()), "{paths:?}");
 
     let o = plan_text(r.path(), "Create src/stats.py with a mean function");
-    assert_eq!(o.planning.steps[0].scope.target_paths[0], "src/stats.py");
+    assert_eq!(steps(&o)[0].1[0], "src/stats.py");
+    // Its behaviour has no test yet: a test-first step writes one, first.
+    assert!(red_first(&o), "{:?}", steps_all(&o));
 }
 
 #[test]
@@ -170,9 +195,9 @@ fn no_unit_command_when_the_repository_has_no_tests() {
 fn endpoint_work_targets_the_route_file() {
     let r = example_repo("todo-api");
     let o = plan_file(r.path(), "requests/RQ-003.md");
-    let s01 = &o.planning.steps[0];
-    assert_eq!(s01.title, "Add a `GET /tasks/count` endpoint");
-    assert_eq!(s01.scope.target_paths[0], "todo/api.py");
+    let s = steps(&o);
+    assert_eq!(s[0].0, "Add a `GET /tasks/count` endpoint");
+    assert_eq!(s[0].1[0], "todo/api.py");
 }
 
 #[test]

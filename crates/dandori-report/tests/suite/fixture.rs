@@ -227,6 +227,7 @@ pub fn fixture() -> Fixture {
         },
         tokens: tokens(1500, 300),
         environment: json!({}),
+        evidence: serde_json::Value::Null,
         exit_code: 1,
     };
     let mut metrics = BTreeMap::new();

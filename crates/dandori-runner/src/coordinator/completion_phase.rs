@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::completion::{self, CompletionStatus};
 use crate::coverage::{self, AcEvidence, CoverageInput, CoverageResult, EvidenceItem};
 use crate::error::RunnerError;
+use crate::evidence::{self, AcStatus, StepEvidence};
 use crate::executor::Executor;
 use crate::step::{self, Check, StepResult};
 use crate::{events, reason, report};
@@ -52,6 +53,12 @@ impl Coordinator<'_> {
                 .steps
                 .iter()
                 .all(|s| s.status == StepStatus::Done);
+            // Without any test command a follow-up cannot give an unverified
+            // criterion evidence either: it stays unverified, with no follow-up.
+            let no_tests = self.planning.steps.iter().all(|s| {
+                s.commands.unit.as_ref().is_none_or(|u| u.is_empty())
+                    && s.commands.e2e.as_ref().is_none_or(|u| u.is_empty())
+            });
             let gaps: Vec<String> = result
                 .critical_gaps
                 .iter()
@@ -59,6 +66,13 @@ impl Coordinator<'_> {
                     !follow_ups
                         .iter()
                         .any(|f| &f.ac == *g && f.status == StepStatus::Done)
+                })
+                .filter(|g| {
+                    !(no_tests
+                        && self
+                            .ac_evidence
+                            .iter()
+                            .any(|e| &e.ac == *g && e.status == Some(AcStatus::Unverified)))
                 })
                 .cloned()
                 .collect();
@@ -130,20 +144,30 @@ impl Coordinator<'_> {
         }
         let mut linked = BTreeSet::new();
         let mut evidence = Vec::new();
+        let baseline = self.baseline();
+        let step_evidence = self.step_evidence(follow_ups);
         for ac in &acs {
             let mut e = AcEvidence {
                 ac: ac.clone(),
                 covered: false,
+                status: None,
+                check: String::new(),
+                base_result: String::new(),
+                after_result: String::new(),
+                green_step: None,
+                green_commit: None,
+                log: None,
                 missing: Vec::new(),
                 evidence: Vec::new(),
             };
+            let mut linking_ids = Vec::new();
             for (step_id, _, status) in linking.iter().filter(|l| l.1.contains(ac)) {
                 linked.insert(ac.clone());
+                linking_ids.push(step_id.clone());
                 let done = *status == StepStatus::Done;
                 let step_checks = checks.get(step_id).filter(|_| done);
                 match step_checks {
                     Some(cs) if !cs.is_empty() => {
-                        e.covered |= cs.iter().all(Check::passed);
                         for c in cs {
                             let log = if c.kind == "diff" {
                                 self.paths.patch(step_id)
@@ -168,6 +192,24 @@ impl Coordinator<'_> {
                         }
                     )),
                 }
+            }
+            if let Some(criterion) = self
+                .planning
+                .context
+                .acceptance_criteria
+                .iter()
+                .find(|a| &a.id == ac)
+            {
+                let j =
+                    evidence::judge_ac(criterion, &linking_ids, baseline.as_ref(), &step_evidence);
+                e.covered = j.status == AcStatus::Covered;
+                e.status = Some(j.status);
+                e.check = j.check;
+                e.base_result = j.base_result;
+                e.after_result = j.after_result;
+                e.green_step = j.green_step;
+                e.green_commit = j.green_commit;
+                e.log = j.log;
             }
             evidence.push(e);
         }
@@ -203,6 +245,44 @@ impl Coordinator<'_> {
             synthesis_size,
             iteration,
             max_iterations,
+        })
+    }
+
+    /// The recorded test runs (`evidence/Sxx.json`) of every done step whose proof
+    /// commit they belong to, in plan order, then the done follow-ups.
+    pub(super) fn step_evidence(&self, follow_ups: &[completion::FollowUp]) -> Vec<StepEvidence> {
+        let done = self
+            .stage
+            .steps
+            .iter()
+            .filter(|s| s.status == StepStatus::Done)
+            .map(|s| (s.step_id.clone(), s.commit.clone()))
+            .chain(
+                follow_ups
+                    .iter()
+                    .filter(|f| f.status == StepStatus::Done)
+                    .map(|f| (f.step_id.clone(), f.commit.clone())),
+            );
+        done.filter_map(|(id, commit)| {
+            let text = std::fs::read_to_string(self.paths.evidence(&id)).ok()?;
+            let e: StepEvidence = serde_json::from_str(&text).ok()?;
+            (Some(&e.commit) == commit.as_ref()).then_some(e)
+        })
+        .collect()
+    }
+
+    /// [`completion::Completion::evidence`]: the ACs' evidence and the failures
+    /// that were already there.
+    fn evidence_record(&self) -> Value {
+        let baseline = self.baseline();
+        json!({
+            "baseline_commit": baseline.as_ref().map(|b| b.commit.clone()),
+            "preexisting_failures": baseline.as_ref().map(|b| b.failures().iter()
+                .map(|(c, t)| json!({"command": c, "test": t})).collect::<Vec<_>>()).unwrap_or_default(),
+            "acceptance_criteria": self.ac_evidence.iter().map(|e| json!({
+                "ac": e.ac, "status": e.status, "check": e.check, "base_result": e.base_result,
+                "after_result": e.after_result, "green_step": e.green_step,
+                "green_commit": e.green_commit, "log": e.log})).collect::<Vec<_>>(),
         })
     }
 
@@ -386,6 +466,7 @@ impl Coordinator<'_> {
             lessons: &self.lessons,
             environment: &self.environment,
             run_dir: &self.paths.run_dir,
+            evidence: self.evidence_record(),
         });
         self.stage.status = match completion.status {
             CompletionStatus::Completed => RunStatus::Done,

@@ -120,6 +120,10 @@ impl Coordinator<'_> {
         if let Some(p) = executor.preflight() {
             problems.push(p);
         }
+        let agent = executor.agent();
+        if let Some((name, Some(version))) = &agent {
+            self.progress(&format!("agent: {name} {version}"));
+        }
         if executor.can_execute() {
             let (ok, _, err) = self.main.output(&["var", "GIT_COMMITTER_IDENT"])?;
             if !ok {
@@ -132,7 +136,8 @@ impl Coordinator<'_> {
         self.emit(
             events::GATE_CHECK,
             json!({"gate": "preflight", "required": true, "passed": problems.is_empty(),
-                   "problems": problems}),
+                   "problems": problems,
+                   "agent": agent.map(|(name, version)| json!({"name": name, "version": version}))}),
         );
         if problems.is_empty() {
             return Ok(());

@@ -4,6 +4,7 @@
 //! [`scheduling`] (which step runs when), [`pipeline`] (a finished step onto the
 //! work branch) and [`completion_phase`] (coverage, follow-ups, report).
 
+mod baseline;
 mod completion_phase;
 mod gates;
 mod pipeline;
@@ -27,6 +28,7 @@ use crate::coverage::AcEvidence;
 use crate::dispatch::StepDispatch;
 use crate::environment::EnvironmentPhase;
 use crate::error::RunnerError;
+use crate::executor::agent_preset::AgentExecutor;
 use crate::executor::command::CommandExecutor;
 use crate::executor::llm::LlmExecutor;
 use crate::executor::none::NoneExecutor;
@@ -43,6 +45,9 @@ pub struct ExecutorChoice {
     pub kind: ExecutorKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset (`--agent`, `runner.agent`); wins over `agent_cmd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<dandori_config::AgentPreset>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -267,6 +272,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     c.save()?;
     let env = c.step_env(activation)?;
     if executor.can_execute() || opts.dispatch.is_some() {
+        c.run_baseline(&env)?;
         c.execute_steps(executor.as_ref(), &env)?;
     } else {
         c.mark_waiting_for_model();
@@ -473,47 +479,82 @@ impl Coordinator<'_> {
             (Some(c), _) => c.clone(),
             (None, Some(c)) => c,
             (None, None) => match (&cfg.runner.agent_cmd, &cfg.llm.default_provider) {
+                _ if cfg.runner.agent.is_some() => ExecutorChoice {
+                    kind: ExecutorKind::Command,
+                    agent_cmd: None,
+                    agent: cfg.runner.agent,
+                },
                 (Some(t), _) => ExecutorChoice {
                     kind: ExecutorKind::Command,
                     agent_cmd: Some(t.clone()),
+                    agent: None,
                 },
                 (None, Some(_)) => ExecutorChoice {
                     kind: ExecutorKind::Llm,
                     agent_cmd: None,
+                    agent: None,
                 },
                 (None, None) => ExecutorChoice {
                     kind: ExecutorKind::None,
                     agent_cmd: None,
+                    agent: None,
                 },
             },
         };
         let executor: Arc<dyn Executor> = match choice.kind {
             ExecutorKind::None => Arc::new(NoneExecutor),
             ExecutorKind::Command => {
-                let t = choice
-                    .agent_cmd
-                    .clone()
-                    .or_else(|| cfg.runner.agent_cmd.clone())
-                    .ok_or_else(|| {
-                        RunnerError::Executor(
-                            "--executor command needs --agent-cmd or runner.agent_cmd".to_string(),
-                        )
-                    })?;
                 // The agent gets what the user listed in `runner.agent_env`
                 // (its own credential) on top of the step environment: an
-                // allow-list, never whatever else happened to be set.
-                let secrets = cfg
+                // allow-list, never whatever else happened to be set. A preset
+                // adds its own credential and base URL variables.
+                let preset = choice.agent.or(if choice.agent_cmd.is_some() {
+                    None
+                } else {
+                    cfg.runner.agent
+                });
+                let names: Vec<&str> = cfg
                     .runner
                     .agent_env
                     .iter()
-                    .filter_map(|k| self.opts.base_env.get(k).map(|v| (k.clone(), v.clone())))
+                    .map(String::as_str)
+                    .chain(preset.into_iter().flat_map(|p| {
+                        crate::executor::agent_preset::info(p)
+                            .credentials
+                            .iter()
+                            .copied()
+                    }))
                     .collect();
-                Arc::new(
-                    CommandExecutor::new(&t)?
-                        .with_sandbox(self.sandbox.clone())
-                        .with_secrets(secrets)
-                        .with_state(cfg.runner.agent_state.clone()),
-                )
+                let secrets = names
+                    .into_iter()
+                    .filter_map(|k| {
+                        self.opts
+                            .base_env
+                            .get(k)
+                            .map(|v| (k.to_string(), v.clone()))
+                    })
+                    .collect();
+                let template = match (preset, choice.agent_cmd.clone()) {
+                    (Some(p), _) => crate::executor::agent_preset::info(p).program.to_string(),
+                    (None, t) => t.or_else(|| cfg.runner.agent_cmd.clone()).ok_or_else(|| {
+                        RunnerError::Executor(
+                            "--executor command needs --agent, --agent-cmd, runner.agent or runner.agent_cmd"
+                                .to_string(),
+                        )
+                    })?,
+                };
+                let command = CommandExecutor::new(&template)?
+                    .with_sandbox(self.sandbox.clone())
+                    .with_secrets(secrets)
+                    .with_state(cfg.runner.agent_state.clone());
+                match preset {
+                    Some(p) => Arc::new(
+                        AgentExecutor::new(p, cfg.runner.agent_model.clone(), command)
+                            .with_progress(self.opts.progress.clone())
+                            .with_caller_env(&self.opts.base_env),
+                    ),
+                    None => Arc::new(command),
+                }
             }
             ExecutorKind::Llm => Arc::new(
                 LlmExecutor::from_config(cfg, &self.opts.base_env, self.opts.approve)?
@@ -546,7 +587,17 @@ impl Coordinator<'_> {
             command_policy: self.command_policy.clone(),
             git_guard: self.git_guard.clone(),
             environment_summary: self.environment_summary.clone(),
+            baseline: self.baseline(),
+            progress: self.opts.progress.clone(),
         }
+    }
+
+    /// The baseline recorded in `stage.json` (`baseline`), if it ran.
+    pub(super) fn baseline(&self) -> Option<crate::evidence::Baseline> {
+        self.stage
+            .extra
+            .get("baseline")
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 
     /// The sandbox gate: an executor that would run commands needs a sandbox
@@ -604,6 +655,8 @@ struct StepShared {
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
     environment_summary: Option<String>,
+    baseline: Option<crate::evidence::Baseline>,
+    progress: Option<Progress>,
 }
 
 impl StepShared {
@@ -629,6 +682,8 @@ impl StepShared {
             command_policy: &self.command_policy,
             git_guard: self.git_guard.as_deref(),
             environment_summary: self.environment_summary.as_deref(),
+            baseline: self.baseline.as_ref(),
+            progress: self.progress.as_ref(),
         }
     }
 }

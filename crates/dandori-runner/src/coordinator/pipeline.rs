@@ -108,6 +108,7 @@ impl Coordinator<'_> {
                    "message": message, "commit": commit, "diff_lines": r.diff_lines,
                    "files_changed": r.files_changed, "autofix_cycles": r.autofix_cycles,
                    "splits": r.splits, "unit_passed": r.unit_passed,
+                   "out_of_scope": r.out_of_scope.iter().map(|(f, l)| json!({"path": f, "lines": l})).collect::<Vec<_>>(),
                    "duration_ms": r.duration.as_millis() as u64, "tokens": r.tokens}),
         );
         self.progress(&format!(
@@ -152,9 +153,32 @@ impl Coordinator<'_> {
             None => Some((self.tip.clone(), self.tip.clone())),
         };
         if let Some((tip, proof)) = merged {
+            if self.opts.dispatch.is_some() {
+                // The step ran elsewhere: its test runs come with its report.
+                let e = crate::evidence::StepEvidence {
+                    step_id: r.step_id.clone(),
+                    commit: proof.clone(),
+                    runs: r.test_runs.clone(),
+                    already_satisfied: r.already_satisfied,
+                    // Not carried by a remote step's report yet (docs/runner.md).
+                    vacuous: Vec::new(),
+                };
+                dandori_fs::write_atomic(
+                    self.paths.evidence(&r.step_id),
+                    serde_json::to_string_pretty(&e).unwrap_or_default(),
+                )?;
+            }
             self.main.set_branch(&self.planning.work_branch, &tip)?;
             self.tip = tip;
-            self.finish_step(&r, StepStatus::Done, None, None, Some(proof));
+            let (code, message) = if r.already_satisfied {
+                (
+                    Some(reason::ALREADY_SATISFIED),
+                    r.notes.iter().find(|n| n.contains("already done")).cloned(),
+                )
+            } else {
+                (None, None)
+            };
+            self.finish_step(&r, StepStatus::Done, code, message, Some(proof));
             self.idle.extend(pool);
         } else {
             self.finish_step(

@@ -331,7 +331,7 @@ impl Coordinator<'_> {
     }
 
     /// The path of the next pool worktree of this process.
-    fn next_pool_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
+    pub(super) fn next_pool_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
         self.pool_created += 1;
         dandori_fs::create_dir_all(&self.paths.worktrees)?;
         Ok(self

@@ -81,6 +81,63 @@ impl CommandExecutor {
         self
     }
 
+    /// `argv` wrapped in the sandbox (when there is one): the worktree, the run
+    /// directory's logs and the agent's own state under `HOME` writable, network on.
+    pub(crate) fn confined(
+        &self,
+        argv: Vec<String>,
+        req: &ExecRequest<'_>,
+    ) -> Result<Vec<String>, RunnerError> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(argv);
+        };
+        let mut extra: Vec<std::path::PathBuf> = req
+            .prompt_file
+            .parent()
+            .into_iter()
+            .chain(req.log.parent())
+            .map(std::path::Path::to_path_buf)
+            .collect();
+        if let Some(home) = req.env.get("HOME") {
+            extra.extend(
+                AGENT_STATE_PATHS
+                    .iter()
+                    .copied()
+                    .chain(self.state.iter().map(String::as_str))
+                    .map(|p| std::path::Path::new(home).join(p)),
+            );
+        }
+        let policy = dandori_exec::SandboxPolicy::worktree(req.workdir, &extra)
+            .with_network(true)
+            .in_git_worktree(req.workdir);
+        sandbox
+            .wrap(argv, &policy, req.workdir, dandori_exec::Origin::Issued)
+            .map_err(|e| RunnerError::Executor(e.to_string()))
+    }
+
+    /// The step environment plus the agent's own secrets (`runner.agent_env`).
+    pub(crate) fn agent_env(
+        &self,
+        req: &ExecRequest<'_>,
+    ) -> std::collections::BTreeMap<String, String> {
+        let mut env = req.env.clone();
+        for (k, v) in &self.secrets {
+            env.entry(k.clone()).or_insert_with(|| v.clone());
+        }
+        env
+    }
+
+    /// Whether agents run inside a sandbox (not `sandbox.mode: off`).
+    pub(crate) fn sandboxed(&self) -> bool {
+        self.sandbox
+            .as_ref()
+            .is_some_and(|s| s.status().kind != dandori_exec::SandboxKind::None)
+    }
+
+    pub(crate) fn sandbox(&self) -> Option<&dandori_exec::Sandbox> {
+        self.sandbox.as_ref()
+    }
+
     /// The argv for one request.
     pub fn argv(&self, req: &ExecRequest<'_>) -> Vec<String> {
         let prompt_file = req.prompt_file.to_string_lossy();
@@ -126,35 +183,8 @@ impl Executor for CommandExecutor {
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
         // A log of what was asked: atomic, not synced (it is written again on resume).
         dandori_fs::write_atomic_unsynced(req.prompt_file, req.masker.mask_str(req.prompt))?;
-        let mut argv = self.argv(req);
-        if let Some(sandbox) = &self.sandbox {
-            let mut extra: Vec<std::path::PathBuf> = req
-                .prompt_file
-                .parent()
-                .into_iter()
-                .chain(req.log.parent())
-                .map(std::path::Path::to_path_buf)
-                .collect();
-            if let Some(home) = req.env.get("HOME") {
-                extra.extend(
-                    AGENT_STATE_PATHS
-                        .iter()
-                        .copied()
-                        .chain(self.state.iter().map(String::as_str))
-                        .map(|p| std::path::Path::new(home).join(p)),
-                );
-            }
-            let policy = dandori_exec::SandboxPolicy::worktree(req.workdir, &extra)
-                .with_network(true)
-                .in_git_worktree(req.workdir);
-            argv = sandbox
-                .wrap(argv, &policy, req.workdir, dandori_exec::Origin::Issued)
-                .map_err(|e| RunnerError::Executor(e.to_string()))?;
-        }
-        let mut env = req.env.clone();
-        for (k, v) in &self.secrets {
-            env.entry(k.clone()).or_insert_with(|| v.clone());
-        }
+        let argv = self.confined(self.argv(req), req)?;
+        let env = self.agent_env(req);
         let out = process::run(&process::ProcSpec {
             argv: &argv,
             cwd: req.workdir,
@@ -162,6 +192,7 @@ impl Executor for CommandExecutor {
             timeout: req.timeout,
             log: req.log,
             masker: Some(req.masker),
+            heartbeat: req.heartbeat,
         })?;
         let outcome = if out.timed_out {
             ExecOutcome::Failed {
@@ -203,7 +234,7 @@ impl Executor for CommandExecutor {
     }
 }
 
-fn last_line(s: &str) -> String {
+pub(crate) fn last_line(s: &str) -> String {
     s.lines()
         .rev()
         .find(|l| !l.trim().is_empty())

@@ -2,6 +2,7 @@
 //! everything around them (diff size, unit commands, commits, stage); an executor
 //! only changes files.
 
+pub mod agent_preset;
 pub mod command;
 pub mod llm;
 pub mod none;
@@ -13,7 +14,7 @@ use std::time::Duration;
 use crate::error::RunnerError;
 
 /// One invocation of an executor for one step (or one part / fix attempt of it).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ExecRequest<'a> {
     pub step_id: &'a str,
     pub prompt: &'a str,
@@ -31,6 +32,9 @@ pub struct ExecRequest<'a> {
     /// Reflect every this many actions (0: on errors only), chosen for the step
     /// ([`crate::reflection::interval_for`]).
     pub reflection_interval: u32,
+    /// Progress while an agent command runs (every [`crate::process::HEARTBEAT`]:
+    /// elapsed time and its last output line, masked).
+    pub heartbeat: Option<&'a crate::process::Heartbeat<'a>>,
 }
 
 /// Tokens spent by a model-backed executor.
@@ -80,6 +84,10 @@ pub trait Executor: Send + Sync {
     /// What can be checked before any slow work (an agent program that is not
     /// there): the problem, or None.
     fn preflight(&self) -> Option<String> {
+        None
+    }
+    /// An agent CLI preset: its name and, after the preflight, its version.
+    fn agent(&self) -> Option<(&'static str, Option<String>)> {
         None
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError>;

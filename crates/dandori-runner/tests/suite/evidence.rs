@@ -54,7 +54,10 @@ fn a_no_op_agent_achieves_nothing_and_its_acs_get_follow_ups() {
     );
     assert_eq!(repo.commits("dandori/RQ-1/run-1"), Vec::new());
     let md = report(&run_dir);
-    assert!(md.contains("| AC-01 | **no** | S01: failed |"), "{md}");
+    assert!(
+        md.contains("| AC-01 | **not covered** | none (no test ran after the linking steps) | n/a | n/a | — | — |\n| | | S01: failed | | | | |"),
+        "{md}"
+    );
     let errors = std::fs::read_to_string(run_dir.join("errors.json")).unwrap();
     assert!(errors.contains("STEP_NO_CHANGE"), "{errors}");
 }
@@ -82,23 +85,21 @@ fn an_agent_touching_only_files_outside_the_targets_did_not_do_the_step() {
 }
 
 #[test]
-fn a_check_only_step_may_change_nothing_and_its_check_is_the_evidence() {
+fn a_check_only_step_may_change_nothing_but_a_check_green_at_the_base_proves_nothing() {
     let repo = Repo::new();
     let mut plan = planning(vec![S::new("S01").unit("test -f README.md")], json!({}));
     plan["steps"][0]["role"] = json!("reviewer");
     let run_dir = repo.write_plan(&plan);
     let out = run(&options(&repo, &run_dir, Some(agent(&repo, "true")))).unwrap();
-    assert_eq!(
-        out.completion.status,
-        CompletionStatus::Completed,
-        "{:#?}",
-        out.completion
-    );
-    assert!(out.completion.summary.goal_achieved);
+    // The step itself is done (an empty diff is its expected result) …
+    assert_eq!(statuses(&run_dir)[0].1, "done");
+    // … but its check already passed on the base commit: no AC is proven.
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+    assert!(!out.completion.summary.goal_achieved);
     let md = report(&run_dir);
     assert!(
         md.contains(
-            "| AC-01 | yes | S01 | unit | `test -f README.md` | 0 | `logs/step.S01.unit.log` |"
+            "| AC-01 | **unverified** | none named; 'test -f README.md' passed at the base already | pass | pass | — | `logs/step.S01.unit.log` |"
         ),
         "{md}"
     );
@@ -162,7 +163,7 @@ fn an_agent_that_breaks_a_test_covers_nothing() {
     let md = report(&run_dir);
     assert!(
         md.contains(
-            "| AC-02 | **no** | S01 | unit | `sh check.sh` | 3 | `logs/step.S01.unit.log` |"
+            "| AC-02 | **not covered** | none named; 'sh check.sh' passed at the base already | pass | fail | — | `logs/step.S01.unit.log` |"
         ),
         "{md}"
     );

@@ -25,10 +25,13 @@ fn step_subjects(repo: &Repo) -> Vec<String> {
 #[test]
 fn an_uncovered_acceptance_criterion_gets_a_follow_up_step() {
     let repo = Repo::new();
-    let run_dir = repo.write_plan(&planning(
+    let mut plan = planning(
         vec![S::new("S01").acs(&["AC-01"]), S::new("S02").acs(&["AC-02"])],
         json!({}),
-    ));
+    );
+    // The follow-up's test command: red on the base, green once it did its work.
+    plan["context"]["test_instructions"]["unit"] = json!("test -d src/F01");
+    let run_dir = repo.write_plan(&plan);
     let out = run(&options(&repo, &run_dir, Some(agent_cmd(&repo)))).unwrap();
     assert_eq!(
         out.completion.status,
@@ -183,8 +186,8 @@ fn total_timeout_stops_starting_steps() {
 /// actions (the agent and five unit commands), with `interval` configured or not.
 fn interval_reflections(complexity: Option<serde_json::Value>, interval: Option<u32>) -> usize {
     let repo = Repo::new();
-    let mut step = S::new("S01");
-    for _ in 0..5 {
+    let mut step = S::new("S01").unit("test -d src/S01");
+    for _ in 0..4 {
         step = step.unit("true");
     }
     let mut plan = planning(vec![step], json!({}));
@@ -195,7 +198,12 @@ fn interval_reflections(complexity: Option<serde_json::Value>, interval: Option<
     let mut opts = options(&repo, &run_dir, Some(agent_cmd(&repo)));
     opts.config.planning.reflection.trigger_interval = interval;
     let out = run(&opts).unwrap();
-    assert_eq!(out.completion.status, CompletionStatus::Completed);
+    assert_eq!(
+        out.completion.status,
+        CompletionStatus::Completed,
+        "{:#?}",
+        out.completion
+    );
     trace_events(&run_dir, "REFLECTION")
         .iter()
         .filter(|e| e["data"]["trigger"] == "interval")

@@ -37,6 +37,7 @@ pub fn llm_options(repo: &Repo, run_dir: &std::path::Path, server: &FakeLlmServe
     opts.executor = Some(ExecutorChoice {
         kind: ExecutorKind::Llm,
         agent_cmd: None,
+        agent: None,
     });
     opts
 }

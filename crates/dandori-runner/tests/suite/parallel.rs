@@ -331,9 +331,7 @@ fn a_wide_dag_gives_the_same_history_whatever_the_timing() {
         } else {
             vec![ids[i - 5], ids[i - 4]]
         };
-        let mut s = S::new(id).deps(&deps);
-        s.targets = vec![format!("src/{id}.txt")];
-        steps.push(s);
+        steps.push(S::new(id).deps(&deps).targets(&[&format!("src/{id}.txt")]));
     }
     let repo = Repo::new();
     repo.write_plan(&planning(steps, json!({})));

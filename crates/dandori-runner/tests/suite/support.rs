@@ -99,6 +99,8 @@ pub struct S {
     pub acs: Vec<&'static str>,
     pub max_diff: u64,
     pub targets: Vec<String>,
+    /// `unit` is still the default command.
+    default_unit: bool,
 }
 
 impl S {
@@ -106,22 +108,36 @@ impl S {
         S {
             id,
             deps: None,
-            unit: Vec::new(),
+            // Red on the base, green once the step made its directory: the
+            // evidence its ACs are covered (issue 20).
+            unit: vec![format!("test -d src/{id}")],
             acs: vec!["AC-01", "AC-02", "AC-03"],
             max_diff: 200,
             targets: vec![format!("src/{id}")],
+            default_unit: true,
         }
     }
     pub fn deps(mut self, d: &[&'static str]) -> S {
         self.deps = Some(d.to_vec());
         self
     }
+    /// Replaces the default unit command (`test -d src/Sxx`); may be repeated.
     pub fn unit(mut self, u: &str) -> S {
+        if self.default_unit {
+            self.unit.clear();
+            self.default_unit = false;
+        }
         self.unit.push(u.to_string());
         self
     }
+    /// Also points the default unit command at the first target (`test -e`).
     pub fn targets(mut self, t: &[&str]) -> S {
         self.targets = t.iter().map(|t| t.to_string()).collect();
+        if self.default_unit
+            && let Some(first) = t.first()
+        {
+            self.unit = vec![format!("test -e {first}")];
+        }
         self
     }
     pub fn acs(mut self, a: &[&'static str]) -> S {
@@ -219,10 +235,12 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
             Some(_) => ExecutorChoice {
                 kind: ExecutorKind::Command,
                 agent_cmd,
+                agent: None,
             },
             None => ExecutorChoice {
                 kind: ExecutorKind::None,
                 agent_cmd: None,
+                agent: None,
             },
         }),
         executor_override: None,

@@ -1,2 +1,3 @@
+mod agent_clis;
 mod fake_llm;
 mod git;
