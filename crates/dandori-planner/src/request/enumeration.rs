@@ -281,7 +281,14 @@ fn is_clause(part: &str) -> bool {
         )
     });
     // A relative clause holds the commas that follow it ("… that orders by a, b or c").
-    let relative = words.iter().skip(1).any(|w| matches!(*w, "that" | "who"));
+    // So does a participle describing the item ("`age(today)` returning …, zero
+    // for …").
+    let relative = words.iter().skip(1).any(|w| {
+        matches!(
+            *w,
+            "that" | "who" | "returning" | "taking" | "accepting" | "giving" | "yielding"
+        )
+    });
     pronoun || participle_by || modifier || relative
 }
 
