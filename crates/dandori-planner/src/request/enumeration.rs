@@ -142,6 +142,17 @@ fn split_english(s: &str) -> Vec<String> {
     } else {
         (String::new(), s)
     };
+    // "Add `f(x)` to `core.py`: it returns …, ordered by …" — what follows a
+    // colon after the object describes that one item; only "Add the following:
+    // a, b, c" (a colon right after a word or two) introduces a list.
+    let rest = match split_top_level(rest, &[':']).as_slice() {
+        [head, _, ..] if led_by_verb && !introduces_list(head) => return Vec::new(),
+        [head, tail, ..] if introduces_list(head) => {
+            let at = rest.len() - tail.len();
+            rest[at..].trim()
+        }
+        _ => rest,
+    };
     let mut parts = split_top_level(rest, &[',', ';']);
     // "A, B, and C" / "A, B and C"
     let had_commas = parts.len() >= 2;
@@ -163,6 +174,28 @@ fn split_english(s: &str) -> Vec<String> {
         }
     }
     parts.retain(|p| !p.is_empty());
+    // A trailing participle ("…, sorted") qualifies the item before it.
+    let mut merged: Vec<String> = Vec::new();
+    for p in parts {
+        let p = p
+            .strip_prefix("and ")
+            .or_else(|| p.strip_prefix("or "))
+            .map_or(p.clone(), str::to_string);
+        match merged.last_mut() {
+            Some(prev) if !p.contains(' ') && p.ends_with("ed") => {
+                prev.push_str(", ");
+                prev.push_str(&p);
+            }
+            _ => merged.push(p),
+        }
+    }
+    let parts = merged;
+    // Clauses of one sentence are not items: a part with a subject pronoun or a
+    // relative word ("it returns …", "which …") or a participle modifier
+    // ("ordered by …", "ties broken by …") qualifies the item before it.
+    if parts.iter().any(|p| is_clause(p)) {
+        return Vec::new();
+    }
     // Without a leading verb, only an explicit comma list of short noun phrases counts.
     if parts.len() < 2
         || (!led_by_verb
@@ -186,6 +219,77 @@ fn split_english(s: &str) -> Vec<String> {
             })
             .collect()
     }
+}
+
+/// The text before a colon introduces a list ("the following", "these", "two
+/// options") rather than naming the one thing the sentence adds.
+fn introduces_list(head: &str) -> bool {
+    let lower = head.trim().to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    const COUNTS: &[&str] = &[
+        "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "several",
+    ];
+    words.len() <= 1
+        || words
+            .iter()
+            .any(|w| COUNTS.contains(w) || w.chars().all(|c| c.is_ascii_digit()))
+        || words.last().is_some_and(|w| {
+            matches!(
+                *w,
+                "following" | "these" | "items" | "features" | "options" | "commands" | "fields"
+            )
+        })
+}
+
+/// A part that is a clause or a modifier of the item before it, not an item.
+fn is_clause(part: &str) -> bool {
+    let lower = part.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '_' && c != '`')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let pronoun = words.first().is_some_and(|w| {
+        matches!(
+            *w,
+            "it" | "they" | "which" | "whose" | "where" | "so" | "then" | "its" | "their"
+        )
+    });
+    let participle_by = words.windows(2).any(|p| {
+        p[1] == "by"
+            && (p[0].ends_with("ed")
+                || matches!(
+                    p[0],
+                    "broken" | "given" | "shown" | "driven" | "written" | "chosen"
+                ))
+    });
+    // A modifier phrase: "with title as the default", "keeping … in order".
+    let modifier = words.first().is_some_and(|w| {
+        matches!(
+            *w,
+            "with"
+                | "without"
+                | "by"
+                | "using"
+                | "keeping"
+                | "unless"
+                | "except"
+                | "including"
+                | "falling"
+                | "so"
+                | "while"
+                | "instead"
+        )
+    });
+    // A relative clause holds the commas that follow it ("… that orders by a, b or c").
+    // So does a participle describing the item ("`age(today)` returning …, zero
+    // for …").
+    let relative = words.iter().skip(1).any(|w| {
+        matches!(
+            *w,
+            "that" | "who" | "returning" | "taking" | "accepting" | "giving" | "yielding"
+        )
+    });
+    pronoun || participle_by || modifier || relative
 }
 
 /// Verbs that start a clause of their own inside a list but do not lead one.
@@ -303,6 +407,24 @@ mod tests {
         assert_eq!(
             split_inline("tags, due dates and priorities"),
             vec!["tags", "due dates", "priorities"]
+        );
+    }
+
+    #[test]
+    fn one_feature_in_prose_is_not_split() {
+        assert!(
+            split_inline(
+                "Add `overdue(books, today)` to `bookshelf/models.py`: it returns the loans past due, ordered by due date, ties broken by title."
+            )
+            .is_empty()
+        );
+        assert!(
+            split_inline("Add a `--limit` option, which caps the rows, and a short help text")
+                .is_empty()
+        );
+        assert_eq!(
+            split_inline("Add the following: tags, due dates and priorities"),
+            vec!["Add tags", "Add due dates", "Add priorities"]
         );
     }
 

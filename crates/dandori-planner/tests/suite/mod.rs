@@ -1,4 +1,5 @@
 mod corpus;
+mod decomposition;
 mod examples;
 mod fail_closed;
 mod intake;

@@ -138,6 +138,23 @@ pub struct RankingWeights {
     /// `Class.member` in the text (`Dataset.to_stacked_array`): a file that
     /// defines both names.
     pub member_pair: f32,
+    /// A file that defines many of the request's generic names (a compatibility
+    /// module redefining the library's common functions) gets the definition
+    /// bonus of each name scaled down by how many common names it defines (0: off).
+    pub definition_breadth: f32,
+    /// The request is about how something is printed or rendered (`repr`,
+    /// `str(`, "prints", "pretty", "latex output"): files whose path names a
+    /// printer or renderer get this bonus (0: off).
+    pub render_intent: f32,
+    /// The caller of the innermost in-repository frame (and the module that
+    /// produced the bad input) also gets this share of the innermost bonus.
+    pub frame_caller: f32,
+    /// Two-word prose (`data set`, `line plot`) meets the one-word file name it
+    /// names (`dataset.py`) with this bonus (0: off).
+    pub compound_words: f32,
+    /// A frame path from another machine matches a project file by basename only
+    /// under the repository's own top-level roots (1) or anywhere (0).
+    pub frame_roots: f32,
 }
 
 impl Default for RankingWeights {
@@ -168,8 +185,31 @@ impl Default for RankingWeights {
             module_spread: 0.5,
             title_evidence: 1.5,
             member_pair: 1.0,
+            definition_breadth: 1.0,
+            render_intent: 0.5,
+            frame_caller: 0.0,
+            compound_words: 0.0,
+            frame_roots: 0.0,
         }
     }
+}
+
+/// A file whose path names a printer or renderer (`printing/latex.py`,
+/// `formatting_html.py`, `_repr.py`, `pretty.py`).
+fn is_renderer_path(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    [
+        "print",
+        "render",
+        "repr",
+        "pretty",
+        "latex",
+        "mathml",
+        "formatting",
+        "display",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Fields of a document.
@@ -445,7 +485,17 @@ impl Index {
             if scale <= 0.0 {
                 continue;
             }
-            for (doc, exact) in self.resolve_path(p) {
+            // A path from the reporter's machine names a project file only as a
+            // frame path does: by a suffix of at least two components.
+            let found = if w.frame_roots > 0.0 && p.starts_with('/') {
+                self.resolve_frame(p)
+                    .map(|d| (d, false))
+                    .into_iter()
+                    .collect()
+            } else {
+                self.resolve_path(p)
+            };
+            for (doc, exact) in found {
                 let amount = if exact {
                     w.path_exact
                 } else if p.contains('/') {
@@ -494,6 +544,9 @@ impl Index {
             let mut amount = w.frame * w.frame_decay.powi((last - i) as i32);
             if i == last {
                 amount += w.frame_innermost;
+            } else if i + 1 == last {
+                // The caller decides what the innermost frame was given.
+                amount += w.frame_innermost * w.frame_caller;
             }
             let why = match func {
                 Some(f) => format!("stack frame in {f}"),
@@ -568,8 +621,33 @@ impl Index {
                 }
             }
         }
+        // Two prose words naming a one-word file (`data set` → `dataset.py`).
+        if w.compound_words > 0.0 {
+            for c in &q.compounds {
+                let docs: Vec<u32> = self
+                    .names
+                    .iter()
+                    .filter(|(name, _)| name.split('.').next() == Some(c.as_str()))
+                    .flat_map(|(_, d)| d.iter().copied())
+                    .collect();
+                if docs.is_empty() || docs.len() > 3 {
+                    continue;
+                }
+                for doc in docs {
+                    bonus(
+                        doc,
+                        w.file_name * w.compound_words,
+                        format!("names {c}"),
+                        &mut scores,
+                    );
+                }
+            }
+        }
         // Definitions of mentioned names; a rarely defined name is stronger evidence.
         let mut def_bonus: FxHashMap<u32, f32> = FxHashMap::default();
+        // Per file: the evidence of generic names (defined in several files) and
+        // how many of them it defines.
+        let mut generic: FxHashMap<u32, (f32, u32)> = FxHashMap::default();
         let top_idf = self.top_idf();
         for ident in &q.identifiers {
             let key = ident.to_lowercase();
@@ -597,13 +675,26 @@ impl Index {
             let class_like = ident.chars().next().is_some_and(char::is_uppercase);
             let strength = if class_like { strength * 1.2 } else { strength };
             for doc in docs_defining {
-                *def_bonus.entry(doc).or_default() += strength;
+                if w.definition_breadth > 0.0 && spread >= 3.0 {
+                    let g = generic.entry(doc).or_default();
+                    g.0 += strength;
+                    g.1 += 1;
+                } else {
+                    *def_bonus.entry(doc).or_default() += strength;
+                }
                 let r = reasons.entry(doc).or_default();
                 let why = format!("defines {ident}");
                 if r.len() < 6 && !r.contains(&why) {
                     r.push(why);
                 }
             }
+        }
+        // A file defining many of the request's generic names (a compatibility
+        // module, a test helper wrapping the file system) is not where each of
+        // them is at home: their evidence shrinks with their number.
+        for (doc, (b, n)) in generic {
+            *def_bonus.entry(doc).or_default() +=
+                b * (1.0 + n as f32).powf(-w.definition_breadth) * 2f32.powf(w.definition_breadth);
         }
         for (doc, b) in def_bonus {
             if let Some(s) = scores.get_mut(doc as usize) {
@@ -614,6 +705,9 @@ impl Index {
         // Tests, docs, examples and vendored code rarely are what a request about
         // behaviour needs changed.
         for (i, d) in self.docs.iter().enumerate() {
+            if q.about_rendering && w.render_intent > 0.0 && is_renderer_path(&d.path) {
+                scores[i] *= 1.0 + w.render_intent;
+            }
             if d.test_tree && !q.about_tests {
                 scores[i] *= w.test_penalty;
             }

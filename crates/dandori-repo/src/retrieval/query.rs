@@ -38,6 +38,12 @@ pub struct QueryAnalysis {
     pub about_tests: bool,
     /// The request is about documentation.
     pub about_docs: bool,
+    /// The request is about how something is printed or rendered (`repr`,
+    /// "pretty printing", "LaTeX output"): the printer is the fix site.
+    pub about_rendering: bool,
+    /// Adjacent prose words joined (`data set` → `dataset`): a one-word file
+    /// name the text writes as two words.
+    pub compounds: Vec<String>,
 }
 
 fn re(pattern: &str) -> Option<Regex> {
@@ -158,6 +164,148 @@ fn code_shaped(span: &str, start: usize, end: usize) -> bool {
 
 /// Builtins a reporter's example calls everywhere (`print(`, `len(`): not names
 /// of the code under change.
+/// Modules of the languages' standard libraries whose members a reporter's
+/// code calls (`os.chdir`, `json.dumps`, `fmt.Println`, `Math.max`): their
+/// names are not the project's.
+const STDLIB_MODULES: &[&str] = &[
+    // Python
+    "os",
+    "sys",
+    "re",
+    "json",
+    "pathlib",
+    "subprocess",
+    "shutil",
+    "collections",
+    "itertools",
+    "functools",
+    "math",
+    "time",
+    "datetime",
+    "random",
+    "tempfile",
+    "io",
+    "typing",
+    "logging",
+    "warnings",
+    "copy",
+    "pickle",
+    "glob",
+    "string",
+    "textwrap",
+    "inspect",
+    "argparse",
+    "csv",
+    "decimal",
+    "fractions",
+    "operator",
+    "threading",
+    "multiprocessing",
+    "socket",
+    "urllib",
+    "uuid",
+    "hashlib",
+    "base64",
+    "struct",
+    "enum",
+    "dataclasses",
+    "abc",
+    "contextlib",
+    "traceback",
+    "platform",
+    "locale",
+    "gc",
+    "weakref",
+    "heapq",
+    "bisect",
+    "queue",
+    "signal",
+    "codecs",
+    "unicodedata",
+    "importlib",
+    "pprint",
+    "difflib",
+    "fnmatch",
+    "zipfile",
+    "tarfile",
+    "gzip",
+    "sqlite3",
+    "zlib",
+    "asyncio",
+    "ctypes",
+    "builtins",
+    "cmath",
+    "statistics",
+    "timeit",
+    "shlex",
+    "getpass",
+    "errno",
+    "stat",
+    "atexit",
+    "sysconfig",
+    "site",
+    // JavaScript / TypeScript
+    "console",
+    "Math",
+    "JSON",
+    "Object",
+    "Array",
+    "Promise",
+    "Number",
+    "Reflect",
+    "process",
+    // Go
+    "fmt",
+    "strings",
+    "strconv",
+    "errors",
+    "ioutil",
+    "filepath",
+    "bytes",
+    "sort",
+    // Rust
+    "std",
+    "core",
+    "alloc",
+];
+
+fn is_stdlib_module(w: &str) -> bool {
+    STDLIB_MODULES.contains(&w)
+}
+
+/// The text before `start` ends with a standard-library module and a dot
+/// (`os.`, `os.path.`): the name at `start` is that module's.
+fn after_stdlib_module(text: &str, start: usize) -> bool {
+    let Some(before) = text[..start].strip_suffix('.') else {
+        return false;
+    };
+    let head: String = before
+        .chars()
+        .rev()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect();
+    head.split('.').next().is_some_and(is_stdlib_module)
+}
+
+/// Issue-template lines about the reporter's environment ("output of
+/// `pip list`", `xr.show_versions()`, `import platform; print(platform.platform())`).
+static TEMPLATE_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?im)^[^\n]*(?:\bpip\s+(?:list|freeze|show)\b|\bconda\s+(?:list|info|env)\b|show_versions|print_versions|sys\.version|platform\.(?:platform|python_version|system)|python\s+-m\s+pip)[^\n]*$",
+    )
+});
+
+/// Words of the prose that say the request is about how something is printed
+/// or rendered (`print(` calls of a reproducer do not count).
+static RENDERING: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    re(
+        r"(?i)\b(?:prints|printed|printing|printer|pretty[- ]?print\w*|pprint|repr|__repr__|__str__|latex|mathml|rendered|renders|rendering|renderer)\b",
+    )
+});
+
 fn is_builtin_call(w: &str) -> bool {
     matches!(
         w,
@@ -216,6 +364,14 @@ pub struct QueryWeights {
     /// (`xfail marker in test no longer …` is a bug in the test runner) (1), or
     /// any test word switches it (0).
     pub strict_tests_mode: f32,
+    /// Names of the language's standard library and builtins that the
+    /// reporter's code calls (`os.chdir`, `list`, `json.dumps`) are not the
+    /// project's identifiers (1), or they are (0).
+    pub stdlib_names: f32,
+    /// The plain English words of a quoted error message (`cannot`, `convert`,
+    /// `value`) are not identifiers, and issue-template boilerplate lines
+    /// ("output of `pip list`") are dropped (1), or they count (0).
+    pub message_words: f32,
 }
 
 impl Default for QueryWeights {
@@ -227,6 +383,8 @@ impl Default for QueryWeights {
             fence_code_identifiers: 1.0,
             strip_html_comments: 1.0,
             strict_tests_mode: 1.0,
+            stdlib_names: 0.0,
+            message_words: 1.0,
         }
     }
 }
@@ -248,6 +406,12 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
         .map(|r| r.replace_all(text, ""))
         .unwrap_or(std::borrow::Cow::Borrowed(text));
     let text: &str = &cleaned;
+    let untemplated = match TEMPLATE_LINE.as_ref() {
+        Some(r) if qw.message_words > 0.0 => r.replace_all(text, ""),
+        _ => std::borrow::Cow::Borrowed(text),
+    };
+    let text: &str = &untemplated;
+    let stdlib = qw.stdlib_names > 0.0;
     let mut weights: FxHashMap<String, f32> = FxHashMap::default();
     let add = |tok: &str, w: f32, weights: &mut FxHashMap<String, f32>| {
         *weights.entry(tok.to_string()).or_default() += w;
@@ -345,6 +509,13 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
                     {
                         continue;
                     }
+                    if stdlib
+                        && (after_stdlib_module(span, w.start())
+                            || is_stdlib_module(word)
+                            || is_builtin_call(word))
+                    {
+                        continue;
+                    }
                     push_ident(word, &mut identifiers);
                 }
             }
@@ -363,6 +534,9 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
             if let Some(m) = c.get(1) {
                 let w = m.as_str();
                 let method = text[..m.start()].ends_with('.');
+                if stdlib && after_stdlib_module(text, m.start()) {
+                    continue;
+                }
                 if !super::tokenize::is_stopword(&w.to_ascii_lowercase())
                     && (method || !is_builtin_call(w))
                 {
@@ -376,7 +550,12 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     let mut paths: Vec<String> = Vec::new();
     if let Some(r) = PATH.as_ref() {
         for m in r.find_iter(text) {
-            let p = m.as_str().trim_start_matches("./").to_string();
+            let mut p = m.as_str().trim_start_matches("./").to_string();
+            // A path from the reporter's machine (`/home/me/x/setup.py`,
+            // `~/proj/a.py`, `C:\\x\\a.py`) keeps its leading slash.
+            if text[..m.start()].ends_with(['/', '~', '\\']) {
+                p.insert(0, '/');
+            }
             if !paths.contains(&p) {
                 paths.push(p);
             }
@@ -394,6 +573,9 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     if let Some(r) = DOTTED.as_ref() {
         for m in r.find_iter(text) {
             let s = m.as_str();
+            if stdlib && s.split('.').next().is_some_and(is_stdlib_module) {
+                continue;
+            }
             if PATH
                 .as_ref()
                 .is_some_and(|p| p.is_match(s) && p.find(s).is_some_and(|x| x.len() == s.len()))
@@ -490,6 +672,36 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
             }
         }
     }
+    // The plain English words of a quoted error message (`cannot`, `convert`,
+    // `type(s)`) are not names, unless the text also writes them as code
+    // outside the message.
+    if qw.message_words > 0.0
+        && let Some(r) = ERROR_LINE.as_ref()
+    {
+        let mut message_words: Vec<&str> = Vec::new();
+        for c in r.captures_iter(text) {
+            if let Some(m) = c.get(1) {
+                for w in m
+                    .as_str()
+                    .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                {
+                    if !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase()) {
+                        message_words.push(w);
+                    }
+                }
+            }
+        }
+        let rest = r.replace_all(text, "");
+        identifiers.retain(|ident| {
+            !message_words.contains(&ident.as_str())
+                || rest.contains(&format!("`{ident}"))
+                || rest.contains(&format!(".{ident}("))
+                || rest.contains(&format!("def {ident}"))
+        });
+    }
+    if stdlib {
+        identifiers.retain(|ident| !is_builtin_call(ident) && !is_stdlib_module(ident));
+    }
     // Identifiers weigh more than prose words.
     for ident in &identifiers {
         let lower = ident.to_lowercase();
@@ -524,6 +736,27 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     let about_tests =
         (test_word && test_work) || ["テスト", "测试"].iter().any(|w| title.contains(w));
 
+    let about_rendering = RENDERING.as_ref().is_some_and(|r| r.is_match(&prose));
+    let mut compounds: Vec<String> = Vec::new();
+    let words: Vec<&str> = prose
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .filter(|w| !w.is_empty())
+        .collect();
+    for pair in words.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        if a.len() >= 3
+            && b.len() >= 3
+            && a.chars().all(|c| c.is_ascii_lowercase())
+            && b.chars().all(|c| c.is_ascii_lowercase())
+            && !super::tokenize::is_stopword(a)
+            && !super::tokenize::is_stopword(b)
+        {
+            let joined = format!("{a}{b}");
+            if !compounds.contains(&joined) {
+                compounds.push(joined);
+            }
+        }
+    }
     let mut terms: Vec<(String, f32)> = weights.into_iter().collect();
     terms.sort_by(|a, b| a.0.cmp(&b.0));
     let literal_text = match TRACEBACK_HEADER.as_ref() {
@@ -548,6 +781,8 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
         messages,
         about_tests,
         about_docs,
+        about_rendering,
+        compounds,
     }
 }
 

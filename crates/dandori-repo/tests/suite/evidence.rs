@@ -259,3 +259,79 @@ fn class_dot_member_finds_the_file_defining_both() {
         "{hits:#?}"
     );
 }
+
+// Issue 26: template boilerplate, message words, generic definitions, rendering.
+
+#[test]
+fn template_lines_and_the_words_of_an_error_message_are_not_names() {
+    let q = analyze(
+        "Merge fails on empty frames\n\n```\nTypeError: cannot convert type(s) of the value\n```\n\nOutput of `pip list`: numpy_extra 1.0\n\nCalling `merge_frames` raises it.",
+    );
+    let has = |n: &str| q.identifiers.iter().any(|i| i == n);
+    assert!(has("merge_frames"), "{:?}", q.identifiers);
+    for noise in ["type", "numpy_extra"] {
+        assert!(!has(noise), "{noise} in {:?}", q.identifiers);
+    }
+    // A message word the text also writes as code stays a name.
+    let q =
+        analyze("Bad convert\n\nValueError: cannot convert x\n\nThe `convert` helper is wrong.");
+    assert!(
+        q.identifiers.iter().any(|i| i == "convert"),
+        "{:?}",
+        q.identifiers
+    );
+}
+
+#[test]
+fn a_file_defining_many_generic_names_does_not_win_on_them() {
+    // A compatibility module redefining the library's common functions, each
+    // also defined where it belongs.
+    let compat = "def expand(x):\n    pass\n\ndef simplify(x):\n    pass\n\ndef evaluate(x):\n    pass\n\ndef series(x):\n    pass\n";
+    let (_d, index) = index_of(&[
+        ("lib/compat.py", compat),
+        (
+            "lib/core.py",
+            "def expand(x):\n    pass\n\ndef simplify(x):\n    pass\n",
+        ),
+        (
+            "lib/calc.py",
+            "def evaluate(x):\n    pass\n\ndef series(x):\n    pass\n",
+        ),
+        (
+            "lib/more.py",
+            "def expand(x):\n    pass\n\ndef series(x):\n    pass\n\ndef evaluate(x):\n    pass\n\ndef simplify(x):\n    pass\n",
+        ),
+        ("lib/zeta.py", "def polylog(s, z):\n    pass\n"),
+    ]);
+    let q = "polylog is not expanded\n\n```python\npolylog(2, z).expand()\nsimplify(x)\nevaluate(x)\nseries(x)\n```";
+    assert_eq!(rank(&index, q, "lib/zeta.py"), Some(0));
+}
+
+#[test]
+fn a_report_about_printing_favours_the_printer() {
+    let (_d, mut index) = index_of(&[
+        (
+            "pkg/matrix.py",
+            "class Matrix:\n    def det(self):\n        pass\n",
+        ),
+        (
+            "pkg/printing/pretty.py",
+            "def pretty_matrix(m):\n    # Matrix rows between brackets\n    pass\n",
+        ),
+    ]);
+    let q = analyze(
+        "Matrix is printed without its brackets\n\nThe pretty printing of a `Matrix` drops the brackets.",
+    );
+    assert!(q.about_rendering);
+    let top = index.search_analyzed(&q, 5);
+    assert_eq!(top[0].path, "pkg/printing/pretty.py", "{top:?}");
+    index.set_weights(RankingWeights {
+        render_intent: 0.0,
+        ..RankingWeights::default()
+    });
+    assert_eq!(index.search_analyzed(&q, 5)[0].path, "pkg/matrix.py");
+    // A reproducer's `print(` call is not a report about printing.
+    assert!(
+        !analyze("Matrix det is wrong\n\n```python\nprint(Matrix().det())\n```").about_rendering
+    );
+}

@@ -1,0 +1,79 @@
+//! Issue 26: decomposition and AC ↔ step linking on requests written from real
+//! issues (`tests/fixtures/requests/decomposition.jsonl`). A feature written as
+//! prose is one coherent step (or implement + test + export), a real
+//! enumeration is one step per item, and every acceptance criterion the request
+//! states links a step that targets the file that makes it true.
+
+use dandori_planner::{PlanOptions, RequestSource};
+use serde_json::Value;
+
+use super::corpus::fixtures;
+
+fn requests() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixtures().join("requests/decomposition.jsonl")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn features_stay_whole_enumerations_split_and_criteria_link_their_step() {
+    let requests = requests();
+    assert!(requests.len() >= 40, "{} requests", requests.len());
+    let runs = tempfile::tempdir().unwrap();
+    let mut failures: Vec<String> = Vec::new();
+    for entry in &requests {
+        let id = entry["id"].as_str().unwrap();
+        let repo = entry["repo"].as_str().unwrap();
+        let mut opts = PlanOptions::new(
+            fixtures().join("repos").join(repo),
+            RequestSource::Text(entry["text"].as_str().unwrap().to_string()),
+        );
+        opts.runs_root = Some(runs.path().to_path_buf());
+        let o = match dandori_planner::plan(&opts) {
+            Ok(o) => o,
+            Err(e) => {
+                failures.push(format!("{id}: {e}"));
+                continue;
+            }
+        };
+        let steps = &o.planning.steps;
+        let titles: Vec<&str> = steps.iter().map(|s| s.title.as_str()).collect();
+        if let Some(max) = entry["max_steps"].as_u64()
+            && steps.len() > max as usize
+        {
+            failures.push(format!("{id}: one feature became {titles:?}"));
+        }
+        if let Some(min) = entry["min_steps"].as_u64()
+            && steps.len() < min as usize
+        {
+            failures.push(format!("{id}: {min} items became {titles:?}"));
+        }
+        let criteria = &o.planning.context.acceptance_criteria;
+        for (fragment, file) in entry["links"].as_object().unwrap() {
+            let fragment = fragment.to_lowercase();
+            let Some(ac) = criteria.iter().find(|ac| {
+                format!("{} {} {}", ac.given, ac.when, ac.then)
+                    .to_lowercase()
+                    .contains(&fragment)
+            }) else {
+                failures.push(format!("{id}: no criterion says {fragment:?}"));
+                continue;
+            };
+            let file = file.as_str().unwrap();
+            let linked: Vec<(&str, &Vec<String>)> = steps
+                .iter()
+                .filter(|s| s.links_to_ac.contains(&ac.id))
+                .map(|s| (s.title.as_str(), &s.scope.target_paths))
+                .collect();
+            if !linked.iter().any(|(_, t)| t.iter().any(|p| p == file)) {
+                failures.push(format!(
+                    "{id}: {} ({fragment:?}) links {linked:?}, none targets {file}",
+                    ac.id
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
