@@ -879,6 +879,30 @@ impl Worker<'_, '_> {
         })
     }
 
+    /// A test-first step whose unit runs name tests, none of them new: it wrote
+    /// no test, whatever else it changed (`STEP_NO_CHANGE`). Unknowable, and not
+    /// judged, when the runs name no test or there is no baseline.
+    fn test_first_without_a_test(&self) -> Option<String> {
+        if !test_first(self.step) {
+            return None;
+        }
+        let baseline = self.cx.baseline?;
+        let mut named = false;
+        for r in &self.report.test_runs {
+            let base = baseline.run_of(&r.command);
+            for id in r.tests.keys() {
+                named = true;
+                if base.is_none_or(|b| !b.tests.contains_key(id)) {
+                    return None;
+                }
+            }
+        }
+        named.then(|| {
+            "the test-first step added no test: its unit runs name only tests the base commit already had"
+                .to_string()
+        })
+    }
+
     /// A test-first step that changed nothing outside its (test) targets and saw
     /// new tests pass: they pass on the code as it was, so they prove nothing.
     fn vacuous_tests(&self) -> Vec<String> {
@@ -1246,6 +1270,12 @@ impl Worker<'_, '_> {
             };
             let Some((output, timed_out)) = failure else {
                 self.report.unit_passed = Some(true);
+                if let Some(message) = self.test_first_without_a_test() {
+                    return Ok(Some(StepResult::Failed {
+                        reason_code: reason::STEP_NO_CHANGE,
+                        message,
+                    }));
+                }
                 return Ok(None);
             };
             self.report.unit_passed = Some(false);

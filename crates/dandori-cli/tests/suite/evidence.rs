@@ -591,4 +591,20 @@ fn the_planner_puts_a_failing_test_first_and_the_implementation_turns_it_green()
     assert_ne!(code, 0, "{v:#}");
     assert_eq!(v["summary"]["goal_achieved"], json!(false), "{v:#}");
     assert_ne!(ac_status(&v, "AC-01")["status"], json!("covered"));
+
+    // A test-first step that writes no test at all (a comment) is not done.
+    let run_dir = plan_once();
+    let (code, v) = run(
+        &run_dir,
+        &format!(
+            "case \"$1\" in\nS01) echo '# tests to come' >> tests/test_core.py ;;\nS02) {implement} ;;\nesac"
+        ),
+    );
+    assert_ne!(code, 0, "{v:#}");
+    let s01 = &steps(&v)[0];
+    assert_eq!(
+        (s01.0.as_str(), s01.1.as_str(), &s01.2),
+        ("S01", "failed", &json!("STEP_NO_CHANGE")),
+        "{v:#}"
+    );
 }
