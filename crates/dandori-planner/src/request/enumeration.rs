@@ -147,10 +147,12 @@ fn split_english(s: &str) -> Vec<String> {
     // a, b, c" (a colon right after a word or two) introduces a list.
     let rest = match split_top_level(rest, &[':']).as_slice() {
         [head, _, ..] if led_by_verb && !introduces_list(head) => return Vec::new(),
-        [head, tail, ..] if introduces_list(head) => {
-            let at = rest.len() - tail.len();
-            rest[at..].trim()
-        }
+        // Everything from the list's first item on (a match starts on a char
+        // boundary; the parts are trimmed, so lengths do not locate it).
+        [head, tail, ..] if introduces_list(head) => match rest.find(tail.as_str()) {
+            Some(at) => rest[at..].trim(),
+            None => rest,
+        },
         _ => rest,
     };
     let mut parts = split_top_level(rest, &[',', ';']);
@@ -354,6 +356,14 @@ fn split_last_conjunction(mut parts: Vec<String>, conjunctions: &[&str]) -> Vec<
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    /// Found by the intake fuzz test: a list after a colon whose first item
+    /// starts with a multi-byte character.
+    #[test]
+    fn a_list_after_a_colon_is_cut_on_a_char_boundary() {
+        assert!(crate::request::Request::from_text("*id: ## *id: id: 、When").is_ok());
+        assert!(crate::request::Request::from_text("Add the following:  、a, b, c").is_ok());
+    }
 
     #[test]
     fn japanese_list_shares_the_predicate() {
