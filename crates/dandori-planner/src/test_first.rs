@@ -65,8 +65,8 @@ fn is_test_path(ctx: &PlanningContext, p: &str) -> bool {
     ctx.scan.file(p).is_some_and(|f| f.is_test) || looks_like_test_path(p)
 }
 
-/// A path that names a test by the usual conventions (a new test file has no scan
-/// entry yet).
+/// A path that names a test by the usual conventions (a new test file has no
+/// scan entry yet).
 fn looks_like_test_path(p: &str) -> bool {
     let l = p.to_ascii_lowercase();
     let name = l.rsplit('/').next().unwrap_or(&l);
@@ -276,7 +276,7 @@ fn test_targets(ctx: &PlanningContext, code: &[String]) -> (Vec<String>, Vec<Str
         .map(|t| t.to_string())
         .collect();
     let mut targets = mapped.clone();
-    if let Some(dir) = test_dir(&tests) {
+    if let Some(dir) = crate::offline::targets::test_dir(ctx) {
         targets.retain(|t| !t.starts_with(&dir));
         targets.push(dir);
     } else if targets.is_empty() {
@@ -292,20 +292,6 @@ fn test_targets(ctx: &PlanningContext, code: &[String]) -> (Vec<String>, Vec<Str
         mapped
     };
     (targets, context)
-}
-
-/// The directory most tests live in (`tests/`), if any.
-fn test_dir(tests: &[&str]) -> Option<String> {
-    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
-    for t in tests {
-        if let Some((d, _)) = t.rsplit_once('/') {
-            *counts.entry(format!("{d}/")).or_default() += 1;
-        }
-    }
-    counts
-        .into_iter()
-        .max_by_key(|(d, n)| (*n, std::cmp::Reverse(d.clone())))
-        .map(|(d, _)| d)
 }
 
 fn test_first_subtask(

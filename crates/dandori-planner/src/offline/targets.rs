@@ -489,7 +489,7 @@ fn is_request_file(ctx: &PlanningContext, path: &str) -> bool {
 }
 
 /// The directory most tests live in (`tests/`).
-fn test_dir(ctx: &PlanningContext) -> Option<String> {
+pub(crate) fn test_dir(ctx: &PlanningContext) -> Option<String> {
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     for f in ctx.scan.files.iter().filter(|f| f.is_test) {
         if let Some((d, _)) = f.path.rsplit_once('/') {
