@@ -35,6 +35,13 @@ if ! "$TOOLS/venv/bin/python" -c "import mcp.client.stdio" >/dev/null 2>&1; then
   "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check mcp
 fi
 
+# maturin (PyPI): scripts/package.sh builds the Python wheel of the binary with it
+# (`bindings = "bin"`, as uv and ruff ship); the packaging test installs that wheel.
+if [ ! -x "$TOOLS/venv/bin/maturin" ]; then
+  say "installing maturin from PyPI into $TOOLS/venv (the packaging test's Python wheel; ~10 s)"
+  "$TOOLS/venv/bin/pip" install --quiet --disable-pip-version-check 'maturin>=1.9,<2'
+fi
+
 # Node tools: the filesystem MCP server (dandori-tools' MCP tests).
 if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-server-filesystem" ]; then
   say "installing @modelcontextprotocol/server-filesystem from npm into $TOOLS/node (MCP tests; ~30 s)"
@@ -151,5 +158,7 @@ fi
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.
-say "running cargo test --workspace --locked --no-fail-fast $* (the first build of the workspace takes ~10 min on 2 cores)"
-exec cargo test --workspace --locked --no-fail-fast "$@"
+# --all-features: the Restate worker (dandori-cli's `restate` feature, off in a plain
+# build) is built and tested too.
+say "running cargo test --workspace --all-features --locked --no-fail-fast $* (the first build of the workspace takes ~10 min on 2 cores)"
+exec cargo test --workspace --all-features --locked --no-fail-fast "$@"

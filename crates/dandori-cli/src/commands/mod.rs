@@ -28,6 +28,7 @@ mod sandbox;
 mod schema;
 mod trust;
 mod validate;
+#[cfg(feature = "restate")]
 mod worker;
 
 use std::path::Path;
@@ -102,6 +103,26 @@ pub fn read_planning(path: &Path) -> anyhow::Result<(std::path::PathBuf, Vec<u8>
     }
 }
 
+/// The error of a command that needs the Restate worker (`worker`, `run --engine
+/// restate`) in a build without it (cargo feature `restate`, off in a plain
+/// `cargo install`; the npm and Python packages have it).
+#[cfg(not(feature = "restate"))]
+pub fn restate_not_built(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "RESTATE_NOT_BUILT: {what} needs the Restate worker, which this dandori was built without: install the npm or Python package, or `cargo install --path crates/dandori-cli --locked --features restate` (docs/distributed.md)"
+    )
+}
+
+/// Whether the run's `stage.json` records the Restate engine (a distributed run).
+#[cfg(not(feature = "restate"))]
+pub fn records_restate(target: &Path) -> bool {
+    dandori_runner::plan::RunPaths::locate(target)
+        .ok()
+        .and_then(|p| dandori_fs::read_to_string(&p.stage).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .is_some_and(|v| v.get("engine").is_some_and(|e| !e.is_null()))
+}
+
 pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
     // `--sandbox MODE` is `-c sandbox.mode=MODE`, applied last.
     if let Some(mode) = cli.sandbox
@@ -133,7 +154,10 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         // --
         Command::Resume(args) => resume::resume(cli.config.as_deref(), &cli.set, args),
         // --
+        #[cfg(feature = "restate")]
         Command::Worker(args) => worker::worker(cli.config.as_deref(), &cli.set, &args),
+        #[cfg(not(feature = "restate"))]
+        Command::Worker(_) => Err(restate_not_built("dandori worker")),
         // --
         Command::Demo(args) => demo::demo(&args),
         // --

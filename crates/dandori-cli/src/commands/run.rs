@@ -152,10 +152,7 @@ fn execute(
     );
     let environment: Arc<dyn dandori_runner::environment::EnvironmentPhase> =
         Arc::new(super::env::EnvPhase::new(&config, &base_env));
-    let restate = restate_engine(engine, target, repo, &config, progress.clone())?;
-    let dispatch = restate
-        .clone()
-        .map(|e| -> Arc<dyn dandori_runner::dispatch::StepDispatch> { e });
+    let (dispatch, stop_engine) = engine_dispatch(engine, target, repo, &config, progress.clone())?;
     let opts = RunOptions {
         target: target.to_path_buf(),
         repo: repo.to_path_buf(),
@@ -170,9 +167,9 @@ fn execute(
         dispatch,
     };
     let result = dandori_runner::run(&opts);
-    if let Some(engine) = &restate {
+    if let Some(stop) = stop_engine {
         // The run's workflow starts no more steps once its coordinator ended.
-        engine.stop(match &result {
+        stop(match &result {
             Ok(o) => &o.completion.comment,
             Err(_) => "the coordinator stopped on an error",
         });
@@ -248,8 +245,51 @@ fn report_outcome(
     }
 }
 
+/// How a run's steps are dispatched to another engine, and how that engine is
+/// told the run ended: both `None` for the local engine.
+type EngineDispatch = (
+    Option<Arc<dyn dandori_runner::dispatch::StepDispatch>>,
+    Option<Box<dyn FnOnce(&str)>>,
+);
+
+#[cfg(feature = "restate")]
+fn engine_dispatch(
+    args: &EngineArgs,
+    target: &Path,
+    repo: &Path,
+    config: &dandori_config::Config,
+    progress: Option<dandori_runner::Progress>,
+) -> anyhow::Result<EngineDispatch> {
+    Ok(
+        match restate_engine(args, target, repo, config, progress)? {
+            Some(engine) => (
+                Some(engine.clone() as Arc<dyn dandori_runner::dispatch::StepDispatch>),
+                Some(Box::new(move |why: &str| engine.stop(why))),
+            ),
+            None => (None, None),
+        },
+    )
+}
+
+/// Without the Restate worker built in, a run asked (or recorded) to use Restate
+/// is refused with how to get a build that has it.
+#[cfg(not(feature = "restate"))]
+fn engine_dispatch(
+    args: &EngineArgs,
+    target: &Path,
+    _repo: &Path,
+    _config: &dandori_config::Config,
+    _progress: Option<dandori_runner::Progress>,
+) -> anyhow::Result<EngineDispatch> {
+    match (args.engine, super::records_restate(target)) {
+        (Some(Engine::Local), _) | (None, false) => Ok((None, None)),
+        _ => Err(super::restate_not_built("run --engine restate")),
+    }
+}
+
 /// The engine steps run on: `--engine`, else the one `stage.json` records, else
 /// local (`None`). Flags override what is recorded.
+#[cfg(feature = "restate")]
 fn restate_engine(
     args: &EngineArgs,
     target: &Path,

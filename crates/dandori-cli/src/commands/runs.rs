@@ -107,6 +107,7 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default(),
         ));
     }
+    #[cfg(feature = "restate")]
     match dandori_distributed::engine::workflow_status(&args.run_dir) {
         Some(Ok((key, w))) => {
             let count = |status: &str| w.steps.iter().filter(|s| s.status == status).count();
@@ -135,6 +136,13 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         }
         Some(Err(e)) => output::line(&format!("restate workflow: {e}")),
         None => {}
+    }
+    #[cfg(not(feature = "restate"))]
+    if super::records_restate(&args.run_dir) {
+        output::line(&format!(
+            "restate workflow: {}",
+            super::restate_not_built("the workflow status")
+        ));
     }
     if let Some(r) = &p.report {
         output::line(&format!("report: {}", r.display()));

@@ -1,3 +1,4 @@
+#[cfg(feature = "restate")]
 mod distributed;
 // --
 mod env;
@@ -23,6 +24,8 @@ mod mcp_http;
 mod metrics;
 // --
 mod otel;
+// --
+mod package;
 // --
 mod runs;
 // --

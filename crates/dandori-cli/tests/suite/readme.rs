@@ -124,6 +124,27 @@ fn every_readme_command_runs() {
                 assert!(manifest.contains("name = \"dandori\""), "README.md:{line}");
                 continue;
             }
+            Some("./scripts/package.sh") => {
+                // A release build: suite::package runs the script (dev profile) and
+                // installs what it writes; checked: its default output directory.
+                let script = std::fs::read_to_string(root().join("scripts/package.sh")).unwrap();
+                assert!(
+                    script.contains("OUT=\"$ROOT/target/package\""),
+                    "README.md:{line}"
+                );
+                continue;
+            }
+            Some("npm" | "pip" | "uv") => {
+                // Installs of package.sh's artefacts (suite::package installs them
+                // into a fresh prefix and venv): checked, the path is where they are.
+                let artefact = words.last().map(String::as_str).unwrap_or_default();
+                assert!(
+                    artefact.starts_with("target/package/dandori-")
+                        && (artefact.ends_with(".tgz") || artefact.ends_with(".whl")),
+                    "README.md:{line}: `{cmd}`"
+                );
+                continue;
+            }
             _ => {}
         }
         // `cargo run -p dandori -- ARGS` and `dandori ARGS` run the built binary.

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Release artefacts of the dandori binary for this platform, the way peers ship
+# theirs:
+#   - npm: a platform package (dandori-<os>-<cpu>, with `os`/`cpu`/`libc` fields and
+#     the binary in bin/) and the wrapper package `dandori`, whose bin shim finds the
+#     platform package (an optional dependency) and execs its binary, as
+#     @openai/codex and @anthropic-ai/claude-code do;
+#   - Python: a wheel with the binary in its scripts (maturin `bindings = "bin"`,
+#     crates/dandori-cli/pyproject.toml), as uv and ruff do.
+# The artefacts carry everything, the Restate worker included (feature `restate`).
+#
+# Usage: scripts/package.sh [--profile NAME] [--out DIR] [--no-restate]
+#   --profile  the cargo profile to build with (default: release). The binary is
+#              built once with `cargo build`; maturin then builds the wheel with the
+#              same profile, features and target dir, so its cargo run finds the
+#              binary already built and only packs it. A fresh build from an earlier
+#              `cargo build` (same profile, same flags) is reused the same way.
+#   --out      where the artefacts go (default: target/package)
+# Honours CARGO_TARGET_DIR. Needs cargo, node/npm and maturin (on PATH, or
+# MATURIN=/path/to/maturin; `pip install maturin` in a venv: scripts/test.sh puts
+# one in target/test-tools/venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+PROFILE=release
+OUT="$ROOT/target/package"
+FEATURES=(--features restate)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) PROFILE="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --no-restate) FEATURES=(); shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+say() { echo "package.sh: $*" >&2; }
+MATURIN="${MATURIN:-$(command -v maturin || true)}"
+[ -n "$MATURIN" ] || { say "maturin not found: pip install maturin (or set MATURIN=/path/to/maturin)"; exit 2; }
+command -v npm >/dev/null || { say "npm not found: install Node.js"; exit 2; }
+
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+case "$PROFILE" in dev|test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; *) PROFILE_DIR="$PROFILE" ;; esac
+BIN="$TARGET_DIR/$PROFILE_DIR/dandori"
+VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
+
+say "cargo build --profile $PROFILE -p dandori ${FEATURES[*]}"
+cargo build --locked --profile "$PROFILE" -p dandori "${FEATURES[@]}"
+[ -x "$BIN" ] || { say "no binary at $BIN after the build"; exit 1; }
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+
+# ---- npm ------------------------------------------------------------------
+# Node's names for this platform (process.platform, process.arch): the platform
+# package is chosen by them, on install (os/cpu/libc) and by the shim.
+NODE_OS="$(node -p process.platform)"
+NODE_CPU="$(node -p process.arch)"
+PLATFORM_PKG="dandori-$NODE_OS-$NODE_CPU"
+STAGE="$(mktemp -d "${TMPDIR:-/tmp}/dandori-package.XXXXXX")"
+trap 'rm -rf "$STAGE"' EXIT
+LIBC_FIELD=""
+if [ "$NODE_OS" = linux ]; then
+  # The binary links the C library dynamically: say which one, as npm's `libc`.
+  if ldd --version 2>&1 | grep -qi musl; then LIBC_FIELD='"libc": ["musl"],'; else LIBC_FIELD='"libc": ["glibc"],'; fi
+fi
+
+mkdir -p "$STAGE/platform/bin"
+cp "$BIN" "$STAGE/platform/bin/dandori"
+chmod 0755 "$STAGE/platform/bin/dandori"
+cat > "$STAGE/platform/package.json" <<EOF
+{
+  "name": "$PLATFORM_PKG",
+  "version": "$VERSION",
+  "description": "The dandori binary for $NODE_OS $NODE_CPU (installed by the dandori package)",
+  "license": "MIT OR Apache-2.0",
+  "os": ["$NODE_OS"],
+  "cpu": ["$NODE_CPU"],
+  $LIBC_FIELD
+  "files": ["bin/dandori"],
+  "preferUnplugged": true
+}
+EOF
+printf '# %s\n\nThe dandori binary for %s %s. Install `dandori`, which picks this package.\n' \
+  "$PLATFORM_PKG" "$NODE_OS" "$NODE_CPU" > "$STAGE/platform/README.md"
+
+mkdir -p "$STAGE/wrapper/bin"
+cp scripts/npm/dandori.js "$STAGE/wrapper/bin/dandori.js"
+chmod 0755 "$STAGE/wrapper/bin/dandori.js"
+cp README.md "$STAGE/wrapper/README.md"
+cat > "$STAGE/wrapper/package.json" <<EOF
+{
+  "name": "dandori",
+  "version": "$VERSION",
+  "description": "dandori: plan and run the work of LLM coding agents",
+  "license": "MIT OR Apache-2.0",
+  "bin": { "dandori": "bin/dandori.js" },
+  "files": ["bin/dandori.js"],
+  "engines": { "node": ">=16" },
+  "optionalDependencies": { "$PLATFORM_PKG": "$VERSION" }
+}
+EOF
+say "npm pack $PLATFORM_PKG and dandori"
+(cd "$STAGE/platform" && npm pack --silent --pack-destination "$OUT" >/dev/null)
+(cd "$STAGE/wrapper" && npm pack --silent --pack-destination "$OUT" >/dev/null)
+
+# ---- Python wheel ---------------------------------------------------------
+say "maturin build --profile $PROFILE ${FEATURES[*]} (reuses the binary just built)"
+"$MATURIN" build --locked --profile "$PROFILE" "${FEATURES[@]}" \
+  --manifest-path crates/dandori-cli/Cargo.toml --out "$OUT" >&2
+
+say "artefacts in $OUT:"
+ls -l "$OUT/$PLATFORM_PKG-$VERSION.tgz" "$OUT/dandori-$VERSION.tgz" "$OUT"/dandori-"$VERSION"-*.whl >&2
