@@ -10,7 +10,7 @@
 
 use std::sync::Once;
 
-use ed25519_dalek::{Signature, VerifyingKey};
+use ed25519_dalek::{Signature, Verifier, VerifyingKey};
 use jsonwebtoken::crypto::{CryptoProvider, JwkUtils, JwtSigner, JwtVerifier};
 use jsonwebtoken::errors::{Error, ErrorKind};
 use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, EncodingKey};
@@ -30,8 +30,13 @@ impl jsonwebtoken::signature::Verifier<Vec<u8>> for Ed25519 {
         msg: &[u8],
         signature: &Vec<u8>,
     ) -> Result<(), jsonwebtoken::signature::Error> {
-        let signature = Signature::from_slice(signature)?;
-        self.0.verify(msg, &signature)
+        // ed25519-dalek's errors are of another `signature` major version than
+        // jsonwebtoken's: a failed check is an opaque error either way.
+        let signature =
+            Signature::from_slice(signature).map_err(|_| jsonwebtoken::signature::Error::new())?;
+        self.0
+            .verify(msg, &signature)
+            .map_err(|_| jsonwebtoken::signature::Error::new())
     }
 }
 
