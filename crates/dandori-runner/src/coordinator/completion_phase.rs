@@ -3,10 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dandori_plan::{
-    Commands, ExpectedDiff, Inputs, RiskLevel, Role, RunStatus, Scope, Step, StepOutputs,
-    StepStatus,
-};
+use dandori_plan::{RunStatus, Step, StepStatus};
 use serde_json::{Value, json};
 
 use crate::completion::{self, CompletionStatus};
@@ -22,11 +19,7 @@ use super::{Coordinator, RunOutcome};
 impl Coordinator<'_> {
     /// Follow-up steps recorded in `stage.json` (`follow_ups`).
     pub(super) fn follow_ups(&self) -> Vec<completion::FollowUp> {
-        self.stage
-            .extra
-            .get("follow_ups")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default()
+        completion::follow_ups(&self.stage)
     }
 
     /// Seed 001 §10.5: evaluate AC coverage (on evidence) with the deterministic
@@ -96,6 +89,13 @@ impl Coordinator<'_> {
                     continue;
                 }
                 let step = self.follow_up_step(&follow_ups[idx].step_id, ac);
+                // Recorded before it runs: an MCP client handed the step looks it
+                // up in stage.json.
+                follow_ups[idx].status = StepStatus::Running;
+                self.stage
+                    .extra
+                    .insert("follow_ups".to_string(), json!(follow_ups));
+                self.save()?;
                 let (status, commit, code) = self.run_follow_up(executor, env, &step)?;
                 follow_ups[idx].status = status;
                 follow_ups[idx].commit = commit;
@@ -288,92 +288,7 @@ impl Coordinator<'_> {
 
     /// A follow-up step for an AC the plan left uncovered (seed 001 §10.6).
     pub(super) fn follow_up_step(&self, step_id: &str, ac_id: &str) -> Step {
-        let ac = self
-            .planning
-            .context
-            .acceptance_criteria
-            .iter()
-            .find(|a| a.id == ac_id);
-        let intent = match ac {
-            Some(a) => format!(
-                "Satisfy acceptance criterion {}: given {}, when {}, then {}",
-                a.id, a.given, a.when, a.then
-            ),
-            None => format!("Satisfy acceptance criterion {ac_id}"),
-        };
-        // The plan's targets, and the whole repository: an acceptance criterion no
-        // step covered may need a change anywhere.
-        let mut targets: BTreeSet<String> = self
-            .planning
-            .steps
-            .iter()
-            .flat_map(|s| s.scope.target_paths.iter().cloned())
-            .collect();
-        targets.insert(".".to_string());
-        let unit = self
-            .planning
-            .context
-            .test_instructions
-            .unit
-            .clone()
-            .filter(|u| !u.trim().is_empty());
-        let step_id = step_id.to_string();
-        Step {
-            title: format!("Follow-up: cover {ac_id}"),
-            role: Role::Implementer,
-            intent,
-            scope: Scope {
-                target_paths: targets.into_iter().collect(),
-                forbidden_paths: None,
-                max_diff_lines: self.planning.limits.max_diff_lines,
-                max_files_changed: self.planning.limits.max_files_changed,
-                extra: Default::default(),
-            },
-            inputs: Inputs {
-                request_path: self
-                    .planning
-                    .steps
-                    .first()
-                    .map(|s| s.inputs.request_path.clone())
-                    .unwrap_or_default(),
-                context_files: None,
-                code_files_hint: None,
-                extra: Default::default(),
-            },
-            commands: Commands {
-                unit: unit.map(|u| vec![u]),
-                e2e: None,
-                extra: Default::default(),
-            },
-            success_criteria: vec![format!("{ac_id} holds")],
-            links_to_ac: vec![ac_id.to_string()],
-            expected_diff: ExpectedDiff {
-                lines_max: self.planning.limits.max_diff_lines,
-                files_max: 10,
-                risk_level: RiskLevel::Mid,
-                extra: Default::default(),
-            },
-            outputs: StepOutputs {
-                patch_path: self.paths.patch(&step_id).to_string_lossy().into_owned(),
-                log_prefix: self
-                    .paths
-                    .logs
-                    .join(format!("step.{step_id}"))
-                    .to_string_lossy()
-                    .into_owned(),
-                extra: Default::default(),
-            },
-            step_id,
-            fallback: None,
-            stop_conditions: None,
-            depends_on: None,
-            produces: None,
-            consumes: None,
-            boundaries: None,
-            estimated_complexity: None,
-            required_tools: None,
-            extra: Default::default(),
-        }
+        crate::completion::follow_up_step(&self.planning, &self.paths, step_id, ac_id)
     }
 
     pub(super) fn run_follow_up(
