@@ -204,15 +204,26 @@ pub(super) fn planned_repo(root: &Path, name: &str) -> (PathBuf, PathBuf) {
                   "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
         "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
     });
-    let run_dir = repo.join(".dandori/runs/RQ-7/run-7");
+    let run_dir = write_plan(&repo, &plan);
+    (repo, run_dir)
+}
+
+/// Writes `plan` into its run directory of `repo` (`.dandori/runs/<request>/<run>`,
+/// ignored by git) and returns the directory.
+fn write_plan(repo: &Path, plan: &Value) -> PathBuf {
+    let run_dir = repo.join(format!(
+        ".dandori/runs/{}/{}",
+        plan["request_id"].as_str().unwrap(),
+        plan["run_id"].as_str().unwrap()
+    ));
     std::fs::create_dir_all(&run_dir).unwrap();
     std::fs::write(repo.join(".dandori/.gitignore"), "*\n").unwrap();
     std::fs::write(
         run_dir.join("planning.json"),
-        serde_json::to_string_pretty(&plan).unwrap(),
+        serde_json::to_string_pretty(plan).unwrap(),
     )
     .unwrap();
-    (repo, run_dir)
+    run_dir
 }
 
 /// What must be equal between two runs of the same plan: commit messages (with
@@ -343,14 +354,7 @@ fn follow_up_steps_are_executed_through_mcp() {
                   "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 0},
         "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
     });
-    let run_dir = repo.join(".dandori/runs/RQ-8/run-8");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    std::fs::write(repo.join(".dandori/.gitignore"), "*\n").unwrap();
-    std::fs::write(
-        run_dir.join("planning.json"),
-        serde_json::to_string_pretty(&plan).unwrap(),
-    )
-    .unwrap();
+    let run_dir = write_plan(&repo, &plan);
     let out = agent(json!({
         "bin": BIN, "cwd": repo, "tools": "core", "edit": fixture("edit.py"),
         "run_dir": run_dir,
