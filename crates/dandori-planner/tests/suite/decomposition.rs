@@ -68,6 +68,33 @@ fn features_stay_whole_enumerations_split_and_criteria_link_their_step() {
             }
         }
         let criteria = &o.planning.context.acceptance_criteria;
+        // Every criterion the request states is made true by a step that changes
+        // something: linked by a step other than the test-first one, which only
+        // writes the failing tests.
+        let stated = dandori_planner::Request::from_text(entry["text"].as_str().unwrap())
+            .unwrap()
+            .acceptance_criteria;
+        for (n, c) in stated.iter().enumerate() {
+            checks += 1;
+            let Some(ac) = criteria.iter().find(|ac| ac.then == c.then) else {
+                failures.push(format!(
+                    "{id}: criterion {n} ({:?}) is not in the plan",
+                    c.then
+                ));
+                continue;
+            };
+            let makers: Vec<&str> = steps
+                .iter()
+                .filter(|s| s.links_to_ac.contains(&ac.id) && s.extra.get("tdd_phase").is_none())
+                .map(|s| s.step_id.as_str())
+                .collect();
+            if makers.is_empty() {
+                failures.push(format!(
+                    "{id}: {} ({:?}) is linked by no step that changes code",
+                    ac.id, c.then
+                ));
+            }
+        }
         for (fragment, file) in entry["links"].as_object().unwrap() {
             checks += 1;
             let fragment = fragment.to_lowercase();
