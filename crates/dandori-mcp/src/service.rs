@@ -840,10 +840,9 @@ fn find_step(files: &RunFiles, id: &str) -> Option<FoundStep> {
         .into_iter()
         .find(|f| f.step_id == id)?;
     let paths = dandori_runner::plan::RunPaths::locate(&files.run_dir).ok()?;
-    Some(FoundStep {
-        step: dandori_runner::completion::follow_up_step(&files.planning, &paths, id, &f.ac),
-        index: None,
-    })
+    let mut step = dandori_runner::completion::follow_up_step(&files.planning, &paths, id, &f.ac);
+    step.suggested_tools = Some(f.suggested_tools).filter(|t| !t.is_empty());
+    Some(FoundStep { step, index: None })
 }
 
 fn unknown_step(id: &str, files: &RunFiles) -> McpError {

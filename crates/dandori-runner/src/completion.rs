@@ -345,6 +345,8 @@ pub fn follow_up_step(planning: &Planning, paths: &RunPaths, step_id: &str, ac_i
         boundaries: None,
         estimated_complexity: None,
         required_tools: None,
+        suggested_tools: None,
+        suggested_persona: None,
         extra: Default::default(),
     }
 }
