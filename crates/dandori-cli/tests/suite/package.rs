@@ -179,7 +179,8 @@ fn npm_and_python_packages_install_and_run_dandori() {
     // empty cache and a registry nothing listens on.
     let npm_dir = tmp.path().join("npm");
     std::fs::create_dir_all(&npm_dir).unwrap();
-    std::fs::write(npm_dir.join("npmrc"), "").unwrap();
+    std::fs::write(npm_dir.join("npmrc-user"), "").unwrap();
+    std::fs::write(npm_dir.join("npmrc-global"), "").unwrap();
     let prefix = npm_dir.join("prefix");
     let o = Command::new("npm")
         .args([
@@ -194,8 +195,8 @@ fn npm_and_python_packages_install_and_run_dandori() {
         .arg(&platform_tgz)
         .arg(&wrapper_tgz)
         .env("npm_config_cache", npm_dir.join("cache"))
-        .env("npm_config_userconfig", npm_dir.join("npmrc"))
-        .env("npm_config_globalconfig", npm_dir.join("npmrc"))
+        .env("npm_config_userconfig", npm_dir.join("npmrc-user"))
+        .env("npm_config_globalconfig", npm_dir.join("npmrc-global"))
         .env("npm_config_registry", "http://127.0.0.1:9/")
         .env("npm_config_update_notifier", "false")
         .output()
