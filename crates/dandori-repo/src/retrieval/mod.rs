@@ -463,11 +463,12 @@ impl Index {
         }
         let mut stage = self.first_stage(q);
         let mut order = self.first_order(&stage.scores);
-        let scores = if self.options.weights.rerank > 0.0 {
-            rerank::rerank(self, q, &stage, &mut order)
-        } else {
-            stage.scores.clone()
-        };
+        let scores =
+            if self.options.weights.rerank > 0.0 && self.docs.len() >= rerank::RERANK_MIN_FILES {
+                rerank::rerank(self, q, &stage, &mut order)
+            } else {
+                stage.scores.clone()
+            };
         order.truncate(k);
         order
             .into_iter()

@@ -44,6 +44,13 @@ pub(crate) struct FirstStage {
 /// How many of the first stage's best files the second stage re-orders.
 pub const RERANK_DEPTH: usize = 50;
 
+/// Repositories with fewer indexed files keep the first stage's order: the
+/// model was fitted on repositories of 100 to 2 000 files, where a file's
+/// size, depth and rank among hundreds of candidates say something; in a
+/// project of a dozen files they do not (the planner's small fixture projects
+/// lost the file a request names to a bigger neighbour).
+pub const RERANK_MIN_FILES: usize = 60;
+
 /// Number of features.
 pub const FEATURES: usize = 34;
 

@@ -367,8 +367,23 @@ fn a_module_named_several_times_counts_once() {
 #[test]
 fn the_second_stage_reorders_the_first_stages_best_files() {
     use dandori_repo::retrieval::analyze;
+    use dandori_repo::retrieval::rerank::RERANK_MIN_FILES;
     use dandori_repo::retrieval::rerank::{FEATURE_NAMES, FEATURES};
     let dir = src_layout_repo();
+    // Enough files for the second stage to apply.
+    for i in 0..RERANK_MIN_FILES {
+        write(
+            dir.path(),
+            &format!("src/pkgx/page{i}.py"),
+            format!(
+                "from pkgx.render import render_page
+
+def page{i}(doc):
+    return render_page(doc)
+"
+            ),
+        );
+    }
     let s = scan(dir.path(), &ScanOptions::default()).unwrap();
     let mut index = Index::build(&s);
     let q = analyze("render_page fails\n\nThe page layout raises in `layout_blocks`.");
