@@ -211,13 +211,13 @@ pub(crate) fn features(
                 };
                 let d = &index.docs[p.doc as usize];
                 let mut combined = 0f32;
-                for f in 0..FIELDS {
-                    if p.tf[f] == 0 {
+                for (f, &raw) in p.tf.iter().enumerate() {
+                    if raw == 0 {
                         continue;
                     }
                     let norm =
                         1.0 - wts.field_b[f] + wts.field_b[f] * d.len[f] as f32 / index.avg_len[f];
-                    let tf = p.tf[f] as f32 / norm;
+                    let tf = raw as f32 / norm;
                     if which == 0 {
                         field_scores[i][f] += qw * idf * tf / (wts.k1 + tf);
                     }
