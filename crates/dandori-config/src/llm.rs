@@ -211,6 +211,10 @@ pub struct TokenBudgets {
     pub reflection: u64,
     /// Whole task, every phase.
     pub task: u64,
+    /// The tool loop's conversation after the system and step prompts, as sent
+    /// with each execution call: past it the oldest turns are compressed into
+    /// one summary message (seed 000 §11.3.2).
+    pub conversation: u64,
 }
 
 impl Default for TokenBudgets {
@@ -220,6 +224,7 @@ impl Default for TokenBudgets {
             planning_context: 3000,
             reflection: 500,
             task: 10000,
+            conversation: 8000,
         }
     }
 }

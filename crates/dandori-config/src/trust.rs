@@ -282,6 +282,7 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("llm.budgets.planning_context", Limit),
         ("llm.budgets.reflection", Limit),
         ("llm.budgets.task", Limit),
+        ("llm.budgets.conversation", Limit),
         ("llm.pricing", Neutral),
         ("runs.root", RepositoryPath),
         ("runner.max_parallel_workers", Limit),

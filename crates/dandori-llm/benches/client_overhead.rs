@@ -12,6 +12,7 @@ fn budgets() -> TokenBudgets {
         planning_context: 0,
         reflection: u64::MAX / 4,
         task: u64::MAX / 2,
+        conversation: u64::MAX / 4,
     }
 }
 

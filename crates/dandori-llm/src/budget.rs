@@ -140,6 +140,7 @@ mod tests {
             planning_context: 500,
             reflection: 300,
             task: 2000,
+            conversation: 2000,
         });
         assert_eq!(ledger.admit(Phase::Planning, 400).unwrap(), 1100);
         ledger.record(Phase::Planning, usage(400, 600));

@@ -366,12 +366,10 @@ impl Service {
             .pending()
             .into_iter()
             .map(|(id, attempt, workdir, started)| {
-                let title = files
-                    .planning
-                    .steps
-                    .iter()
-                    .find(|s| s.step_id == id)
-                    .map(|s| s.title.clone())
+                // A follow-up step is recorded after `files` was read.
+                let title = find_step(&files, &id)
+                    .or_else(|| RunFiles::open(&run_dir).ok().and_then(|f| find_step(&f, &id)))
+                    .map(|f| f.step.title)
                     .unwrap_or_default();
                 json!({"step_id": id, "title": title, "attempt": attempt, "workdir": workdir, "started": started})
             })
@@ -389,16 +387,11 @@ impl Service {
         let run_dir = self.run_dir(args)?;
         let id = req_str(args, "step_id")?;
         let files = RunFiles::open(&run_dir)?;
-        let Some((i, step)) = files
-            .planning
-            .steps
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.step_id == id)
-        else {
+        let Some(found) = find_step(&files, id) else {
             return Err(unknown_step(id, &files));
         };
-        let st = files.stage.as_ref().and_then(|s| s.steps.get(i));
+        let step = &found.step;
+        let st = found.state(&files);
         let handoff = self.board(&run_dir).and_then(|b| b.handoff(id));
         let (prompt, workdir, attempt) = match handoff {
             Some((attempt, prompt, workdir)) => (prompt, Some(workdir), Some(attempt)),
@@ -425,6 +418,7 @@ impl Service {
             "step_id": step.step_id,
             "title": step.title,
             "status": st.map(|s| status_str(s.status)),
+            "follow_up_for": found.follow_up_for(),
             "attempt": attempt,
             "workdir": workdir,
             "depends_on": step.depends_on,
@@ -442,7 +436,7 @@ impl Service {
         let status = req_str(args, "status")?;
         let summary = opt_str(args, "summary")?.unwrap_or("").to_string();
         let files = RunFiles::open(&run_dir)?;
-        let Some(index) = files.planning.steps.iter().position(|s| s.step_id == id) else {
+        let Some(found) = find_step(&files, id) else {
             return Err(unknown_step(id, &files));
         };
         let not_ready = || {
@@ -486,8 +480,7 @@ impl Service {
         let step_over = || {
             RunFiles::open(&run_dir)
                 .ok()
-                .and_then(|f| f.stage)
-                .and_then(|s| s.steps.get(index).map(|x| x.status))
+                .and_then(|f| found.state(&f).map(|x| x.status))
                 .is_some_and(|s| !matches!(s, StepStatus::Running | StepStatus::Pending))
         };
         // Checks passed: the step's worktree holds its commit (merged onto the work
@@ -517,8 +510,8 @@ impl Service {
             );
         }
         let stage_path = run_dir.join("stage.json");
-        let stage = RunFiles::open(&run_dir)?.stage;
-        let Some(st) = stage.as_ref().and_then(|s| s.steps.get(index)) else {
+        let now = RunFiles::open(&run_dir)?;
+        let Some(st) = found.state(&now) else {
             return Err(McpError::path(
                 reason::RUN_DIR_INVALID,
                 stage_path,
@@ -787,12 +780,83 @@ impl Service {
     }
 }
 
+/// A step of the plan, or a follow-up step the run added for an uncovered
+/// acceptance criterion (seed 001 §10.6: `F01`, …, recorded in stage.json's
+/// `follow_ups`, offered by `next` like the plan's steps).
+struct FoundStep {
+    step: dandori_plan::Step,
+    /// The plan's index of the step; `None` for a follow-up.
+    index: Option<usize>,
+}
+
+/// Where a step's progress is recorded, in the shape of a plan step's.
+struct StepState {
+    status: StepStatus,
+    commit: Option<String>,
+    reason_code: Option<String>,
+    message: Option<String>,
+}
+
+impl FoundStep {
+    /// The step's state in `files`' stage.json, if it has one yet.
+    fn state(&self, files: &RunFiles) -> Option<StepState> {
+        let stage = files.stage.as_ref()?;
+        match self.index {
+            Some(i) => stage.steps.get(i).map(|s| StepState {
+                status: s.status,
+                commit: s.commit.clone(),
+                reason_code: s.reason_code.clone(),
+                message: s.message.clone(),
+            }),
+            None => dandori_runner::completion::follow_ups(stage)
+                .into_iter()
+                .find(|f| f.step_id == self.step.step_id)
+                .map(|f| StepState {
+                    status: f.status,
+                    commit: f.commit,
+                    reason_code: f.reason_code,
+                    message: None,
+                }),
+        }
+    }
+
+    /// The criterion a follow-up step is for.
+    fn follow_up_for(&self) -> Option<&str> {
+        match self.index {
+            Some(_) => None,
+            None => self.step.links_to_ac.first().map(String::as_str),
+        }
+    }
+}
+
+fn find_step(files: &RunFiles, id: &str) -> Option<FoundStep> {
+    if let Some(i) = files.planning.steps.iter().position(|s| s.step_id == id) {
+        return Some(FoundStep {
+            step: files.planning.steps[i].clone(),
+            index: Some(i),
+        });
+    }
+    let f = dandori_runner::completion::follow_ups(files.stage.as_ref()?)
+        .into_iter()
+        .find(|f| f.step_id == id)?;
+    let paths = dandori_runner::plan::RunPaths::locate(&files.run_dir).ok()?;
+    let mut step = dandori_runner::completion::follow_up_step(&files.planning, &paths, id, &f.ac);
+    step.suggested_tools = Some(f.suggested_tools).filter(|t| !t.is_empty());
+    Some(FoundStep { step, index: None })
+}
+
 fn unknown_step(id: &str, files: &RunFiles) -> McpError {
+    let follow_ups = files
+        .stage
+        .as_ref()
+        .map(dandori_runner::completion::follow_ups)
+        .unwrap_or_default();
     let ids: Vec<&str> = files
         .planning
         .steps
         .iter()
         .map(|s| s.step_id.as_str())
+        .chain(follow_ups.iter().map(|f| f.step_id.as_str()))
         .collect();
     McpError::invalid(
         reason::STEP_UNKNOWN,

@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use dandori_config::{Config, TaskPlanningConfig};
-use dandori_plan::SelectedEnvironment;
+use dandori_config::{Config, DecompositionLevel, TaskPlanningConfig};
+use dandori_plan::{PlanMode, SelectedEnvironment};
 
 use crate::gathering::{EnvironmentAnalysis, Hit, Index, RepoScan};
 use crate::request::Request;
@@ -35,6 +35,39 @@ impl PlanningContext {
         self.index.search(query, k)
     }
 
+    /// Seed 000 §11.1.2 / seed 001 §10.3: the request's size in tokens
+    /// (≈ characters / 4, the estimate dandori uses for budgets) against
+    /// `planning.complexity_threshold`: at most `simple` → `simple`, at most
+    /// `moderate` → `standard`, above → `complex`.
+    pub fn request_mode(&self) -> PlanMode {
+        let t = &self.config.planning.complexity_threshold;
+        let tokens = self.request.raw.chars().count().div_ceil(4) as u64;
+        if tokens <= u64::from(t.simple) {
+            PlanMode::Simple
+        } else if tokens <= u64::from(t.moderate) {
+            PlanMode::Standard
+        } else {
+            PlanMode::Complex
+        }
+    }
+
+    /// The decomposition level the model is asked for: with
+    /// `planning.auto_adjust_level` a `simple` request gets `minimal` and a
+    /// `complex` one `detailed` (seed 000 §11.1.2: simple tasks get simple
+    /// planning, only complex ones detailed planning); a `standard` request,
+    /// or any request without the key, gets `planning.decomposition_level`.
+    pub fn decomposition_level(&self) -> DecompositionLevel {
+        let configured = self.config.planning.decomposition_level;
+        if !self.config.planning.auto_adjust_level {
+            return configured;
+        }
+        match self.request_mode() {
+            PlanMode::Simple => DecompositionLevel::Minimal,
+            PlanMode::Standard => configured,
+            PlanMode::Complex => DecompositionLevel::Detailed,
+        }
+    }
+
     /// The subtask cap: the smaller of `planning.max_subtasks` and
     /// `chunking.max_subtasks`, at least 1; `decomposition_level: minimal` caps at 3.
     pub fn max_subtasks(&self) -> usize {
@@ -44,10 +77,11 @@ impl PlanningContext {
             .max_subtasks
             .min(self.task_planning.chunking.max_subtasks)
             .max(1) as usize;
+        // The configured level: an enumeration the user wrote keeps its items
+        // whatever the request's length.
         match self.config.planning.decomposition_level {
-            dandori_config::DecompositionLevel::Minimal => cap.min(3),
-            dandori_config::DecompositionLevel::Moderate
-            | dandori_config::DecompositionLevel::Detailed => cap,
+            DecompositionLevel::Minimal => cap.min(3),
+            DecompositionLevel::Moderate | DecompositionLevel::Detailed => cap,
         }
     }
 }

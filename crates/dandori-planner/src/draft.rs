@@ -31,6 +31,14 @@ pub struct Draft {
     /// §9.2): the plan becomes one step and `PLANNING_SKIPPED` records this reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_decomposable: Option<String>,
+    /// Seed 001 §10.3 `Mode` when the planner judged it (a model); else the
+    /// request's size against `planning.complexity_threshold` decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<dandori_plan::PlanMode>,
+    /// Seed 001 §10.3 `ComplexityScore` (0–1) when the planner judged it; else
+    /// the size estimate's total score / 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity_score: Option<f64>,
 }
 
 /// One subtask: becomes one step (one commit).
@@ -58,6 +66,12 @@ pub struct DraftSubtask {
     pub links_to_ac: Vec<String>,
     pub success_criteria: Vec<String>,
     pub required_tools: Vec<String>,
+    /// Seed 001 §10.3 `SuggestedTools` (the model's advice, kept as given).
+    #[serde(default)]
+    pub suggested_tools: Vec<String>,
+    /// Seed 001 §10.3 `SuggestedPersona`.
+    #[serde(default)]
+    pub suggested_persona: Option<String>,
     /// Test-first (`tdd_phase: "red"` in planning.json): the step writes the
     /// tests of its criteria before the change; they must fail on the base.
     #[serde(default)]

@@ -357,6 +357,11 @@ fn test_first_subtask(
         links_to_ac: ids.iter().map(|s| s.to_string()).collect(),
         success_criteria: criteria,
         required_tools: Vec::new(),
+        suggested_tools: ["read_file", "search", "write_file", "run_command"]
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+        suggested_persona: None,
         test_first: true,
     }
 }

@@ -113,6 +113,18 @@ pub struct FollowUp {
     pub commit: Option<String>,
     #[serde(default)]
     pub reason_code: Option<String>,
+    /// Seed 001 §10.6 `Priority`: `high` (a functional criterion, or one no
+    /// step linked), `medium` (regression), `low` (non-functional). Higher
+    /// priorities run first.
+    #[serde(default = "default_priority")]
+    pub priority: String,
+    /// Seed 001 §10.6 `SuggestedTools` for the follow-up step.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggested_tools: Vec<String>,
+}
+
+fn default_priority() -> String {
+    "high".to_string()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

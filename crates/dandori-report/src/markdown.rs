@@ -102,7 +102,12 @@ pub fn render(i: &ReportInput<'_>) -> String {
             }
         }
         for f in c.follow_ups.iter().filter(|f| f.ac == ac.id) {
-            steps.push(format!("{} ({})", f.step_id, step_status_str(f.status)));
+            steps.push(format!(
+                "{} ({}, {} priority)",
+                f.step_id,
+                step_status_str(f.status),
+                f.priority
+            ));
             if f.status == StepStatus::Done {
                 covered = true;
                 commits.push(short(&f.commit));

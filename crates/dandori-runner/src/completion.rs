@@ -2,10 +2,13 @@
 //! `stage.json` and the step reports. The types (and `requires_human_intervention`
 //! form of §10.4) live in `dandori_report::completion`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use dandori_plan::{Planning, Stage, StepStatus};
+use dandori_plan::{
+    Commands, ExpectedDiff, Inputs, Planning, RiskLevel, Role, Scope, Stage, Step, StepOutputs,
+    StepStatus,
+};
 use serde_json::Value;
 
 pub use dandori_report::completion::{
@@ -14,6 +17,7 @@ pub use dandori_report::completion::{
 
 use crate::coverage::CoverageResult;
 use crate::executor::TokenUsage;
+use crate::plan::RunPaths;
 use crate::reason;
 use crate::step::{StepReport, StepResult};
 
@@ -257,4 +261,101 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
         evidence: i.evidence.clone(),
         exit_code: status.exit_code(),
     }
+}
+
+/// The follow-up step `step_id` for an AC the plan left uncovered (seed 001
+/// §10.6): what the run executes, and what an MCP client is handed for it.
+pub fn follow_up_step(planning: &Planning, paths: &RunPaths, step_id: &str, ac_id: &str) -> Step {
+    let ac = planning
+        .context
+        .acceptance_criteria
+        .iter()
+        .find(|a| a.id == ac_id);
+    let intent = match ac {
+        Some(a) => format!(
+            "Satisfy acceptance criterion {}: given {}, when {}, then {}",
+            a.id, a.given, a.when, a.then
+        ),
+        None => format!("Satisfy acceptance criterion {ac_id}"),
+    };
+    // The plan's targets, and the whole repository: an acceptance criterion no
+    // step covered may need a change anywhere.
+    let mut targets: BTreeSet<String> = planning
+        .steps
+        .iter()
+        .flat_map(|s| s.scope.target_paths.iter().cloned())
+        .collect();
+    targets.insert(".".to_string());
+    let unit = planning
+        .context
+        .test_instructions
+        .unit
+        .clone()
+        .filter(|u| !u.trim().is_empty());
+    let step_id = step_id.to_string();
+    Step {
+        title: format!("Follow-up: cover {ac_id}"),
+        role: Role::Implementer,
+        intent,
+        scope: Scope {
+            target_paths: targets.into_iter().collect(),
+            forbidden_paths: None,
+            max_diff_lines: planning.limits.max_diff_lines,
+            max_files_changed: planning.limits.max_files_changed,
+            extra: Default::default(),
+        },
+        inputs: Inputs {
+            request_path: planning
+                .steps
+                .first()
+                .map(|s| s.inputs.request_path.clone())
+                .unwrap_or_default(),
+            context_files: None,
+            code_files_hint: None,
+            extra: Default::default(),
+        },
+        commands: Commands {
+            unit: unit.map(|u| vec![u]),
+            e2e: None,
+            extra: Default::default(),
+        },
+        success_criteria: vec![format!("{ac_id} holds")],
+        links_to_ac: vec![ac_id.to_string()],
+        expected_diff: ExpectedDiff {
+            lines_max: planning.limits.max_diff_lines,
+            files_max: 10,
+            risk_level: RiskLevel::Mid,
+            extra: Default::default(),
+        },
+        outputs: StepOutputs {
+            patch_path: paths.patch(&step_id).to_string_lossy().into_owned(),
+            log_prefix: paths
+                .logs
+                .join(format!("step.{step_id}"))
+                .to_string_lossy()
+                .into_owned(),
+            extra: Default::default(),
+        },
+        step_id,
+        fallback: None,
+        stop_conditions: None,
+        depends_on: None,
+        produces: None,
+        consumes: None,
+        boundaries: None,
+        estimated_complexity: None,
+        required_tools: None,
+        suggested_tools: None,
+        suggested_persona: None,
+        extra: Default::default(),
+    }
+}
+
+/// The follow-up steps a run recorded in its stage (`follow_ups`).
+pub fn follow_ups(stage: &Stage) -> Vec<FollowUp> {
+    stage
+        .extra
+        .get("follow_ups")
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_default()
 }

@@ -15,6 +15,10 @@ pub struct CoverageInput {
     pub covered: Vec<String>,
     /// ACs linked by no step at all (a gap in the plan, fixable by a follow-up).
     pub unplanned: Vec<String>,
+    /// Covered ACs that a linking step left without a verification of its own
+    /// (done without a check, or not done): covered, but worth a test.
+    #[serde(default)]
+    pub weakly_evidenced: Vec<String>,
     /// Size of what exists (committed diff lines): seed 001's "synthesis length".
     pub synthesis_size: u64,
     pub iteration: u32,
@@ -94,7 +98,14 @@ pub fn assess(input: &CoverageInput) -> CoverageResult {
         .to_string(),
         overall_coverage: overall,
         critical_gaps,
-        optional_gaps: Vec::new(),
+        // Seed 001 §10.5 `OptionalGaps`: improvements, not blockers — covered
+        // criteria whose evidence leaves a linking step unverified.
+        optional_gaps: input
+            .acceptance_criteria
+            .iter()
+            .filter(|a| input.covered.contains(a) && input.weakly_evidenced.contains(a))
+            .cloned()
+            .collect(),
         confidence_level: "high".to_string(),
         rules_applied: Vec::new(),
     }
@@ -143,6 +154,7 @@ mod tests {
             acceptance_criteria: ["AC-01", "AC-02", "AC-03"].map(String::from).to_vec(),
             covered: covered.iter().map(|s| s.to_string()).collect(),
             unplanned: Vec::new(),
+            weakly_evidenced: Vec::new(),
             synthesis_size: 100,
             iteration,
             max_iterations: 2,
@@ -168,6 +180,16 @@ mod tests {
         claimed.recommended_action = "complete".to_string();
         let r = apply_guardrails(&i, claimed);
         assert!(r.should_continue);
+        assert_eq!(r.critical_gaps, vec!["AC-03".to_string()]);
+    }
+
+    #[test]
+    fn weak_evidence_of_a_covered_criterion_is_an_optional_gap() {
+        let mut i = input(&["AC-01", "AC-02"], 1);
+        // AC-03 is not covered: critical, never optional.
+        i.weakly_evidenced = vec!["AC-02".to_string(), "AC-03".to_string()];
+        let r = apply_guardrails(&i, assess(&i));
+        assert_eq!(r.optional_gaps, vec!["AC-02".to_string()]);
         assert_eq!(r.critical_gaps, vec!["AC-03".to_string()]);
     }
 

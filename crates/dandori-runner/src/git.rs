@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::RunnerError;
 
 mod driver_overrides;
+mod merge;
 mod objects;
 pub mod touched;
 
@@ -258,6 +259,7 @@ impl Git {
         {
             if let Some(r) = &self.reader {
                 r.note_commit(&id, tree);
+                r.note_parents(&id, parents);
             }
             return Ok(id);
         }
@@ -268,7 +270,14 @@ impl Git {
         }
         args.push("-m");
         args.push(message);
-        Ok(self.run(&args)?.trim().to_string())
+        let id = self.run(&args)?.trim().to_string();
+        if let Some(r) = &self.reader
+            && is_full_hash(&id)
+        {
+            r.note_commit(&id, tree);
+            r.note_parents(&id, parents);
+        }
+        Ok(id)
     }
 
     /// This handle for a worktree of the run's pool ([`POOL_CONFIG`]).
@@ -758,12 +767,25 @@ impl Git {
         b: &str,
         message: &str,
     ) -> Result<Option<String>, RunnerError> {
+        if let Some(tree) = self.merge_in_process(a, b) {
+            return Ok(Some(self.commit_tree(&tree, &[a, b], message)?));
+        }
         let (ok, out, _) = self.output(&["merge-tree", "--write-tree", "--no-messages", a, b])?;
         if !ok {
             return Ok(None);
         }
         let tree = out.lines().next().unwrap_or_default().trim().to_string();
         Ok(Some(self.commit_tree(&tree, &[a, b], message)?))
+    }
+
+    /// The tree of the merge of the commits `a` and `b` when the run can tell it
+    /// without git (`git/merge.rs`: both were written by this run or stand on its
+    /// starting commit, and no path changed on both sides): the tree `git
+    /// merge-tree --write-tree` writes for them. `None`: ask git.
+    pub fn merge_in_process(&self, a: &str, b: &str) -> Option<String> {
+        let reader = self.reader.as_ref()?;
+        let base = merge::base_tree(reader, a, b)?;
+        merge::merge_trees(reader, &base, &reader.tree_of(a)?, &reader.tree_of(b)?)
     }
 
     /// Folds `commits` (each named by its step, in the order given) into one commit

@@ -122,6 +122,24 @@ pub struct ReflectionInput<'a> {
     pub trigger: Trigger,
     /// Issues named by earlier reflections of the step.
     pub issues: &'a [String],
+    /// `planning.reflection.depth` (seed 000 §9.1).
+    pub depth: ReflectionDepth,
+}
+
+pub use dandori_config::ReflectionDepth;
+
+/// How much the model sees and may answer at each `planning.reflection.depth`
+/// (before the budget cuts): characters of the result, the arguments, the
+/// earlier issues, the success criteria and the intent, and the answer's tokens.
+/// `shallow` judges the action from a glimpse of its result and no history;
+/// `deep` reads the result at length with every earlier issue and may answer
+/// at length.
+fn depth_caps(depth: ReflectionDepth) -> ([usize; 5], u64) {
+    match depth {
+        ReflectionDepth::Shallow => ([300, 120, 0, 200, 200], 100),
+        ReflectionDepth::Moderate => ([1200, 300, 300, 400, 400], 160),
+        ReflectionDepth::Deep => ([6000, 1200, 1200, 1200, 1200], 400),
+    }
 }
 
 /// A reflection request that fits its budget: `estimated_tokens` (the llm crate's
@@ -137,8 +155,6 @@ pub struct ReflectionPrompt {
 /// The reflection rules (seed 000 §8.1.3) and the answer format (§5), compact.
 pub const REFLECTION_SYSTEM: &str = "You review one action of a coding step: compare the result with what was expected, name problems, check it fits the step, and revise the plan only if needed. Answer only with JSON: {\"phase\":\"reflection\",\"reflection\":{\"action_evaluated\":\"<tool>\",\"status\":\"success|failure|partial\",\"evaluation\":\"<one sentence>\",\"issues_identified\":[],\"plan_revision_needed\":false},\"plan_revision\":{\"reason\":\"\",\"changes\":[]}}";
 
-/// Tokens asked for the answer (a short JSON object), when the budget allows.
-const ANSWER_TOKENS: u64 = 160;
 /// The answer never gets less than this; a budget that leaves less is too small.
 const MIN_ANSWER_TOKENS: u64 = 40;
 
@@ -157,7 +173,7 @@ fn clip(text: &str, max: usize) -> String {
 
 fn user_text(input: &ReflectionInput<'_>, caps: &[usize; 5]) -> String {
     let [result, args, issues, criteria, intent] = *caps;
-    let issues_text = if input.issues.is_empty() {
+    let issues_text = if input.issues.is_empty() || issues == 0 {
         "none".to_string()
     } else {
         clip(&input.issues.join("; "), issues)
@@ -182,14 +198,14 @@ fn user_text(input: &ReflectionInput<'_>, caps: &[usize; 5]) -> String {
 /// issues, the success criteria, the intent). `None` when even the fixed text and
 /// a minimal answer do not fit.
 pub fn prompt(input: &ReflectionInput<'_>, budget: u64) -> Option<ReflectionPrompt> {
-    let answer = ANSWER_TOKENS.min(budget / 3);
+    let (mut caps, answer_tokens) = depth_caps(input.depth);
+    let answer = answer_tokens.min(budget / 3);
     if answer < MIN_ANSWER_TOKENS {
         return None;
     }
     // The client admits a call when prompt + 1 ≤ budget and caps the answer at the
     // rest; keep the prompt at or under budget - answer.
     let prompt_limit = budget - answer;
-    let mut caps: [usize; 5] = [1200, 300, 300, 400, 400];
     let floors: [usize; 5] = [80, 40, 0, 40, 60];
     loop {
         let user = user_text(input, &caps);
@@ -232,7 +248,39 @@ mod tests {
             result_is_error: true,
             trigger: Trigger::Error,
             issues,
+            depth: ReflectionDepth::Moderate,
         }
+    }
+
+    #[test]
+    fn depth_sets_how_much_the_model_sees_and_answers() {
+        let long = "Traceback line\n".repeat(2000);
+        let issues = vec!["the import is missing".to_string()];
+        let at = |depth| {
+            let mut i = input(&long, &issues);
+            i.depth = depth;
+            prompt(&i, 8000).unwrap()
+        };
+        let (shallow, moderate, deep) = (
+            at(ReflectionDepth::Shallow),
+            at(ReflectionDepth::Moderate),
+            at(ReflectionDepth::Deep),
+        );
+        assert!(shallow.user.len() < moderate.user.len());
+        assert!(moderate.user.len() < deep.user.len());
+        assert!(shallow.max_tokens < moderate.max_tokens && moderate.max_tokens < deep.max_tokens);
+        // Shallow: no history of earlier issues; the others carry it.
+        assert!(
+            shallow.user.ends_with("Issues so far: none"),
+            "{}",
+            shallow.user
+        );
+        assert!(deep.user.contains("the import is missing"));
+        // Deep still fits a small budget: the budget cuts win over the depth.
+        let mut i = input(&long, &issues);
+        i.depth = ReflectionDepth::Deep;
+        let p = prompt(&i, 500).unwrap();
+        assert!(p.estimated_tokens + u64::from(p.max_tokens) <= 500);
     }
 
     #[test]

@@ -262,9 +262,22 @@ fn human(o: &PlanOutcome) {
         ));
     }
     for s in &p.steps {
-        let after = match &s.depends_on {
-            Some(d) if !d.is_empty() => format!(" (after {})", d.join(", ")),
-            _ => String::new(),
+        // What the step waits for: its logical and data dependencies (resource
+        // edges only serialise, they are not shown).
+        let mut waits: Vec<&str> = s.depends_on.iter().flatten().map(String::as_str).collect();
+        for e in p.dependency_graph.iter().flat_map(|g| &g.edges) {
+            if e.to == s.step_id
+                && e.kind == dandori_plan::EdgeType::Data
+                && !waits.contains(&e.from.as_str())
+            {
+                waits.push(&e.from);
+            }
+        }
+        waits.sort_unstable();
+        let after = if waits.is_empty() {
+            String::new()
+        } else {
+            format!(" (after {})", waits.join(", "))
         };
         output::line(&format!("  {} {}{}", s.step_id, s.title, after));
         output::line(&format!(

@@ -204,15 +204,26 @@ pub(super) fn planned_repo(root: &Path, name: &str) -> (PathBuf, PathBuf) {
                   "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
         "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
     });
-    let run_dir = repo.join(".dandori/runs/RQ-7/run-7");
+    let run_dir = write_plan(&repo, &plan);
+    (repo, run_dir)
+}
+
+/// Writes `plan` into its run directory of `repo` (`.dandori/runs/<request>/<run>`,
+/// ignored by git) and returns the directory.
+fn write_plan(repo: &Path, plan: &Value) -> PathBuf {
+    let run_dir = repo.join(format!(
+        ".dandori/runs/{}/{}",
+        plan["request_id"].as_str().unwrap(),
+        plan["run_id"].as_str().unwrap()
+    ));
     std::fs::create_dir_all(&run_dir).unwrap();
     std::fs::write(repo.join(".dandori/.gitignore"), "*\n").unwrap();
     std::fs::write(
         run_dir.join("planning.json"),
-        serde_json::to_string_pretty(&plan).unwrap(),
+        serde_json::to_string_pretty(plan).unwrap(),
     )
     .unwrap();
-    (repo, run_dir)
+    run_dir
 }
 
 /// What must be equal between two runs of the same plan: commit messages (with
@@ -312,6 +323,65 @@ fn a_plan_executed_through_mcp_ends_like_the_command_executor() {
         "{}",
         a["commits"]
     );
+}
+
+/// A follow-up step the run adds for a criterion no step proved (seed 001
+/// §10.6) is handed to the MCP client like the plan's steps: `next` offers it
+/// with its title, `step` gives its prompt, `step_update` takes its answer.
+#[test]
+fn follow_up_steps_are_executed_through_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let repo = new_repo(&root, "follow-up");
+    let mut s01 = step("S01", "test -f src/S01/main.txt", &[]);
+    s01["links_to_ac"] = json!(["AC-01", "AC-03"]);
+    let plan = json!({
+        "version": "1.0", "request_id": "RQ-8", "run_id": "run-8",
+        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
+        "work_branch": "dandori/RQ-8/run-8",
+        "limits": {"max_diff_lines": 100, "timeout_sec": 120, "max_steps_per_run": 10, "max_autofix_cycles": 0},
+        "context": {
+            "summary": "Write files", "constraints": [],
+            "acceptance_criteria": [
+                {"id": "AC-01", "given": "g", "when": "w", "then": "S01 is written"},
+                {"id": "AC-02", "given": "g", "when": "w", "then": "the follow-up's work is there"},
+                {"id": "AC-03", "given": "g", "when": "w", "then": "S01 is still written"}
+            ],
+            "test_instructions": {"unit": "grep -q 'work of F01' main.txt"}
+        },
+        "steps": [s01],
+        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
+                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 0},
+        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
+    });
+    let run_dir = write_plan(&repo, &plan);
+    let out = agent(json!({
+        "bin": BIN, "cwd": repo, "tools": "core", "edit": fixture("edit.py"),
+        "run_dir": run_dir,
+    }));
+    let verdicts: Vec<(String, String)> = out["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["step_id"].as_str().unwrap_or_default().to_string(),
+                v["status"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        vec![
+            ("S01".to_string(), "done".to_string()),
+            ("F01".to_string(), "done".to_string())
+        ],
+        "{out}"
+    );
+    assert_eq!(out["completion"]["status"], json!("completed"), "{out}");
+    // The follow-up's commit is on the work branch.
+    let log = git(&repo, &["log", "--format=%B", "main..dandori/RQ-8/run-8"]);
+    assert!(log.contains("Dandori-Step: F01"), "{log}");
 }
 
 /// The first `mcp-inspector` on PATH (npm `@modelcontextprotocol/inspector`,

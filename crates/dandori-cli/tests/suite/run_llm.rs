@@ -96,6 +96,52 @@ pub fn calc_script() -> Vec<Reply> {
     ]
 }
 
+/// `dandori plan requests/RQ-7.md --json` (the offline planner).
+fn plan_rq7(repo: &TempGitRepo, home: &Path) -> Value {
+    json_out(&dandori(
+        &["plan", "requests/RQ-7.md", "--json"],
+        repo.path(),
+        home,
+        &[],
+    ))
+}
+
+/// `dandori run RUN_DIR --executor llm --json` with the fake server as the
+/// provider; `extra` is YAML appended after the `llm:` provider list (an
+/// indented `  budgets:` block continues `llm:`).
+fn run_with_fake(
+    repo: &TempGitRepo,
+    home: &Path,
+    run_dir: &Path,
+    server: &FakeLlmServer,
+    extra: &str,
+) -> Output {
+    let config = home.join("llm.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "llm:\n  default_provider: fake\n  providers:\n    - name: fake\n      kind: openai\n      base_url: {}\n      api_key_env: TEST_RUN_LLM_KEY\n      model: fake-coder\n      stream: false\n      max_retries: 0\n{extra}",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let run_dir_s = run_dir.to_string_lossy().into_owned();
+    dandori(
+        &[
+            "run",
+            &run_dir_s,
+            "--executor",
+            "llm",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        repo.path(),
+        home,
+        &[("TEST_RUN_LLM_KEY", KEY)],
+    )
+}
+
 fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -111,12 +157,7 @@ fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
 fn plan_then_run_with_the_llm_executor_commits_each_step() {
     let repo = calc_project();
     let home = tempfile::tempdir().unwrap();
-    let plan = json_out(&dandori(
-        &["plan", "requests/RQ-7.md", "--json"],
-        repo.path(),
-        home.path(),
-        &[],
-    ));
+    let plan = plan_rq7(&repo, home.path());
     assert_eq!(plan["planner"], json!("offline"));
     assert_eq!(plan["steps"], json!(2));
     let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
@@ -133,29 +174,14 @@ fn plan_then_run_with_the_llm_executor_commits_each_step() {
     assert_eq!(targets, vec!["calc.py", "tests/test_calc.py"]);
 
     let server = FakeLlmServer::start(calc_script()).expect_api_key(KEY);
-    let config = home.path().join("llm.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "llm:\n  default_provider: fake\n  providers:\n    - name: fake\n      kind: openai\n      base_url: {}\n      api_key_env: TEST_RUN_LLM_KEY\n      model: fake-coder\n      stream: false\n      max_retries: 0\n# an interval reflection whatever the steps' complexity (seed 000 §11.1.3 default: by complexity)\nplanning:\n  reflection:\n    trigger_interval: 3\n",
-            server.base_url()
-        ),
-    )
-    .unwrap();
-    let run_dir_s = run_dir.to_string_lossy().into_owned();
-    let out = dandori(
-        &[
-            "run",
-            &run_dir_s,
-            "--executor",
-            "llm",
-            "--json",
-            "--config",
-            config.to_str().unwrap(),
-        ],
-        repo.path(),
+    let out = run_with_fake(
+        &repo,
         home.path(),
-        &[("TEST_RUN_LLM_KEY", KEY)],
+        &run_dir,
+        &server,
+        // an interval reflection whatever the steps' complexity (seed 000
+        // §11.1.3 default: by complexity)
+        "planning:\n  reflection:\n    trigger_interval: 3\n",
     );
     let summary = json_out(&out);
     assert_eq!(summary["status"], json!("completed"), "{summary:#}");
@@ -264,4 +290,129 @@ fn plan_then_run_with_the_llm_executor_commits_each_step() {
     }
     assert!(!String::from_utf8_lossy(&out.stdout).contains(KEY));
     assert!(!String::from_utf8_lossy(&out.stderr).contains(KEY));
+}
+
+/// Seed 000 §11.3.2: past `llm.budgets.conversation` the tool loop sends the
+/// oldest turns as one summary message; the fake server receives the
+/// compressed conversation (the step prompt and the newest call whole, the
+/// earlier reads as one line each, their contents gone).
+#[test]
+fn the_tool_loop_conversation_is_compressed_past_its_budget() {
+    let repo = calc_project();
+    let home = tempfile::tempdir().unwrap();
+    let plan = plan_rq7(&repo, home.path());
+    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let script = vec![
+        // S01: two reads, the change, the tests, done.
+        Reply::openai_tool_call("read_file", &json!({"path": "pytest.py"})),
+        Reply::openai_tool_call("read_file", &json!({"path": "README.md"})),
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n"}),
+        ),
+        Reply::openai_tool_call("run_command", &json!({"command": "python -m pytest -q"})),
+        completion("subtract added"),
+        // S02: the unit test.
+        Reply::openai_tool_call(
+            "write_file",
+            &json!({"path": "tests/test_calc.py", "content": "import unittest\n\nfrom calc import add, subtract\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n    def test_subtract(self):\n        self.assertEqual(subtract(5, 3), 2)\n"}),
+        ),
+        completion("test added"),
+    ];
+    let server = FakeLlmServer::start(script).expect_api_key(KEY);
+    let out = run_with_fake(
+        &repo,
+        home.path(),
+        &run_dir,
+        &server,
+        "  budgets:\n    task: 100000\n    conversation: 100\nplanning:\n  reflection:\n    enabled: false\n",
+    );
+    let summary = json_out(&out);
+    assert_eq!(summary["status"], json!("completed"), "{summary:#}");
+    assert_eq!(server.remaining(), 0, "the whole script was used");
+
+    let requests = server.requests();
+    // The first two turns are under any compression (one turn is always kept).
+    let first = requests[0].body["messages"].as_array().unwrap();
+    assert_eq!(first.len(), 2);
+    // The first compressed call of S01 (the reads outgrow 100 tokens): the
+    // system prompt, the step prompt, the summary of the earlier reads, then the
+    // newest turn whole, a call paired with its result.
+    let is_summary = |m: &Value| {
+        m["role"] == "user"
+            && m["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("Earlier actions of this step, compressed"))
+    };
+    let i = requests
+        .iter()
+        .position(|r| {
+            r.body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(is_summary)
+        })
+        .expect("no compressed request");
+    assert!((2..=4).contains(&i), "first compressed request: {i}");
+    let messages = requests[i].body["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles[..3], ["system", "user", "user"], "{messages:#?}");
+    assert_eq!(
+        roles[roles.len() - 2..],
+        ["assistant", "tool"],
+        "{messages:#?}"
+    );
+    let summary_text = messages[2]["content"].as_str().unwrap();
+    assert!(
+        summary_text.contains("- read_file pytest.py → \"\"\"Runs unittest discovery"),
+        "{summary_text}"
+    );
+    let n = messages.len();
+    assert_eq!(
+        messages[n - 1]["tool_call_id"],
+        messages[n - 2]["tool_calls"][0]["id"],
+        "the kept call and its result stay paired"
+    );
+    // What the first read returned went to the model once, then not again.
+    assert!(requests[1].raw_body.contains("unittest.main(module=None"));
+    for r in &requests[i..] {
+        assert!(!r.raw_body.contains("unittest.main(module=None"));
+    }
+    // Later compressions fold the earlier summary in: one summary per request.
+    for r in &requests[i..] {
+        let count = r.body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| is_summary(m))
+            .count();
+        assert!(count <= 1);
+    }
+
+    // The trace's LLM_CALL records say what was compressed.
+    let trace: Vec<Value> = std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compressed: Vec<&Value> = trace
+        .iter()
+        .filter(|e| e["event"] == "LLM_CALL")
+        .filter_map(|e| e["data"].get("conversation_compressed"))
+        .collect();
+    assert!(!compressed.is_empty());
+    for c in &compressed {
+        assert_eq!(c["budget"], json!(100));
+        assert!(c["before_tokens"].as_u64().unwrap() > 100, "{c}");
+        // Smaller, though not always within the budget: the newest turn and
+        // one summary line are always sent.
+        assert!(
+            c["after_tokens"].as_u64().unwrap() < c["before_tokens"].as_u64().unwrap(),
+            "{c}"
+        );
+    }
 }

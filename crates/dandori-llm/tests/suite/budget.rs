@@ -14,6 +14,7 @@ fn budgets_cap_completions_and_refuse_calls() {
         planning_context: 100,
         reflection: 50,
         task: 1000,
+        conversation: 1000,
     };
     let env = env();
     let client = Client::from_config(

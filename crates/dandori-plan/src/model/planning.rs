@@ -59,6 +59,17 @@ pub struct Planning {
     /// Seed 002 §4.3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_environment: Option<SelectedEnvironment>,
+    /// Seed 001 §10.3 `DecompositionResult.Mode`: how much planning the request
+    /// got (`simple`, `standard`, `complex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<PlanMode>,
+    /// Seed 001 §10.3 `ComplexityScore`, 0.0–1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity_score: Option<f64>,
+    /// Seed 001 §10.4: `parallel` (no step depends on another), `sequential`
+    /// (one chain) or `dag` (partial order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_strategy: Option<ExecutionStrategy>,
 
     /// Unknown keys, preserved.
     #[serde(flatten)]
@@ -173,9 +184,35 @@ pub struct Step {
     pub estimated_complexity: Option<Complexity>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub required_tools: Option<Vec<String>>,
+    /// Seed 001 §10.3 `SuggestedTools`: tools the planner suggests for the step
+    /// (advice to the executor, not a permission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_tools: Option<Vec<String>>,
+    /// Seed 001 §10.3 `SuggestedPersona`: who should do the step ("a backend
+    /// engineer familiar with Express"); given to the executor's prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_persona: Option<String>,
 
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// Seed 001 §10.3 `Mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PlanMode {
+    Simple,
+    Standard,
+    Complex,
+}
+
+/// Seed 001 §10.4 execution strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutionStrategy {
+    Parallel,
+    Sequential,
+    Dag,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

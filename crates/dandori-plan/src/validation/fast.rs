@@ -182,6 +182,8 @@ allowed! {
     GroupModes = shape::GROUP_MODES;
     ExecutionModes = shape::EXECUTION_MODES;
     WorkerStrategies = shape::WORKER_STRATEGIES;
+    PlanModes = shape::PLAN_MODES;
+    ExecutionStrategies = shape::EXECUTION_STRATEGIES;
 }
 
 /// A free-form object.
@@ -297,6 +299,9 @@ pub(super) struct PlanningV<'a> {
     pub dependency_graph: Option<DependencyGraphV>,
     pub execution_plan: Option<ExecutionPlanV>,
     pub selected_environment: Option<SelectedEnvironmentV>,
+    pub mode: Option<OneOf<PlanModes>>,
+    pub complexity_score: Option<f64>,
+    pub execution_strategy: Option<OneOf<ExecutionStrategies>>,
     #[serde(flatten)]
     pub rest: Skip,
 }
@@ -425,6 +430,8 @@ pub(super) struct StepV<'a> {
     pub boundaries: Option<BoundariesV>,
     pub estimated_complexity: Option<ComplexityV>,
     pub required_tools: Option<Vec<Str>>,
+    pub suggested_tools: Option<Vec<Str>>,
+    pub suggested_persona: Option<Str>,
     #[serde(flatten)]
     pub rest: Skip,
 }

@@ -527,6 +527,8 @@ struct Facts<'a> {
     ac_ids: Option<Vec<Option<&'a str>>>,
     /// Length of `assumptions`, when it is an array.
     assumptions: Option<usize>,
+    /// Seed 001 `complexity_score`, when it is a number.
+    complexity_score: Option<f64>,
 }
 
 struct StepFacts<'a> {
@@ -596,6 +598,7 @@ impl<'a> Facts<'a> {
                 .get("assumptions")
                 .and_then(Value::as_array)
                 .map(Vec::len),
+            complexity_score: value.get("complexity_score").and_then(Value::as_f64),
         }
     }
 
@@ -640,6 +643,7 @@ impl<'a> Facts<'a> {
                     .collect(),
             ),
             assumptions: view.assumptions.as_ref().map(Vec::len),
+            complexity_score: view.complexity_score,
         }
     }
 }
@@ -653,6 +657,15 @@ fn check_rules(facts: &Facts<'_>, report: &mut ValidationReport) {
             rc::UNSUPPORTED_VERSION,
             "version",
             format!("version `{v}` is not supported (expected \"{PLANNING_VERSION}\")"),
+        );
+    }
+    if let Some(c) = facts.complexity_score
+        && !(0.0..=1.0).contains(&c)
+    {
+        report.fail(
+            rc::INVALID_VALUE,
+            "complexity_score",
+            format!("complexity_score {c} is outside 0.0–1.0"),
         );
     }
     let limit = facts.limit;

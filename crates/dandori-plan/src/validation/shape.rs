@@ -79,6 +79,8 @@ pub(crate) const GROUP_MODES: &[&str] = &["parallel", "sequential"];
 pub(crate) const EXECUTION_MODES: &[&str] = &["single", "parallel", "sequential", "hybrid"];
 pub(crate) const WORKER_STRATEGIES: &[&str] = &["single", "round_robin", "least_loaded"];
 pub(crate) const COMPLEXITY_LEVELS: &[&str] = &["low", "medium", "high"];
+pub(crate) const PLAN_MODES: &[&str] = &["simple", "standard", "complex"];
+pub(crate) const EXECUTION_STRATEGIES: &[&str] = &["parallel", "sequential", "dag"];
 
 const LIMITS: &[Field] = &[
     req("max_diff_lines", Kind::UInt),
@@ -154,6 +156,8 @@ pub(crate) const STEP: &[Field] = &[
     opt("boundaries", Kind::Obj(BOUNDARIES)),
     opt("estimated_complexity", Kind::Complexity),
     opt("required_tools", Kind::StrArray),
+    opt("suggested_tools", Kind::StrArray),
+    opt("suggested_persona", Kind::Str),
 ];
 
 const GATES: &[Field] = &[
@@ -278,6 +282,9 @@ pub(crate) const PLANNING: &[Field] = &[
     opt("dependency_graph", Kind::Obj(DEPENDENCY_GRAPH)),
     opt("execution_plan", Kind::Obj(EXECUTION_PLAN)),
     opt("selected_environment", Kind::Obj(SELECTED_ENVIRONMENT)),
+    opt("mode", Kind::Enum(PLAN_MODES)),
+    opt("complexity_score", Kind::Num),
+    opt("execution_strategy", Kind::Enum(EXECUTION_STRATEGIES)),
 ];
 
 #[cfg(test)]

@@ -25,10 +25,10 @@ use crate::model::Extra;
 use crate::{
     AcKind, AcceptanceCriterion, Boundaries, ChunkingDecision, Commands, Complexity,
     ComplexityLevel, Context, DecisionCriterion, DependencyEdge, DependencyGraph, EdgeType,
-    ExecutionGroup, ExecutionMode, ExecutionPlan, ExpectedDiff, Gates, GoalUnderstanding,
-    GroupMode, Inputs, Limits, Planning, RiskLevel, Role, RunOutputs, Scope, SelectedEnvironment,
-    SizeCategory, SizeEstimation, Step, StepOutputs, SubtaskPlan, TestInstructions, WorkerStrategy,
-    WorkerStrategyType,
+    ExecutionGroup, ExecutionMode, ExecutionPlan, ExecutionStrategy, ExpectedDiff, Gates,
+    GoalUnderstanding, GroupMode, Inputs, Limits, PlanMode, Planning, RiskLevel, Role, RunOutputs,
+    Scope, SelectedEnvironment, SizeCategory, SizeEstimation, Step, StepOutputs, SubtaskPlan,
+    TestInstructions, WorkerStrategy, WorkerStrategyType,
 };
 
 /// An enum read from a string only.
@@ -109,6 +109,9 @@ pub(super) struct PlanningT {
     dependency_graph: Option<DependencyGraphT>,
     execution_plan: Option<ExecutionPlanT>,
     selected_environment: Option<SelectedEnvironment>,
+    mode: Option<Strict<PlanMode>>,
+    complexity_score: Option<f64>,
+    execution_strategy: Option<Strict<ExecutionStrategy>>,
     #[serde(flatten)]
     extra: Extra,
 }
@@ -157,6 +160,8 @@ struct StepT {
     boundaries: Option<BoundariesT>,
     estimated_complexity: Option<StrictComplexity>,
     required_tools: Option<Vec<String>>,
+    suggested_tools: Option<Vec<String>>,
+    suggested_persona: Option<String>,
     #[serde(flatten)]
     extra: Extra,
 }
@@ -334,6 +339,8 @@ impl StepT {
             }),
             estimated_complexity: s.estimated_complexity.map(|c| c.0),
             required_tools: s.required_tools,
+            suggested_tools: s.suggested_tools,
+            suggested_persona: s.suggested_persona,
             extra: s.extra,
         }
     }
@@ -393,6 +400,7 @@ impl PlanningT {
                     .collect(),
             ),
             assumptions: self.assumptions.as_ref().map(Vec::len),
+            complexity_score: self.complexity_score,
         }
     }
 
@@ -499,6 +507,9 @@ impl PlanningT {
                 extra: p.extra,
             }),
             selected_environment: self.selected_environment,
+            mode: self.mode.map(|m| m.0),
+            complexity_score: self.complexity_score,
+            execution_strategy: self.execution_strategy.map(|m| m.0),
             extra: self.extra,
         }
     }

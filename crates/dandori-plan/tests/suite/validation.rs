@@ -246,3 +246,71 @@ fn sanitisation_reports_json_paths_and_policy_codes() {
     );
     assert!(report.findings[2].message.contains("POLICY_INFINITE_LOOP"));
 }
+
+/// Seed 001's `mode`, `complexity_score`, `execution_strategy` and the steps'
+/// `suggested_tools` / `suggested_persona`: optional (the seed 004 sample has
+/// none and validates clean, above), typed when present, and kept by a parse.
+#[test]
+fn seed001_fields_are_optional_typed_and_kept() {
+    let mut v: serde_json::Value = serde_json::from_str(&sample()).unwrap();
+    v["mode"] = serde_json::json!("standard");
+    v["complexity_score"] = serde_json::json!(0.42);
+    v["execution_strategy"] = serde_json::json!("dag");
+    v["steps"][0]["suggested_tools"] = serde_json::json!(["read_file", "run_command"]);
+    v["steps"][0]["suggested_persona"] = serde_json::json!("a careful Python reviewer");
+    let text = v.to_string();
+    assert_eq!(
+        validation::validate_str(&text).findings,
+        Vec::<Finding>::new()
+    );
+    let parsed = validation::parse(&text).unwrap().planning;
+    assert_eq!(parsed.mode, Some(dandori_plan::PlanMode::Standard));
+    assert_eq!(parsed.complexity_score, Some(0.42));
+    assert_eq!(
+        parsed.execution_strategy,
+        Some(dandori_plan::ExecutionStrategy::Dag)
+    );
+    assert_eq!(
+        parsed.steps[0].suggested_persona.as_deref(),
+        Some("a careful Python reviewer")
+    );
+    assert_eq!(
+        serde_json::to_value(&parsed).unwrap()["steps"][0]["suggested_tools"],
+        serde_json::json!(["read_file", "run_command"])
+    );
+
+    let bad = |edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut v = v.clone();
+        edit(&mut v);
+        validation::validate_str(&v.to_string())
+            .findings
+            .into_iter()
+            .map(|f| (f.code.to_string(), f.path))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        bad(&|v| v["mode"] = serde_json::json!("huge")),
+        vec![(reason_codes::INVALID_VALUE.to_string(), "mode".to_string())]
+    );
+    assert_eq!(
+        bad(&|v| v["complexity_score"] = serde_json::json!(1.5)),
+        vec![(
+            reason_codes::INVALID_VALUE.to_string(),
+            "complexity_score".to_string()
+        )]
+    );
+    assert_eq!(
+        bad(&|v| v["execution_strategy"] = serde_json::json!("hybrid")),
+        vec![(
+            reason_codes::INVALID_VALUE.to_string(),
+            "execution_strategy".to_string()
+        )]
+    );
+    assert_eq!(
+        bad(&|v| v["steps"][0]["suggested_persona"] = serde_json::json!(3)),
+        vec![(
+            reason_codes::INVALID_TYPE.to_string(),
+            "steps[0].suggested_persona".to_string()
+        )]
+    );
+}

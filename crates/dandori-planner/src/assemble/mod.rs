@@ -317,6 +317,9 @@ fn build(
 ) -> Result<Built, PlannerError> {
     let now = dandori_trace::now_rfc3339();
     let tp = &ctx.task_planning;
+    let mut reasoned = draft.clone();
+    order::reasoned_dependencies(&mut reasoned.subtasks);
+    let draft = &reasoned;
 
     // Size (seed 003 §3). A failed planner falls back to the configured category.
     let mut size = sizing::estimate_size(&sizing::SizeInputs {
@@ -429,6 +432,8 @@ fn build(
         chain_sequentially(&mut steps);
     }
     if chunking.should_chunk {
+        // Seed 003 §4.3 `dependencies`: logical and data, by index.
+        let preds = order::predecessors(&final_owned);
         chunking.subtask_definitions = Some(
             final_subtasks
                 .iter()
@@ -437,12 +442,7 @@ fn build(
                     subtask_index: i as u64,
                     prompt: s.title.clone(),
                     estimated_size: SizeCategory::from_score(s.complexity.saturating_mul(10)),
-                    dependencies: s
-                        .depends_on
-                        .iter()
-                        .filter_map(|k| final_subtasks.iter().position(|x| &x.key == k))
-                        .map(|p| p as u64)
-                        .collect(),
+                    dependencies: preds[i].iter().map(|&p| p as u64).collect(),
                 })
                 .collect(),
         );
@@ -541,7 +541,11 @@ fn build(
             "subtasks": steps.iter().map(|s| json!({
                 "id": s.step_id,
                 "description": s.intent,
-                "dependencies": s.depends_on.clone().unwrap_or_default(),
+                // Seed 000: what the step waits for, logical and data.
+                "dependencies": graph.edges.iter()
+                    .filter(|e| e.to == s.step_id && e.kind != dandori_plan::EdgeType::Resource)
+                    .map(|e| e.from.clone())
+                    .fold(Vec::<String>::new(), |mut v, f| { if !v.contains(&f) { v.push(f); } v }),
                 "estimated_complexity": level(s),
                 "required_tools": s.required_tools.clone().unwrap_or_default(),
             })).collect::<Vec<_>>(),
@@ -615,6 +619,14 @@ fn build(
         dependency_graph: Some(graph.dependency_graph()),
         execution_plan: Some(plan.clone()),
         selected_environment: Some(ctx.selected_environment.clone()),
+        mode: Some(draft.mode.unwrap_or_else(|| ctx.request_mode())),
+        complexity_score: Some(
+            draft
+                .complexity_score
+                .unwrap_or((size.total_score / 100.0 * 100.0).round() / 100.0)
+                .clamp(0.0, 1.0),
+        ),
+        execution_strategy: Some(execution_strategy(plan.execution_mode)),
         extra,
     };
     Ok(Built {
@@ -626,6 +638,19 @@ fn build(
         durations,
         dependency_fallback,
     })
+}
+
+/// Seed 001 §10.4: the strategy the execution mode amounts to — independent
+/// steps run in parallel, one chain (or one step) sequentially, a partial order
+/// as a DAG.
+fn execution_strategy(mode: ExecutionMode) -> dandori_plan::ExecutionStrategy {
+    match mode {
+        ExecutionMode::Single | ExecutionMode::Sequential => {
+            dandori_plan::ExecutionStrategy::Sequential
+        }
+        ExecutionMode::Parallel => dandori_plan::ExecutionStrategy::Parallel,
+        ExecutionMode::Hybrid => dandori_plan::ExecutionStrategy::Dag,
+    }
 }
 
 fn step_id(i: usize) -> String {
@@ -736,6 +761,8 @@ fn make_step(
         boundaries: s.boundaries.clone(),
         estimated_complexity: Some(Complexity::Score(s.complexity.clamp(1, 10))),
         required_tools: opt(&s.required_tools),
+        suggested_tools: opt(&s.suggested_tools),
+        suggested_persona: s.suggested_persona.clone(),
         extra: if s.test_first {
             let mut m = serde_json::Map::new();
             m.insert("tdd_phase".into(), json!("red"));

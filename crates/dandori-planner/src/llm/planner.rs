@@ -142,7 +142,7 @@ impl LlmPlanner {
             c.model,
             self.name(),
             ctx.config.planning.strategy,
-            ctx.config.planning.decomposition_level,
+            ctx.decomposition_level(),
             ctx.max_subtasks(),
             prompts
         )
@@ -246,7 +246,7 @@ impl LlmPlanner {
         let inputs = EngineInputs {
             request: &ctx.request.raw,
             strategy: ctx.config.planning.strategy,
-            decomposition_level: ctx.config.planning.decomposition_level,
+            decomposition_level: ctx.decomposition_level(),
             max_subtasks: ctx.max_subtasks(),
             max_diff_lines: crate::assemble::MAX_DIFF_LINES,
             context: &context,
@@ -330,6 +330,7 @@ impl LlmPlanner {
                 partial.task_decomposition = Some(super::response::TaskDecomposition {
                     reasoning: message.clone(),
                     subtasks: partial_plan.feasible_subtasks.clone(),
+                    ..Default::default()
                 });
                 for item in &partial_plan.infeasible_subtasks {
                     partial
@@ -541,6 +542,16 @@ fn to_draft(
         chunking_signals: base.chunking_signals.clone(),
         reasoning: decomposition.reasoning.clone(),
         not_decomposable: None,
+        mode: decomposition.mode.as_deref().and_then(|m| match m {
+            "simple" => Some(dandori_plan::PlanMode::Simple),
+            "standard" => Some(dandori_plan::PlanMode::Standard),
+            "complex" => Some(dandori_plan::PlanMode::Complex),
+            _ => None,
+        }),
+        complexity_score: decomposition
+            .complexity_score
+            .filter(|c| c.is_finite())
+            .map(|c| c.clamp(0.0, 1.0)),
     })
 }
 
@@ -585,6 +596,8 @@ fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
         links_to_ac: s.links_to_ac.clone(),
         success_criteria,
         required_tools: Vec::new(),
+        suggested_tools: s.suggested_tools.clone(),
+        suggested_persona: s.suggested_persona.clone().filter(|p| !p.trim().is_empty()),
         test_first: false,
     }
 }

@@ -65,6 +65,16 @@ pub struct TaskDecomposition {
     #[serde(default)]
     pub reasoning: String,
     pub subtasks: Vec<SubtaskOut>,
+    /// Seed 001 §10.3: `simple` | `standard` | `complex`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// Seed 001 §10.3: 0.0–1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complexity_score: Option<f64>,
+    /// Seed 001 §10.4: `parallel` | `sequential` | `dag` (recorded as the
+    /// model's view; the plan's own strategy comes from its dependency graph).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_strategy: Option<String>,
 }
 
 /// One subtask as the model writes it; becomes one step (one commit).
@@ -98,6 +108,12 @@ pub struct SubtaskOut {
     /// Hierarchical strategy: the id of the parent goal this subtask serves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<String>,
+    /// Seed 001 §10.3 `SuggestedTools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suggested_tools: Vec<String>,
+    /// Seed 001 §10.3 `SuggestedPersona`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_persona: Option<String>,
 }
 
 fn default_complexity() -> u8 {
@@ -293,7 +309,9 @@ fn subtask_schema() -> Value {
             "estimated_lines": {"type": "integer", "minimum": 0},
             "links_to_ac": strings(),
             "success_criteria": strings(),
-            "parent": {"type": "string"}
+            "parent": {"type": "string"},
+            "suggested_tools": strings(),
+            "suggested_persona": {"type": "string"}
         }
     })
 }
@@ -322,6 +340,9 @@ pub fn planning_schema() -> Value {
                 "required": ["subtasks"],
                 "properties": {
                     "reasoning": {"type": "string"},
+                    "mode": {"enum": ["simple", "standard", "complex"]},
+                    "complexity_score": {"type": "number", "minimum": 0, "maximum": 1},
+                    "execution_strategy": {"enum": ["parallel", "sequential", "dag"]},
                     "subtasks": {"type": "array", "items": subtask_schema()}
                 }
             },

@@ -55,6 +55,10 @@ pub struct Item {
     pub merged: usize,
     /// Texts of the merged items.
     pub merged_titles: Vec<String>,
+    /// For the request as one item: its summary beyond the title (cut at 80
+    /// characters). Read for the item's kind and the files it implies (an
+    /// export, `python -m pkg`, a failing test), not for retrieval.
+    pub context: String,
 }
 
 impl Item {
@@ -66,6 +70,16 @@ impl Item {
             kind,
             merged: 0,
             merged_titles: Vec::new(),
+            context: String::new(),
+        }
+    }
+
+    /// The item's text and its context.
+    pub fn full_text(&self) -> String {
+        if self.context.is_empty() {
+            self.intent()
+        } else {
+            format!("{} {}", self.intent(), self.context)
         }
     }
 
@@ -106,6 +120,17 @@ const DEFINITION_WORDS: &[&str] = &[
     "列挙",
 ];
 const TEST_WORDS: &[&str] = &["test", "spec ", "テスト", "試験"];
+/// A test that fails names a bug, not test work.
+const FAILURE_WORDS: &[&str] = &[
+    " fails",
+    " failing",
+    " fail ",
+    " failed",
+    " broken",
+    "が失敗",
+    "が落ちる",
+    "失败",
+];
 const DOC_WORDS: &[&str] = &[
     "readme",
     "document",
@@ -118,6 +143,7 @@ const DOC_WORDS: &[&str] = &[
 ];
 const IMPLEMENT_WORDS: &[&str] = &[
     "implement",
+    "export",
     "add ",
     "use ",
     "support",
@@ -138,8 +164,14 @@ pub fn classify(text: &str) -> ItemKind {
     let t = format!("{} ", text.to_lowercase());
     let first_words: String = t.split_whitespace().take(4).collect::<Vec<_>>().join(" ") + " ";
     let has = |words: &[&str], s: &str| words.iter().any(|w| s.contains(w));
-    if has(TEST_WORDS, &first_words)
-        || (has(TEST_WORDS, &t) && !has(IMPLEMENT_WORDS, &t) && !has(DEFINITION_WORDS, &t))
+    // "`tests/test_x.py` fails: …" reports a bug through a test; the fix is code.
+    let failing_test = has(FAILURE_WORDS, &t)
+        && !["add ", "write ", "create "]
+            .iter()
+            .any(|v| first_words.starts_with(v));
+    if !failing_test
+        && (has(TEST_WORDS, &first_words)
+            || (has(TEST_WORDS, &t) && !has(IMPLEMENT_WORDS, &t) && !has(DEFINITION_WORDS, &t)))
     {
         ItemKind::Test
     } else if has(DOC_WORDS, &first_words) || (has(DOC_WORDS, &t) && !has(IMPLEMENT_WORDS, &t)) {
@@ -195,7 +227,21 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
         )
     } else {
         let details = req.requirements.clone();
-        (vec![Item::new(req.title.clone(), details)], Source::Whole)
+        let mut item = Item::new(req.title.clone(), details);
+        // The request as one item holds all of its summary, not only the title
+        // (the first line, cut at 80 characters): "… Export it from the package."
+        // is part of the work.
+        item.context = req
+            .summary
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && *l != req.title)
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !item.context.is_empty() {
+            item.kind = classify(&item.full_text());
+        }
+        (vec![item], Source::Whole)
     };
     let cap = max_subtasks.max(1);
     if items.len() > cap {
@@ -278,7 +324,20 @@ pub(crate) fn mentions(text: &str, words: &[&str]) -> bool {
 /// since a step per path would leave each half of the change to a different step.
 fn relates_paths(req: &Request) -> bool {
     let head = format!("{} {}", req.title, req.summary);
-    mentions(&head, RELOCATE_WORDS) || mentions(&head, RELATE_WORDS)
+    mentions(&head, RELOCATE_WORDS) || mentions(&head, RELATE_WORDS) || nested_paths(req)
+}
+
+/// One mentioned path lies inside another (`internal/store/` and
+/// `internal/store/store_test.go`), or is another's file name
+/// (`store_test.go`): the same place named twice, not two places.
+fn nested_paths(req: &Request) -> bool {
+    let paths = &req.mentioned_paths;
+    paths.iter().enumerate().any(|(i, a)| {
+        paths.iter().enumerate().any(|(j, b)| {
+            let dir = format!("{}/", a.trim_end_matches('/'));
+            i != j && (b.starts_with(&dir) || b.ends_with(&format!("/{a}")))
+        })
+    })
 }
 
 /// One bullet is not an enumeration: it is the request restated.

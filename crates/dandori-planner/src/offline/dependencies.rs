@@ -44,10 +44,10 @@ const KIND_WORDS: &[&str] = &[
     "機能",
 ];
 
-fn subject_tokens(item: &Item, s: &DraftSubtask) -> BTreeSet<String> {
+fn subject_tokens(item: &Item, s: &DraftSubtask, places: &BTreeSet<String>) -> BTreeSet<String> {
     let mut t: BTreeSet<String> = topic_tokens(&item.intent())
         .into_iter()
-        .filter(|w| !KIND_WORDS.iter().any(|k| w == k))
+        .filter(|w| !KIND_WORDS.iter().any(|k| w == k) && !places.contains(w))
         .collect();
     for p in &s.target_paths {
         t.insert(format!("path:{p}"));
@@ -57,8 +57,22 @@ fn subject_tokens(item: &Item, s: &DraftSubtask) -> BTreeSet<String> {
 
 pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtask]) {
     let n = subtasks.len();
+    // Directory names say where, not what: two items naming the package
+    // (`bookshelf/models.py`, "`bookshelf list`") share no subject by it.
+    let places: BTreeSet<String> = ctx
+        .scan
+        .files
+        .iter()
+        .flat_map(|f| {
+            let dirs: Vec<&str> = f.path.split('/').collect();
+            dirs[..dirs.len().saturating_sub(1)]
+                .iter()
+                .map(|d| d.to_lowercase())
+                .collect::<Vec<_>>()
+        })
+        .collect();
     let subjects: Vec<BTreeSet<String>> = (0..n)
-        .map(|i| subject_tokens(&items[i], &subtasks[i]))
+        .map(|i| subject_tokens(&items[i], &subtasks[i], &places))
         .collect();
     let kinds: Vec<ItemKind> = items.iter().map(|i| i.kind).collect();
     let keys: Vec<String> = subtasks.iter().map(|s| s.key.clone()).collect();
@@ -107,8 +121,8 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
                 if p == i {
                     subtasks[i].produces.push(id.clone());
                 } else if p < i {
+                    // A data dependency: the graph's data edge orders them.
                     subtasks[i].consumes.push(id.clone());
-                    deps[i].insert(p);
                 }
             }
         }
@@ -117,17 +131,16 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         for id in &idents[i] {
             match producer.get(id) {
                 Some(&p) if p == i => subtasks[i].produces.push(id.clone()),
-                Some(&p) => {
-                    subtasks[i].consumes.push(id.clone());
-                    deps[i].insert(p);
-                }
+                // A data dependency: the graph's data edge orders them.
+                Some(_) => subtasks[i].consumes.push(id.clone()),
                 None => {}
             }
         }
     }
 
-    // Definitions before the implementations that share their subject; a definition
-    // sharing nothing with any implementation precedes them all.
+    // Definitions before the implementations that share their subject. A
+    // definition sharing nothing with an implementation orders nothing: a
+    // dependency needs a reason (seed 003 §5).
     let defs: Vec<usize> = (0..n)
         .filter(|i| kinds[*i] == ItemKind::Definition)
         .collect();
@@ -135,17 +148,11 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         .filter(|i| kinds[*i] == ItemKind::Implementation)
         .collect();
     for &d in &defs {
-        let related: Vec<usize> = impls
+        for i in impls
             .iter()
             .copied()
             .filter(|&i| subjects[d].intersection(&subjects[i]).next().is_some())
-            .collect();
-        let targets = if related.is_empty() {
-            impls.clone()
-        } else {
-            related
-        };
-        for i in targets {
+        {
             deps[i].insert(d);
         }
     }
@@ -182,9 +189,22 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         }
     }
 
-    // Documentation describes what was built.
+    // Documentation describes what was built: the code items sharing its
+    // subject, or all of them when it refers to the request's work ("document
+    // the new options", "document them"); a docs item about something else
+    // ("fix the typo in the README") waits for nothing.
     for d in (0..n).filter(|i| kinds[*i] == ItemKind::Docs) {
-        for &c in &code {
+        let related: Vec<usize> = code
+            .iter()
+            .copied()
+            .filter(|&c| subjects[d].intersection(&subjects[c]).next().is_some())
+            .collect();
+        let related = if related.is_empty() && refers_to_the_work(&items[d].intent()) {
+            code.clone()
+        } else {
+            related
+        };
+        for c in related {
             deps[d].insert(c);
         }
     }
@@ -197,6 +217,28 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
     }
 }
 
+/// A docs item that speaks of the request's own work rather than of something
+/// of its own.
+fn refers_to_the_work(text: &str) -> bool {
+    let l = format!(" {} ", text.to_lowercase());
+    [
+        " new ",
+        " them ",
+        " these ",
+        " it ",
+        " this ",
+        " the change",
+        " above",
+        "新しい",
+        "追加した",
+        "それ",
+        "これら",
+        "新",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
 /// The item introduces something new (English or Japanese verbs).
 fn adds_something(text: &str) -> bool {
     let l = text.to_lowercase();
@@ -205,19 +247,15 @@ fn adds_something(text: &str) -> bool {
         .any(|w| l.starts_with(w.trim_end()) || l.contains(w))
 }
 
-/// The longest chain of `depends_on` (0 when nothing depends on anything). Cycles
-/// count each subtask once.
+/// The longest chain of dependencies, logical (`depends_on`) or data
+/// (`consumes` what another `produces`); 0 when nothing depends on anything.
+/// Cycles count each subtask once.
 pub fn depth(subtasks: &[DraftSubtask]) -> u64 {
-    let index: BTreeMap<&str, usize> = subtasks
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.key.as_str(), i))
-        .collect();
+    let preds = crate::assemble::order::predecessors(subtasks);
     let mut memo: Vec<Option<u64>> = vec![None; subtasks.len()];
     fn visit(
         i: usize,
-        subtasks: &[DraftSubtask],
-        index: &BTreeMap<&str, usize>,
+        preds: &[BTreeSet<usize>],
         memo: &mut Vec<Option<u64>>,
         stack: &mut Vec<usize>,
     ) -> u64 {
@@ -228,11 +266,9 @@ pub fn depth(subtasks: &[DraftSubtask]) -> u64 {
             return 0;
         }
         stack.push(i);
-        let d = subtasks[i]
-            .depends_on
+        let d = preds[i]
             .iter()
-            .filter_map(|k| index.get(k.as_str()))
-            .map(|&j| 1 + visit(j, subtasks, index, memo, stack))
+            .map(|&j| 1 + visit(j, preds, memo, stack))
             .max()
             .unwrap_or(0);
         stack.pop();
@@ -241,7 +277,7 @@ pub fn depth(subtasks: &[DraftSubtask]) -> u64 {
     }
     let mut stack = Vec::new();
     (0..subtasks.len())
-        .map(|i| visit(i, subtasks, &index, &mut memo, &mut stack))
+        .map(|i| visit(i, &preds, &mut memo, &mut stack))
         .max()
         .unwrap_or(0)
 }

@@ -103,6 +103,8 @@ fn draft(ctx: &PlanningContext) -> Draft {
             links_to_ac: Vec::new(),
             success_criteria,
             required_tools: Vec::new(),
+            suggested_tools: suggested_tools(item.kind, ctx),
+            suggested_persona: None,
             test_first: false,
         });
     }
@@ -298,11 +300,31 @@ fn draft(ctx: &PlanningContext) -> Draft {
         },
         reasoning,
         not_decomposable: None,
+        mode: None,
+        complexity_score: None,
     }
 }
 
 /// The first clause of a requirement, at most 80 characters: the rest stays in the
 /// intent.
+/// Seed 001 §10.3 `SuggestedTools` of an offline subtask, by its kind, from the
+/// built-in tools (docs/tools.md): every step reads and searches; code and test
+/// steps edit and run the tests (when there is a test command); docs steps
+/// edit.
+fn suggested_tools(kind: ItemKind, ctx: &PlanningContext) -> Vec<String> {
+    let mut tools = vec!["read_file", "search"];
+    match kind {
+        ItemKind::Docs => tools.push("write_file"),
+        ItemKind::Definition | ItemKind::Implementation | ItemKind::Test => {
+            tools.push("apply_patch");
+            if !ctx.unit_commands.is_empty() {
+                tools.push("run_command");
+            }
+        }
+    }
+    tools.into_iter().map(str::to_string).collect()
+}
+
 fn short_title(text: &str) -> String {
     let cut = ["; ", "；", "。", " — ", ": "]
         .iter()
@@ -477,6 +499,8 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
         links_to_ac: Vec::new(),
         success_criteria: Vec::new(),
         required_tools: Vec::new(),
+        suggested_tools: Vec::new(),
+        suggested_persona: None,
         test_first: false,
     };
     let mut intents = Vec::new();
@@ -488,6 +512,10 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
         uniq(&mut m.produces, &s.produces);
         uniq(&mut m.links_to_ac, &s.links_to_ac);
         uniq(&mut m.success_criteria, &s.success_criteria);
+        uniq(&mut m.suggested_tools, &s.suggested_tools);
+        if m.suggested_persona.is_none() {
+            m.suggested_persona = s.suggested_persona.clone();
+        }
         uniq(&mut m.required_tools, &s.required_tools);
         m.complexity = m.complexity.max(s.complexity);
         m.estimated_lines += s.estimated_lines;

@@ -60,6 +60,8 @@ pub fn for_item(
     // Paths the item names: existing files and dirs, a file name that exists deeper
     // in the tree (`calc.py` → `src/calc.py`), or a new file the item asks to create.
     for p in crate::text::path_like_tokens(&text) {
+        // A test id names its file: `tests/test_x.py::test_y`.
+        let p = p.split("::").next().unwrap_or(&p).to_string();
         if let Some(resolved) = resolve_mentioned(ctx, &hits, &p, creation(&text)) {
             push(&mut targets, resolved);
         }
@@ -168,12 +170,24 @@ pub fn for_item(
             t
         }
     };
-    if !named {
+    // A code item that names only tests or documentation ("`tests/test_x.py`
+    // fails: …", "… although the README shows it") still changes code: the named
+    // files say where the symptom is, retrieval where the fix is.
+    let names_code = targets
+        .iter()
+        .any(|p| !has_dir(&ctx.scan, p.trim_end_matches('/')) && !is_test(ctx, p) && !is_doc(p));
+    let code_item = matches!(item.kind, ItemKind::Implementation | ItemKind::Definition);
+    if !named || (code_item && !names_code) {
         for r in retrieved
             .iter()
             .take(dandori_repo::retrieval::TARGET_PATHS_MAX)
         {
             push(&mut targets, r.clone());
+        }
+    }
+    if code_item {
+        for p in implied_targets(ctx, &item.full_text(), &targets) {
+            push(&mut targets, p);
         }
     }
     // Without a separate test item, an implementation step also updates its tests.
@@ -469,6 +483,227 @@ pub(crate) fn resolve_mentioned(
 
 fn is_test(ctx: &PlanningContext, path: &str) -> bool {
     ctx.scan.file(path).is_some_and(|f| f.is_test)
+}
+
+/// Files a code item changes although its words do not rank them (issue 26):
+///
+/// * the module `python -m pkg` runs, `pkg/__main__.py` (created when missing),
+///   when `pkg/__init__.py` exists;
+/// * the package's `__init__.py` when the item exports something ("export it
+///   from the package", "`__all__`", "importable from `pkg`", "`from pkg import
+///   x` raises ImportError"): the package of `from pkg import` / `import pkg`,
+///   else the package of the first targeted module;
+/// * the file that parses the command line when the item is about a flag,
+///   option or subcommand and no target does (a file using argparse, click,
+///   clap, commander, yargs, Go's `flag`, or `os.Args` / `process.argv` /
+///   `sys.argv`), the best ranked by retrieval when there are several.
+fn implied_targets(ctx: &PlanningContext, text: &str, targets: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let package_dir = |name: &str| -> Option<String> {
+        let name = name.trim_matches('.');
+        if name.is_empty() {
+            return None;
+        }
+        let rel = name.replace('.', "/");
+        ctx.scan
+            .files
+            .iter()
+            .map(|f| f.path.as_str())
+            .find(|p| {
+                p.strip_suffix("/__init__.py")
+                    .is_some_and(|d| d == rel || d.ends_with(&format!("/{rel}")))
+            })
+            .map(|p| p.trim_end_matches("__init__.py").to_string())
+    };
+    // `python -m pkg`
+    for w in words.windows(3) {
+        if w[0].starts_with("python")
+            && w[1] == "-m"
+            && let Some(dir) = package_dir(w[2])
+        {
+            out.push(format!("{dir}__main__.py"));
+        }
+    }
+    // Exports.
+    const EXPORT: &[&str] = &[
+        "export",
+        "exports",
+        "exported",
+        "__all__",
+        "importable",
+        "importerror",
+    ];
+    if words.iter().any(|w| EXPORT.contains(w)) {
+        let imported = words
+            .windows(2)
+            .find(|w| w[0] == "from" || w[0] == "import")
+            .and_then(|w| package_dir(w[1]));
+        let of_target = || {
+            targets.iter().find_map(|t| {
+                let (dir, _) = t.rsplit_once('/')?;
+                let init = format!("{dir}/__init__.py");
+                has_file(&ctx.scan, &init).then(|| format!("{dir}/"))
+            })
+        };
+        if let Some(dir) = imported.or_else(of_target) {
+            let init = format!("{dir}__init__.py");
+            if has_file(&ctx.scan, &init) {
+                out.push(init);
+            }
+        }
+    }
+    // A named method that delegates: `Catalogue.find` calls `b.matches(text)` and
+    // the request speaks of "matching" — the behaviour lives in the callee.
+    for p in delegated_definitions(ctx, text, targets) {
+        out.push(p);
+    }
+    // Command-line flags and subcommands.
+    let cli = words.iter().any(|w| {
+        (w.starts_with("--") && w.len() > 2)
+            || matches!(
+                *w,
+                "flag" | "flags" | "option" | "options" | "subcommand" | "subcommands" | "cli"
+            )
+    }) || lower.contains("command line")
+        || lower.contains("command-line");
+    if cli && !targets.iter().any(|t| parses_arguments(ctx, t)) {
+        let mut parsers: Vec<&str> = ctx
+            .scan
+            .files
+            .iter()
+            .filter(|f| !f.is_test && parses_arguments(ctx, &f.path))
+            .map(|f| f.path.as_str())
+            .collect();
+        let rank = |p: &str| {
+            ctx.hits
+                .iter()
+                .position(|h| h.path == p)
+                .unwrap_or(usize::MAX)
+        };
+        parsers.sort_by_key(|p| (rank(p), p.to_string()));
+        if let Some(p) = parsers.first() {
+            out.push((*p).to_string());
+        }
+    }
+    out
+}
+
+/// Files defining a function that a method the item names (`Type.method`,
+/// `Type::method`) calls, when a word of the item shares its first five letters
+/// with the callee's name ("matching" → `matches`) and another file defines it.
+fn delegated_definitions(ctx: &PlanningContext, text: &str, targets: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let words = crate::text::topic_tokens(text);
+    let stem = |w: &str| -> Option<String> {
+        (w.chars().count() >= 5).then(|| w.chars().take(5).collect::<String>().to_lowercase())
+    };
+    let stems: BTreeSet<String> = words.iter().filter_map(|w| stem(w)).collect();
+    for ident in crate::text::backticked_identifiers(text) {
+        let Some((_, method)) = ident.rsplit_once(['.', ':']) else {
+            continue;
+        };
+        if method.is_empty() {
+            continue;
+        }
+        for file in targets {
+            let Ok(content) = std::fs::read_to_string(ctx.scan.root.join(file)) else {
+                continue;
+            };
+            for callee in called_in_body(&content, method) {
+                if callee == method || !stem(&callee).is_some_and(|s| stems.contains(&s)) {
+                    continue;
+                }
+                let wanted = [callee.clone()];
+                if let Some(def) = ctx.scan.files.iter().find(|f| {
+                    !f.is_test
+                        && f.path != *file
+                        && !targets.contains(&f.path)
+                        && f.language.is_some()
+                        && defines_any(ctx, &f.path, &wanted)
+                }) && !out.contains(&def.path)
+                {
+                    out.push(def.path.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Names called (`name(`) in the body of the function `name` defines in
+/// `content`: the lines after its definition that are indented deeper than it
+/// (or, for brace languages, up to 40 lines), at most 40.
+fn called_in_body(content: &str, name: &str) -> Vec<String> {
+    let lines: Vec<&str> = content.lines().collect();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let Some(start) = lines.iter().position(|l| {
+        let t = l.trim_start();
+        ["def ", "fn ", "func ", "function ", "pub fn ", "async def "]
+            .iter()
+            .any(|k| t.starts_with(k))
+            && t.contains(&format!("{name}("))
+    }) else {
+        return Vec::new();
+    };
+    let base = indent(lines[start]);
+    let mut out: Vec<String> = Vec::new();
+    for l in lines.iter().skip(start + 1).take(40) {
+        if !l.trim().is_empty() && indent(l) <= base {
+            break;
+        }
+        let chars: Vec<char> = l.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            if chars[i].is_alphabetic() || chars[i] == '_' {
+                let from = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                if chars.get(i) == Some(&'(') {
+                    let w: String = chars[from..i].iter().collect();
+                    if !out.contains(&w) {
+                        out.push(w);
+                    }
+                }
+            } else {
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The file parses the command line.
+fn parses_arguments(ctx: &PlanningContext, path: &str) -> bool {
+    const MARKERS: &[&str] = &[
+        "import argparse",
+        "argparse.",
+        "import click",
+        "@click.",
+        "sys.argv",
+        "use clap",
+        "clap::",
+        "std::env::args",
+        "\"flag\"",
+        "flag.String(",
+        "flag.Int(",
+        "flag.Bool(",
+        "os.Args",
+        "process.argv",
+        "commander",
+        "yargs",
+    ];
+    let code = ctx
+        .scan
+        .file(path)
+        .is_some_and(|f| f.language.is_some() && !f.is_binary);
+    code && std::fs::read_to_string(ctx.scan.root.join(path))
+        .is_ok_and(|c| MARKERS.iter().any(|m| c.contains(m)))
 }
 
 /// The request itself and its siblings (`requests/*.md`) describe work; they are

@@ -280,8 +280,21 @@ fn is_clause(part: &str) -> bool {
                 | "so"
                 | "while"
                 | "instead"
+                // An adverbial phrase: "…, the way `pip` does", "…, for users who …",
+                // "…, as `list` does", "…, because …".
+                | "for"
+                | "as"
+                | "like"
+                | "because"
+                | "since"
+                | "when"
+                | "if"
+                | "although"
+                | "though"
+                | "once"
+                | "until"
         )
-    });
+    }) || words.starts_with(&["the", "way"]);
     // A relative clause holds the commas that follow it ("… that orders by a, b or c").
     // So does a participle describing the item ("`age(today)` returning …, zero
     // for …").

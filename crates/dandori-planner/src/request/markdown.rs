@@ -201,7 +201,9 @@ pub fn parse(body: &str, first_line: usize) -> Doc {
             flush(&mut para, &mut sections);
             let level = c.get(1).map_or(1, |m| m.as_str().len());
             let text = c.get(2).map_or("", |m| m.as_str()).trim().to_string();
-            if first_heading.is_none() {
+            // A section heading ("## Acceptance criteria", "## Summary") names a
+            // part of the request, not the request: it is never the title.
+            if first_heading.is_none() && classify_heading(&text) == SectionKind::Other {
                 first_heading = Some(text.clone());
             }
             if level == 1 && title.is_none() {

@@ -105,12 +105,18 @@ fn plan_validates_clean_and_has_seed_shape() {
         p.steps[0].produces.as_deref(),
         Some(&["Priority".to_string(), "priority".to_string()][..])
     );
+    // A data dependency (seed 003 §5.1): a data edge, not also a logical one.
+    assert!(p.steps[1].consumes.is_some());
+    let edges = &p.dependency_graph.as_ref().unwrap().edges;
     assert!(
-        p.steps[1]
-            .depends_on
-            .as_ref()
-            .unwrap()
-            .contains(&"S01".to_string())
+        edges
+            .iter()
+            .any(|e| e.from == "S01" && e.to == "S02" && e.kind == dandori_plan::EdgeType::Data)
+    );
+    assert!(
+        !edges
+            .iter()
+            .any(|e| e.from == "S01" && e.to == "S02" && e.kind == dandori_plan::EdgeType::Logical)
     );
     // Tests after the code, docs last.
     let tests = p

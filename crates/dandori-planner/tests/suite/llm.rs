@@ -250,6 +250,7 @@ fn budget_exceeded_falls_back_without_a_call() {
         planning_context: 0,
         reflection: 500,
         task: 10000,
+        conversation: 8000,
     };
     let planner = planner_with(provider(ProviderKind::Openai, &server.base_url()), &budgets);
     let o = plan_with(repo.path(), &planner).unwrap();
@@ -449,4 +450,164 @@ fn hierarchical_strategy_keeps_goals() {
     let body = server.requests()[1].body.to_string();
     assert!(body.contains("Decompose top-down"), "{body}");
     assert!(body.contains("Decomposition level detailed"), "{body}");
+}
+
+/// Seed 001 §10.3: the model's `mode`, `complexity_score`, `suggested_tools` and
+/// `suggested_persona` reach planning.json; `execution_strategy` comes from the
+/// plan's own graph; a `depends_on` that only restates a data edge (task_2
+/// consumes what task_1 produces) is not kept as a second, logical edge.
+#[test]
+fn the_models_seed_001_fields_are_kept() {
+    let repo = example_repo("todo-api");
+    let mut plan = plan_answer();
+    let d = &mut plan["task_decomposition"];
+    d["mode"] = json!("complex");
+    d["complexity_score"] = json!(0.7);
+    d["execution_strategy"] = json!("parallel");
+    d["subtasks"][0]["suggested_tools"] = json!(["read_file", "apply_patch"]);
+    d["subtasks"][0]["suggested_persona"] = json!("a Python developer who knows dataclasses");
+    d["subtasks"][1]["suggested_tools"] = json!(["run_command"]);
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&plan.to_string(), 6),
+    ]);
+    let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
+    assert!(o.validation.ok, "{:?}", o.validation.findings);
+    let p = &o.planning;
+    assert_eq!(p.mode, Some(dandori_plan::PlanMode::Complex));
+    assert_eq!(p.complexity_score, Some(0.7));
+    // S01 is the test-first step; S02 / S03 are the model's task_1 / task_2.
+    let s = |i: usize| &p.steps[i];
+    assert_eq!(
+        s(1).suggested_tools.as_deref(),
+        Some(&["read_file".to_string(), "apply_patch".to_string()][..])
+    );
+    assert_eq!(
+        s(1).suggested_persona.as_deref(),
+        Some("a Python developer who knows dataclasses")
+    );
+    assert_eq!(
+        s(2).suggested_tools.as_deref(),
+        Some(&["run_command".to_string()][..])
+    );
+    // task_2 → task_1 is a data edge only; the test-first step stays a logical one.
+    let edges = &p.dependency_graph.as_ref().unwrap().edges;
+    let between = |a: &str, b: &str| -> Vec<dandori_plan::EdgeType> {
+        edges
+            .iter()
+            .filter(|e| e.from == a && e.to == b)
+            .map(|e| e.kind)
+            .collect()
+    };
+    assert!(
+        between("S02", "S03").contains(&dandori_plan::EdgeType::Data),
+        "{edges:?}"
+    );
+    assert!(
+        !between("S02", "S03").contains(&dandori_plan::EdgeType::Logical),
+        "{edges:?}"
+    );
+    assert_eq!(
+        s(2).depends_on.as_deref().unwrap_or_default(),
+        ["S01".to_string()]
+    );
+    // The model said parallel; the plan's graph is one chain (test-first, the
+    // model, the API on it, the docs on that).
+    assert_eq!(
+        p.execution_strategy,
+        Some(dandori_plan::ExecutionStrategy::Sequential)
+    );
+    // The saved planning.json has them, and validates.
+    let text = std::fs::read_to_string(o.run_dir.join("planning.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["mode"], json!("complex"));
+    assert_eq!(
+        v["steps"][1]["suggested_persona"],
+        json!("a Python developer who knows dataclasses")
+    );
+    assert!(!dandori_plan::validation::validate_str(&text).has_fail());
+}
+
+/// `planning.auto_adjust_level` with `planning.complexity_threshold`: the request's
+/// size picks the decomposition level the model is asked for; without
+/// auto-adjustment the configured level is used.
+#[test]
+fn auto_adjust_level_picks_the_decomposition_level_by_the_request_size() {
+    let repo = example_repo("todo-api");
+    let ask = |auto: bool, simple: u32| -> (String, Option<dandori_plan::PlanMode>) {
+        let server = FakeLlmServer::start(vec![
+            Reply::openai_stream(&size_answer().to_string(), 2),
+            Reply::openai_stream(&plan_answer().to_string(), 6),
+        ]);
+        let planner = planner(ProviderKind::Openai, &server);
+        let mut opts = PlanOptions::new(
+            repo.path(),
+            RequestSource::File(repo.path().join("requests/RQ-001.md")),
+        );
+        opts.planner = Some(&planner);
+        opts.config.planning.cache.enabled = false;
+        opts.config.planning.auto_adjust_level = auto;
+        opts.config.planning.complexity_threshold.simple = simple;
+        opts.config.planning.decomposition_level = dandori_config::DecompositionLevel::Moderate;
+        let o = dandori_planner::plan(&opts).unwrap();
+        (server.requests()[1].body.to_string(), o.planning.mode)
+    };
+    // RQ-001 is about 300 tokens: standard under the default thresholds.
+    let (body, mode) = ask(true, 100);
+    assert_eq!(mode, Some(dandori_plan::PlanMode::Standard));
+    assert!(body.contains("Decomposition level moderate"), "{body}");
+    // With `simple: 1000` it is a simple request: minimal planning.
+    let (body, mode) = ask(true, 1000);
+    assert_eq!(mode, Some(dandori_plan::PlanMode::Simple));
+    assert!(body.contains("Decomposition level minimal"), "{body}");
+    // Without auto-adjustment the configured level stays.
+    let (body, mode) = ask(false, 1000);
+    assert_eq!(mode, Some(dandori_plan::PlanMode::Simple));
+    assert!(body.contains("Decomposition level moderate"), "{body}");
+}
+
+/// Seed 003 §5.1 delete → create: the model lists the re-creation of a file
+/// before its deletion; the plan deletes first (a logical edge with that
+/// reason), whatever the model's order.
+#[test]
+fn a_path_deleted_and_created_again_is_deleted_first() {
+    let repo = example_repo("todo-api");
+    let mut plan = plan_answer();
+    plan["task_decomposition"]["subtasks"] = json!([
+        {"id": "task_1", "title": "Create README.md from the new template",
+         "intent": "write README.md again from the new template", "target_paths": ["README.md"],
+         "depends_on": [], "complexity": 2, "estimated_lines": 40, "links_to_ac": ["AC-01"]},
+        {"id": "task_2", "title": "Delete the outdated README.md",
+         "intent": "remove README.md", "target_paths": ["README.md"],
+         "depends_on": [], "complexity": 1, "estimated_lines": 40, "links_to_ac": ["AC-02", "AC-03"]}
+    ]);
+    plan["action_plan"]["execution_order"] = json!(["task_1", "task_2"]);
+    for ac in plan["acceptance_criteria"].as_array_mut().unwrap() {
+        ac["type"] = json!("nonfunctional");
+    }
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&plan.to_string(), 6),
+    ]);
+    let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
+    assert!(o.validation.ok, "{:?}", o.validation.findings);
+    let titles: Vec<&str> = o.planning.steps.iter().map(|s| s.title.as_str()).collect();
+    assert_eq!(
+        titles,
+        vec![
+            "Delete the outdated README.md",
+            "Create README.md from the new template"
+        ]
+    );
+    assert_eq!(
+        o.planning.steps[1].depends_on.as_deref(),
+        Some(&["S01".to_string()][..])
+    );
+    let edges = &o.planning.dependency_graph.as_ref().unwrap().edges;
+    assert!(
+        edges
+            .iter()
+            .any(|e| e.from == "S01" && e.to == "S02" && e.kind == dandori_plan::EdgeType::Logical),
+        "{edges:?}"
+    );
 }

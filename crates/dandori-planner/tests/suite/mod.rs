@@ -1,5 +1,6 @@
 mod corpus;
 mod decomposition;
+mod dependencies;
 mod examples;
 mod fail_closed;
 mod intake;

@@ -215,6 +215,8 @@ pub fn fixture() -> Fixture {
             status: StepStatus::Done,
             commit: Some("aaaaaaaaaabbbbbbbbbb".to_string()),
             reason_code: None,
+            priority: "high".to_string(),
+            suggested_tools: vec![],
         }],
         coverage: CoverageResult {
             overall_coverage: 0.5,

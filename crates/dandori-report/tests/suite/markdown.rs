@@ -61,8 +61,9 @@ fn acceptance_criteria_link_steps_and_commits() {
             "| AC-01 | a CSV file \\| with a header | S01 (done), S04 (needs_input), S05 (done) | `0123456789`, `fedcba9876` | yes |",
             "| AC-02 | tests pass | S02 (failed) | — | **no** |",
             "| AC-03 | rows round-trip | S03 (skipped) | — | **no** |",
-            // covered by a follow-up step created for an unplanned criterion
-            "| AC-04 | the export is documented | S06 (done) | `aaaaaaaaaa` | yes |",
+            // covered by a follow-up step created for an unplanned criterion,
+            // with its priority (seed 001 §10.6)
+            "| AC-04 | the export is documented | S06 (done, high priority) | `aaaaaaaaaa` | yes |",
         ]
     );
 }

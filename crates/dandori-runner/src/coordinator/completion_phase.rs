@@ -3,10 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use dandori_plan::{
-    Commands, ExpectedDiff, Inputs, RiskLevel, Role, RunStatus, Scope, Step, StepOutputs,
-    StepStatus,
-};
+use dandori_plan::{RunStatus, Step, StepStatus};
 use serde_json::{Value, json};
 
 use crate::completion::{self, CompletionStatus};
@@ -22,11 +19,7 @@ use super::{Coordinator, RunOutcome};
 impl Coordinator<'_> {
     /// Follow-up steps recorded in `stage.json` (`follow_ups`).
     pub(super) fn follow_ups(&self) -> Vec<completion::FollowUp> {
-        self.stage
-            .extra
-            .get("follow_ups")
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-            .unwrap_or_default()
+        completion::follow_ups(&self.stage)
     }
 
     /// Seed 001 §10.5: evaluate AC coverage (on evidence) with the deterministic
@@ -59,7 +52,7 @@ impl Coordinator<'_> {
                 s.commands.unit.as_ref().is_none_or(|u| u.is_empty())
                     && s.commands.e2e.as_ref().is_none_or(|u| u.is_empty())
             });
-            let gaps: Vec<String> = result
+            let mut gaps: Vec<String> = result
                 .critical_gaps
                 .iter()
                 .filter(|g| {
@@ -76,6 +69,9 @@ impl Coordinator<'_> {
                 })
                 .cloned()
                 .collect();
+            // Seed 001 §10.6: critical gaps first (high, then medium, then low
+            // priority), plan order within a priority.
+            gaps.sort_by_key(|g| priority_rank(&self.follow_up_advice(g, &input).0));
             if !result.should_continue
                 || gaps.is_empty()
                 || !all_steps_done
@@ -83,7 +79,7 @@ impl Coordinator<'_> {
                 || self.stop_reason.is_some()
             {
                 for ac in &gaps {
-                    follow_up_for(&mut follow_ups, ac);
+                    follow_up_for(&mut follow_ups, ac, self.follow_up_advice(ac, &input));
                 }
                 self.stage
                     .extra
@@ -91,11 +87,20 @@ impl Coordinator<'_> {
                 return Ok(result);
             }
             for ac in gaps.iter().take(3) {
-                let idx = follow_up_for(&mut follow_ups, ac);
+                let idx = follow_up_for(&mut follow_ups, ac, self.follow_up_advice(ac, &input));
                 if follow_ups[idx].status == StepStatus::Done {
                     continue;
                 }
-                let step = self.follow_up_step(&follow_ups[idx].step_id, ac);
+                let mut step = self.follow_up_step(&follow_ups[idx].step_id, ac);
+                step.suggested_tools =
+                    Some(follow_ups[idx].suggested_tools.clone()).filter(|t| !t.is_empty());
+                // Recorded before it runs: an MCP client handed the step looks it
+                // up in stage.json.
+                follow_ups[idx].status = StepStatus::Running;
+                self.stage
+                    .extra
+                    .insert("follow_ups".to_string(), json!(follow_ups));
+                self.save()?;
                 let (status, commit, code) = self.run_follow_up(executor, env, &step)?;
                 follow_ups[idx].status = status;
                 follow_ups[idx].commit = commit;
@@ -218,6 +223,11 @@ impl Coordinator<'_> {
             .filter(|e| e.covered)
             .map(|e| e.ac.clone())
             .collect();
+        let weakly_evidenced: Vec<String> = evidence
+            .iter()
+            .filter(|e| e.covered && !e.missing.is_empty())
+            .map(|e| e.ac.clone())
+            .collect();
         self.stage
             .extra
             .insert("ac_evidence".to_string(), json!(evidence));
@@ -242,6 +252,7 @@ impl Coordinator<'_> {
                 .collect(),
             acceptance_criteria: acs,
             covered,
+            weakly_evidenced,
             synthesis_size,
             iteration,
             max_iterations,
@@ -286,94 +297,63 @@ impl Coordinator<'_> {
         })
     }
 
-    /// A follow-up step for an AC the plan left uncovered (seed 001 §10.6).
-    pub(super) fn follow_up_step(&self, step_id: &str, ac_id: &str) -> Step {
-        let ac = self
+    /// Seed 001 §10.6 `Priority` and `SuggestedTools` of the follow-up for
+    /// `ac_id`: `high` for a functional criterion (or one without a kind) and for
+    /// one no step linked, `medium` for a regression criterion, `low` for a
+    /// non-functional one; the tools the steps linking it were given, else
+    /// reading, searching and patching, and `run_command` when there is a test
+    /// command to prove it.
+    pub(super) fn follow_up_advice(
+        &self,
+        ac_id: &str,
+        input: &CoverageInput,
+    ) -> (String, Vec<String>) {
+        let kind = self
             .planning
             .context
             .acceptance_criteria
             .iter()
-            .find(|a| a.id == ac_id);
-        let intent = match ac {
-            Some(a) => format!(
-                "Satisfy acceptance criterion {}: given {}, when {}, then {}",
-                a.id, a.given, a.when, a.then
-            ),
-            None => format!("Satisfy acceptance criterion {ac_id}"),
+            .find(|a| a.id == ac_id)
+            .and_then(|a| a.kind);
+        let unplanned = input.unplanned.iter().any(|u| u == ac_id);
+        let priority = match kind {
+            _ if unplanned => "high",
+            Some(dandori_plan::AcKind::Regression) => "medium",
+            Some(dandori_plan::AcKind::Nonfunctional) => "low",
+            Some(dandori_plan::AcKind::Functional) | None => "high",
         };
-        // The plan's targets, and the whole repository: an acceptance criterion no
-        // step covered may need a change anywhere.
-        let mut targets: BTreeSet<String> = self
+        let mut tools: Vec<String> = Vec::new();
+        for s in self
             .planning
             .steps
             .iter()
-            .flat_map(|s| s.scope.target_paths.iter().cloned())
-            .collect();
-        targets.insert(".".to_string());
-        let unit = self
-            .planning
-            .context
-            .test_instructions
-            .unit
-            .clone()
-            .filter(|u| !u.trim().is_empty());
-        let step_id = step_id.to_string();
-        Step {
-            title: format!("Follow-up: cover {ac_id}"),
-            role: Role::Implementer,
-            intent,
-            scope: Scope {
-                target_paths: targets.into_iter().collect(),
-                forbidden_paths: None,
-                max_diff_lines: self.planning.limits.max_diff_lines,
-                max_files_changed: self.planning.limits.max_files_changed,
-                extra: Default::default(),
-            },
-            inputs: Inputs {
-                request_path: self
-                    .planning
-                    .steps
-                    .first()
-                    .map(|s| s.inputs.request_path.clone())
-                    .unwrap_or_default(),
-                context_files: None,
-                code_files_hint: None,
-                extra: Default::default(),
-            },
-            commands: Commands {
-                unit: unit.map(|u| vec![u]),
-                e2e: None,
-                extra: Default::default(),
-            },
-            success_criteria: vec![format!("{ac_id} holds")],
-            links_to_ac: vec![ac_id.to_string()],
-            expected_diff: ExpectedDiff {
-                lines_max: self.planning.limits.max_diff_lines,
-                files_max: 10,
-                risk_level: RiskLevel::Mid,
-                extra: Default::default(),
-            },
-            outputs: StepOutputs {
-                patch_path: self.paths.patch(&step_id).to_string_lossy().into_owned(),
-                log_prefix: self
-                    .paths
-                    .logs
-                    .join(format!("step.{step_id}"))
-                    .to_string_lossy()
-                    .into_owned(),
-                extra: Default::default(),
-            },
-            step_id,
-            fallback: None,
-            stop_conditions: None,
-            depends_on: None,
-            produces: None,
-            consumes: None,
-            boundaries: None,
-            estimated_complexity: None,
-            required_tools: None,
-            extra: Default::default(),
+            .filter(|s| s.links_to_ac.iter().any(|l| l == ac_id))
+        {
+            for t in s.suggested_tools.iter().flatten() {
+                if !tools.contains(t) {
+                    tools.push(t.clone());
+                }
+            }
         }
+        if tools.is_empty() {
+            tools = vec!["read_file".into(), "search".into(), "apply_patch".into()];
+            let has_tests = self
+                .planning
+                .context
+                .test_instructions
+                .unit
+                .as_ref()
+                .is_some_and(|u| !u.trim().is_empty());
+            if has_tests {
+                tools.push("run_command".into());
+            }
+        }
+        (priority.to_string(), tools)
+    }
+
+    /// A follow-up step for an AC the plan left uncovered (seed 001 §10.6).
+    pub(super) fn follow_up_step(&self, step_id: &str, ac_id: &str) -> Step {
+        crate::completion::follow_up_step(&self.planning, &self.paths, step_id, ac_id)
     }
 
     pub(super) fn run_follow_up(
@@ -505,7 +485,11 @@ impl Coordinator<'_> {
 }
 
 /// The index of `ac`'s follow-up step, added (pending) when it has none.
-fn follow_up_for(follow_ups: &mut Vec<completion::FollowUp>, ac: &str) -> usize {
+fn follow_up_for(
+    follow_ups: &mut Vec<completion::FollowUp>,
+    ac: &str,
+    (priority, suggested_tools): (String, Vec<String>),
+) -> usize {
     if let Some(i) = follow_ups.iter().position(|f| f.ac == ac) {
         return i;
     }
@@ -515,6 +499,17 @@ fn follow_up_for(follow_ups: &mut Vec<completion::FollowUp>, ac: &str) -> usize 
         status: StepStatus::Pending,
         commit: None,
         reason_code: None,
+        priority,
+        suggested_tools,
     });
     follow_ups.len() - 1
+}
+
+/// `high` < `medium` < `low`, for sorting.
+fn priority_rank(p: &str) -> u8 {
+    match p {
+        "high" => 0,
+        "medium" => 1,
+        _ => 2,
+    }
 }

@@ -92,6 +92,9 @@ pub struct LlmExecutor {
     limits: LlmLoopLimits,
     /// Tokens per reflection call (`llm.budgets.reflection`, seed 000 §13.4).
     reflection_budget: u64,
+    /// The conversation resent with each execution call, compressed past it
+    /// (`llm.budgets.conversation`, seed 000 §11.3.2).
+    conversation_budget: u64,
     /// The run's sandbox (detected once); `None`: the registry detects its own.
     sandbox: Option<dandori_tools::Sandbox>,
 }
@@ -145,6 +148,7 @@ impl LlmExecutor {
             approve,
             limits: LlmLoopLimits::from_config(config),
             reflection_budget: config.llm.budgets.reflection,
+            conversation_budget: config.llm.budgets.conversation,
             sandbox: None,
         })
     }
@@ -346,9 +350,22 @@ impl Executor for LlmExecutor {
             calls: st.calls,
         };
         for iteration in 1..=self.limits.max_iterations {
+            let compression =
+                super::conversation::compress(&mut messages, self.conversation_budget);
             let mut request = ChatRequest::new(Phase::Execution, messages.clone());
             request.tools = specs.clone();
-            let resp = match self.chat(&mut st, req.step_id, "execution", &request) {
+            let resp = self.chat(&mut st, req.step_id, "execution", &request);
+            if let Some(c) = &compression
+                && let Some((_, data)) = st.calls.last_mut()
+            {
+                data["conversation_compressed"] = json!({
+                    "before_tokens": c.before_tokens,
+                    "after_tokens": c.after_tokens,
+                    "turns_summarised": c.turns_summarised,
+                    "budget": self.conversation_budget,
+                });
+            }
+            let resp = match resp {
                 Ok(r) => r,
                 Err(e) => {
                     return Ok(finish(
@@ -569,6 +586,7 @@ impl LlmExecutor {
             result_is_error: action.is_error,
             trigger,
             issues: &issues,
+            depth: self.limits.reflection.depth,
         };
         let status = if action.is_error {
             ReflectionStatus::Failure

@@ -4,6 +4,7 @@
 
 pub mod agent_preset;
 pub mod command;
+pub mod conversation;
 pub mod llm;
 pub mod none;
 

@@ -214,13 +214,20 @@ impl RefWriter {
 /// unexpected ends the reader; the caller then does without (`None`).
 ///
 /// A second long-lived child, `git diff-tree --stdin`, gives the numstat and
-/// binary patch between two trees ([`ObjectReader::diff`]).
+/// binary patch between two trees ([`ObjectReader::diff`]); a third, `git mktree
+/// --batch -z`, writes the trees of a merge made in the process
+/// ([`ObjectReader::write_tree`], `git/merge.rs`).
 #[derive(Debug)]
 pub struct ObjectReader {
     /// `git cat-file --batch-command`.
     batch: LongLived,
     /// `git diff-tree --stdin -r --numstat --patch --binary --no-renames`.
     diff: LongLived,
+    /// `git mktree --batch -z`.
+    mktree: LongLived,
+    /// The parents of each commit the run wrote (`git/merge.rs` walks them to
+    /// find merge bases without git).
+    parents: Mutex<std::collections::HashMap<String, Vec<String>>>,
     /// Trees read so far (objects never change): a move reads each at most once.
     trees: Mutex<std::collections::HashMap<String, std::sync::Arc<Vec<TreeEntry>>>>,
     /// The tree of each commit the run wrote or asked about.
@@ -271,6 +278,8 @@ impl ObjectReader {
                     "--no-renames",
                 ],
             ),
+            mktree: LongLived::new(&dir, &["mktree", "--batch", "-z"]),
+            parents: Mutex::new(std::collections::HashMap::new()),
             trees: Mutex::new(std::collections::HashMap::new()),
             commit_trees: Mutex::new(std::collections::HashMap::new()),
             end: format!(
@@ -341,6 +350,58 @@ impl ObjectReader {
             map.clear();
         }
         map.insert(commit.to_string(), tree.to_string());
+    }
+
+    /// Notes that `commit` (written by the run) has `parents`.
+    pub fn note_parents(&self, commit: &str, parents: &[&str]) {
+        let mut map = lock(&self.parents);
+        if map.len() >= CACHE_MAX {
+            map.clear();
+        }
+        map.insert(
+            commit.to_string(),
+            parents.iter().map(|p| p.to_string()).collect(),
+        );
+    }
+
+    /// The parents of `commit` when the run wrote it (`None` for any other
+    /// commit: the caller does not walk below it).
+    pub fn noted_parents(&self, commit: &str) -> Option<Vec<String>> {
+        lock(&self.parents).get(commit).cloned()
+    }
+
+    /// Writes a tree of `entries` (names without `/`, no submodules) and returns
+    /// its id; `None` when `git mktree` refuses or fails (it ends; the caller asks
+    /// git to merge instead). Git sorts the entries and checks that every object
+    /// exists with the type its mode says.
+    pub fn write_tree(&self, entries: &[TreeEntry]) -> Option<String> {
+        let mut input = Vec::new();
+        for e in entries {
+            let kind = match e.mode.as_str() {
+                "40000" => "tree",
+                "100644" | "100755" | "120000" => "blob",
+                _ => return None,
+            };
+            if !is_full_hash(&e.oid)
+                || e.name.is_empty()
+                || e.name.iter().any(|b| *b == b'/' || *b == 0)
+            {
+                return None;
+            }
+            input.extend_from_slice(format!("{} {kind} {}\t", e.mode, e.oid).as_bytes());
+            input.extend_from_slice(&e.name);
+            input.push(0);
+        }
+        // An empty record ends the tree.
+        input.push(0);
+        self.mktree.with(|s| {
+            s.stdin.write_all(&input).ok()?;
+            s.stdin.flush().ok()?;
+            let mut line = String::new();
+            s.stdout.read_line(&mut line).ok()?;
+            let id = line.trim_end().to_string();
+            is_full_hash(&id).then_some(id)
+        })
     }
 
     /// The tree of the commit (or tree) `rev`.

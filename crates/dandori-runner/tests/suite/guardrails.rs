@@ -42,6 +42,13 @@ fn an_uncovered_acceptance_criterion_gets_a_follow_up_step() {
     assert_eq!(out.completion.follow_ups.len(), 1);
     assert_eq!(out.completion.follow_ups[0].step_id, "F01");
     assert_eq!(out.completion.follow_ups[0].ac, "AC-03");
+    // Seed 001 §10.6: a criterion no step linked is a high-priority gap; the
+    // follow-up suggests reading, searching, patching and running the tests.
+    assert_eq!(out.completion.follow_ups[0].priority, "high");
+    assert_eq!(
+        out.completion.follow_ups[0].suggested_tools,
+        vec!["read_file", "search", "apply_patch", "run_command"]
+    );
     // S01 and S02 merged in plan order, then the follow-up on top.
     assert_eq!(
         step_subjects(&repo),
@@ -56,7 +63,7 @@ fn an_uncovered_acceptance_criterion_gets_a_follow_up_step() {
     assert_eq!(evals[0]["data"]["result"]["should_continue"], true);
     assert_eq!(evals[1]["data"]["result"]["overall_coverage"], 1.0);
     let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
-    assert!(report.contains("F01 (done)"), "{report}");
+    assert!(report.contains("F01 (done, high priority)"), "{report}");
     // A second run finds the follow-up's proof commit and adds nothing.
     let again = run(&options(&repo, &run_dir, Some(agent_cmd(&repo)))).unwrap();
     assert_eq!(again.completion.status, CompletionStatus::Completed);

@@ -2,6 +2,7 @@ mod e2e_command;
 mod evidence;
 mod guardrails;
 mod llm_loop;
+mod merge;
 mod parallel;
 mod secrets;
 mod snapshots_report;
