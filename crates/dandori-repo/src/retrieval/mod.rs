@@ -7,6 +7,7 @@
 pub mod definitions;
 pub mod literals;
 pub mod query;
+pub mod rerank;
 pub mod tokenize;
 
 mod baseline;
@@ -155,6 +156,9 @@ pub struct RankingWeights {
     /// A frame path from another machine matches a project file by basename only
     /// under the repository's own top-level roots (1) or anywhere (0).
     pub frame_roots: f32,
+    /// The second stage: the first stage's best [`rerank::RERANK_DEPTH`] files
+    /// re-ordered by a linear model over their evidence, fitted offline (0: off).
+    pub rerank: f32,
 }
 
 impl Default for RankingWeights {
@@ -190,6 +194,7 @@ impl Default for RankingWeights {
             frame_caller: 0.0,
             compound_words: 0.0,
             frame_roots: 0.0,
+            rerank: 1.0,
         }
     }
 }
@@ -456,6 +461,73 @@ impl Index {
         if self.docs.is_empty() || k == 0 {
             return Vec::new();
         }
+        let mut stage = self.first_stage(q);
+        let mut order = self.first_order(&stage.scores);
+        let scores =
+            if self.options.weights.rerank > 0.0 && self.docs.len() >= rerank::RERANK_MIN_FILES {
+                rerank::rerank(self, q, &stage, &mut order)
+            } else {
+                stage.scores.clone()
+            };
+        order.truncate(k);
+        order
+            .into_iter()
+            .map(|doc| {
+                let d = &self.docs[doc as usize];
+                let doc_defs: Vec<u32> = q
+                    .identifiers
+                    .iter()
+                    .filter_map(|ident| self.defs.get(ident.to_lowercase().as_str()))
+                    .flatten()
+                    .filter(|(dd, _)| *dd == doc)
+                    .map(|(_, line)| *line)
+                    .collect();
+                Hit {
+                    path: d.path.clone(),
+                    score: scores[doc as usize],
+                    is_test: d.is_test,
+                    snippets: snippets::best_snippets(self, &d.path, q, &doc_defs),
+                    reasons: stage.reasons.remove(&doc).unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// The re-ranker's features ([`rerank::FEATURE_NAMES`]) of the first
+    /// stage's best `n` files, in first-stage order: what the re-ranker's
+    /// weights are fitted on (docs/retrieval.md).
+    pub fn rank_features(&self, q: &QueryAnalysis, n: usize) -> Vec<(String, Vec<f32>)> {
+        if self.docs.is_empty() || n == 0 {
+            return Vec::new();
+        }
+        let stage = self.first_stage(q);
+        let mut order = self.first_order(&stage.scores);
+        order.truncate(n);
+        let feats = rerank::features(self, q, &stage, &order);
+        order
+            .iter()
+            .zip(feats)
+            .map(|(&doc, f)| (self.docs[doc as usize].path.clone(), f.to_vec()))
+            .collect()
+    }
+
+    /// Files with a positive first-stage score, best first.
+    fn first_order(&self, scores: &[f32]) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.docs.len() as u32)
+            .filter(|&i| scores[i as usize] > 0.0)
+            .collect();
+        order.sort_by(|&a, &b| {
+            scores[b as usize]
+                .total_cmp(&scores[a as usize])
+                .then_with(|| self.docs[a as usize].path.cmp(&self.docs[b as usize].path))
+        });
+        order
+    }
+
+    /// The first stage: BM25F normalised to 1.0 at the best file, the evidence
+    /// bonuses added, the penalties multiplied; with the evidence per file that
+    /// the second stage reads.
+    fn first_stage(&self, q: &QueryAnalysis) -> rerank::FirstStage {
         let w = &self.options.weights;
         let mut scores = self.bm25f(&q.terms);
         let max = scores.iter().copied().fold(0f32, f32::max);
@@ -464,12 +536,15 @@ impl Index {
                 *s /= max;
             }
         }
+        let bm25 = scores.clone();
         let mut reasons: FxHashMap<u32, Vec<String>> = FxHashMap::default();
-        let mut bonus = |doc: u32, amount: f32, why: String, scores: &mut [f32]| {
+        let mut evidence: FxHashMap<u32, rerank::Evidence> = FxHashMap::default();
+        let mut bonus = |doc: u32, kind: usize, amount: f32, why: String, scores: &mut [f32]| {
             if let Some(s) = scores.get_mut(doc as usize) {
                 *s += amount;
+                evidence.entry(doc).or_default().0[kind] += amount;
                 let r = reasons.entry(doc).or_default();
-                if !r.contains(&why) {
+                if !why.is_empty() && !r.contains(&why) {
                     r.push(why);
                 }
             }
@@ -503,7 +578,13 @@ impl Index {
                 } else {
                     w.file_name
                 };
-                bonus(doc, amount * scale, format!("mentions {p}"), &mut scores);
+                bonus(
+                    doc,
+                    rerank::E_PATH,
+                    amount * scale,
+                    format!("mentions {p}"),
+                    &mut scores,
+                );
             }
         }
         // Dotted module paths: the longest prefix that names a file; a module
@@ -530,7 +611,13 @@ impl Index {
                 weight *= w.title_evidence;
             }
             for doc in doc_ids {
-                bonus(doc, weight, format!("module {key}"), &mut scores);
+                bonus(
+                    doc,
+                    rerank::E_MODULE,
+                    weight,
+                    format!("module {key}"),
+                    &mut scores,
+                );
             }
         }
         // Stack frames inside the repository, the innermost weighing more.
@@ -540,6 +627,7 @@ impl Index {
             .filter_map(|(p, func)| self.resolve_frame(p).map(|d| (d, func.as_ref())))
             .collect();
         let last = in_repo.len().saturating_sub(1);
+        let mut frame_flags: Vec<(u32, usize)> = Vec::new();
         for (i, (doc, func)) in in_repo.iter().enumerate() {
             let mut amount = w.frame * w.frame_decay.powi((last - i) as i32);
             if i == last {
@@ -552,7 +640,12 @@ impl Index {
                 Some(f) => format!("stack frame in {f}"),
                 None => "stack frame".to_string(),
             };
-            bonus(*doc, amount, why, &mut scores);
+            bonus(*doc, rerank::E_FRAME, amount, why, &mut scores);
+            if i == last {
+                frame_flags.push((*doc, rerank::E_INNERMOST));
+            } else if i + 1 == last {
+                frame_flags.push((*doc, rerank::E_CALLER));
+            }
         }
         // Quoted messages: the files whose text contains the longest literal
         // fragment of the message (placeholders and numbers cut it apart).
@@ -563,6 +656,7 @@ impl Index {
             for doc in self.files_containing(&fragment) {
                 bonus(
                     doc,
+                    rerank::E_MESSAGE,
                     w.message,
                     format!("contains \"{}\"", truncate(&fragment, 40)),
                     &mut scores,
@@ -575,6 +669,7 @@ impl Index {
             for (doc, amount, fragment) in self.literal_matches(q) {
                 bonus(
                     doc,
+                    rerank::E_LITERAL,
                     w.literal * amount,
                     format!("emits \"{}\"", truncate(&fragment, 40)),
                     &mut scores,
@@ -614,6 +709,7 @@ impl Index {
                     seen.push((doc, m.as_str()));
                     bonus(
                         doc,
+                        rerank::E_MEMBER,
                         w.member_pair * share,
                         format!("defines {class}.{member}"),
                         &mut scores,
@@ -636,6 +732,7 @@ impl Index {
                 for doc in docs {
                     bonus(
                         doc,
+                        rerank::E_PATH,
                         w.file_name * w.compound_words,
                         format!("names {c}"),
                         &mut scores,
@@ -674,7 +771,17 @@ impl Index {
             }
             let class_like = ident.chars().next().is_some_and(char::is_uppercase);
             let strength = if class_like { strength * 1.2 } else { strength };
+            let in_title = contains_word(&q.title, ident);
             for doc in docs_defining {
+                let e = &mut evidence.entry(doc).or_default().0;
+                e[if spread >= 3.0 {
+                    rerank::E_DEF_GENERIC
+                } else {
+                    rerank::E_DEF_RARE
+                }] += 1.0;
+                if in_title {
+                    e[rerank::E_DEF_TITLE] = 1.0;
+                }
                 if w.definition_breadth > 0.0 && spread >= 3.0 {
                     let g = generic.entry(doc).or_default();
                     g.0 += strength;
@@ -699,8 +806,13 @@ impl Index {
         for (doc, b) in def_bonus {
             if let Some(s) = scores.get_mut(doc as usize) {
                 // Diminishing returns for files that define many mentioned names.
-                *s += w.definition * (1.0 + b).ln() / std::f32::consts::LN_2;
+                let amount = w.definition * (1.0 + b).ln() / std::f32::consts::LN_2;
+                *s += amount;
+                evidence.entry(doc).or_default().0[rerank::E_DEF] += amount;
             }
+        }
+        for (doc, kind) in frame_flags {
+            evidence.entry(doc).or_default().0[kind] = 1.0;
         }
         // Tests, docs, examples and vendored code rarely are what a request about
         // behaviour needs changed.
@@ -722,37 +834,12 @@ impl Index {
                 scores[i] *= w.auxiliary_dir_penalty;
             }
         }
-
-        let mut order: Vec<u32> = (0..self.docs.len() as u32)
-            .filter(|&i| scores[i as usize] > 0.0)
-            .collect();
-        order.sort_by(|&a, &b| {
-            scores[b as usize]
-                .total_cmp(&scores[a as usize])
-                .then_with(|| self.docs[a as usize].path.cmp(&self.docs[b as usize].path))
-        });
-        order.truncate(k);
-        order
-            .into_iter()
-            .map(|doc| {
-                let d = &self.docs[doc as usize];
-                let doc_defs: Vec<u32> = q
-                    .identifiers
-                    .iter()
-                    .filter_map(|ident| self.defs.get(ident.to_lowercase().as_str()))
-                    .flatten()
-                    .filter(|(dd, _)| *dd == doc)
-                    .map(|(_, line)| *line)
-                    .collect();
-                Hit {
-                    path: d.path.clone(),
-                    score: scores[doc as usize],
-                    is_test: d.is_test,
-                    snippets: snippets::best_snippets(self, &d.path, q, &doc_defs),
-                    reasons: reasons.remove(&doc).unwrap_or_default(),
-                }
-            })
-            .collect()
+        rerank::FirstStage {
+            scores,
+            bm25,
+            evidence,
+            reasons,
+        }
     }
 
     fn bm25f(&self, terms: &[(String, f32)]) -> Vec<f32> {

@@ -161,8 +161,13 @@ fn names_in_the_title_outweigh_names_of_the_example() {
         let score = |p: &str| hits.iter().find(|h| h.path == p).unwrap().score;
         score("lib/zeta.py") / score("lib/core.py")
     };
-    let defaults = RankingWeights::default();
+    // The first stage's scores: what the knob weighs.
+    let defaults = RankingWeights {
+        rerank: 0.0,
+        ..RankingWeights::default()
+    };
     assert!(defaults.title_evidence > 1.0);
+    index.set_weights(defaults);
     let with_title = ratio(&index);
     index.set_weights(RankingWeights {
         title_evidence: 1.0,
@@ -325,8 +330,10 @@ fn a_report_about_printing_favours_the_printer() {
     assert!(q.about_rendering);
     let top = index.search_analyzed(&q, 5);
     assert_eq!(top[0].path, "pkg/printing/pretty.py", "{top:?}");
+    // Without the intent, the first stage puts the class's definition first.
     index.set_weights(RankingWeights {
         render_intent: 0.0,
+        rerank: 0.0,
         ..RankingWeights::default()
     });
     assert_eq!(index.search_analyzed(&q, 5)[0].path, "pkg/matrix.py");

@@ -234,13 +234,20 @@ fn installed_package_frames_map_to_a_src_layout_and_the_innermost_frame_wins() {
         "{:?}",
         hits[0].reasons
     );
-    let rank = |p: &str| hits.iter().position(|h| h.path == p);
-    // Outer frames rank below inner ones; the reporter's script is not the
-    // repository's `repro.py`.
+    // In the first stage, outer frames rank below inner ones (`frame_decay`);
+    // the re-ranker weighs a frame with the rest of the file's evidence.
+    let mut first_stage = Index::build(&s);
+    first_stage.set_weights(RankingWeights {
+        rerank: 0.0,
+        ..RankingWeights::default()
+    });
+    let first = first_stage.search(trace, 6);
+    let rank = |p: &str| first.iter().position(|h| h.path == p);
     assert!(
         rank("src/pkgx/render.py") < rank("src/pkgx/cli.py"),
-        "{hits:#?}"
+        "{first:#?}"
     );
+    // The reporter's script is not the repository's `repro.py`.
     assert!(
         hits.iter()
             .find(|h| h.path == "repro.py")
@@ -317,8 +324,13 @@ fn definition_specificity_discounts_names_used_all_over_the_code() {
         let score = |p: &str| hits.iter().find(|h| h.path == p).unwrap().score;
         score("app/runner.py") / score("app/spans.py")
     };
-    let plain = RankingWeights::default();
+    // The first stage's scores: what the knob weighs.
+    let plain = RankingWeights {
+        rerank: 0.0,
+        ..RankingWeights::default()
+    };
     assert_eq!(plain.definition_specificity, 0.0);
+    index.set_weights(plain);
     let before = ratio(&index);
     index.set_weights(RankingWeights {
         definition_specificity: 1.0,
@@ -350,4 +362,50 @@ fn a_module_named_several_times_counts_once() {
         "{reasons:?}"
     );
     assert!((many - once).abs() < 0.5, "{once} vs {many}");
+}
+
+#[test]
+fn the_second_stage_reorders_the_first_stages_best_files() {
+    use dandori_repo::retrieval::analyze;
+    use dandori_repo::retrieval::rerank::RERANK_MIN_FILES;
+    use dandori_repo::retrieval::rerank::{FEATURE_NAMES, FEATURES};
+    let dir = src_layout_repo();
+    // Enough files for the second stage to apply.
+    for i in 0..RERANK_MIN_FILES {
+        write(
+            dir.path(),
+            &format!("src/pkgx/page{i}.py"),
+            format!(
+                "from pkgx.render import render_page
+
+def page{i}(doc):
+    return render_page(doc)
+"
+            ),
+        );
+    }
+    let s = scan(dir.path(), &ScanOptions::default()).unwrap();
+    let mut index = Index::build(&s);
+    let q = analyze("render_page fails\n\nThe page layout raises in `layout_blocks`.");
+    let features = index.rank_features(&q, 50);
+    assert_eq!(FEATURE_NAMES.len(), FEATURES);
+    assert!(!features.is_empty());
+    assert!(features.iter().all(|(_, f)| f.len() == FEATURES));
+    // In first-stage order: the first file's first-stage score is the best.
+    assert_eq!(features[0].1[0], 1.0);
+    let paths = |hits: Vec<dandori_repo::Hit>| {
+        let mut p: Vec<String> = hits.into_iter().map(|h| h.path).collect();
+        p.sort();
+        p
+    };
+    let second = index.search_analyzed(&q, 50);
+    assert!(second.windows(2).all(|w| w[0].score >= w[1].score));
+    index.set_weights(RankingWeights {
+        rerank: 0.0,
+        ..RankingWeights::default()
+    });
+    let first = index.search_analyzed(&q, 50);
+    assert_eq!(first[0].path, features[0].0);
+    // The same files, possibly in another order.
+    assert_eq!(paths(second), paths(first));
 }
