@@ -254,23 +254,23 @@ impl Git {
         parents: &[&str],
         message: &str,
     ) -> Result<String, RunnerError> {
-        if let Some(w) = &self.objects
-            && let Some(id) = w.commit(self, tree, parents, message)
-        {
-            if let Some(r) = &self.reader {
-                r.note_commit(&id, tree);
-                r.note_parents(&id, parents);
+        let written = self
+            .objects
+            .as_ref()
+            .and_then(|w| w.commit(self, tree, parents, message));
+        let id = match written {
+            Some(id) => id,
+            None => {
+                let mut args = vec!["commit-tree", tree];
+                for p in parents {
+                    args.push("-p");
+                    args.push(p);
+                }
+                args.push("-m");
+                args.push(message);
+                self.run(&args)?.trim().to_string()
             }
-            return Ok(id);
-        }
-        let mut args = vec!["commit-tree", tree];
-        for p in parents {
-            args.push("-p");
-            args.push(p);
-        }
-        args.push("-m");
-        args.push(message);
-        let id = self.run(&args)?.trim().to_string();
+        };
         if let Some(r) = &self.reader
             && is_full_hash(&id)
         {

@@ -37,12 +37,16 @@ use super::objects::{ObjectReader, TreeEntry};
 /// How many commits a walk may visit before it gives up (git then answers).
 const WALK_MAX: usize = 100_000;
 
-/// The ancestors of `start` (itself included) among the commits the run wrote,
-/// and the commits where the walk stopped (not written by the run).
-fn ancestors(reader: &ObjectReader, start: &str) -> Option<(HashSet<String>, HashSet<String>)> {
+/// The commits reachable from `starts` (themselves included) through the parents
+/// the run noted, and the commits where the walk stopped (not written by the
+/// run). `None` past [`WALK_MAX`] commits.
+fn walk(
+    reader: &ObjectReader,
+    starts: impl IntoIterator<Item = String>,
+) -> Option<(HashSet<String>, HashSet<String>)> {
     let mut seen = HashSet::new();
     let mut boundary = HashSet::new();
-    let mut stack = vec![start.to_string()];
+    let mut stack: Vec<String> = starts.into_iter().collect();
     while let Some(c) = stack.pop() {
         if seen.len() > WALK_MAX {
             return None;
@@ -71,26 +75,19 @@ fn base_tree_at(reader: &ObjectReader, a: &str, b: &str, depth: usize) -> Option
     if depth > 8 {
         return None;
     }
-    let (anc_a, stop_a) = ancestors(reader, a)?;
-    let (anc_b, stop_b) = ancestors(reader, b)?;
+    let (anc_a, stop_a) = walk(reader, [a.to_string()])?;
+    let (anc_b, stop_b) = walk(reader, [b.to_string()])?;
     if stop_a.len() != 1 || stop_a != stop_b {
         return None;
     }
     let common: HashSet<&String> = anc_a.intersection(&anc_b).collect();
     // Everything strictly below a common ancestor is not a best one.
-    let mut below: HashSet<String> = HashSet::new();
-    let mut stack: Vec<String> = common
-        .iter()
-        .flat_map(|c| reader.noted_parents(c).unwrap_or_default())
-        .collect();
-    while let Some(c) = stack.pop() {
-        if below.len() > WALK_MAX {
-            return None;
-        }
-        if below.insert(c.clone()) {
-            stack.extend(reader.noted_parents(&c).unwrap_or_default());
-        }
-    }
+    let (below, _) = walk(
+        reader,
+        common
+            .iter()
+            .flat_map(|c| reader.noted_parents(c).unwrap_or_default()),
+    )?;
     let bases: HashSet<&String> = common.into_iter().filter(|c| !below.contains(*c)).collect();
     match bases.len() {
         0 => None,
@@ -108,11 +105,11 @@ fn base_tree_at(reader: &ObjectReader, a: &str, b: &str, depth: usize) -> Option
             // Otherwise two bases are merged the way git makes its virtual base
             // (a clean merge of two commits is the same in either order); more
             // are left to git.
-            let mut two = bases.into_iter();
-            let (x, y) = (two.next()?, two.next()?);
             if n != 2 {
                 return None;
             }
+            let mut two = bases.into_iter();
+            let (x, y) = (two.next()?, two.next()?);
             let base = base_tree_at(reader, x, y, depth + 1)?;
             merge_trees(reader, &base, &reader.tree_of(x)?, &reader.tree_of(y)?)
         }
