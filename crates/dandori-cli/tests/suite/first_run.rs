@@ -5,7 +5,13 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn dandori(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dandori"))
+    run_clean(Path::new(env!("CARGO_BIN_EXE_dandori")), cwd, args)
+}
+
+/// `bin` (a dandori binary, built or installed) run in `cwd` with a clean
+/// environment: PATH for git, node and python; HOME in the test's directory.
+pub(super) fn run_clean(bin: &Path, cwd: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
         .args(args)
         .current_dir(cwd)
         .env_clear()
@@ -13,7 +19,7 @@ fn dandori(cwd: &Path, args: &[&str]) -> Output {
         .env("HOME", cwd)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
-        .expect("run dandori")
+        .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()))
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {

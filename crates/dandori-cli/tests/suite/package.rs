@@ -12,6 +12,8 @@ use std::process::{Command, Output};
 
 use dandori_test_support::openapi::test_tools;
 
+use super::first_run::run_clean as installed;
+
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 fn text(b: &[u8]) -> String {
@@ -67,20 +69,6 @@ fn manifest(tgz: &Path) -> serde_json::Value {
         .unwrap();
     ok("tar", &o);
     serde_json::from_slice(&o.stdout).unwrap()
-}
-
-/// An installed `dandori` run in `cwd` with a clean environment (PATH for git,
-/// node and python; HOME in the test's directory).
-fn installed(bin: &Path, cwd: &Path, args: &[&str]) -> Output {
-    Command::new(bin)
-        .args(args)
-        .current_dir(cwd)
-        .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", cwd)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()))
 }
 
 /// What every install must do: say its version, run the demo to the end with a

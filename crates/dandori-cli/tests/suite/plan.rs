@@ -92,15 +92,16 @@ fn human_summary() {
     settings.bind(|| insta::assert_snapshot!("plan_human_rq002", text));
 }
 
-#[test]
-fn text_request_and_runs_root_flag() {
+/// `plan --text <text> --runs-root <a new directory> --json` in the todo API
+/// example: the repository, the runs root and the printed JSON.
+fn plan_text(text: &str) -> (TempGitRepo, tempfile::TempDir, serde_json::Value) {
     let repo = todo_api();
     let runs = tempfile::tempdir().unwrap();
     let out = dandori(
         &[
             "plan",
             "--text",
-            "Add a `GET /tasks/count` endpoint and a `--port` option",
+            text,
             "--runs-root",
             runs.path().to_str().unwrap(),
             "--json",
@@ -108,7 +109,13 @@ fn text_request_and_runs_root_flag() {
         repo.path(),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap();
+    (repo, runs, v)
+}
+
+#[test]
+fn text_request_and_runs_root_flag() {
+    let (repo, runs, v) = plan_text("Add a `GET /tasks/count` endpoint and a `--port` option");
     assert!(
         v["run_dir"]
             .as_str()
@@ -122,21 +129,7 @@ fn text_request_and_runs_root_flag() {
 /// A pasted bullet (`- add …`) is the request, not an unknown flag.
 #[test]
 fn text_that_starts_with_a_dash_is_the_request() {
-    let repo = todo_api();
-    let runs = tempfile::tempdir().unwrap();
-    let out = dandori(
-        &[
-            "plan",
-            "--text",
-            "- add a `GET /tasks/count` endpoint",
-            "--runs-root",
-            runs.path().to_str().unwrap(),
-            "--json",
-        ],
-        repo.path(),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (_repo, _runs, v) = plan_text("- add a `GET /tasks/count` endpoint");
     let planning: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(v["planning_json"].as_str().unwrap()).unwrap(),
     )
