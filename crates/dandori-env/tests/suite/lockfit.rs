@@ -393,6 +393,19 @@ fn poetry_and_pdm_locks_constrain_the_install_without_their_tools() {
     }
 }
 
+/// The setup is blocked with `ENV_PACKAGE_UNAVAILABLE`, its reason naming `what`.
+fn assert_blocked_on(out: &setup::SetupOutcome, what: &str) {
+    assert_eq!(
+        out.overall_status,
+        OverallStatus::Blocked,
+        "{:#?}",
+        out.setup_result
+    );
+    let blocked = out.setup_result.blocked.clone().unwrap();
+    assert_eq!(blocked.code, ENV_PACKAGE_UNAVAILABLE);
+    assert!(blocked.reason.contains(what), "{}", blocked.reason);
+}
+
 #[test]
 fn a_pin_the_index_lacks_blocks_the_setup_naming_package_and_version() {
     let tmp = tempfile::tempdir().unwrap();
@@ -406,19 +419,7 @@ fn a_pin_the_index_lacks_blocks_the_setup_naming_package_and_version() {
     );
     git_init(&repo);
     let (_, out) = setup_in(&repo, &env, &["uv", "python3"]);
-    assert_eq!(
-        out.overall_status,
-        OverallStatus::Blocked,
-        "{:#?}",
-        out.setup_result
-    );
-    let blocked = out.setup_result.blocked.clone().unwrap();
-    assert_eq!(blocked.code, ENV_PACKAGE_UNAVAILABLE);
-    assert!(
-        blocked.reason.contains("`demo-lib` 9.9.9"),
-        "{}",
-        blocked.reason
-    );
+    assert_blocked_on(&out, "`demo-lib` 9.9.9");
     // Not retried, not regenerated: one attempt.
     let attempts = out
         .setup_result
@@ -466,19 +467,7 @@ fn npm_ci_of_a_tarball_the_registry_lacks_is_blocked() {
     env.insert("PATH".into(), path);
     let (sel, out) = setup_in(&repo, &env, &["npm", "node"]);
     assert_eq!(sel.setup_commands[0], "npm ci --no-audit --no-fund");
-    assert_eq!(
-        out.overall_status,
-        OverallStatus::Blocked,
-        "{:#?}",
-        out.setup_result
-    );
-    let blocked = out.setup_result.blocked.clone().unwrap();
-    assert_eq!(blocked.code, ENV_PACKAGE_UNAVAILABLE);
-    assert!(
-        blocked.reason.contains("`top-sites` 1.1.225"),
-        "{}",
-        blocked.reason
-    );
+    assert_blocked_on(&out, "`top-sites` 1.1.225");
 }
 
 #[test]
