@@ -9,6 +9,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::RepoError;
+use crate::retrieval::history::{HISTORY_COMMITS, History};
 use crate::retrieval::{Bm25Baseline, Hit, Index, target_paths_for};
 use crate::scan::{ScanOptions, scan};
 
@@ -451,7 +452,10 @@ fn evaluate_instance(
     let repo_scan = scan(checkout.path(), &options.scan)?;
     let scan_ms = ms(t);
     let t = Instant::now();
-    let index = Index::build(&repo_scan);
+    let mut index = Index::build(&repo_scan);
+    if let Some(history) = checkout.history() {
+        index.set_history(&history);
+    }
     let index_ms = ms(t);
     let t = Instant::now();
     let hits = index.search(&inst.problem_statement, 10);
@@ -484,6 +488,9 @@ pub enum Checkout {
     Existing(PathBuf),
     Temporary {
         tree: PathBuf,
+        /// The clone's git directory and the commit checked out.
+        git_dir: PathBuf,
+        commit: String,
         _dir: tempfile::TempDir,
     },
 }
@@ -495,6 +502,21 @@ impl Checkout {
             Checkout::Existing(p) => p,
             Checkout::Temporary { tree, .. } => tree,
         }
+    }
+
+    /// The commit history up to the checked-out commit
+    /// ([`History::read`], [`HISTORY_COMMITS`] commits): from the clone for a
+    /// temporary checkout, from the tree itself when it is the top level of a
+    /// git work tree;
+    /// `None` without history.
+    pub fn history(&self) -> Option<History> {
+        let h = match self {
+            Checkout::Existing(p) => History::read_work_tree(p, "HEAD", HISTORY_COMMITS),
+            Checkout::Temporary {
+                git_dir, commit, ..
+            } => History::read(git_dir, commit, HISTORY_COMMITS),
+        };
+        h.ok().filter(|h| !h.is_empty())
     }
 
     /// `repos/<instance_id>/` as is, or a temporary checkout of `inst.base_commit`
@@ -562,6 +584,8 @@ impl Checkout {
         let _ = std::fs::remove_file(&index_file);
         Ok(Checkout::Temporary {
             tree: work,
+            git_dir,
+            commit: inst.base_commit.clone(),
             _dir: tmp,
         })
     }

@@ -5,6 +5,7 @@
 //! for comparison.
 
 pub mod definitions;
+pub mod history;
 pub mod literals;
 pub mod query;
 pub mod rerank;
@@ -260,6 +261,10 @@ pub struct Index {
     /// Two-word key → string-literal fragments of code files with their doc
     /// ([`literals`]).
     literals: FxHashMap<Box<str>, Vec<(Box<str>, u32)>>,
+    /// Source doc → the test files mapped to it ([`RepoScan::test_map`]).
+    tests_of: FxHashMap<u32, Vec<u32>>,
+    /// The commit history, when one was attached ([`Index::set_history`]).
+    history: Option<history::HistoryIndex>,
 }
 
 /// A document's id, field lengths, (lowercased name, line) definitions and
@@ -388,7 +393,25 @@ impl Index {
                 modules.entry(key.into_boxed_str()).or_default().push(i);
             }
         }
+        let doc_of: FxHashMap<&str, u32> = docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.path.as_str(), i as u32))
+            .collect();
+        let mut tests_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+        for mapping in &scan.test_map {
+            let Some(&test) = doc_of.get(mapping.test.as_str()) else {
+                continue;
+            };
+            for source in &mapping.sources {
+                if let Some(&src) = doc_of.get(source.as_str()) {
+                    tests_of.entry(src).or_default().push(test);
+                }
+            }
+        }
         Index {
+            tests_of,
+            history: None,
             primary_language: scan.summary.primary_language.clone(),
             root: scan.root.clone(),
             options: options.clone(),
@@ -400,6 +423,38 @@ impl Index {
             modules,
             names,
             literals: lits,
+        }
+    }
+
+    /// Attaches the repository's commit history ([`history::History::read`]):
+    /// how often each file changed and the subjects of those commits are
+    /// evidence for the second stage. Without it those features are zero.
+    pub fn set_history(&mut self, history: &history::History) {
+        let doc_of: FxHashMap<&str, u32> = self
+            .docs
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (d.path.as_str(), i as u32))
+            .collect();
+        self.history = Some(history::HistoryIndex::build(
+            history,
+            &doc_of,
+            self.docs.len(),
+        ));
+    }
+
+    /// Reads the commit history of the indexed tree (`git log` from `HEAD`,
+    /// [`history::HISTORY_COMMITS`] commits) and attaches it; a tree that is
+    /// not the top level of a git work tree keeps none
+    /// ([`history::History::read_work_tree`]). Returns whether history was
+    /// attached.
+    pub fn attach_git_history(&mut self) -> bool {
+        match history::History::read_work_tree(&self.root, "HEAD", history::HISTORY_COMMITS) {
+            Ok(h) if !h.is_empty() => {
+                self.set_history(&h);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -447,7 +502,11 @@ impl Index {
             .iter()
             .map(|(k, v)| k.len() + 40 + v.iter().map(|(f, _)| f.len() + 24).sum::<usize>())
             .sum();
-        postings + terms + docs + defs + paths + lits
+        let history = self
+            .history
+            .as_ref()
+            .map_or(0, history::HistoryIndex::heap_bytes);
+        postings + terms + docs + defs + paths + lits + history
     }
 
     /// The `k` files most relevant to `query` (a request or an issue text).

@@ -2,8 +2,9 @@
 //! a linear model over the evidence the first stage gathered for each of them
 //! (its score and rank, BM25F, each bonus, each penalty) and a few properties
 //! of the file against the request (its name in the text, how many of the
-//! request's names it uses). The weights are constants fitted offline on the
-//! tune half of SWE-bench Verified (docs/retrieval.md says how).
+//! request's names it uses, its tests, its commit history). The weights are
+//! constants fitted offline on the tune half of SWE-bench Verified and the
+//! same projects' past fixes (docs/retrieval.md says how).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -52,7 +53,7 @@ pub const RERANK_DEPTH: usize = 50;
 pub const RERANK_MIN_FILES: usize = 60;
 
 /// Number of features.
-pub const FEATURES: usize = 34;
+pub const FEATURES: usize = 40;
 
 /// The features, in the order of [`Index::rank_features`] and of the weights.
 pub const FEATURE_NAMES: [&str; FEATURES] = [
@@ -90,57 +91,70 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
     "bm25_definitions",
     "bm25_contents",
     "bm25_title",
+    "test_proxy",
+    "test_proxy_title",
+    "sibling_share",
+    "named_by_top",
+    "churn",
+    "history_bm25",
 ];
 
-/// Fitted weights (2026-11-27, docs/retrieval.md "Issue 26, session 2"):
+/// Fitted weights (2026-11-27, docs/retrieval.md "Issue 26, session 3"):
 /// logistic regression (L2, C = 0.01, no intercept, features scaled to unit
 /// RMS for the fit and the scale folded back in) on pairs (a patched file, one
 /// of the 20 best-ranked other files of the first stage's top 50), each
-/// instance weighing the same, over 101 instances of the tune half of
-/// SWE-bench Verified (even positions; sympy, sphinx, astropy, pytest, xarray,
-/// requests, pylint, seaborn) and 200 towncrier changelog fragments of pytest
-/// and pylint from before 2024 with the files their commits changed (commits
-/// of Verified instances left out); C and the pair depth chosen by
-/// leave-one-repository-out cross-validation. `frame_caller` was left out of
-/// the fit (weight 0): it came out negative, ranking the caller of the
-/// innermost frame below frames further out, and cross-validation was no
-/// worse without it. Divided by 4 so that as many
-/// files as before score at least half of the best (`target_paths_for`).
+/// instance weighing the same, over 581 instances: the tune half of SWE-bench
+/// Verified (even positions, 101) and, from the same projects' histories
+/// before 2024, 160 sympy pull requests with a regression test (title and
+/// test code), 160 sphinx commits `Fix #N: title` and 160 xarray pull
+/// requests with their `whats-new` entry, with the files they changed
+/// (commits of Verified instances and those just after their base commits
+/// left out). C and the training sets chosen by cross-validation that
+/// predicts each set's instances of one repository with a model fitted
+/// without them. `frame_caller` is left out (weight 0). Divided by 4.5 so
+/// that about as many files as before score at least half of the best
+/// (`target_paths_for`).
 const WEIGHTS: [f32; FEATURES] = [
-    0.0714,  // stage1_relative
-    0.1883,  // stage1_recip_rank
-    0.1168,  // bm25
-    0.1412,  // bm25_recip_rank
-    0.2655,  // path
-    0.0363,  // module
-    0.1022,  // frame
-    0.3037,  // frame_innermost
+    0.0418,  // stage1_relative
+    0.2176,  // stage1_recip_rank
+    0.0905,  // bm25
+    0.0469,  // bm25_recip_rank
+    0.3309,  // path
+    -0.0299, // module
+    0.0647,  // frame
+    0.3073,  // frame_innermost
     0.0000,  // frame_caller
-    0.0255,  // message
-    0.2824,  // literal
-    0.5134,  // member_pair
-    0.0246,  // definition
-    -0.0519, // defines_rare
-    -0.1572, // defines_generic
-    0.0806,  // defines_title_name
-    -0.5436, // test_penalised
-    -0.6869, // non_code_penalised
-    -0.7563, // other_language
-    -0.5835, // auxiliary_dir
-    -0.2093, // renderer_for_rendering
-    -0.0868, // package_init
-    0.1964,  // stem_in_request
-    0.0383,  // stem_in_title
-    -0.0643, // directory_in_request
-    1.3975,  // log_length
-    0.4226,  // depth
-    0.1661,  // uses_names
-    -0.5546, // test_tree
-    -0.6807, // test_tree_about_tests
-    0.2852,  // bm25_path
-    0.2361,  // bm25_definitions
-    0.2432,  // bm25_contents
-    0.3146,  // bm25_title
+    0.2527,  // message
+    0.4526,  // literal
+    0.1988,  // member_pair
+    0.0117,  // definition
+    -0.0634, // defines_rare
+    -0.2098, // defines_generic
+    0.1094,  // defines_title_name
+    -0.5772, // test_penalised
+    -0.7471, // non_code_penalised
+    -0.4959, // other_language
+    -0.0951, // auxiliary_dir
+    0.2646,  // renderer_for_rendering
+    0.0421,  // package_init
+    0.0728,  // stem_in_request
+    0.1174,  // stem_in_title
+    0.0179,  // directory_in_request
+    0.4869,  // log_length
+    -0.1162, // depth
+    0.0625,  // uses_names
+    -0.5951, // test_tree
+    -0.7484, // test_tree_about_tests
+    0.2587,  // bm25_path
+    0.2460,  // bm25_definitions
+    0.0630,  // bm25_contents
+    0.2727,  // bm25_title
+    0.0837,  // test_proxy
+    0.0418,  // test_proxy_title
+    0.0532,  // sibling_share
+    0.0401,  // named_by_top
+    0.0686,  // churn
+    0.4086,  // history_bm25
 ];
 
 /// The features of the documents `order` (best first in the first stage).
@@ -188,6 +202,15 @@ pub(crate) fn features(
             }
         }
     }
+    // The test files mapped to each candidate: what the request's words
+    // score in them says how much the candidate's tests look like the
+    // reporter's example.
+    let mut test_docs: FxHashMap<u32, [f32; 2]> = FxHashMap::default();
+    for doc in order {
+        for &t in index.tests_of.get(doc).map_or(&[][..], Vec::as_slice) {
+            test_docs.insert(t, [0.0; 2]);
+        }
+    }
     // BM25 of each field alone and of the title's words, over the candidates,
     // each normalised to 1.0 at the best candidate.
     let mut field_scores = vec![[0f32; FIELDS + 1]; order.len()];
@@ -206,6 +229,15 @@ pub(crate) fn features(
             let df = list.len() as f32;
             let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
             for p in list {
+                if let Some(t) = test_docs.get_mut(&p.doc)
+                    && p.tf[BODY] > 0
+                {
+                    let d = &index.docs[p.doc as usize];
+                    let norm = 1.0 - wts.field_b[BODY]
+                        + wts.field_b[BODY] * d.len[BODY] as f32 / index.avg_len[BODY];
+                    let tf = p.tf[BODY] as f32 / norm;
+                    t[which] += qw * idf * tf / (wts.k1 + tf);
+                }
                 let Some(&i) = slot.get(&p.doc) else {
                     continue;
                 };
@@ -234,6 +266,71 @@ pub(crate) fn features(
         if max > 0.0 {
             for s in &mut field_scores {
                 s[f] /= max;
+            }
+        }
+    }
+    let mut proxy = vec![[0f32; 2]; order.len()];
+    for (i, doc) in order.iter().enumerate() {
+        for t in index.tests_of.get(doc).map_or(&[][..], Vec::as_slice) {
+            if let Some(s) = test_docs.get(t) {
+                proxy[i][0] = proxy[i][0].max(s[0]);
+                proxy[i][1] = proxy[i][1].max(s[1]);
+            }
+        }
+    }
+    for k in 0..2 {
+        let max = proxy.iter().map(|s| s[k]).fold(0f32, f32::max);
+        if max > 0.0 {
+            for s in &mut proxy {
+                s[k] /= max;
+            }
+        }
+    }
+    // Evidence of the other candidates in the same directory.
+    let dir_of = |doc: u32| -> &str {
+        let p = &index.docs[doc as usize].path;
+        p.rsplit_once('/').map_or("", |(d, _)| d)
+    };
+    let mut by_dir: FxHashMap<&str, f32> = FxHashMap::default();
+    for &doc in order {
+        *by_dir.entry(dir_of(doc)).or_default() += stage.scores[doc as usize] / top;
+    }
+    // The best first-stage files that use a candidate's module name (its
+    // stem as a word of their contents): the code that calls into it, or the
+    // module that produced the input it handles. Rare stems count more.
+    let head: Vec<u32> = order.iter().take(5).copied().collect();
+    let max_idf = (1.0 + n_docs).ln().max(f32::EPSILON);
+    let named_by_top = |doc: u32, stem: &str| -> f32 {
+        if stem.len() < 4 {
+            return 0.0;
+        }
+        let Some(&id) = index.terms.get(stem) else {
+            return 0.0;
+        };
+        let list = &index.postings[id as usize];
+        let df = list.len() as f32;
+        let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln() / max_idf;
+        let mut sum = 0f32;
+        for p in list {
+            if p.doc != doc && p.tf[BODY] > 0 && head.contains(&p.doc) {
+                sum += stage.scores[p.doc as usize] / top;
+            }
+        }
+        sum * idf
+    };
+    // The commit history: how often each candidate changed, and how much the
+    // subjects of those commits read like the request; both relative to the
+    // best candidate.
+    let (mut churn, mut past) = (vec![0f32; order.len()], vec![0f32; order.len()]);
+    if let Some(h) = &index.history {
+        for (i, &doc) in order.iter().enumerate() {
+            churn[i] = (1.0 + h.commits[doc as usize] as f32).ln();
+        }
+        past = h.bm25(&q.terms, &slot);
+        for v in [&mut churn, &mut past] {
+            let max = v.iter().copied().fold(0f32, f32::max);
+            if max > 0.0 {
+                v.iter_mut().for_each(|x| *x /= max);
             }
         }
     }
@@ -306,6 +403,15 @@ pub(crate) fn features(
                 field_scores[rank][1],
                 field_scores[rank][2],
                 field_scores[rank][FIELDS],
+                proxy[rank][0],
+                proxy[rank][1],
+                (1.0 + by_dir.get(dir_of(doc)).copied().unwrap_or(0.0)
+                    - stage.scores[doc as usize] / top)
+                    .max(1.0)
+                    .ln(),
+                named_by_top(doc, &stem),
+                churn[rank],
+                past[rank],
             ]
         })
         .collect()

@@ -1,5 +1,6 @@
 mod eval;
 mod evidence;
+mod history;
 mod retrieval;
 mod scan;
 mod support;
