@@ -6,6 +6,7 @@
 
 pub mod definitions;
 pub mod literals;
+mod markdown;
 pub mod query;
 pub mod rerank;
 pub mod tokenize;
