@@ -6,7 +6,6 @@
 
 pub mod definitions;
 pub mod literals;
-mod markdown;
 pub mod query;
 pub mod rerank;
 pub mod tokenize;

@@ -75,6 +75,12 @@ static HTML_COMMENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)<!--.*?
 static TRACEBACK_HEADER: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"(?m)^.*Traceback \(most recent call last\):?.*$"));
 static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
+/// [`BACKTICK`] that also reads double-backtick spans (``` ``x`` ```, the
+/// literals of reStructuredText and of GitHub text quoting a backtick) as one
+/// span: the single-backtick expression pairs their inner backticks and takes
+/// the prose between two spans for code.
+static BACKTICK_PAIRED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?s)```.*?```|``[^`\n](?:[^\n]*?[^`\n])?``|`[^`\n]+`"));
 static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
 /// `numpy: 1.17.2`, `python-bits: 64`, `requests==2.31.0`, `libhdf5: None`:
 /// environment reports whose words match version-printing code, not the bug.
@@ -372,12 +378,12 @@ pub struct QueryWeights {
     /// `value`) are not identifiers, and issue-template boilerplate lines
     /// ("output of `pip list`") are dropped (1), or they count (0).
     pub message_words: f32,
-    /// Read the body as GFM (pulldown-cmark) to find code blocks (backtick and
-    /// `~~~` fences, indented code, unclosed fences), code spans (``` ``x`` ```
-    /// included) and HTML comments (1), or with the regular expressions of
-    /// fences and backticks (0). Off by default (docs/retrieval.md, issue 26
+    /// Double-backtick spans (``` ``x`` ```) are one code span (1), or the
+    /// single-backtick expression reads them (0), pairing their inner
+    /// backticks so the prose between two spans becomes code. Off by default
+    /// until the second stage is refitted (docs/retrieval.md, issue 26
     /// session 3).
-    pub markdown_reader: f32,
+    pub double_backtick_spans: f32,
 }
 
 impl Default for QueryWeights {
@@ -391,7 +397,7 @@ impl Default for QueryWeights {
             strict_tests_mode: 1.0,
             stdlib_names: 0.0,
             message_words: 1.0,
-            markdown_reader: 0.0,
+            double_backtick_spans: 0.0,
         }
     }
 }
@@ -403,11 +409,7 @@ pub fn analyze(text: &str) -> QueryAnalysis {
 
 /// Analyses a request or issue text.
 pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
-    let markdown = qw.markdown_reader > 0.0;
     let uncommented = match HTML_COMMENT.as_ref() {
-        Some(_) if markdown && qw.strip_html_comments > 0.0 => {
-            std::borrow::Cow::Owned(super::markdown::strip_comments(text))
-        }
         Some(r) if qw.strip_html_comments > 0.0 => r.replace_all(text, ""),
         _ => std::borrow::Cow::Borrowed(text),
     };
@@ -427,28 +429,13 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
     let add = |tok: &str, w: f32, weights: &mut FxHashMap<String, f32>| {
         *weights.entry(tok.to_string()).or_default() += w;
     };
-    // Prose and fenced code blocks are counted apart; the code pieces (blocks
-    // and spans, with whether each is a block) are read for identifiers below.
-    let (prose, code, pieces) = if markdown {
-        let parts = super::markdown::parts(text);
-        (parts.prose, parts.code, parts.pieces)
-    } else {
-        let (prose, code) = match FENCE.as_ref() {
-            Some(r) => {
-                let code: Vec<&str> = r.find_iter(text).map(|m| m.as_str()).collect();
-                (r.replace_all(text, "\n").into_owned(), code.join("\n"))
-            }
-            None => (text.to_string(), String::new()),
-        };
-        let pieces = BACKTICK.as_ref().map_or_else(Vec::new, |r| {
-            r.find_iter(text)
-                .map(|m| {
-                    let fenced = m.as_str().starts_with("```");
-                    (fenced, m.as_str().trim_matches('`').to_string())
-                })
-                .collect()
-        });
-        (prose, code, pieces)
+    // Prose and fenced code blocks are counted apart.
+    let (prose, code) = match FENCE.as_ref() {
+        Some(r) => {
+            let code: Vec<&str> = r.find_iter(text).map(|m| m.as_str()).collect();
+            (r.replace_all(text, "\n").into_owned(), code.join("\n"))
+        }
+        None => (text.to_string(), String::new()),
     };
     for (part, weight) in [(&prose, 1.0), (&code, qw.code_block_weight)] {
         let mut counts: FxHashMap<String, u32> = FxHashMap::default();
@@ -517,9 +504,15 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
 
     // Code spans: every identifier inside is a strong hint.
     let mut code_text = String::new();
-    {
-        for (fenced, span) in &pieces {
-            let (fenced, span) = (*fenced, span.as_str());
+    let backtick = if qw.double_backtick_spans > 0.0 {
+        BACKTICK_PAIRED.as_ref()
+    } else {
+        BACKTICK.as_ref()
+    };
+    if let Some(r) = backtick {
+        for m in r.find_iter(text) {
+            let fenced = m.as_str().starts_with("```");
+            let span = m.as_str().trim_matches('`');
             code_text.push_str(span);
             code_text.push('\n');
             if let Some(ir) = IDENT.as_ref() {
@@ -861,36 +854,28 @@ mod tests {
     }
 
     #[test]
-    fn markdown_reader_pairs_double_backticks_and_reads_tilde_fences() {
+    fn double_backtick_spans_are_one_span() {
         let text =
-            "Fix ``foo_bar`` producing doubled output with ``baz_qux``\n\n~~~\nrun_tool()\n~~~\n";
-        let regex = analyze(text);
-        let gfm = analyze_with(
+            "Fix ``foo_bar`` producing doubled output with ``baz_qux``\n`one_span` and ``a`b``\n";
+        let single = analyze(text);
+        let paired = analyze_with(
             text,
             &QueryWeights {
-                markdown_reader: 1.0,
+                double_backtick_spans: 1.0,
                 ..QueryWeights::default()
             },
         );
-        // The backtick expression pairs the inner backticks of two ``x`` spans
-        // and reads the prose between them as code.
-        assert!(regex.identifiers.iter().any(|x| x == "producing"));
+        // The single-backtick expression pairs the inner backticks of two
+        // ``x`` spans and reads the prose between them as code.
+        assert!(single.identifiers.iter().any(|x| x == "producing"));
         assert!(
-            !gfm.identifiers.iter().any(|x| x == "producing"),
+            !paired.identifiers.iter().any(|x| x == "producing"),
             "{:?}",
-            gfm.identifiers
+            paired.identifiers
         );
-        for id in ["foo_bar", "baz_qux", "run_tool"] {
-            assert!(gfm.identifiers.iter().any(|x| x == id), "{id}");
+        for id in ["foo_bar", "baz_qux", "one_span"] {
+            assert!(paired.identifiers.iter().any(|x| x == id), "{id}");
         }
-        // `~~~` blocks are code: their words weigh less than prose.
-        let weight = |q: &QueryAnalysis, t: &str| {
-            q.terms
-                .iter()
-                .find(|(x, _)| x == t)
-                .map_or(0.0, |(_, w)| *w)
-        };
-        assert!(weight(&gfm, "tool") < weight(&regex, "tool"));
     }
 
     #[test]

@@ -1,9 +1,9 @@
-//! First-stage localisation (`rerank = 0`) with the query's markdown reader off
-//! and on, on one checkout and one index per instance: hit@1/5/10 of each and
-//! the instances whose first hit moved. Used for docs/retrieval.md (issue 26
+//! First-stage localisation (`rerank = 0`) with `QueryWeights::double_backtick_spans`
+//! off and on, on one checkout and one index per instance: hit@1/5/10 of each
+//! and the first hit of every instance. Used for docs/retrieval.md (issue 26
 //! session 3).
 //!
-//! `cargo run --release -p dandori-repo --example markdown_localize -- DATASET REPOS [tune|held-out|all] [LIMIT]`
+//! `cargo run --release -p dandori-repo --example backtick_localize -- DATASET REPOS [tune|held-out|all] [LIMIT]`
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -16,7 +16,7 @@ use dandori_repo::{ScanOptions, scan};
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(dataset), Some(repos)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: markdown_localize DATASET REPOS [tune|held-out|all] [LIMIT]");
+        eprintln!("usage: backtick_localize DATASET REPOS [tune|held-out|all] [LIMIT]");
         return std::process::ExitCode::from(2);
     };
     let split = match args.get(2).map(String::as_str) {
@@ -37,7 +37,7 @@ fn main() -> std::process::ExitCode {
     }
     let off = QueryWeights::default();
     let on = QueryWeights {
-        markdown_reader: 1.0,
+        double_backtick_spans: 1.0,
         ..QueryWeights::default()
     };
     let mut hits = [[0usize; 3]; 2];
