@@ -75,6 +75,12 @@ static HTML_COMMENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)<!--.*?
 static TRACEBACK_HEADER: LazyLock<Option<Regex>> =
     LazyLock::new(|| re(r"(?m)^.*Traceback \(most recent call last\):?.*$"));
 static BACKTICK: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"(?s)```.*?```|`[^`\n]+`"));
+/// [`BACKTICK`] that also reads double-backtick spans (``` ``x`` ```, the
+/// literals of reStructuredText and of GitHub text quoting a backtick) as one
+/// span: the single-backtick expression pairs their inner backticks and takes
+/// the prose between two spans for code.
+static BACKTICK_PAIRED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| re(r"(?s)```.*?```|``[^`\n](?:[^\n]*?[^`\n])?``|`[^`\n]+`"));
 static IDENT: LazyLock<Option<Regex>> = LazyLock::new(|| re(r"[A-Za-z_][A-Za-z0-9_]*"));
 /// `numpy: 1.17.2`, `python-bits: 64`, `requests==2.31.0`, `libhdf5: None`:
 /// environment reports whose words match version-printing code, not the bug.
@@ -372,6 +378,12 @@ pub struct QueryWeights {
     /// `value`) are not identifiers, and issue-template boilerplate lines
     /// ("output of `pip list`") are dropped (1), or they count (0).
     pub message_words: f32,
+    /// Double-backtick spans (``` ``x`` ```) are one code span (1), or the
+    /// single-backtick expression reads them (0), pairing their inner
+    /// backticks so the prose between two spans becomes code. Off by default
+    /// until the second stage is refitted (docs/retrieval.md, issue 26
+    /// session 3).
+    pub double_backtick_spans: f32,
 }
 
 impl Default for QueryWeights {
@@ -385,6 +397,7 @@ impl Default for QueryWeights {
             strict_tests_mode: 1.0,
             stdlib_names: 0.0,
             message_words: 1.0,
+            double_backtick_spans: 0.0,
         }
     }
 }
@@ -491,7 +504,12 @@ pub fn analyze_with(text: &str, qw: &QueryWeights) -> QueryAnalysis {
 
     // Code spans: every identifier inside is a strong hint.
     let mut code_text = String::new();
-    if let Some(r) = BACKTICK.as_ref() {
+    let backtick = if qw.double_backtick_spans > 0.0 {
+        BACKTICK_PAIRED.as_ref()
+    } else {
+        BACKTICK.as_ref()
+    };
+    if let Some(r) = backtick {
         for m in r.find_iter(text) {
             let fenced = m.as_str().starts_with("```");
             let span = m.as_str().trim_matches('`');
@@ -833,6 +851,31 @@ mod tests {
             q.terms
         );
         assert!(has("merg") && has("valueerror"), "{:?}", q.terms);
+    }
+
+    #[test]
+    fn double_backtick_spans_are_one_span() {
+        let text =
+            "Fix ``foo_bar`` producing doubled output with ``baz_qux``\n`one_span` and ``a`b``\n";
+        let single = analyze(text);
+        let paired = analyze_with(
+            text,
+            &QueryWeights {
+                double_backtick_spans: 1.0,
+                ..QueryWeights::default()
+            },
+        );
+        // The single-backtick expression pairs the inner backticks of two
+        // ``x`` spans and reads the prose between them as code.
+        assert!(single.identifiers.iter().any(|x| x == "producing"));
+        assert!(
+            !paired.identifiers.iter().any(|x| x == "producing"),
+            "{:?}",
+            paired.identifiers
+        );
+        for id in ["foo_bar", "baz_qux", "one_span"] {
+            assert!(paired.identifiers.iter().any(|x| x == id), "{id}");
+        }
     }
 
     #[test]
