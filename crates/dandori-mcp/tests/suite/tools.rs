@@ -13,7 +13,7 @@ use dandori_runner::environment::EnvironmentPhase;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
-struct OfflineHost;
+pub(super) struct OfflineHost;
 
 impl Host for OfflineHost {
     fn config(&self, repo: &Path) -> Result<Loaded, String> {
@@ -36,7 +36,7 @@ impl Host for OfflineHost {
     }
 }
 
-fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
+pub(super) fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
     DandoriServer::new(
         set,
         ServiceOptions {
@@ -47,7 +47,7 @@ fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
     )
 }
 
-fn args(v: Value) -> Map<String, Value> {
+pub(super) fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
@@ -98,7 +98,7 @@ fn error_code(r: &rmcp::model::CallToolResult) -> String {
         .to_string()
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(super) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
