@@ -635,8 +635,14 @@ impl Service {
             &repo,
             &loaded.config.planning.environment_setup.analysis,
         );
-        let selected =
-            dandori_env::selection::select_environment(&analysis, opt_str(args, "language")?);
+        // The commands setup will run, with the tools it runs them with: this
+        // server's PATH and dandori's tool cache, plus the package manager the
+        // bootstrap installs (as `dandori env detect`).
+        let selected = dandori_env::phase::select_expected(
+            &analysis,
+            opt_str(args, "language")?,
+            &self.opts.base_env,
+        );
         Ok(json!({
             "selected": selected,
             "ecosystems": analysis.ecosystem_names(),

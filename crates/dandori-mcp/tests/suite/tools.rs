@@ -37,11 +37,15 @@ impl Host for OfflineHost {
 }
 
 pub(super) fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
+    server_with_env(set, cwd, BTreeMap::new())
+}
+
+fn server_with_env(set: ToolSet, cwd: &Path, base_env: BTreeMap<String, String>) -> DandoriServer {
     DandoriServer::new(
         set,
         ServiceOptions {
             cwd: cwd.to_path_buf(),
-            base_env: BTreeMap::new(),
+            base_env,
             host: Arc::new(OfflineHost),
         },
     )
@@ -263,4 +267,61 @@ fn revise_applies_explicit_feedback_to_a_planned_run() {
         args(json!({"run_dir": run_dir, "feedback": "looks fine to me"})),
     ));
     assert_eq!(error_code(&none), "REVISION_NO_CHANGES");
+}
+
+/// `env_detect` shows the commands setup will run with the tools setup runs them
+/// with — the server's `PATH` and dandori's tool cache — as `dandori env detect`
+/// does, not with whatever is on the `PATH` of the process that serves.
+#[test]
+fn env_detect_sees_the_tool_cache_like_setup() {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let Some(uv) = std::env::split_paths(&path)
+        .map(|d| d.join("uv"))
+        .find(|p| p.is_file())
+    else {
+        panic!("`uv` is not on PATH: run the tests through ./scripts/test.sh");
+    };
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
+    std::fs::write(repo.path().join("app.py"), "print('hi')\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    // Laid out as the bootstrap lays it out: the program linked from `bin`.
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(cache.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink(&uv, cache.path().join("bin/uv")).unwrap();
+    let empty_cache = tempfile::tempdir().unwrap();
+    let rt = rt();
+    let detect = |cache: &Path| -> Vec<String> {
+        let env: BTreeMap<String, String> = [
+            ("PATH", "/usr/local/bin:/usr/bin:/bin".to_string()),
+            ("HOME", home.path().display().to_string()),
+            ("DANDORI_TOOLS_BOOTSTRAP", "0".to_string()),
+            ("DANDORI_TOOLS_DIR", cache.display().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let s = server_with_env(ToolSet::All, repo.path(), env);
+        let r = rt.block_on(s.call("env_detect", args(json!({}))));
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+        let v = r.structured_content.unwrap();
+        assert_eq!(v["selected"]["name"], json!("python"), "{v}");
+        v["selected"]["setup_commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect()
+    };
+    let with_uv = detect(cache.path());
+    assert!(
+        with_uv
+            .iter()
+            .any(|c| c == "uv venv .venv --allow-existing"),
+        "{with_uv:?}"
+    );
+    // Without it in the cache (and no bootstrap), setup would not use uv: the
+    // uv on the test's own PATH does not count.
+    let without = detect(empty_cache.path());
+    assert!(!without.iter().any(|c| c.starts_with("uv ")), "{without:?}");
 }
