@@ -7,8 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use dandori_mcp::inspect::RunFiles;
 use dandori_mcp::{DandoriServer, ToolSet};
+use dandori_plan::StepStatus;
 use dandori_test_support::git::TempGitRepo;
+use dandori_test_support::plans::{planning, step, write_plan};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -18,47 +21,11 @@ use super::tools::{args, rt, server};
 /// `src/<id>/main.txt`, with `timeout_sec` for the client to answer.
 fn two_step_plan(timeout_sec: u64) -> (TempGitRepo, PathBuf) {
     let repo = TempGitRepo::with_files(&[("README.md", "# r\n")]);
-    let step = |id: &str| {
-        json!({
-            "step_id": id, "title": format!("Write {id}"), "role": "implementer",
-            "intent": format!("Write the file of {id}"),
-            "scope": {"target_paths": [format!("src/{id}")], "max_diff_lines": 50},
-            "inputs": {"request_path": "requests/RQ-9.md"},
-            "commands": {"unit": [format!("test -f src/{id}/main.txt")]},
-            "success_criteria": ["the file exists"],
-            "links_to_ac": ["AC-01", "AC-02", "AC-03"],
-            "depends_on": [],
-            "expected_diff": {"lines_max": 50, "files_max": 2, "risk_level": "low"},
-            "outputs": {"patch_path": format!("patches/{id}.patch"), "log_prefix": format!("logs/step.{id}")}
-        })
-    };
-    let plan = json!({
-        "version": "1.0", "request_id": "RQ-9", "run_id": "run-9",
-        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
-        "work_branch": "dandori/RQ-9/run-9",
-        "limits": {"max_diff_lines": 100, "timeout_sec": timeout_sec, "max_steps_per_run": 10, "max_autofix_cycles": 0},
-        "context": {
-            "summary": "Write files", "constraints": [],
-            "acceptance_criteria": [
-                {"id": "AC-01", "given": "g", "when": "w", "then": "t1"},
-                {"id": "AC-02", "given": "g", "when": "w", "then": "t2"},
-                {"id": "AC-03", "given": "g", "when": "w", "then": "t3"}
-            ],
-            "test_instructions": {}
-        },
-        "steps": [step("S01"), step("S02")],
-        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
-                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 0},
-        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
-    });
-    let run_dir = repo.path().join(".dandori/runs/RQ-9/run-9");
-    std::fs::create_dir_all(&run_dir).unwrap();
-    std::fs::write(repo.path().join(".dandori/.gitignore"), "*\n").unwrap();
-    std::fs::write(
-        run_dir.join("planning.json"),
-        serde_json::to_string_pretty(&plan).unwrap(),
-    )
-    .unwrap();
+    let steps = ["S01", "S02"]
+        .iter()
+        .map(|id| step(id, &format!("test -f src/{id}/main.txt"), &[]))
+        .collect();
+    let run_dir = write_plan(repo.path(), &planning(9, steps, timeout_sec));
     (repo, run_dir)
 }
 
@@ -98,21 +65,15 @@ impl Client {
     }
 }
 
-fn stage_steps(run_dir: &Path) -> Vec<(String, String, Option<String>)> {
-    let stage: Value =
-        serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
-            .unwrap();
-    stage["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                s["step_id"].as_str().unwrap().to_string(),
-                s["status"].as_str().unwrap().to_string(),
-                s["reason_code"].as_str().map(str::to_string),
-            )
-        })
+/// (step, status, reason code) of every step in stage.json, read as the
+/// server reads it.
+fn stage_steps(run_dir: &Path) -> Vec<(String, StepStatus, Option<String>)> {
+    let files = RunFiles::open(run_dir).unwrap();
+    let stage = files.stage.expect("stage.json");
+    stage
+        .steps
+        .into_iter()
+        .map(|s| (s.step_id, s.status, s.reason_code))
         .collect()
 }
 
@@ -180,7 +141,7 @@ fn a_taken_step_and_a_silent_client_still_time_out() {
         let steps = stage_steps(&run_dir);
         if steps
             .iter()
-            .all(|(_, status, _)| !["pending", "running"].contains(&status.as_str()))
+            .all(|(_, status, _)| !matches!(status, StepStatus::Pending | StepStatus::Running))
         {
             break steps;
         }
@@ -196,8 +157,8 @@ fn a_taken_step_and_a_silent_client_still_time_out() {
     );
     for (id, status, reason) in &ended {
         assert_eq!(
-            (status.as_str(), reason.as_deref()),
-            ("failed", Some("AGENT_TIMEOUT")),
+            (*status, reason.as_deref()),
+            (StepStatus::Failed, Some("AGENT_TIMEOUT")),
             "{id}: {ended:?}"
         );
     }

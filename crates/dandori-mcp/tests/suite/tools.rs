@@ -274,21 +274,11 @@ fn revise_applies_explicit_feedback_to_a_planned_run() {
 /// does, not with whatever is on the `PATH` of the process that serves.
 #[test]
 fn env_detect_sees_the_tool_cache_like_setup() {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let Some(uv) = std::env::split_paths(&path)
-        .map(|d| d.join("uv"))
-        .find(|p| p.is_file())
-    else {
-        panic!("`uv` is not on PATH: run the tests through ./scripts/test.sh");
-    };
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
     std::fs::write(repo.path().join("app.py"), "print('hi')\n").unwrap();
     let home = tempfile::tempdir().unwrap();
-    // Laid out as the bootstrap lays it out: the program linked from `bin`.
-    let cache = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(cache.path().join("bin")).unwrap();
-    std::os::unix::fs::symlink(&uv, cache.path().join("bin/uv")).unwrap();
+    let cache = dandori_test_support::tool_cache::with_program("uv");
     let empty_cache = tempfile::tempdir().unwrap();
     let rt = rt();
     let detect = |cache: &Path| -> Vec<String> {
