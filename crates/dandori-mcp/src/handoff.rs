@@ -70,13 +70,18 @@ struct State {
     last_contact: Option<Instant>,
 }
 
+/// How often a step nobody took is looked at while the client is calling.
+const RECHECK: Duration = Duration::from_secs(1);
+
 impl State {
     /// [`Board::deadline`] under the lock.
     fn deadline(&self, step_id: &str, attempt: u32, timeout: Duration) -> Option<Instant> {
         let h = self.pending.get(step_id).filter(|h| h.attempt == attempt)?;
         let since = match h.taken {
             Some(t) => t,
-            None if self.calls > 0 => Instant::now(),
+            // The client is calling: looked at again shortly, and the silence
+            // counts from the end of its last call.
+            None if self.calls > 0 => return Some(Instant::now() + timeout.min(RECHECK)),
             None => self.last_contact.map_or(h.posted, |c| c.max(h.posted)),
         };
         Some(since + timeout)
