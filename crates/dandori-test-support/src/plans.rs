@@ -22,14 +22,14 @@ pub fn step(id: &str, unit: &str, deps: &[&str]) -> Value {
     })
 }
 
-/// Plan `RQ-<n>` / `run-<n>` (work branch `dandori/RQ-<n>/run-<n>`) of `steps`,
-/// with three acceptance criteria, one fix attempt per step and `timeout_sec`
-/// for the agent of each step.
-pub fn planning(n: u32, steps: Vec<Value>, timeout_sec: u64) -> Value {
+/// Plan `request_id` / `run_id` (work branch `dandori/<request>/<run>`) of
+/// `steps`, with three acceptance criteria, one fix attempt per step and
+/// `timeout_sec` for the agent of each step.
+pub fn planning(request_id: &str, run_id: &str, steps: Vec<Value>, timeout_sec: u64) -> Value {
     json!({
-        "version": "1.0", "request_id": format!("RQ-{n}"), "run_id": format!("run-{n}"),
+        "version": "1.0", "request_id": request_id, "run_id": run_id,
         "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
-        "work_branch": format!("dandori/RQ-{n}/run-{n}"),
+        "work_branch": format!("dandori/{request_id}/{run_id}"),
         "limits": {"max_diff_lines": 100, "timeout_sec": timeout_sec, "max_steps_per_run": 10, "max_autofix_cycles": 1},
         "context": {
             "summary": "Write files", "constraints": [],

@@ -219,28 +219,23 @@ const AUTHORIZATION: &str = r"(?i)\b((?:bearer|basic)\s+)([A-Za-z0-9._~+/=\-]{12
 /// `key=value` / `key: value` assignments of sensitive names, whatever the
 /// configured patterns: the name (group 1) is kept, the value (group 2) masked
 /// unless it is plain ([`plain_value`]).
-const SENSITIVE_ASSIGNMENT: &str = r#"(?i)((?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key)\s*[=:]\s*["']?)([^\s"',;]{4,})"#;
+const SENSITIVE_NAMES: &str = r"password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key";
 
-/// Where the value captured after `name=` really ends ([`Masker::mask_assignment`]):
-/// at a JSON escape (`\n`, `\r`, `\t`, or the `\` of `\"` at its end) or at
-/// `&name=`.
+/// The characters of an assignment's value: no space, quote, comma or
+/// semicolon, and no JSON escape of a line break, tab or quote (`\n` in an `env`
+/// dump printed inside a JSON event; a secret holds none) — any other
+/// backslash pair (`\\`) belongs to the value.
+const ASSIGNED_VALUE: &str = r#"(?:[^\s"',;\\]|\\[^\s"nrt])"#;
+
+/// Where the value captured after `name=` really ends ([`mask_assignments`]): at
+/// the next parameter of a URL query (`&name=`), else at its end.
 fn value_end(value: &str) -> usize {
     static QUERY: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
-    let query = QUERY
+    QUERY
         .get_or_init(|| Regex::new(r"&[A-Za-z0-9_.\-\[\]]+=").ok())
         .as_ref()
         .and_then(|re| re.find(value))
-        .map(|m| m.start());
-    let escape = ["\\n", "\\r", "\\t"]
-        .iter()
-        .filter_map(|e| value.find(e))
-        .min();
-    let trailing = value.strip_suffix('\\').map(str::len);
-    [query, escape, trailing]
-        .into_iter()
-        .flatten()
-        .min()
-        .unwrap_or(value.len())
+        .map_or(value.len(), |m| m.start())
 }
 
 /// `scheme://user:password@`: the password is masked, the rest kept.
@@ -269,7 +264,7 @@ impl Masker {
             .then(|| {
                 let alts: Vec<String> = key_patterns.iter().map(|p| regex::escape(p)).collect();
                 Regex::new(&format!(
-                    r#"(?i)([A-Za-z0-9_.\-]*(?:{})[A-Za-z0-9_.\-]*["']?\s*[=:]\s*["']?)([^\s"',;]{{4,}})"#,
+                    r#"(?i)([A-Za-z0-9_.\-]*(?:{})[A-Za-z0-9_.\-]*["']?\s*[=:]\s*["']?)({ASSIGNED_VALUE}{{4,}})"#,
                     alts.join("|")
                 ))
                 .ok()
@@ -396,28 +391,10 @@ impl Masker {
             .chain(&self.assignment_re)
         {
             if re.is_match(&out) {
-                out = re
-                    .replace_all(&out, |c: &Captures| self.mask_assignment(&c[1], &c[2]))
-                    .into_owned();
+                out = mask_assignments(re, &out);
             }
         }
         out
-    }
-
-    /// `name=` (with what separates it from its value) and the value masked,
-    /// unless plain ([`plain_value`]). The value ends where something else
-    /// begins: a JSON string escape (`\n` in an `env` dump printed inside a JSON
-    /// event; a secret holds no line break nor quote) or the next parameter of a
-    /// URL query (`&name=`); what follows is masked on its own.
-    fn mask_assignment(&self, name: &str, value: &str) -> String {
-        let end = value_end(value);
-        let (value, rest) = value.split_at(end);
-        let value = if value.is_empty() || plain_value(value) {
-            value
-        } else {
-            MASK
-        };
-        format!("{name}{value}{}", self.mask_str(rest))
     }
 
     /// `v` with every string masked ([`Masker::mask_str`]) and nothing else
@@ -467,6 +444,33 @@ impl Masker {
     }
 }
 
+/// `text` with the value of every assignment `re` finds (group 1 the name with
+/// what separates it from the value, group 2 the value) masked, unless plain
+/// ([`plain_value`]). The value ends at a JSON escape ([`ASSIGNED_VALUE`]) or
+/// at the next parameter of a URL query ([`value_end`]); the search goes on from
+/// there, so what follows is masked on its own, in one pass over the text.
+fn mask_assignments(re: &Regex, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    while let Some(c) = re.captures_at(text, pos) {
+        let (Some(name), Some(value)) = (c.get(1), c.get(2)) else {
+            break;
+        };
+        let end = value.start() + value_end(value.as_str());
+        let v = &text[value.start()..end];
+        out.push_str(&text[pos..name.end()]);
+        out.push_str(if v.is_empty() || plain_value(v) {
+            v
+        } else {
+            MASK
+        });
+        // Past the name at least: the loop always moves on.
+        pos = end;
+    }
+    out.push_str(&text[pos..]);
+    out
+}
+
 fn authorization_re() -> Option<&'static Regex> {
     static RE: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
     RE.get_or_init(|| Regex::new(AUTHORIZATION).ok()).as_ref()
@@ -474,8 +478,13 @@ fn authorization_re() -> Option<&'static Regex> {
 
 fn sensitive_assignment_re() -> Option<&'static Regex> {
     static RE: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
-    RE.get_or_init(|| Regex::new(SENSITIVE_ASSIGNMENT).ok())
-        .as_ref()
+    RE.get_or_init(|| {
+        Regex::new(&format!(
+            r#"(?i)((?:{SENSITIVE_NAMES})\s*[=:]\s*["']?)({ASSIGNED_VALUE}{{4,}})"#
+        ))
+        .ok()
+    })
+    .as_ref()
 }
 
 fn url_userinfo_re() -> Option<&'static Regex> {

@@ -168,7 +168,8 @@ fn python_sdk_client_plans_and_executes_a_request() {
 pub(super) fn planned_repo(root: &Path, name: &str) -> (PathBuf, PathBuf) {
     let repo = new_repo(root, name);
     let plan = planning(
-        7,
+        "RQ-7",
+        "run-7",
         vec![
             step("S01", "test -f src/S01/main.txt", &[]),
             step("S02", "grep -q work src/S02/main.txt", &["S01"]),
@@ -289,7 +290,7 @@ fn follow_up_steps_are_executed_through_mcp() {
     let repo = new_repo(&root, "follow-up");
     let mut s01 = step("S01", "test -f src/S01/main.txt", &[]);
     s01["links_to_ac"] = json!(["AC-01", "AC-03"]);
-    let mut plan = planning(8, vec![s01], 120);
+    let mut plan = planning("RQ-8", "run-8", vec![s01], 120);
     plan["limits"]["max_autofix_cycles"] = json!(0);
     plan["gates"]["max_step_too_large_retries"] = json!(0);
     plan["context"]["acceptance_criteria"] = json!([

@@ -25,7 +25,7 @@ fn two_step_plan(timeout_sec: u64) -> (TempGitRepo, PathBuf) {
         .iter()
         .map(|id| step(id, &format!("test -f src/{id}/main.txt"), &[]))
         .collect();
-    let run_dir = write_plan(repo.path(), &planning(9, steps, timeout_sec));
+    let run_dir = write_plan(repo.path(), &planning("RQ-9", "run-9", steps, timeout_sec));
     (repo, run_dir)
 }
 

@@ -197,6 +197,11 @@ fn secrets_in_agent_lines_are_masked_and_the_json_still_parses() {
         out,
         r#"{"api_key":"***","password":"***","token":"***","max_tokens":32000,"retries":3}"#
     );
+    // A backslash in a secret (`\\` in JSON) is part of it.
+    assert_eq!(
+        m.mask_str(r#"{"password":"p\\ss\\w0rd","n":1}"#),
+        r#"{"password":"***","n":1}"#
+    );
     let out = m.mask_str(codex_exec);
     assert!(
         out.contains(r"ANTHROPIC_API_KEY=***\nMAX_TOKENS=32000\n"),
@@ -279,4 +284,29 @@ fn short_and_numeric_secret_values_are_not_masked_by_value() {
     for short in ["1", "300000", "32000", "4096", "abc"] {
         assert!(!listed.iter().any(|v| v == short), "{short}: {listed:?}");
     }
+}
+
+/// A long `env`-style dump inside one JSON string (no whitespace at all): every
+/// secret value goes, every number stays, in one pass (no recursion per line).
+#[test]
+fn a_long_assignment_dump_in_one_json_string() {
+    let m = agent_log_masker();
+    let lines: Vec<String> = (0..20_000)
+        .map(|i| format!("SVC{i}_TOKEN=tok{i}x9z\\nSVC{i}_MAX_TOKENS={i}"))
+        .collect();
+    let line = format!(
+        r#"{{"aggregated_output":"{}","exit_code":0}}"#,
+        lines.join("\\n")
+    );
+    let out = m.mask_str(&line);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let text = v["aggregated_output"].as_str().unwrap();
+    assert_eq!(text.matches("_TOKEN=***\n").count(), 20_000);
+    assert!(!text.contains("x9z"));
+    assert!(
+        text.ends_with("SVC19999_MAX_TOKENS=19999"),
+        "{}",
+        &text[text.len() - 80..]
+    );
+    assert_eq!(v["exit_code"], 0);
 }
