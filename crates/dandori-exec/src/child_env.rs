@@ -117,10 +117,6 @@ pub fn is_toolchain_var(name: &str) -> bool {
         || TOOLCHAIN_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
-/// Secret values shorter than this are not reported for masking (masking `1`
-/// everywhere would destroy every log).
-const MIN_MASKED_LEN: usize = 6;
-
 /// Why a variable was removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Removal {
@@ -136,7 +132,8 @@ pub struct ChildEnv {
     pub env: BTreeMap<String, String>,
     /// Names removed as secrets, sorted.
     pub removed_secrets: Vec<String>,
-    /// Values of the removed secrets (for masking by value), longest first.
+    /// Values of the removed secrets worth masking by value
+    /// ([`dandori_trace::mask::worth_masking`]), longest first.
     pub secret_values: Vec<String>,
 }
 
@@ -208,7 +205,9 @@ pub fn filter(
             }
             Some(Removal::Secret) => {
                 out.removed_secrets.push(name.clone());
-                if value.len() >= MIN_MASKED_LEN {
+                // Not a short value nor a small number: masking `1` or `32000`
+                // everywhere would destroy every log.
+                if dandori_trace::mask::worth_masking(value) {
                     out.secret_values.push(value.clone());
                 }
             }

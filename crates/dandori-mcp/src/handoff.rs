@@ -4,6 +4,14 @@
 //! stage.json); where the command executor would start an agent process, this one
 //! posts the step on a [`Board`] and waits until the client answers `done` or
 //! `failed` through the `step_update` tool.
+//!
+//! The step's `limits.timeout_sec` is the time the client has to answer once it
+//! has taken the step (read it with the `step` tool or claimed it with
+//! `step_update started`). A step not taken yet waits while the client works on
+//! others: it times out only when the client has made no call on the run for
+//! `timeout_sec` (a client that went away), never because it queued behind
+//! other steps — `next` hands out several at once, and a step it offered must
+//! still be there when the client reads it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,6 +42,11 @@ pub struct Handoff {
     pub prompt_file: PathBuf,
     /// `step_update started` was called.
     pub started: bool,
+    /// When the executor posted it.
+    posted: Instant,
+    /// When the client took it (`step`, `step_update started`): its timeout runs
+    /// from here.
+    taken: Option<Instant>,
     answer: mpsc::Sender<Answer>,
 }
 
@@ -51,6 +64,28 @@ struct State {
     pending: BTreeMap<String, Handoff>,
     attempts: BTreeMap<String, u32>,
     ended: Option<Ended>,
+    /// Tool calls on the run in progress.
+    calls: usize,
+    /// When the last tool call on the run ended.
+    last_contact: Option<Instant>,
+}
+
+/// How often a step nobody took is looked at while the client is calling.
+const RECHECK: Duration = Duration::from_secs(1);
+
+impl State {
+    /// [`Board::deadline`] under the lock.
+    fn deadline(&self, step_id: &str, attempt: u32, timeout: Duration) -> Option<Instant> {
+        let h = self.pending.get(step_id).filter(|h| h.attempt == attempt)?;
+        let since = match h.taken {
+            Some(t) => t,
+            // The client is calling: looked at again shortly, and the silence
+            // counts from the end of its last call.
+            None if self.calls > 0 => return Some(Instant::now() + timeout.min(RECHECK)),
+            None => self.last_contact.map_or(h.posted, |c| c.max(h.posted)),
+        };
+        Some(since + timeout)
+    }
 }
 
 /// Steps waiting for the client, shared by the executor (runner thread) and the
@@ -118,6 +153,46 @@ impl Board {
             .map(|h| (h.attempt, h.prompt.clone(), h.workdir.clone()))
     }
 
+    /// The prompt and workdir of a waiting step, which the client takes now: its
+    /// timeout starts (once per hand-off).
+    pub fn take(&self, step_id: &str) -> Option<(u32, String, PathBuf)> {
+        let mut s = self.lock();
+        let h = s.pending.get_mut(step_id)?;
+        h.taken.get_or_insert_with(Instant::now);
+        Some((h.attempt, h.prompt.clone(), h.workdir.clone()))
+    }
+
+    /// Records a tool call on the run for as long as the guard lives: while the
+    /// client calls, the steps it has not taken yet do not time out.
+    pub fn contact(&self) -> Contact<'_> {
+        self.lock().calls += 1;
+        Contact { board: self }
+    }
+
+    /// When the hand-off `attempt` of `step_id` times out: `timeout` after the
+    /// client took it, else after the client's last call on the run (or the
+    /// posting, if later); None when it no longer waits (answered).
+    fn deadline(&self, step_id: &str, attempt: u32, timeout: Duration) -> Option<Instant> {
+        self.lock().deadline(step_id, attempt, timeout)
+    }
+
+    /// Withdraws the hand-off when its deadline has passed; false when it moved
+    /// later or the client answered in the meantime.
+    fn expire(&self, step_id: &str, attempt: u32, timeout: Duration) -> bool {
+        // Checked and removed under one lock, so an answer is never lost: either
+        // the client's `answer` finds the step gone, or this finds it answered.
+        let mut s = self.lock();
+        let due = s
+            .deadline(step_id, attempt, timeout)
+            .is_some_and(|d| d <= Instant::now());
+        if due {
+            s.pending.remove(step_id);
+            drop(s);
+            self.notify();
+        }
+        due
+    }
+
     /// Waits up to `timeout` for a step that nobody has started, or the end.
     pub fn wait_ready(&self, timeout: Duration) {
         self.wait_until(timeout, |s| {
@@ -125,11 +200,12 @@ impl Board {
         });
     }
 
-    /// Marks a waiting step as started. False when it is not waiting.
+    /// Marks a waiting step as started (and taken). False when it is not waiting.
     pub fn start(&self, step_id: &str) -> bool {
         let found = match self.lock().pending.get_mut(step_id) {
             Some(h) => {
                 h.started = true;
+                h.taken.get_or_insert_with(Instant::now);
                 true
             }
             None => false,
@@ -176,6 +252,19 @@ impl Board {
     }
 }
 
+/// A tool call in progress on a run ([`Board::contact`]).
+pub struct Contact<'a> {
+    board: &'a Board,
+}
+
+impl Drop for Contact<'_> {
+    fn drop(&mut self) {
+        let mut s = self.board.lock();
+        s.calls = s.calls.saturating_sub(1);
+        s.last_contact = Some(Instant::now());
+    }
+}
+
 /// The executor that hands each step to the MCP client.
 #[derive(Debug, Clone)]
 pub struct HandoffExecutor {
@@ -205,13 +294,30 @@ impl Executor for HandoffExecutor {
                     workdir: req.workdir.to_path_buf(),
                     prompt_file: req.prompt_file.to_path_buf(),
                     started: false,
+                    posted: Instant::now(),
+                    taken: None,
                     answer: tx,
                 },
             );
             attempt
         };
         self.board.notify();
-        let answer = rx.recv_timeout(req.timeout);
+        let answer = loop {
+            let Some(deadline) = self.board.deadline(req.step_id, attempt, req.timeout) else {
+                // Answered: the answer is on its way.
+                break rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected);
+            };
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    // The deadline moves later while the client calls or takes
+                    // the step; only a deadline that still holds ends the wait.
+                    if self.board.expire(req.step_id, attempt, req.timeout) {
+                        break Err(mpsc::RecvTimeoutError::Timeout);
+                    }
+                }
+                other => break other,
+            }
+        };
         // Whatever happened, the step no longer waits for this hand-off.
         {
             let mut s = self.board.lock();

@@ -361,6 +361,7 @@ impl Service {
         }
         let repo = self.run_repo(args, &run_dir)?;
         let board = self.ensure_started(&run_dir, &repo)?;
+        let _contact = board.contact();
         board.wait_ready(wait);
         let ready: Vec<Value> = board
             .pending()
@@ -392,7 +393,10 @@ impl Service {
         };
         let step = &found.step;
         let st = found.state(&files);
-        let handoff = self.board(&run_dir).and_then(|b| b.handoff(id));
+        // Reading a waiting step takes it: its timeout starts now.
+        let board = self.board(&run_dir);
+        let _contact = board.as_ref().map(|b| b.contact());
+        let handoff = board.as_ref().and_then(|b| b.take(id));
         let (prompt, workdir, attempt) = match handoff {
             Some((attempt, prompt, workdir)) => (prompt, Some(workdir), Some(attempt)),
             None => (
@@ -446,6 +450,7 @@ impl Service {
             )
         };
         let board = self.board(&run_dir).ok_or_else(not_ready)?;
+        let _contact = board.contact();
         let answer = match status {
             "started" => {
                 if !board.start(id) {
@@ -630,8 +635,14 @@ impl Service {
             &repo,
             &loaded.config.planning.environment_setup.analysis,
         );
-        let selected =
-            dandori_env::selection::select_environment(&analysis, opt_str(args, "language")?);
+        // The commands setup will run, with the tools it runs them with: this
+        // server's PATH and dandori's tool cache, plus the package manager the
+        // bootstrap installs (as `dandori env detect`).
+        let selected = dandori_env::phase::select_expected(
+            &analysis,
+            opt_str(args, "language")?,
+            &self.opts.base_env,
+        );
         Ok(json!({
             "selected": selected,
             "ecosystems": analysis.ecosystem_names(),

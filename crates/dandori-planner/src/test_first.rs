@@ -61,24 +61,10 @@ fn has_check(ac: &AcceptanceCriterion) -> bool {
     ac.extra.contains_key("check")
 }
 
+/// A test of the repository, or a path that belongs to the tests by the usual
+/// conventions (a new test file has no scan entry yet).
 fn is_test_path(ctx: &PlanningContext, p: &str) -> bool {
-    ctx.scan.file(p).is_some_and(|f| f.is_test) || looks_like_test_path(p)
-}
-
-/// A path that names a test by the usual conventions (a new test file has no
-/// scan entry yet).
-fn looks_like_test_path(p: &str) -> bool {
-    let l = p.to_ascii_lowercase();
-    let name = l.rsplit('/').next().unwrap_or(&l);
-    l.starts_with("tests/")
-        || l.starts_with("test/")
-        || l.contains("/tests/")
-        || l.contains("/test/")
-        || l.contains("__tests__/")
-        || name.starts_with("test_")
-        || name.contains("_test.")
-        || name.contains(".test.")
-        || name.contains(".spec.")
+    ctx.scan.file(p).is_some_and(|f| f.is_test) || dandori_repo::scan::belongs_to_tests(p)
 }
 
 /// A subtask whose work is tests: so titled, or every target is a test path.
@@ -402,13 +388,5 @@ mod tests {
         assert!(opted_out("Fix the typo. No tests needed."));
         assert!(opted_out("テストは不要です"));
         assert!(!opted_out("Add tests for the parser"));
-    }
-
-    #[test]
-    fn test_paths_by_convention() {
-        assert!(looks_like_test_path("tests/test_x.py"));
-        assert!(looks_like_test_path("src/app.test.ts"));
-        assert!(looks_like_test_path("pkg/x_test.go"));
-        assert!(!looks_like_test_path("src/contest.py"));
     }
 }

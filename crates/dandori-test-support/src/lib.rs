@@ -1,5 +1,5 @@
 //! Test support: a scripted fake LLM server over real HTTP, an OTLP/HTTP trace
-//! receiver, and temporary git repositories.
+//! receiver, temporary git repositories and hand-written plans.
 //!
 //! This crate is only used from tests, so it panics with a clear message on setup
 //! failures instead of threading errors through every test.
@@ -11,7 +11,9 @@ pub mod fixtures;
 pub mod git;
 pub mod openapi;
 pub mod otlp_receiver;
+pub mod plans;
 mod serve;
+pub mod tool_cache;
 
 pub use fake_agent_model::{FakeAgentModel, Turn, Wire, installed_cli};
 pub use fake_forge::FakeForge;

@@ -57,7 +57,7 @@ pub fn is_secret_env(name: &str, value: &str) -> bool {
 }
 
 /// The values of the secret variables of `env` ([`is_secret_env`]) worth masking
-/// (at least 6 characters), plus the password of every URL with credentials.
+/// ([`worth_masking`]), plus the password of every URL with credentials.
 pub fn secret_env_values(env: &BTreeMap<String, String>) -> Vec<String> {
     let mut out = Vec::new();
     for (k, v) in env {
@@ -69,7 +69,7 @@ pub fn secret_env_values(env: &BTreeMap<String, String>) -> Vec<String> {
         }
         out.push(v.clone());
     }
-    out.retain(|v| v.trim().chars().count() >= MIN_LITERAL);
+    out.retain(|v| worth_masking(v));
     out.sort();
     out.dedup();
     out
@@ -77,6 +77,47 @@ pub fn secret_env_values(env: &BTreeMap<String, String>) -> Vec<String> {
 
 /// Shorter values are not masked as literals: they would hide ordinary words.
 const MIN_LITERAL: usize = 6;
+
+/// A value that is a plain number is masked as a literal only from this many
+/// characters on.
+const MIN_NUMERIC_LITERAL: usize = 12;
+
+/// Whether `value` is hidden wherever it appears (value-based masking). Values
+/// shorter than [`MIN_LITERAL`] characters are not: `FEATURE_TOKEN=1` would hide
+/// every `1` of every log. Nor are plain numbers shorter than
+/// [`MIN_NUMERIC_LITERAL`]: a variable with a secret-looking name holding a number
+/// (`AUTH_TIMEOUT=300000`, `RSA_KEY_BITS=4096`) is a setting, and logs are full of
+/// numbers (token counts, durations, sizes) that would be hidden whenever they
+/// happened to be equal to it. A long digit string (a numeric password, an account
+/// number) is still masked.
+pub fn worth_masking(value: &str) -> bool {
+    let v = value.trim();
+    let n = v.chars().count();
+    n >= MIN_LITERAL && (n >= MIN_NUMERIC_LITERAL || !is_number(v))
+}
+
+/// A JSON-style number: optional sign, digits, optional fraction and exponent.
+fn is_number(s: &str) -> bool {
+    let s = s.strip_prefix(['-', '+']).unwrap_or(s);
+    let (mantissa, exponent) = match s.split_once(['e', 'E']) {
+        Some((m, e)) => (m, Some(e.strip_prefix(['-', '+']).unwrap_or(e))),
+        None => (s, None),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, "0"));
+    let digits = |d: &str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+    digits(int) && digits(frac) && exponent.is_none_or(digits)
+}
+
+/// Whether the value of a `name=value` / `"name":value` assignment is a plain
+/// number, boolean or null (a token count, a flag: not a secret), or already
+/// masked. The value as captured may carry the brackets of the JSON or code
+/// around it (`"maxOutputTokens":32000}}`, `"limit":[128000]`, `f(token=5)`).
+fn plain_value(value: &str) -> bool {
+    let v = value
+        .trim_start_matches(['(', '['])
+        .trim_end_matches([')', ']', '}']);
+    is_number(v) || matches!(v, "true" | "false" | "null" | "None") || v == MASK
+}
 
 /// The password of `scheme://user:password@host…`.
 fn url_password(value: &str) -> Option<&str> {
@@ -166,13 +207,36 @@ const VALUE_PATTERNS: &[&str] = &[
     r"gh[pousr]_[A-Za-z0-9]{20,}",
     r"github_pat_[A-Za-z0-9_]{20,}",
     r"glpat-[A-Za-z0-9_\-]{20,}",
-    // Bearer / Basic authorisation values
-    r"(?i)(?:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{12,}",
-    // key=value / key: value assignments of sensitive names
-    r#"(?i)(?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key)\s*[=:]\s*["']?[^\s"',;]{4,}"#,
     // PEM private keys: the whole block, or from the header on when cut
     r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[\s\S]*)",
 ];
+
+/// Bearer / Basic authorisation values: the scheme (group 1) is kept, the
+/// credentials (group 2) masked unless they are a lower-case word ("basic
+/// authentication").
+const AUTHORIZATION: &str = r"(?i)\b((?:bearer|basic)\s+)([A-Za-z0-9._~+/=\-]{12,})";
+
+/// `key=value` / `key: value` assignments of sensitive names, whatever the
+/// configured patterns: the name (group 1) is kept, the value (group 2) masked
+/// unless it is plain ([`plain_value`]).
+const SENSITIVE_NAMES: &str = r"password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key";
+
+/// The characters of an assignment's value: no space, quote, comma or
+/// semicolon, and no JSON escape of a line break, tab or quote (`\n` in an `env`
+/// dump printed inside a JSON event; a secret holds none) — any other
+/// backslash pair (`\\`) belongs to the value.
+const ASSIGNED_VALUE: &str = r#"(?:[^\s"',;\\]|\\[^\s"nrt])"#;
+
+/// Where the value captured after `name=` really ends ([`mask_assignments`]): at
+/// the next parameter of a URL query (`&name=`), else at its end.
+fn value_end(value: &str) -> usize {
+    static QUERY: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    QUERY
+        .get_or_init(|| Regex::new(r"&[A-Za-z0-9_.\-\[\]]+=").ok())
+        .as_ref()
+        .and_then(|re| re.find(value))
+        .map_or(value.len(), |m| m.start())
+}
 
 /// `scheme://user:password@`: the password is masked, the rest kept.
 const URL_USERINFO: &str = r"(?i)\b([a-z][a-z0-9+.\-]*://[^/\s:@]*:)[^/\s@]+@";
@@ -200,7 +264,7 @@ impl Masker {
             .then(|| {
                 let alts: Vec<String> = key_patterns.iter().map(|p| regex::escape(p)).collect();
                 Regex::new(&format!(
-                    r#"(?i)([A-Za-z0-9_.\-]*(?:{})[A-Za-z0-9_.\-]*["']?\s*[=:]\s*["']?)([^\s"',;]{{4,}})"#,
+                    r#"(?i)([A-Za-z0-9_.\-]*(?:{})[A-Za-z0-9_.\-]*["']?\s*[=:]\s*["']?)({ASSIGNED_VALUE}{{4,}})"#,
                     alts.join("|")
                 ))
                 .ok()
@@ -220,11 +284,8 @@ impl Masker {
     /// A masker that also hides these exact secret values (e.g. the API key read
     /// from the environment), wherever they occur.
     pub fn with_literal_secrets<I: IntoIterator<Item = String>>(mut self, secrets: I) -> Self {
-        self.literals.extend(
-            secrets
-                .into_iter()
-                .filter(|s| s.trim().chars().count() >= MIN_LITERAL),
-        );
+        self.literals
+            .extend(secrets.into_iter().filter(|s| worth_masking(s)));
         // Longest first, so a secret containing another is hidden whole.
         self.literals
             .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
@@ -305,6 +366,19 @@ impl Masker {
                 out = re.replace_all(&out, MASK).into_owned();
             }
         }
+        if let Some(re) = authorization_re()
+            && re.is_match(&out)
+        {
+            out = re
+                .replace_all(&out, |c: &Captures| {
+                    if c[2].bytes().all(|b| b.is_ascii_lowercase()) {
+                        c[0].to_string()
+                    } else {
+                        format!("{}{MASK}", &c[1])
+                    }
+                })
+                .into_owned();
+        }
         if let Some(userinfo) = url_userinfo_re()
             && userinfo.is_match(&out)
         {
@@ -312,22 +386,13 @@ impl Masker {
                 .replace_all(&out, format!("${{1}}{MASK}@").as_str())
                 .into_owned();
         }
-        if let Some(re) = &self.assignment_re
-            && re.is_match(&out)
+        for re in sensitive_assignment_re()
+            .into_iter()
+            .chain(&self.assignment_re)
         {
-            out = re
-                .replace_all(&out, |c: &Captures| {
-                    let value = &c[2];
-                    let plain = value.parse::<f64>().is_ok()
-                        || matches!(value, "true" | "false" | "null" | "None")
-                        || value == MASK;
-                    if plain {
-                        c[0].to_string()
-                    } else {
-                        format!("{}{MASK}", &c[1])
-                    }
-                })
-                .into_owned();
+            if re.is_match(&out) {
+                out = mask_assignments(re, &out);
+            }
         }
         out
     }
@@ -377,6 +442,49 @@ impl Masker {
             other => other,
         }
     }
+}
+
+/// `text` with the value of every assignment `re` finds (group 1 the name with
+/// what separates it from the value, group 2 the value) masked, unless plain
+/// ([`plain_value`]). The value ends at a JSON escape ([`ASSIGNED_VALUE`]) or
+/// at the next parameter of a URL query ([`value_end`]); the search goes on from
+/// there, so what follows is masked on its own, in one pass over the text.
+fn mask_assignments(re: &Regex, text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut pos = 0;
+    while let Some(c) = re.captures_at(text, pos) {
+        let (Some(name), Some(value)) = (c.get(1), c.get(2)) else {
+            break;
+        };
+        let end = value.start() + value_end(value.as_str());
+        let v = &text[value.start()..end];
+        out.push_str(&text[pos..name.end()]);
+        out.push_str(if v.is_empty() || plain_value(v) {
+            v
+        } else {
+            MASK
+        });
+        // Past the name at least: the loop always moves on.
+        pos = end;
+    }
+    out.push_str(&text[pos..]);
+    out
+}
+
+fn authorization_re() -> Option<&'static Regex> {
+    static RE: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| Regex::new(AUTHORIZATION).ok()).as_ref()
+}
+
+fn sensitive_assignment_re() -> Option<&'static Regex> {
+    static RE: std::sync::OnceLock<Option<Regex>> = std::sync::OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(&format!(
+            r#"(?i)((?:{SENSITIVE_NAMES})\s*[=:]\s*["']?)({ASSIGNED_VALUE}{{4,}})"#
+        ))
+        .ok()
+    })
+    .as_ref()
 }
 
 fn url_userinfo_re() -> Option<&'static Regex> {

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dandori_test_support::plans::planning;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -245,25 +246,10 @@ fn twelve_steps() -> Vec<Value> {
 }
 
 fn plan(run_id: &str, steps: Vec<Value>) -> Value {
-    json!({
-        "version": "1.0", "request_id": "RQ-7", "run_id": run_id,
-        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
-        "work_branch": format!("dandori/RQ-7/{run_id}"),
-        "limits": {"max_diff_lines": 50, "timeout_sec": 120, "max_steps_per_run": 30, "max_autofix_cycles": 1},
-        "context": {
-            "summary": "Write files", "constraints": [],
-            "acceptance_criteria": [
-                {"id": "AC-01", "given": "g", "when": "w", "then": "t1"},
-                {"id": "AC-02", "given": "g", "when": "w", "then": "t2"},
-                {"id": "AC-03", "given": "g", "when": "w", "then": "t3"}
-            ],
-            "test_instructions": {}
-        },
-        "steps": steps,
-        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
-                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
-        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
-    })
+    let mut plan = planning("RQ-7", run_id, steps, 120);
+    plan["limits"]["max_diff_lines"] = json!(50);
+    plan["limits"]["max_steps_per_run"] = json!(30);
+    plan
 }
 
 /// The scripted agent: writes `src/<step>/main.txt`. A step with `ctl/hold.<step>`

@@ -181,24 +181,10 @@ fn a_file_path_is_a_usage_error_said_once() {
 /// uv — green, not a `pip list` that cannot work there.
 #[test]
 fn verify_is_green_after_a_setup_with_the_cached_uv() {
-    let path = std::env::var("PATH").unwrap_or_default();
-    let Some(uv) = std::env::split_paths(&path)
-        .map(|d| d.join("uv"))
-        .find(|p| p.is_file())
-    else {
-        panic!("`uv` is not on PATH: run the tests through ./scripts/test.sh");
-    };
     let repo = tempfile::tempdir().unwrap();
     std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
     std::fs::write(repo.path().join("app.py"), "print('hi')\n").unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    // Laid out as the bootstrap lays it out: the program inside the cache,
-    // linked from its `bin`.
-    std::fs::create_dir_all(cache.path().join("bin")).unwrap();
-    std::fs::create_dir_all(cache.path().join("uv/bin")).unwrap();
-    std::fs::copy(&uv, cache.path().join("uv/bin/uv")).unwrap();
-    std::os::unix::fs::symlink(cache.path().join("uv/bin/uv"), cache.path().join("bin/uv"))
-        .unwrap();
+    let cache = dandori_test_support::tool_cache::with_program("uv");
     let r = repo_arg(repo.path());
     let run = |args: &[&str]| {
         let out = Command::new(BIN)

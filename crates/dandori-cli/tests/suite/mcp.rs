@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub(super) use dandori_test_support::git::git;
+use dandori_test_support::plans::{planning, step, write_plan};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -162,68 +163,22 @@ fn python_sdk_client_plans_and_executes_a_request() {
     }
 }
 
-fn step(id: &str, unit: &str, deps: &[&str]) -> Value {
-    json!({
-        "step_id": id, "title": format!("Write {id}"), "role": "implementer",
-        "intent": format!("Write the files of {id}"),
-        "scope": {"target_paths": [format!("src/{id}")], "max_diff_lines": 100},
-        "inputs": {"request_path": "requests/RQ-7.md"},
-        "commands": {"unit": [unit]},
-        "success_criteria": ["files exist"],
-        "links_to_ac": ["AC-01", "AC-02", "AC-03"],
-        "depends_on": deps,
-        "expected_diff": {"lines_max": 100, "files_max": 5, "risk_level": "low"},
-        "outputs": {"patch_path": format!("patches/{id}.patch"), "log_prefix": format!("logs/step.{id}")}
-    })
-}
-
 /// A repository with a hand-written three-step plan: S02 after S01, S03
 /// independent; S02's unit command fails on the first attempt (autofix).
 pub(super) fn planned_repo(root: &Path, name: &str) -> (PathBuf, PathBuf) {
     let repo = new_repo(root, name);
-    let plan = json!({
-        "version": "1.0", "request_id": "RQ-7", "run_id": "run-7",
-        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
-        "work_branch": "dandori/RQ-7/run-7",
-        "limits": {"max_diff_lines": 100, "timeout_sec": 120, "max_steps_per_run": 10, "max_autofix_cycles": 1},
-        "context": {
-            "summary": "Write files", "constraints": [],
-            "acceptance_criteria": [
-                {"id": "AC-01", "given": "g", "when": "w", "then": "t1"},
-                {"id": "AC-02", "given": "g", "when": "w", "then": "t2"},
-                {"id": "AC-03", "given": "g", "when": "w", "then": "t3"}
-            ],
-            "test_instructions": {}
-        },
-        "steps": [
+    let plan = planning(
+        "RQ-7",
+        "run-7",
+        vec![
             step("S01", "test -f src/S01/main.txt", &[]),
             step("S02", "grep -q work src/S02/main.txt", &["S01"]),
             step("S03", "test -f src/S03/main.txt", &[]),
         ],
-        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
-                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
-        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
-    });
+        120,
+    );
     let run_dir = write_plan(&repo, &plan);
     (repo, run_dir)
-}
-
-/// Writes `plan` into its run directory of `repo` (`.dandori/runs/<request>/<run>`,
-/// ignored by git) and returns the directory.
-fn write_plan(repo: &Path, plan: &Value) -> PathBuf {
-    let run_dir = repo.join(format!(
-        ".dandori/runs/{}/{}",
-        plan["request_id"].as_str().unwrap(),
-        plan["run_id"].as_str().unwrap()
-    ));
-    std::fs::create_dir_all(&run_dir).unwrap();
-    std::fs::write(repo.join(".dandori/.gitignore"), "*\n").unwrap();
-    std::fs::write(
-        run_dir.join("planning.json"),
-        serde_json::to_string_pretty(plan).unwrap(),
-    )
-    .unwrap();
-    run_dir
 }
 
 /// What must be equal between two runs of the same plan: commit messages (with
@@ -335,25 +290,15 @@ fn follow_up_steps_are_executed_through_mcp() {
     let repo = new_repo(&root, "follow-up");
     let mut s01 = step("S01", "test -f src/S01/main.txt", &[]);
     s01["links_to_ac"] = json!(["AC-01", "AC-03"]);
-    let plan = json!({
-        "version": "1.0", "request_id": "RQ-8", "run_id": "run-8",
-        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
-        "work_branch": "dandori/RQ-8/run-8",
-        "limits": {"max_diff_lines": 100, "timeout_sec": 120, "max_steps_per_run": 10, "max_autofix_cycles": 0},
-        "context": {
-            "summary": "Write files", "constraints": [],
-            "acceptance_criteria": [
-                {"id": "AC-01", "given": "g", "when": "w", "then": "S01 is written"},
-                {"id": "AC-02", "given": "g", "when": "w", "then": "the follow-up's work is there"},
-                {"id": "AC-03", "given": "g", "when": "w", "then": "S01 is still written"}
-            ],
-            "test_instructions": {"unit": "grep -q 'work of F01' main.txt"}
-        },
-        "steps": [s01],
-        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
-                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 0},
-        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
-    });
+    let mut plan = planning("RQ-8", "run-8", vec![s01], 120);
+    plan["limits"]["max_autofix_cycles"] = json!(0);
+    plan["gates"]["max_step_too_large_retries"] = json!(0);
+    plan["context"]["acceptance_criteria"] = json!([
+        {"id": "AC-01", "given": "g", "when": "w", "then": "S01 is written"},
+        {"id": "AC-02", "given": "g", "when": "w", "then": "the follow-up's work is there"},
+        {"id": "AC-03", "given": "g", "when": "w", "then": "S01 is still written"}
+    ]);
+    plan["context"]["test_instructions"] = json!({"unit": "grep -q 'work of F01' main.txt"});
     let run_dir = write_plan(&repo, &plan);
     let out = agent(json!({
         "bin": BIN, "cwd": repo, "tools": "core", "edit": fixture("edit.py"),

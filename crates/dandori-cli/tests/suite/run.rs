@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dandori_test_support::git::git;
+use dandori_test_support::plans::planning;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -87,25 +88,16 @@ hold "mid.$s$p"
     )
     .unwrap();
     let unit = |id: &str| vec![format!("sh {}/unit.sh {id}", ctl.display())];
-    let plan = json!({
-        "version": "1.0", "request_id": "RQ-9", "run_id": "run-9",
-        "created_at": "2026-01-01T00:00:00Z", "base_branch": "main",
-        "work_branch": "dandori/RQ-9/run-9",
-        "limits": {"max_diff_lines": 100, "timeout_sec": 120, "max_steps_per_run": 10, "max_autofix_cycles": 1},
-        "context": {
-            "summary": "Write files", "constraints": [],
-            "acceptance_criteria": [
-                {"id": "AC-01", "given": "g", "when": "w", "then": "t1"},
-                {"id": "AC-02", "given": "g", "when": "w", "then": "t2"},
-                {"id": "AC-03", "given": "g", "when": "w", "then": "t3"}
-            ],
-            "test_instructions": {}
-        },
-        "steps": [step("S01", unit("S01"), 100), step("S02", vec![], 100), step("S03", unit("S03"), 100)],
-        "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
-                  "require_e2e_for_regression_ac": false, "forbid_gh": true, "max_step_too_large_retries": 1},
-        "outputs": {"planning_json": "planning.json", "stage_json": "stage.json", "report_md": "report.md"}
-    });
+    let plan = planning(
+        "RQ-9",
+        "run-9",
+        vec![
+            step("S01", unit("S01"), 100),
+            step("S02", vec![], 100),
+            step("S03", unit("S03"), 100),
+        ],
+        120,
+    );
     let run_dir = repo.join(".dandori/runs/RQ-9/run-9");
     std::fs::create_dir_all(&run_dir).unwrap();
     std::fs::write(

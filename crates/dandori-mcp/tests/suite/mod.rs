@@ -1,2 +1,3 @@
+mod handoff;
 mod inspect;
 mod tools;

@@ -13,7 +13,7 @@ use dandori_runner::environment::EnvironmentPhase;
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
-struct OfflineHost;
+pub(super) struct OfflineHost;
 
 impl Host for OfflineHost {
     fn config(&self, repo: &Path) -> Result<Loaded, String> {
@@ -36,18 +36,22 @@ impl Host for OfflineHost {
     }
 }
 
-fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
+pub(super) fn server(set: ToolSet, cwd: &Path) -> DandoriServer {
+    server_with_env(set, cwd, BTreeMap::new())
+}
+
+fn server_with_env(set: ToolSet, cwd: &Path, base_env: BTreeMap<String, String>) -> DandoriServer {
     DandoriServer::new(
         set,
         ServiceOptions {
             cwd: cwd.to_path_buf(),
-            base_env: BTreeMap::new(),
+            base_env,
             host: Arc::new(OfflineHost),
         },
     )
 }
 
-fn args(v: Value) -> Map<String, Value> {
+pub(super) fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
@@ -98,7 +102,7 @@ fn error_code(r: &rmcp::model::CallToolResult) -> String {
         .to_string()
 }
 
-fn rt() -> tokio::runtime::Runtime {
+pub(super) fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -263,4 +267,51 @@ fn revise_applies_explicit_feedback_to_a_planned_run() {
         args(json!({"run_dir": run_dir, "feedback": "looks fine to me"})),
     ));
     assert_eq!(error_code(&none), "REVISION_NO_CHANGES");
+}
+
+/// `env_detect` shows the commands setup will run with the tools setup runs them
+/// with — the server's `PATH` and dandori's tool cache — as `dandori env detect`
+/// does, not with whatever is on the `PATH` of the process that serves.
+#[test]
+fn env_detect_sees_the_tool_cache_like_setup() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
+    std::fs::write(repo.path().join("app.py"), "print('hi')\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cache = dandori_test_support::tool_cache::with_program("uv");
+    let empty_cache = tempfile::tempdir().unwrap();
+    let rt = rt();
+    let detect = |cache: &Path| -> Vec<String> {
+        let env: BTreeMap<String, String> = [
+            ("PATH", "/usr/local/bin:/usr/bin:/bin".to_string()),
+            ("HOME", home.path().display().to_string()),
+            ("DANDORI_TOOLS_BOOTSTRAP", "0".to_string()),
+            ("DANDORI_TOOLS_DIR", cache.display().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let s = server_with_env(ToolSet::All, repo.path(), env);
+        let r = rt.block_on(s.call("env_detect", args(json!({}))));
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+        let v = r.structured_content.unwrap();
+        assert_eq!(v["selected"]["name"], json!("python"), "{v}");
+        v["selected"]["setup_commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect()
+    };
+    let with_uv = detect(cache.path());
+    assert!(
+        with_uv
+            .iter()
+            .any(|c| c == "uv venv .venv --allow-existing"),
+        "{with_uv:?}"
+    );
+    // Without it in the cache (and no bootstrap), setup would not use uv: the
+    // uv on the test's own PATH does not count.
+    let without = detect(empty_cache.path());
+    assert!(!without.iter().any(|c| c.starts_with("uv ")), "{without:?}");
 }

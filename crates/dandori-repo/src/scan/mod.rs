@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub use environment::{EnvironmentFile, Priority, environment_file_kind};
 pub use language::language_for;
 pub use summary::{CountEntry, DirStat, RepoSummary};
-pub use test_layout::{TestMapping, is_test_path, test_subject_stem};
+pub use test_layout::{TestMapping, belongs_to_tests, is_test_path, test_subject_stem};
 
 use crate::RepoError;
 

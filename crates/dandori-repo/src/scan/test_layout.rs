@@ -51,6 +51,26 @@ pub fn is_test_path(path: &str) -> bool {
     dirs.any(|d| TEST_DIRS.contains(&d) && !(ext == "py" && (d == "test" || d == "testing")))
 }
 
+/// Directories that hold nothing but tests and their data.
+const TESTS_ONLY_DIRS: &[&str] = &["tests", "test", "__tests__"];
+
+/// Whether `path` belongs to the tests, for a file that may not exist yet (a
+/// plan's target): a test file by name or place ([`is_test_path`], names in any
+/// case: `Test_Parser.py`), or any file under a directory that holds only tests
+/// (`tests/`, `test/`, `__tests__/`, any case), fixtures and data included
+/// (`tests/fixtures/users.json`, `test/helpers.py`). Wider than
+/// [`is_test_path`], which decides what the scan counts as test code.
+pub fn belongs_to_tests(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    is_test_path(path)
+        || is_test_path(&lower)
+        || lower
+            .split('/')
+            .rev()
+            .skip(1)
+            .any(|d| TESTS_ONLY_DIRS.contains(&d))
+}
+
 /// The name of the unit a test file tests: `test_foo.py` → `foo`, `foo_test.go` →
 /// `foo`, `foo.test.ts` / `foo.spec.ts` → `foo`, `FooTest.java` → `Foo`,
 /// `foo_spec.rb` → `foo`. `None` when the name is not a test name.
@@ -195,5 +215,42 @@ mod tests {
         assert!(!is_test_path("django/test/testcases.py"));
         assert!(!is_test_path("src/query.py"));
         assert!(!is_test_path("tests/README.md"));
+    }
+
+    #[test]
+    fn paths_that_belong_to_tests() {
+        for yes in [
+            // Test files, as the scan sees them.
+            "tests/test_basic.py",
+            "pkg/server_test.go",
+            "web/src/button.spec.ts",
+            "src/app.test.ts",
+            "src/test/java/a/FooTest.java",
+            "spec/models/user_spec.rb",
+            "conftest.py",
+            // Names in any case.
+            "Test_Parser.py",
+            "src/Widget.Test.tsx",
+            // Anything under a directory of tests: data, fixtures, docs, helpers.
+            "tests/README.md",
+            "tests/fixtures/users.json",
+            "Tests/Snapshots/page.snap",
+            "pkg/test/helpers.py",
+            "web/__tests__/data.txt",
+        ] {
+            assert!(belongs_to_tests(yes), "{yes}");
+        }
+        for no in [
+            "src/query.py",
+            "README.md",
+            "docs/testing.md",
+            "src/contest.py",
+            "latest/notes.txt",
+            // `spec/` also holds specifications: only its code is tests.
+            "spec/openapi.yaml",
+            "attestation/verify.rs",
+        ] {
+            assert!(!belongs_to_tests(no), "{no}");
+        }
     }
 }
