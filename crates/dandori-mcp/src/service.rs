@@ -757,8 +757,7 @@ impl Service {
         let k = opt_u64(args, "k")?.unwrap_or(10).clamp(1, 100) as usize;
         let scan = dandori_repo::scan(&repo, &dandori_repo::ScanOptions::default())
             .map_err(|e| McpError::path("REPO_NOT_FOUND", &repo, e.to_string()))?;
-        let mut index = dandori_repo::Index::build(&scan);
-        index.attach_git_history();
+        let index = dandori_repo::Index::build(&scan);
         let files: Vec<Value> = index
             .search(query, k)
             .into_iter()

@@ -139,8 +139,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         millis: t.elapsed().as_millis() as u64,
     });
     let t = Instant::now();
-    let mut index = gathering::Index::build(&scan);
-    index.attach_git_history();
+    let index = gathering::Index::build(&scan);
     progress(Progress::Indexed {
         files: index.len(),
         millis: t.elapsed().as_millis() as u64,

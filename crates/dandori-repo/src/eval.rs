@@ -452,10 +452,7 @@ fn evaluate_instance(
     let repo_scan = scan(checkout.path(), &options.scan)?;
     let scan_ms = ms(t);
     let t = Instant::now();
-    let mut index = Index::build(&repo_scan);
-    if let Some(history) = checkout.history() {
-        index.set_history(&history);
-    }
+    let index = Index::build(&repo_scan);
     let index_ms = ms(t);
     let t = Instant::now();
     let hits = index.search(&inst.problem_statement, 10);

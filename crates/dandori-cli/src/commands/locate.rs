@@ -42,8 +42,7 @@ pub fn locate(args: &LocateArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
-    let mut index = Index::build(&scan);
-    index.attach_git_history();
+    let index = Index::build(&scan);
     let hits = index.search(&text, args.limit);
     let targets = target_paths_for(&hits);
     if args.json {
