@@ -1620,6 +1620,7 @@ pub fn run_test_command(
     env.entry("PYTHONDONTWRITEBYTECODE".to_string())
         .or_insert_with(|| "1".to_string());
     let start = std::fs::metadata(t.log).map(|m| m.len()).unwrap_or(0);
+    let reports = crate::evidence::junit::Reports::before(t.dir, t.command);
     let out = process::run(&process::ProcSpec {
         argv: &argv,
         cwd: t.dir,
@@ -1632,13 +1633,41 @@ pub fn run_test_command(
     let text = std::fs::read(t.log)
         .map(|b| String::from_utf8_lossy(b.get(start as usize..).unwrap_or(&b)).into_owned())
         .unwrap_or_default();
+    let mut tests = crate::evidence::parse::parse(&text);
+    // JUnit XML reports the command wrote: a test in both counts once, as the
+    // report says.
+    let xml = reports.fresh(t.dir, t.command);
+    note_reports(t.log, &xml);
+    tests.extend(xml.tests);
     let run = crate::evidence::CommandRun {
         command: t.command.to_string(),
         exit_code: if out.timed_out { None } else { out.exit_code },
-        tests: crate::evidence::parse::parse(&text),
+        tests,
         log: t.log.to_string_lossy().into_owned(),
     };
     Ok((out, run))
+}
+
+/// Says in the command's log which JUnit reports were read and which could
+/// not be (their console results still count).
+fn note_reports(log: &Path, xml: &crate::evidence::junit::Collected) {
+    use std::io::Write as _;
+    if xml.read.is_empty() && xml.errors.is_empty() {
+        return;
+    }
+    let mut text = String::new();
+    for (path, n) in &xml.read {
+        text.push_str(&format!(
+            "dandori: {n} test result(s) from the JUnit report {}\n",
+            path.display()
+        ));
+    }
+    for e in &xml.errors {
+        text.push_str(&format!("dandori: JUnit report not read: {e}\n"));
+    }
+    if let Ok(mut f) = std::fs::OpenOptions::new().append(true).open(log) {
+        let _ = f.write_all(text.as_bytes());
+    }
 }
 
 /// How many parts a too-large step is split into: enough for each to fit, at

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 /// Test id → passed. A test seen failing anywhere in the output failed.
 pub type TestResults = BTreeMap<String, bool>;
 
-fn record(out: &mut TestResults, id: &str, passed: bool) {
+pub(crate) fn record(out: &mut TestResults, id: &str, passed: bool) {
     let id = id.trim();
     if id.is_empty() {
         return;
