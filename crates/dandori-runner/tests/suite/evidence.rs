@@ -207,3 +207,93 @@ fn a_step_verified_by_its_unit_command_covers_its_acs_with_evidence() {
             .ends_with("logs/step.S01.unit.log")
     );
 }
+
+/// A unit command shaped like `mvn test`: it writes a Surefire report, one
+/// test of which (`divides`) passes once `answer.txt` says 42, and prints no
+/// per-test lines. The base commit also holds a stale report of a removed
+/// test class, which no run rewrites.
+fn with_surefire_project() -> Repo {
+    let repo = Repo::new();
+    std::fs::write(repo.path.join("answer.txt"), "41\n").unwrap();
+    std::fs::write(repo.path.join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(
+        repo.path.join("test.sh"),
+        r#"mkdir -p target/surefire-reports
+if [ "$(cat answer.txt)" = 42 ]; then
+  div='<testcase name="divides" classname="com.ex.CalcTest" time="0.001"/>'; rc=0
+else
+  div='<testcase name="divides" classname="com.ex.CalcTest" time="0.001"><failure message="expected: &lt;42&gt;" type="org.opentest4j.AssertionFailedError">expected 42</failure></testcase>'; rc=1
+fi
+cat > target/surefire-reports/TEST-com.ex.CalcTest.xml <<REPORT
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuite name="com.ex.CalcTest" time="0.01" tests="2" errors="0" skipped="0" failures="$rc">
+  <testcase name="adds" classname="com.ex.CalcTest" time="0.001"/>
+  $div
+</testsuite>
+REPORT
+echo "Tests run: 2, Failures: $rc"
+exit $rc
+"#,
+    )
+    .unwrap();
+    let stale = repo.path.join("target/surefire-reports");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(
+        stale.join("TEST-com.ex.OldTest.xml"),
+        r#"<testsuite name="com.ex.OldTest" tests="1" failures="1"><testcase name="gone" classname="com.ex.OldTest"><failure/></testcase></testsuite>"#,
+    )
+    .unwrap();
+    repo.git(&["add", "-A"]);
+    repo.git(&[
+        "add",
+        "-f",
+        "target/surefire-reports/TEST-com.ex.OldTest.xml",
+    ]);
+    repo.git(&["commit", "-q", "-m", "a Surefire-shaped suite"]);
+    repo
+}
+
+#[test]
+fn a_junit_report_the_unit_command_writes_is_per_test_evidence_and_a_stale_one_is_not() {
+    let repo = with_surefire_project();
+    let mut plan = planning(
+        vec![S::new("S01").unit("sh test.sh").targets(&["answer.txt"])],
+        json!({}),
+    );
+    plan["context"]["acceptance_criteria"][1]["check"] = json!("com.ex.CalcTest.divides");
+    let run_dir = repo.write_plan(&plan);
+    let out = run(&options(
+        &repo,
+        &run_dir,
+        Some(agent(&repo, "echo 42 > answer.txt")),
+    ))
+    .unwrap();
+    assert_eq!(statuses(&run_dir)[0].1, "done");
+    // At the base: the report's results, without the stale report's.
+    let st = stage(&run_dir);
+    assert_eq!(
+        st["baseline"]["runs"][0]["tests"],
+        json!({"com.ex.CalcTest.adds": true, "com.ex.CalcTest.divides": false}),
+        "{st:#}"
+    );
+    // The step turned the named test green: its criterion is proven by it.
+    let md = report(&run_dir);
+    assert!(
+        md.contains("| AC-02 | covered | test com.ex.CalcTest.divides | fail | pass |"),
+        "{md}"
+    );
+    assert!(
+        out.completion
+            .coverage
+            .critical_gaps
+            .iter()
+            .all(|a| a != "AC-02")
+    );
+    let log = std::fs::read_to_string(run_dir.join("logs/step.S01.unit.log")).unwrap();
+    assert!(
+        log.contains(
+            "dandori: 2 test result(s) from the JUnit report target/surefire-reports/TEST-com.ex.CalcTest.xml"
+        ) && !log.contains("OldTest"),
+        "{log}"
+    );
+}
