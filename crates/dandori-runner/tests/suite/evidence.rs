@@ -297,3 +297,55 @@ fn a_junit_report_the_unit_command_writes_is_per_test_evidence_and_a_stale_one_i
         "{log}"
     );
 }
+
+#[test]
+fn pytest_junitxml_results_and_its_console_summary_name_each_test_once() {
+    let repo = Repo::new();
+    std::fs::create_dir_all(repo.path.join("tests")).unwrap();
+    std::fs::write(repo.path.join("answer.txt"), "41\n").unwrap();
+    std::fs::write(repo.path.join(".gitignore"), "out/\n").unwrap();
+    std::fs::write(
+        repo.path.join("tests/test_calc.py"),
+        "import pytest\n\n\ndef test_adds():\n    assert 1 + 1 == 2\n\n\n@pytest.mark.skip(reason='later')\ndef test_later():\n    pass\n\n\nclass TestAnswer:\n    @pytest.mark.parametrize('n', [42])\n    def test_is(self, n):\n        assert open('answer.txt').read().strip() == str(n)\n",
+    )
+    .unwrap();
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", "a pytest suite"]);
+    let mut plan = planning(
+        vec![
+            S::new("S01")
+                .unit("pytest -q -p no:cacheprovider --junitxml=out/report.xml")
+                .targets(&["answer.txt"]),
+        ],
+        json!({}),
+    );
+    plan["context"]["acceptance_criteria"][1]["check"] =
+        json!("tests/test_calc.py::TestAnswer::test_is[42]");
+    let run_dir = repo.write_plan(&plan);
+    run(&options(
+        &repo,
+        &run_dir,
+        Some(agent(&repo, "echo 42 > answer.txt")),
+    ))
+    .unwrap();
+    assert_eq!(statuses(&run_dir)[0].1, "done");
+    let st = stage(&run_dir);
+    assert_eq!(
+        st["baseline"]["runs"][0]["tests"],
+        json!({"tests/test_calc.py::TestAnswer::test_is[42]": false,
+               "tests/test_calc.py::test_adds": true}),
+        "{st:#}"
+    );
+    let log = std::fs::read_to_string(run_dir.join("logs/step.S01.unit.log")).unwrap();
+    assert!(
+        log.contains("dandori: 2 test result(s) from the JUnit report out/report.xml"),
+        "{log}"
+    );
+    let md = report(&run_dir);
+    assert!(
+        md.contains(
+            "| AC-02 | covered | test tests/test_calc.py::TestAnswer::test_is[42] | fail | pass |"
+        ),
+        "{md}"
+    );
+}
