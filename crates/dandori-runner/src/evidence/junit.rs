@@ -157,13 +157,23 @@ impl Reports {
                 ));
                 continue;
             }
-            let text = match std::fs::read(&path) {
-                Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-                Err(e) => {
-                    c.errors.push(format!("{shown}: {e}"));
-                    continue;
-                }
-            };
+            // Bounded again while reading: the file may have grown since.
+            let mut bytes = Vec::new();
+            let read_bytes = std::fs::File::open(&path).and_then(|f| {
+                use std::io::Read as _;
+                f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes)
+            });
+            if let Err(e) = read_bytes {
+                c.errors.push(format!("{shown}: {e}"));
+                continue;
+            }
+            if bytes.len() as u64 > MAX_REPORT_BYTES {
+                c.errors.push(format!(
+                    "{shown}: more than the {MAX_REPORT_BYTES} bytes read"
+                ));
+                continue;
+            }
+            let text = String::from_utf8_lossy(&bytes);
             match read(&text, &py_file) {
                 Ok(tests) => {
                     c.read.push((PathBuf::from(&shown), tests.len()));
@@ -490,6 +500,34 @@ Failed asserting that 3 matches expected 2.</failure>
             c.errors[0].starts_with("out.xml: not well-formed XML"),
             "{:?}",
             c.errors
+        );
+    }
+
+    #[test]
+    fn oversized_reports_and_symlinks_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("TEST-X.xml");
+        std::fs::write(
+            &secret,
+            r#"<testsuite><testcase classname="X" name="x"/></testsuite>"#,
+        )
+        .unwrap();
+        let command = "pytest --junitxml=big.xml";
+        let before = Reports::before(d, command);
+        // Sparse: no disk used.
+        let big = std::fs::File::create(d.join("big.xml")).unwrap();
+        big.set_len(MAX_REPORT_BYTES + 1).unwrap();
+        std::os::unix::fs::symlink(&secret, d.join("junit.xml")).unwrap();
+        let c = before.fresh(d, command);
+        assert!(c.tests.is_empty() && c.read.is_empty(), "{c:?}");
+        assert_eq!(
+            c.errors,
+            [format!(
+                "big.xml: {} bytes, more than the {MAX_REPORT_BYTES} read",
+                MAX_REPORT_BYTES + 1
+            )]
         );
     }
 }
