@@ -54,6 +54,26 @@ pub fn check_planning(value: &Value, limits: &Limits<'_>) -> Vec<String> {
         .iter()
         .map(|a| a.id.clone())
         .collect();
+    for (i, ac) in response.acceptance_criteria.iter().enumerate() {
+        let Some(check) = &ac.check else {
+            continue;
+        };
+        let path = format!("$.acceptance_criteria[{i}].check");
+        let given: Vec<(&str, &str)> = [("command", &check.command), ("test", &check.test)]
+            .into_iter()
+            .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+            .collect();
+        match given.as_slice() {
+            [(_, v)] if v.trim().is_empty() => problems.push(format!("{path}: empty")),
+            [(k, v)] if v.contains('\n') => problems.push(format!(
+                "{path}.{k}: one line, one command or test id"
+            )),
+            [_] => {}
+            _ => problems.push(format!(
+                "{path}: give exactly one of `command` (exits 0 once the criterion holds) or `test` (a test id or prefix)"
+            )),
+        }
+    }
     let subtasks = response
         .task_decomposition
         .as_ref()
@@ -249,5 +269,45 @@ mod tests {
             },
         );
         assert_eq!(empty.len(), 1);
+    }
+
+    #[test]
+    fn a_criterions_check_is_one_command_or_one_test() {
+        let plan = |checks: Value| {
+            let acs: Vec<Value> = checks
+                .as_array()
+                .unwrap()
+                .iter()
+                .enumerate()
+                .map(|(i, c)| json!({"id": format!("AC-0{}", i + 1), "given": "g", "when": "w", "then": "t", "check": c}))
+                .collect();
+            check_planning(
+                &json!({"phase": "planning", "goal_understanding": {"main_objective": "x"},
+                    "task_decomposition": {"subtasks": [{"id": "task_1", "title": "a", "intent": "",
+                        "target_paths": ["src/a.py"], "depends_on": [], "complexity": 2}]},
+                    "acceptance_criteria": acs}),
+                &Limits {
+                    max_subtasks: 5,
+                    environments: &[],
+                },
+            )
+        };
+        assert!(
+            plan(
+                json!([{"command": "python -m pkg --version"}, {"test": "tests/test_a.py::test_x"}])
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            plan(
+                json!([{"command": "make", "test": "t"}, {}, {"test": "  "}, {"command": "a\nb"}])
+            ),
+            vec![
+                "$.acceptance_criteria[0].check: give exactly one of `command` (exits 0 once the criterion holds) or `test` (a test id or prefix)",
+                "$.acceptance_criteria[1].check: give exactly one of `command` (exits 0 once the criterion holds) or `test` (a test id or prefix)",
+                "$.acceptance_criteria[2].check: empty",
+                "$.acceptance_criteria[3].check.command: one line, one command or test id",
+            ]
+        );
     }
 }

@@ -24,7 +24,7 @@ use sha2::{Digest, Sha256};
 use super::cache::{CacheKey, Lookup, PlanCache, RepoState};
 use super::engine::{self, EngineInputs, EngineOutput, SizeOutcome};
 use super::prompt::{self, ContextFile, ContextSnippet, RepoContextInput};
-use super::response::{PlanningError, PlanningResponse, SizeEstimateOut, SubtaskOut};
+use super::response::{CheckOut, PlanningError, PlanningResponse, SizeEstimateOut, SubtaskOut};
 use crate::DraftPlanner;
 use crate::context::PlanningContext;
 use crate::draft::{Draft, DraftSubtask, SizeInputs};
@@ -422,6 +422,20 @@ impl DraftPlanner for LlmPlanner {
     }
 }
 
+/// The model's check as planning.json writes it (`{"command": …}` or
+/// `{"test": …}`); the response checks have refused any other shape.
+fn check_value(check: Option<&CheckOut>) -> Option<Value> {
+    let c = check?;
+    match (
+        c.command.as_deref().map(str::trim),
+        c.test.as_deref().map(str::trim),
+    ) {
+        (Some(cmd), None) if !cmd.is_empty() => Some(json!({ "command": cmd })),
+        (None, Some(test)) if !test.is_empty() => Some(json!({ "test": test })),
+        _ => None,
+    }
+}
+
 fn describe(e: &LlmError) -> String {
     format!("{} ({})", e, e.kind())
 }
@@ -478,7 +492,9 @@ fn to_draft(
                 Some("nonfunctional") => Some(AcKind::Nonfunctional),
                 _ => None,
             },
-            extra: Default::default(),
+            extra: check_value(a.check.as_ref())
+                .map(|c| [("check".to_string(), c)].into_iter().collect())
+                .unwrap_or_default(),
         })
         .collect();
     let subtasks: Vec<DraftSubtask> = decomposition

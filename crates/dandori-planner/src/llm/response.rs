@@ -144,6 +144,21 @@ pub struct AcceptanceCriterionOut {
     pub then: String,
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// How the criterion is proven: `{"command": "…"}` (an assertion that
+    /// exits 0 once it holds) or `{"test": "…"}` (a test id or prefix);
+    /// becomes `acceptance_criteria[].check` (docs/planner.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckOut>,
+}
+
+/// An acceptance criterion's check as the model writes it: exactly one of
+/// the two.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckOut {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test: Option<String>,
 }
 
 /// §10.1: `error.type`.
@@ -356,7 +371,11 @@ pub fn planning_schema() -> Value {
                 "properties": {
                     "id": {"type": "string"}, "given": {"type": "string"},
                     "when": {"type": "string"}, "then": {"type": "string"},
-                    "type": {"enum": ["functional", "regression", "nonfunctional"]}
+                    "type": {"enum": ["functional", "regression", "nonfunctional"]},
+                    "check": {
+                        "type": "object",
+                        "properties": {"command": {"type": "string"}, "test": {"type": "string"}}
+                    }
                 }
             }},
             "assumptions": strings(),

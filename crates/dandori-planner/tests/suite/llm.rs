@@ -611,3 +611,48 @@ fn a_path_deleted_and_created_again_is_deleted_first() {
         "{edges:?}"
     );
 }
+
+/// Issue 20's leftover: the planner asks the model for each criterion's proof,
+/// and a check the model names (a command or a test id) becomes
+/// `acceptance_criteria[].check`; criteria it proves need no test-first step.
+#[test]
+fn checks_the_model_names_become_the_criteria_checks() {
+    let repo = example_repo("todo-api");
+    let mut answer = plan_answer();
+    let acs = answer["acceptance_criteria"].as_array_mut().unwrap();
+    acs[0]["check"] = json!({"test": "tests/test_api.py::test_filter_by_priority"});
+    acs[1]["check"] = json!({"test": "tests/test_store.py::test_sort_by_priority"});
+    acs[2]["check"] = json!({"command": " python -m pytest -q tests/test_api.py -k urgent "});
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 4),
+        Reply::openai_stream(&answer.to_string(), 12),
+    ])
+    .expect_api_key(KEY);
+    let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
+    assert!(o.validation.ok, "{:?}", o.validation.findings);
+    let checks: Vec<Option<&Value>> = o
+        .planning
+        .context
+        .acceptance_criteria
+        .iter()
+        .map(|a| a.extra.get("check"))
+        .collect();
+    assert_eq!(
+        checks,
+        vec![
+            Some(&json!({"test": "tests/test_api.py::test_filter_by_priority"})),
+            Some(&json!({"test": "tests/test_store.py::test_sort_by_priority"})),
+            Some(&json!({"command": "python -m pytest -q tests/test_api.py -k urgent"})),
+        ]
+    );
+    assert!(
+        o.planning
+            .steps
+            .iter()
+            .all(|s| s.extra.get("tdd_phase").is_none()),
+        "every criterion has its proof: no test-first step"
+    );
+    // The system prompt asked for them.
+    let body = server.requests()[1].body.to_string();
+    assert!(body.contains("\\\"check\\\""), "{body}");
+}
