@@ -25,8 +25,9 @@ const MAX_DEPTH: usize = 8;
 
 /// The results of a JUnit XML report. `py_file` says whether a `.py` file (a
 /// path relative to the directory the tests ran in) exists: pytest's reports
-/// name a test by its dotted `classname` (`tests.test_x.TestC`), which maps
-/// back to pytest's id (`tests/test_x.py::TestC::test_a`) where the file is.
+/// (a suite named `pytest`) name a test by its dotted `classname`
+/// (`tests.test_x.TestC`), which maps back to pytest's id
+/// (`tests/test_x.py::TestC::test_a`) where the file is, or give its `file`.
 /// Other tests are named `classname.name` (`com.ex.CalcTest.adds`), or `name`
 /// alone when it already holds the class name (jest-junit's default).
 /// Skipped tests have no result; pytest's expected failures
@@ -59,11 +60,21 @@ pub fn read(text: &str, py_file: &dyn Fn(&str) -> bool) -> Result<TestResults, S
             }
         }
         if let Some(passed) = passed {
+            // pytest's suite is named `pytest` (`junit_suite_name`), its
+            // root `pytest tests`; other Python reporters (unittest-xml-reporting)
+            // keep unittest's dotted ids.
+            let pytest = case.ancestors().any(|a| {
+                matches!(
+                    (a.tag_name().name(), a.attribute("name")),
+                    ("testsuite", Some("pytest")) | ("testsuites", Some("pytest tests"))
+                )
+            });
+            let no_file = |_: &str| false;
             let id = test_id(
                 case.attribute("classname").unwrap_or("").trim(),
                 name.trim(),
-                case.attribute("file"),
-                py_file,
+                case.attribute("file").filter(|_| pytest),
+                if pytest { py_file } else { &no_file },
             );
             record(&mut out, &id, passed);
         }
@@ -528,6 +539,28 @@ Failed asserting that 3 matches expected 2.</failure>
                 "big.xml: {} bytes, more than the {MAX_REPORT_BYTES} read",
                 MAX_REPORT_BYTES + 1
             )]
+        );
+    }
+
+    #[test]
+    fn unittest_xml_reporting_keeps_unittest_ids() {
+        // unittest-xml-reporting (`xmlrunner`) 3: a suite per class, the file named.
+        let xml = r#"<?xml version="1.0" encoding="UTF-8"?>
+<testsuites>
+	<testsuite name="test_calc.TestCalc-20261127055200" tests="2" file="test_calc.py" time="0.001" timestamp="2026-11-27T05:52:00" failures="1" errors="0" skipped="0">
+		<testcase classname="test_calc.TestCalc" name="test_add" time="0.000" timestamp="2026-11-27T05:52:00" file="test_calc.py" line="5"/>
+		<testcase classname="test_calc.TestCalc" name="test_div" time="0.000" timestamp="2026-11-27T05:52:00" file="test_calc.py" line="8">
+			<failure type="AssertionError" message="2 != 3"><![CDATA[Traceback (most recent call last): AssertionError: 2 != 3]]></failure>
+		</testcase>
+	</testsuite>
+</testsuites>"#;
+        let exists = |f: &str| f == "test_calc.py";
+        assert_eq!(
+            read(xml, &exists).unwrap(),
+            results(&[
+                ("test_calc.TestCalc.test_add", true),
+                ("test_calc.TestCalc.test_div", false),
+            ])
         );
     }
 }
