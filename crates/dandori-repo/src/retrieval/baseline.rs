@@ -102,7 +102,7 @@ impl Bm25Baseline {
                 continue;
             };
             let df = list.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = super::bm25_idf(n, df);
             for &(doc, tf) in list {
                 let tf = tf as f32;
                 let norm = K1 * (1.0 - B + B * self.lens[doc as usize] as f32 / self.avg_len);

@@ -189,7 +189,7 @@ impl HistoryIndex {
                 continue;
             };
             let df = list.len() as f32;
-            let idf = (1.0 + (self.docs - df + 0.5) / (df + 0.5)).ln();
+            let idf = super::bm25_idf(self.docs, df);
             for &(doc, n) in list {
                 let Some(&i) = slot.get(&doc) else {
                     continue;

@@ -278,6 +278,19 @@ struct Partial {
     docs: Vec<PartialDoc>,
 }
 
+/// BM25's inverse document frequency of a term in `df` of `n` documents.
+pub(crate) fn bm25_idf(n: f32, df: f32) -> f32 {
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// Path → document id.
+fn doc_ids(docs: &[Doc]) -> FxHashMap<&str, u32> {
+    docs.iter()
+        .enumerate()
+        .map(|(i, d)| (d.path.as_str(), i as u32))
+        .collect()
+}
+
 impl Index {
     /// Builds the index, reading the scanned text files (bounded per file).
     pub fn build(scan: &RepoScan) -> Index {
@@ -393,11 +406,7 @@ impl Index {
                 modules.entry(key.into_boxed_str()).or_default().push(i);
             }
         }
-        let doc_of: FxHashMap<&str, u32> = docs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.path.as_str(), i as u32))
-            .collect();
+        let doc_of = doc_ids(&docs);
         let mut tests_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
         for mapping in &scan.test_map {
             let Some(&test) = doc_of.get(mapping.test.as_str()) else {
@@ -430,12 +439,7 @@ impl Index {
     /// how often each file changed and the subjects of those commits are
     /// evidence for the second stage. Without it those features are zero.
     pub fn set_history(&mut self, history: &history::History) {
-        let doc_of: FxHashMap<&str, u32> = self
-            .docs
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (d.path.as_str(), i as u32))
-            .collect();
+        let doc_of = doc_ids(&self.docs);
         self.history = Some(history::HistoryIndex::build(
             history,
             &doc_of,
@@ -901,6 +905,13 @@ impl Index {
         }
     }
 
+    /// BM25F's length normalisation of field `f` of `doc`: its length against
+    /// the field's average, by `field_b`.
+    pub(crate) fn field_norm(&self, doc: u32, f: usize) -> f32 {
+        let b = self.options.weights.field_b[f];
+        1.0 - b + b * self.docs[doc as usize].len[f] as f32 / self.avg_len[f]
+    }
+
     fn bm25f(&self, terms: &[(String, f32)]) -> Vec<f32> {
         let w = &self.options.weights;
         let n = self.docs.len() as f32;
@@ -911,15 +922,12 @@ impl Index {
             };
             let list = &self.postings[id as usize];
             let df = list.len() as f32;
-            let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+            let idf = bm25_idf(n, df);
             for p in list {
-                let d = &self.docs[p.doc as usize];
                 let mut tf = 0f32;
                 for f in 0..FIELDS {
                     if p.tf[f] > 0 {
-                        let norm =
-                            1.0 - w.field_b[f] + w.field_b[f] * d.len[f] as f32 / self.avg_len[f];
-                        tf += w.field_weight[f] * p.tf[f] as f32 / norm;
+                        tf += w.field_weight[f] * p.tf[f] as f32 / self.field_norm(p.doc, f);
                     }
                 }
                 scores[p.doc as usize] += qw * idf * tf / (w.k1 + tf);
@@ -1061,7 +1069,7 @@ impl Index {
         let id = *self.terms.get(term)?;
         let df = self.postings[id as usize].len() as f32;
         let n = self.docs.len() as f32;
-        Some((1.0 + (n - df + 0.5) / (df + 0.5)).ln())
+        Some(bm25_idf(n, df))
     }
 
     /// Docs a mentioned path names: exact, as a path suffix, or by file name

@@ -10,7 +10,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::query::QueryAnalysis;
 use super::tokenize::{TokenOptions, tokenize};
-use super::{BODY, FIELDS, Index, is_renderer_path};
+use super::{BODY, FIELDS, Index, bm25_idf, is_renderer_path};
 
 /// Evidence kinds the first stage records per file.
 pub(crate) const E_PATH: usize = 0;
@@ -232,29 +232,23 @@ pub(crate) fn features(
             };
             let list = &index.postings[id as usize];
             let df = list.len() as f32;
-            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln();
+            let idf = bm25_idf(n_docs, df);
             for p in list {
                 if let Some(t) = test_docs.get_mut(&p.doc)
                     && p.tf[BODY] > 0
                 {
-                    let d = &index.docs[p.doc as usize];
-                    let norm = 1.0 - wts.field_b[BODY]
-                        + wts.field_b[BODY] * d.len[BODY] as f32 / index.avg_len[BODY];
-                    let tf = p.tf[BODY] as f32 / norm;
+                    let tf = p.tf[BODY] as f32 / index.field_norm(p.doc, BODY);
                     t[which] += qw * idf * tf / (wts.k1 + tf);
                 }
                 let Some(&i) = slot.get(&p.doc) else {
                     continue;
                 };
-                let d = &index.docs[p.doc as usize];
                 let mut combined = 0f32;
                 for (f, &raw) in p.tf.iter().enumerate() {
                     if raw == 0 {
                         continue;
                     }
-                    let norm =
-                        1.0 - wts.field_b[f] + wts.field_b[f] * d.len[f] as f32 / index.avg_len[f];
-                    let tf = raw as f32 / norm;
+                    let tf = raw as f32 / index.field_norm(p.doc, f);
                     if which == 0 {
                         field_scores[i][f] += qw * idf * tf / (wts.k1 + tf);
                     }
@@ -314,7 +308,7 @@ pub(crate) fn features(
         };
         let list = &index.postings[id as usize];
         let df = list.len() as f32;
-        let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln() / max_idf;
+        let idf = bm25_idf(n_docs, df) / max_idf;
         let mut sum = 0f32;
         for p in list {
             if p.doc != doc && p.tf[BODY] > 0 && head.contains(&p.doc) {
