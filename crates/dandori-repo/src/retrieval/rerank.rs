@@ -52,6 +52,9 @@ pub const RERANK_DEPTH: usize = 50;
 /// lost the file a request names to a bigger neighbour).
 pub const RERANK_MIN_FILES: usize = 60;
 
+/// How many of the first stage's best files `named_by_top` looks at.
+const NAMED_BY_TOP: usize = 5;
+
 /// Number of features.
 pub const FEATURES: usize = 40;
 
@@ -297,7 +300,7 @@ pub(crate) fn features(
     // The best first-stage files that use a candidate's module name (its
     // stem as a word of their contents): the code that calls into it, or the
     // module that produced the input it handles. Rare stems count more.
-    let head: Vec<u32> = order.iter().take(5).copied().collect();
+    let head: Vec<u32> = order.iter().take(NAMED_BY_TOP).copied().collect();
     let max_idf = (1.0 + n_docs).ln().max(f32::EPSILON);
     let named_by_top = |doc: u32, stem: &str| -> f32 {
         if stem.len() < 4 {
@@ -309,12 +312,23 @@ pub(crate) fn features(
         let list = &index.postings[id as usize];
         let df = list.len() as f32;
         let idf = bm25_idf(n_docs, df) / max_idf;
-        let mut sum = 0f32;
+        // Summed in the head's order, not the postings' (which follows how the
+        // index threads shared the files): the same feature on every build.
+        let mut uses = [false; NAMED_BY_TOP];
         for p in list {
-            if p.doc != doc && p.tf[BODY] > 0 && head.contains(&p.doc) {
-                sum += stage.scores[p.doc as usize] / top;
+            if p.doc != doc
+                && p.tf[BODY] > 0
+                && let Some(k) = head.iter().position(|&h| h == p.doc)
+            {
+                uses[k] = true;
             }
         }
+        let sum: f32 = head
+            .iter()
+            .zip(uses)
+            .filter(|(_, used)| *used)
+            .map(|(&h, _)| stage.scores[h as usize] / top)
+            .sum();
         sum * idf
     };
     // The commit history: how often each candidate changed, and how much the
