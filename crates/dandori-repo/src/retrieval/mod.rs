@@ -566,7 +566,7 @@ impl Index {
         let stage = self.first_stage(q);
         let mut order = self.first_order(&stage.scores);
         order.truncate(n);
-        let feats = rerank::features(self, q, &stage, &order);
+        let feats = rerank::features(self, q, &stage, &order, true);
         order
             .iter()
             .zip(feats)

@@ -52,6 +52,10 @@ pub const RERANK_DEPTH: usize = 50;
 /// lost the file a request names to a bigger neighbour).
 pub const RERANK_MIN_FILES: usize = 60;
 
+/// The first of the features added in issue 26 session 3 (`test_proxy` …
+/// `history_bm25`).
+const SESSION_3_FEATURES: usize = 34;
+
 /// How many of the first stage's best files `named_by_top` looks at.
 const NAMED_BY_TOP: usize = 5;
 
@@ -166,12 +170,18 @@ const WEIGHTS: [f32; FEATURES] = [
 ];
 
 /// The features of the documents `order` (best first in the first stage).
+///
+/// `all`: every feature, for fitting ([`Index::rank_features`]); otherwise the
+/// features added in session 3 (from `test_proxy` on) are left at 0 while all
+/// their weights are 0, so ranking a request does not pay for them.
 pub(crate) fn features(
     index: &Index,
     q: &QueryAnalysis,
     stage: &FirstStage,
     order: &[u32],
+    all: bool,
 ) -> Vec<[f32; FEATURES]> {
+    let extra = all || WEIGHTS[SESSION_3_FEATURES..].iter().any(|&w| w != 0.0);
     let top = order
         .first()
         .map_or(1.0, |&d| stage.scores[d as usize])
@@ -214,7 +224,7 @@ pub(crate) fn features(
     // score in them says how much the candidate's tests look like the
     // reporter's example.
     let mut test_docs: FxHashMap<u32, [f32; 2]> = FxHashMap::default();
-    for doc in order {
+    for doc in order.iter().filter(|_| extra) {
         for &t in index.tests_of.get(doc).map_or(&[][..], Vec::as_slice) {
             test_docs.insert(t, [0.0; 2]);
         }
@@ -294,7 +304,7 @@ pub(crate) fn features(
         p.rsplit_once('/').map_or("", |(d, _)| d)
     };
     let mut by_dir: FxHashMap<&str, f32> = FxHashMap::default();
-    for &doc in order {
+    for &doc in order.iter().filter(|_| extra) {
         *by_dir.entry(dir_of(doc)).or_default() += stage.scores[doc as usize] / top;
     }
     // The best first-stage files that use a candidate's module name (its
@@ -303,7 +313,7 @@ pub(crate) fn features(
     let head: Vec<u32> = order.iter().take(NAMED_BY_TOP).copied().collect();
     let max_idf = (1.0 + n_docs).ln().max(f32::EPSILON);
     let named_by_top = |doc: u32, stem: &str| -> f32 {
-        if stem.len() < 4 {
+        if !extra || stem.len() < 4 {
             return 0.0;
         }
         let Some(&id) = index.terms.get(stem) else {
@@ -335,7 +345,7 @@ pub(crate) fn features(
     // subjects of those commits read like the request; both relative to the
     // best candidate.
     let (mut churn, mut past) = (vec![0f32; order.len()], vec![0f32; order.len()]);
-    if let Some(h) = &index.history {
+    if extra && let Some(h) = &index.history {
         for (i, &doc) in order.iter().enumerate() {
             churn[i] = (1.0 + h.commits[doc as usize] as f32).ln();
         }
@@ -448,7 +458,7 @@ pub(crate) fn rerank(
     }
     let top = stage.scores[order[0] as usize];
     let head = &mut order[..depth];
-    let feats = features(index, q, stage, head);
+    let feats = features(index, q, stage, head, false);
     let mut model: Vec<(u32, f32)> = head
         .iter()
         .zip(&feats)
@@ -472,4 +482,15 @@ pub(crate) fn rerank(
         }
     }
     scores
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_3_features_start_at_test_proxy() {
+        assert_eq!(FEATURE_NAMES[SESSION_3_FEATURES], "test_proxy");
+        assert_eq!(FEATURE_NAMES[FEATURES - 1], "history_bm25");
+    }
 }
