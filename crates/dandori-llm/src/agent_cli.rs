@@ -279,16 +279,12 @@ pub fn call(
         .map_err(|e| refused(format!("creating a scratch directory: {e}")))?;
     let home = child.env.get("HOME").map(PathBuf::from);
     let sandbox = Sandbox::detect(&SandboxOptions::new(runtime.sandbox_mode).env(&child.env));
-    let mut writable: Vec<PathBuf> = Vec::new();
+    // The CLI's credential files are copied into the sandbox's fresh home; its
+    // sessions there are thrown away with it (a planning call resumes nothing).
+    let mut sandbox_policy = SandboxPolicy::worktree(scratch.path(), &[]).with_network(true);
     if let Some(h) = &home {
-        for rel in [".claude", ".claude.json", ".codex", ".gemini", ".cache"] {
-            let p = h.join(rel);
-            if p.exists() {
-                writable.push(p);
-            }
-        }
+        sandbox_policy = sandbox_policy.with_agent_credentials(h);
     }
-    let sandbox_policy = SandboxPolicy::worktree(scratch.path(), &writable).with_network(true);
     let masker = dandori_trace::Masker::new(true, Vec::new())
         .with_literal_secrets(child.secret_values.iter().cloned());
     let limit = Duration::from_secs(cfg.request_timeout_secs.max(1));

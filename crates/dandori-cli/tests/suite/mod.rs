@@ -48,6 +48,7 @@ mod run_env;
 mod sandbox;
 
 mod sandbox_root;
+mod sandbox_view;
 // --
 mod schema;
 // --

@@ -102,13 +102,17 @@ fn escapes_fail_under_both_mechanisms_whoever_runs_dandori() {
     let dot_env = w.sibling.join(".env").display().to_string();
     let git_dir = w.repo.join(".git").display().to_string();
     for mode in MECHANISMS {
-        // No capability at all, whatever the uid.
+        // No capability but, for root, the override of file modes (bit 1,
+        // CAP_DAC_OVERRIDE: root's own files whatever their modes).
         let (code, text) = exec(&w, mode, "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status");
         assert_eq!(code, 0, "[{mode}] {text}");
+        let expected = if running_as_root() {
+            "0000000000000002"
+        } else {
+            "0000000000000000"
+        };
         assert_eq!(
-            text.lines()
-                .filter(|l| l.ends_with("0000000000000000"))
-                .count(),
+            text.lines().filter(|l| l.ends_with(expected)).count(),
             3,
             "[{mode}] capabilities inside: {text}"
         );
@@ -357,18 +361,25 @@ fn an_agent_command_sees_only_the_allow_listed_variables() {
         let (w, run_dir, ctl) = environment_project();
         std::fs::write(
             ctl.join("env-agent.sh"),
-            "#!/bin/sh\nset -e\nenv > \"$(dirname \"$2\")/agent-env.$1.txt\"\necho \"$1\" > \"$HOME/.gemini/$1\"\necho \"$1\" > \"$HOME/.config/my-agent/$1\"\nmkdir -p \"work/$1\"\necho x > \"work/$1/out.txt\"\n",
+            "#!/bin/sh\nset -e\nenv > \"$(dirname \"$2\")/agent-env.$1.txt\"\nmkdir -p \"$HOME/.gemini\"\necho \"$1\" > \"$HOME/.gemini/$1\"\n! cat \"$HOME/.claude/projects/other/t.jsonl\" 2>/dev/null\necho \"$1\" > \"$HOME/.config/my-agent/$1\"\nmkdir -p \"work/$1\"\necho x > \"work/$1/out.txt\"\n",
         )
         .unwrap();
         let agent = format!(
             "sh {} {{step_id}} {{prompt_file}}",
             ctl.join("env-agent.sh").display()
         );
-        // The agent's own state directories (built-in `~/.gemini`, and one named
-        // by `runner.agent_state`) are writable in the user's home.
-        for d in [".gemini", ".config/my-agent"] {
+        // The agent's own state (`~/.gemini`) lives in the run's home, never in
+        // the user's; another project's transcript in the user's `~/.claude` is
+        // not shown; a directory named by `runner.agent_state` is the user's
+        // explicit choice and stays writable in the user's home.
+        for d in [".gemini", ".config/my-agent", ".claude/projects/other"] {
             std::fs::create_dir_all(w.home.join(d)).unwrap();
         }
+        std::fs::write(
+            w.home.join(".claude/projects/other/t.jsonl"),
+            "another project's session\n",
+        )
+        .unwrap();
         let (v, stderr) = run(
             &w,
             &run_dir,
@@ -390,12 +401,18 @@ fn an_agent_command_sees_only_the_allow_listed_variables() {
                 .any(|l| l == "ANTHROPIC_API_KEY=sk-ant-allowed-0123456789"),
             "[{mode}] the listed credential is missing:\n{env}"
         );
-        for d in [".gemini", ".config/my-agent"] {
-            assert!(
-                w.home.join(d).join("S01").is_file(),
-                "[{mode}] the agent could not write ~/{d}: {v}\n{stderr}"
-            );
-        }
+        assert!(
+            w.home.join(".config/my-agent/S01").is_file(),
+            "[{mode}] the agent could not write its runner.agent_state: {v}\n{stderr}"
+        );
+        assert!(
+            run_dir.join("home/.gemini/S01").is_file(),
+            "[{mode}] the agent's state is not in the run's home: {v}\n{stderr}"
+        );
+        assert!(
+            !w.home.join(".gemini/S01").exists(),
+            "[{mode}] the agent wrote the user's ~/.gemini"
+        );
         assert!(
             env.lines().any(|l| l.starts_with("PATH=")),
             "[{mode}] {env}"
@@ -471,4 +488,15 @@ fn sandbox_check_says_what_works_here_and_why_not() {
             .contains("not found"),
         "{v}"
     );
+}
+
+/// Whether the tests run as root (CI and containers do): read from the
+/// process's own status, as the sandboxed commands' are.
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        == Some("0")
 }

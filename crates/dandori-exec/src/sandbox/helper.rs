@@ -34,6 +34,9 @@ pub struct Request {
     pub readable: Vec<PathBuf>,
     pub hidden: Vec<PathBuf>,
     pub network: bool,
+    /// Keep the override of file modes (root's): the command may write its
+    /// worktree whatever the modes of the files in it, like root outside.
+    pub dac_override: bool,
     pub tmp: Option<PathBuf>,
     /// (the user's home, the fresh home shown in its place).
     pub home: Option<(PathBuf, PathBuf)>,
@@ -71,6 +74,9 @@ impl Request {
         if self.network {
             out.push("--net".to_string());
         }
+        if self.dac_override {
+            out.push("--dac-override".to_string());
+        }
         out.extend(["--cwd".to_string(), s(&self.cwd), "--".to_string()]);
         out.extend(self.argv.iter().cloned());
         out
@@ -99,6 +105,7 @@ impl Request {
                     req.home = Some((real, fresh));
                 }
                 "--net" => req.network = true,
+                "--dac-override" => req.dac_override = true,
                 "--" => {
                     req.argv = it.cloned().collect();
                     break;
@@ -147,11 +154,11 @@ fn run(req: &Request) -> Result<u8, String> {
             Ok(exit_code(status))
         }
         linux::Entered::NetOnly => {
-            linux::restrict(req, false, false, &[])?;
+            linux::restrict(req, false, false, &[], &[])?;
             match linux::exec(req)? {}
         }
         linux::Entered::None => {
-            linux::restrict(req, false, !req.network, &[])?;
+            linux::restrict(req, false, !req.network, &[], &[])?;
             match linux::exec(req)? {}
         }
     }
@@ -236,8 +243,9 @@ mod linux {
         "/dev/pts",
         "/dev/shm",
     ];
-    /// Read-only beyond the system directories and the shown paths.
-    const READABLE_PSEUDO: &[&str] = &["/dev", "/proc", "/sys"];
+    /// Read-only beyond the system directories and the shown paths (the
+    /// devices of [`view::DEVICES`] aside: no host disk or loop device).
+    const READABLE_PSEUDO: &[&str] = &["/proc", "/sys"];
 
     pub enum Entered {
         /// User (or, for root, none needed), mount, PID, IPC, UTS (+ network).
@@ -319,10 +327,21 @@ mod linux {
                 remounted.push(c);
             }
         }
+        // Hidden paths are mounted over (an empty read-only directory, or
+        // /dev/null for a file), so that a hidden path inside a writable one
+        // leaves the rest of it writable; Landlock carves out what cannot be.
+        let mut covered = Vec::new();
+        for p in &req.hidden {
+            if let Ok(c) = std::fs::canonicalize(p)
+                && cover(&c)
+            {
+                covered.push(c);
+            }
+        }
         if !req.network {
             loopback_up().map_err(|e| format!("bringing up the loopback interface: {e}"))?;
         }
-        restrict(req, home_mounted, false, &remounted)?;
+        restrict(req, home_mounted, false, &remounted, &covered)?;
         let Some((program, args)) = req.argv.split_first() else {
             return Err("no command".to_string());
         };
@@ -392,12 +411,51 @@ mod linux {
         Ok(remounted)
     }
 
-    /// Landlock, no capabilities, `no_new_privs`, the system-call filter.
+    /// Mounts an empty read-only directory over the directory `p`, or
+    /// `/dev/null` over the file `p`; false when the kernel refuses.
+    fn cover(p: &Path) -> bool {
+        let Ok(meta) = std::fs::symlink_metadata(p) else {
+            return false;
+        };
+        let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        if meta.is_dir() {
+            mount(
+                Some("tmpfs"),
+                p,
+                Some("tmpfs"),
+                flags | MsFlags::MS_RDONLY,
+                Some("size=4k,mode=0555"),
+            )
+            .is_ok()
+        } else {
+            mount(
+                Some("/dev/null"),
+                p,
+                None::<&str>,
+                MsFlags::MS_BIND,
+                None::<&str>,
+            )
+            .is_ok()
+                && mount(
+                    None::<&str>,
+                    p,
+                    None::<&str>,
+                    MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | flags,
+                    None::<&str>,
+                )
+                .is_ok()
+        }
+    }
+
+    /// Landlock, no capabilities (root keeps the override of file modes when
+    /// asked), `no_new_privs`, the system-call filter. `covered`: hidden paths
+    /// already mounted over.
     pub fn restrict(
         req: &Request,
         home_mounted: bool,
         deny_tcp: bool,
         remounted: &[PathBuf],
+        covered: &[PathBuf],
     ) -> Result<(), String> {
         let canon = |ps: &[PathBuf]| -> Vec<PathBuf> {
             ps.iter()
@@ -405,11 +463,15 @@ mod linux {
                 .collect()
         };
         // The system's secret files are among them (`layout`).
-        let hidden = canon(&req.hidden);
+        let hidden: Vec<PathBuf> = canon(&req.hidden)
+            .into_iter()
+            .filter(|p| !covered.contains(p))
+            .collect();
         let mut writable = canon(&req.writable);
         let mut readable: Vec<PathBuf> = view::SYSTEM_DIRS
             .iter()
             .chain(READABLE_PSEUDO)
+            .chain(view::DEVICES)
             .map(PathBuf::from)
             .collect();
         if let Ok(t) = std::fs::canonicalize("/etc/resolv.conf") {
@@ -432,23 +494,36 @@ mod linux {
             .collect();
         no_write.extend(hidden.iter().cloned());
         landlock(&readable, &writable, &no_write, &hidden, deny_tcp)?;
-        drop_privileges()
+        drop_privileges(req.dac_override)
     }
 
-    fn drop_privileges() -> Result<(), String> {
-        use caps::CapSet;
+    /// Empties every capability set but, with `keep_dac`, `CAP_DAC_OVERRIDE`
+    /// (root's override of file modes, which root's own commands rely on).
+    fn drop_privileges(keep_dac: bool) -> Result<(), String> {
+        use caps::{CapSet, Capability};
         let err = |what: &str, e: caps::errors::CapsError| format!("dropping {what}: {e}");
+        let keep = |c: &Capability| keep_dac && *c == Capability::CAP_DAC_OVERRIDE;
         caps::clear(None, CapSet::Ambient).map_err(|e| err("ambient capabilities", e))?;
         // Without CAP_SETPCAP (an unprivileged caller without a user namespace)
         // the bounding set cannot shrink; there is nothing in it to use then.
-        if caps::has_cap(None, CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false) {
-            caps::clear(None, CapSet::Bounding).map_err(|e| err("the bounding set", e))?;
+        if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP).unwrap_or(false) {
+            for c in caps::all() {
+                if !keep(&c) {
+                    caps::drop(None, CapSet::Bounding, c)
+                        .map_err(|e| err("the bounding set", e))?;
+                }
+            }
         }
         caps::clear(None, CapSet::Inheritable).map_err(|e| err("inheritable capabilities", e))?;
         nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
         seccomp::apply()?;
-        caps::clear(None, CapSet::Effective).map_err(|e| err("effective capabilities", e))?;
-        caps::clear(None, CapSet::Permitted).map_err(|e| err("permitted capabilities", e))?;
+        for set in [CapSet::Effective, CapSet::Permitted] {
+            for c in caps::all() {
+                if !keep(&c) {
+                    caps::drop(None, set, c).map_err(|e| err("capabilities", e))?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -604,8 +679,9 @@ mod linux {
         for p in &granted {
             created = add(created, p, read)?;
         }
-        // Split ancestors stay listable (names only; the hidden files stay unreadable).
-        for p in &split {
+        // Split ancestors stay listable (names only; the hidden files stay
+        // unreadable), and so does /dev (its names; only the usual devices open).
+        for p in split.iter().chain(std::iter::once(&PathBuf::from("/dev"))) {
             created = add(created, p, AccessFs::ReadDir.into())?;
         }
         let mut roots: Vec<PathBuf> = writable.to_vec();

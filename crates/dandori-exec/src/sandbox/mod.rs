@@ -216,7 +216,20 @@ impl SandboxPolicy {
                 }
             }
         }
-        SandboxPolicy::worktree(repo, &extra).with_network(true)
+        // dandori's own cache (its tool cache: programs later runs execute) stays
+        // read-only inside the writable caches.
+        let own: Vec<PathBuf> = extra
+            .iter()
+            .map(|c| c.join("dandori"))
+            .chain(
+                env.get("DANDORI_TOOLS_DIR")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from),
+            )
+            .collect();
+        let mut policy = SandboxPolicy::worktree(repo, &extra).with_network(true);
+        policy.read_only.extend(own);
+        policy
     }
 
     /// Adds a read-only path (e.g. the main repository's `.git`).
@@ -229,6 +242,31 @@ impl SandboxPolicy {
     /// environment — `.venv`, `node_modules` — a pool worktree uses).
     pub fn readable(mut self, path: impl Into<PathBuf>) -> Self {
         self.readable.push(path.into());
+        self
+    }
+
+    /// Shows what a command the user chose needs to start (its program's
+    /// installation, the script an interpreter runs): for agent commands from
+    /// `--agent-cmd` or the config, never for a model's or a plan's.
+    pub fn with_program(mut self, argv: &[String], home: Option<&Path>) -> Self {
+        for p in view::program_roots(argv, home) {
+            if !self.readable.contains(&p) {
+                self.readable.push(p);
+            }
+        }
+        self
+    }
+
+    /// Copies the agent CLIs' credential and settings files of `home`
+    /// ([`view::AGENT_CREDENTIAL_FILES`], those that exist) into the fresh home
+    /// for this command; the host's files are never shown or written.
+    pub fn with_agent_credentials(mut self, home: &Path) -> Self {
+        for rel in view::AGENT_CREDENTIAL_FILES {
+            let p = home.join(rel);
+            if p.is_file() && !self.writable.contains(&p) {
+                self.writable.push(p);
+            }
+        }
         self
     }
 
@@ -261,6 +299,9 @@ pub struct SandboxOptions {
     /// The binary implementing [`HELPER_SUBCOMMAND`] (default: [`HELPER_ENV`], else
     /// the running `dandori`, else a `dandori` next to the running executable).
     pub helper: Option<PathBuf>,
+    /// Where the fresh home lives when it is kept (a run's `<run dir>/home`:
+    /// the agents' sessions survive a resume); else a temporary directory.
+    pub home_dir: Option<PathBuf>,
 }
 
 impl SandboxOptions {
@@ -289,14 +330,18 @@ impl SandboxOptions {
         self.helper = Some(helper.into());
         self
     }
+
+    /// Keeps the fresh home in `dir` (created when missing, never deleted).
+    pub fn home_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.home_dir = Some(dir.into());
+        self
+    }
 }
 
 #[derive(Debug, Clone)]
 enum Mechanism {
     Bubblewrap {
         bwrap: PathBuf,
-        /// Directories of `PATH` that the private `/tmp` would hide.
-        shown_tmp_dirs: Vec<PathBuf>,
         /// The system-call filter (`None` on an architecture it does not know).
         seccomp: Option<Arc<SeccompFile>>,
     },
@@ -444,6 +489,15 @@ impl Sandbox {
         &self.hidden
     }
 
+    /// The directory shown as the home of sandboxed commands (`None` without a
+    /// mechanism or a `HOME`): where agents keep their sessions.
+    pub fn home_dir(&self) -> Option<&Path> {
+        match self.mechanism {
+            Mechanism::None => None,
+            _ => self.home.as_deref().map(view::FreshHome::dir),
+        }
+    }
+
     /// The argv that runs `argv` in `cwd` under `policy`. Unchanged when the user
     /// switched the sandbox off, or for a [`Origin::User`] command when no
     /// mechanism works; an error for an [`Origin::Issued`] command then.
@@ -455,13 +509,8 @@ impl Sandbox {
         origin: Origin,
     ) -> Result<Vec<String>, ExecError> {
         match &self.mechanism {
-            Mechanism::Bubblewrap {
+            Mechanism::Bubblewrap { bwrap, seccomp } => Ok(bwrap_argv(
                 bwrap,
-                shown_tmp_dirs,
-                seccomp,
-            } => Ok(bwrap_argv(
-                bwrap,
-                shown_tmp_dirs,
                 &self.hidden,
                 self.home.as_deref(),
                 seccomp.as_deref(),
@@ -480,13 +529,13 @@ impl Sandbox {
                 // (`layout`); the rest of the home is not shown at all.
                 let mut req = helper::Request {
                     network: policy.network,
+                    dac_override: running_as_root(),
                     tmp: Some(tmp.path().to_path_buf()),
                     home: home.map(|h| (h.real.clone(), h.dir().to_path_buf())),
                     cwd: cwd.to_path_buf(),
                     ..helper::Request::default()
                 };
-                for (p, how) in layout(home, &self.hidden, self.path_var.as_deref(), &argv, policy)
-                {
+                for (p, how) in view::layout(home, &self.hidden, self.path_var.as_deref(), policy) {
                     match how {
                         Show::ReadOnly => req.readable.push(p),
                         Show::Writable => req.writable.push(p),
@@ -537,11 +586,13 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
     };
     let probe_dir = std::env::temp_dir();
     let policy = SandboxPolicy::worktree(&probe_dir, &[]);
-    let home = opts.home.as_deref().and_then(view::FreshHome::create);
+    let home = opts
+        .home
+        .as_deref()
+        .and_then(|h| view::FreshHome::create(h, opts.home_dir.as_deref()));
     let seccomp = SeccompFile::create().map(Arc::new);
     let argv = bwrap_argv(
         &bwrap,
-        &[],
         hidden,
         home.as_ref(),
         seccomp.as_deref(),
@@ -552,24 +603,17 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
     );
     let path = opts.path();
     match quiet_run(&argv) {
-        Ok(()) => {
-            let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-            Ok(Sandbox {
-                status: SandboxStatus {
-                    kind: SandboxKind::Bubblewrap,
-                    fallback_reason: None,
-                    disabled: false,
-                },
-                mechanism: Mechanism::Bubblewrap {
-                    bwrap,
-                    shown_tmp_dirs: tmp_roots(dirs.iter().map(PathBuf::as_path)),
-                    seccomp,
-                },
-                hidden: hidden.to_vec(),
-                home: home.map(Arc::new),
-                path_var: Some(path),
-            })
-        }
+        Ok(()) => Ok(Sandbox {
+            status: SandboxStatus {
+                kind: SandboxKind::Bubblewrap,
+                fallback_reason: None,
+                disabled: false,
+            },
+            mechanism: Mechanism::Bubblewrap { bwrap, seccomp },
+            hidden: hidden.to_vec(),
+            home: home.map(Arc::new),
+            path_var: Some(path),
+        }),
         Err(e) => Err(format!("bwrap cannot create a sandbox here: {e}")),
     }
 }
@@ -583,9 +627,7 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
                 .unwrap_or_default()
         )
     })?;
-    let tmp = tempfile::Builder::new()
-        .prefix("dandori-sandbox-")
-        .tempdir()
+    let tmp = view::temp_dir("dandori-sandbox-")
         .map_err(|e| format!("creating the sandbox's temporary directory: {e}"))?;
     let path = opts.path();
     let sandbox = Sandbox {
@@ -602,7 +644,7 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
         home: opts
             .home
             .as_deref()
-            .and_then(view::FreshHome::create)
+            .and_then(|h| view::FreshHome::create(h, opts.home_dir.as_deref()))
             .map(Arc::new),
         path_var: Some(path),
     };
@@ -664,74 +706,7 @@ fn find_helper(explicit: Option<&Path>) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// How a path is shown inside the sandbox.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Show {
-    ReadOnly,
-    Writable,
-    /// Read-only inside a writable directory (`.git`).
-    ReadOnlyOver,
-    Hidden,
-}
-
-/// Every path the command sees besides the system directories and the fresh
-/// home, in mount order (parents before children; at equal depth read-only,
-/// writable, read-only carve-outs, hidden).
-pub(crate) fn layout(
-    home: Option<&view::FreshHome>,
-    hidden: &[PathBuf],
-    path_var: Option<&str>,
-    argv: &[String],
-    policy: &SandboxPolicy,
-) -> Vec<(PathBuf, Show)> {
-    let real_home = home.map(|h| h.real.as_path());
-    let mut out: Vec<(PathBuf, Show)> = Vec::new();
-    if let Some(h) = home {
-        out.extend(h.toolchains().into_iter().map(|p| (p, Show::ReadOnly)));
-    }
-    out.extend(
-        view::path_roots(path_var, real_home)
-            .into_iter()
-            .map(|p| (p, Show::ReadOnly)),
-    );
-    out.extend(
-        view::program_roots(argv, real_home)
-            .into_iter()
-            .map(|p| (p, Show::ReadOnly)),
-    );
-    out.extend(policy.readable.iter().map(|p| (p.clone(), Show::ReadOnly)));
-    for d in &policy.writable {
-        match (home, std::fs::symlink_metadata(d)) {
-            // A file of the agent's state in the home: a copy in the fresh home.
-            (Some(h), Ok(m)) if m.is_file() && d.starts_with(&h.real) => h.adopt_file(d),
-            (_, Ok(_)) => out.push((d.clone(), Show::Writable)),
-            (_, Err(_)) => {}
-        }
-    }
-    out.extend(
-        policy
-            .read_only
-            .iter()
-            .map(|p| (p.clone(), Show::ReadOnlyOver)),
-    );
-    out.retain(|(p, _)| p.exists());
-    // A hidden path matters only where a shown real directory holds it.
-    let shown: Vec<PathBuf> = out.iter().map(|(p, _)| p.clone()).collect();
-    for h in hidden.iter().chain(view::hidden_system().iter()) {
-        let visible = view::in_system(h) || shown.iter().any(|s| h.starts_with(s));
-        if visible && std::fs::symlink_metadata(h).is_ok() && !out.iter().any(|(p, _)| p == h) {
-            out.push((h.clone(), Show::Hidden));
-        }
-    }
-    out.sort_by(|(a, ka), (b, kb)| {
-        a.components()
-            .count()
-            .cmp(&b.components().count())
-            .then(ka.cmp(kb))
-    });
-    out.dedup_by(|later, earlier| later.0 == earlier.0 && later.1 == earlier.1);
-    out
-}
+use view::Show;
 
 /// The seccomp program written once for bubblewrap's `--seccomp FD`.
 #[derive(Debug)]
@@ -743,10 +718,7 @@ struct SeccompFile {
 impl SeccompFile {
     fn create() -> Option<SeccompFile> {
         let program = seccomp::program()?;
-        let dir = tempfile::Builder::new()
-            .prefix("dandori-seccomp-")
-            .tempdir()
-            .ok()?;
+        let dir = view::temp_dir("dandori-seccomp-").ok()?;
         let path = dir.path().join("filter.bpf");
         std::fs::write(&path, seccomp::to_bytes(&program)).ok()?;
         Some(SeccompFile { _dir: dir, path })
@@ -762,7 +734,6 @@ fn running_as_root() -> bool {
 #[allow(clippy::too_many_arguments)]
 fn bwrap_argv(
     bwrap: &Path,
-    shown_tmp_dirs: &[PathBuf],
     hidden: &[PathBuf],
     home: Option<&view::FreshHome>,
     seccomp: Option<&SeccompFile>,
@@ -799,7 +770,23 @@ fn bwrap_argv(
     );
     if running_as_root() {
         // Root keeps its capabilities inside bubblewrap unless they are dropped.
-        out.extend(["--uid", "0", "--gid", "0", "--cap-drop", "ALL"].map(String::from));
+        // It keeps one: the override of file modes, which root relies on
+        // everywhere (a checkout copied from a read-only tree has mode 0555); in
+        // the user namespace it covers root's own files only, and what may be
+        // read or written is the view's and the mounts' business.
+        out.extend(
+            [
+                "--uid",
+                "0",
+                "--gid",
+                "0",
+                "--cap-drop",
+                "ALL",
+                "--cap-add",
+                "CAP_DAC_OVERRIDE",
+            ]
+            .map(String::from),
+        );
     }
     if seccomp.is_some() {
         out.extend(["--seccomp".to_string(), "9".to_string()]);
@@ -835,21 +822,7 @@ fn bwrap_argv(
     if let Some(h) = home {
         out.extend(["--bind".to_string(), s(h.dir()), s(&h.real)]);
     }
-    // The private /tmp hides whatever lives under the host's /tmp; keep the program,
-    // the script it runs and the PATH tools visible (read-only) when they live there.
-    let named = argv
-        .iter()
-        .take(2)
-        .map(Path::new)
-        .filter(|p| p.is_absolute());
-    let mut shown = shown_tmp_dirs.to_vec();
-    shown.extend(tmp_roots(named));
-    shown.sort();
-    shown.dedup();
-    for d in &shown {
-        out.extend(["--ro-bind".to_string(), s(d), s(d)]);
-    }
-    for (p, how) in layout(home, hidden, path_var, &argv, policy) {
+    for (p, how) in view::layout(home, hidden, path_var, policy) {
         match how {
             Show::ReadOnly | Show::ReadOnlyOver => {
                 out.extend(["--ro-bind".to_string(), s(&p), s(&p)]);
@@ -878,27 +851,6 @@ fn bwrap_argv(
     ]);
     out.extend(argv);
     out
-}
-
-/// The top-level directories under `/tmp` or `/var/tmp` that hold these paths
-/// (`/tmp/ci/tools/bin` → `/tmp/ci`), which exist on the host.
-fn tmp_roots<'a>(paths: impl Iterator<Item = &'a Path>) -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    for p in paths {
-        for tmp in ["/tmp", "/var/tmp"] {
-            if let Some(first) = p
-                .strip_prefix(tmp)
-                .ok()
-                .and_then(|rest| rest.components().next())
-            {
-                let root = Path::new(tmp).join(first);
-                if root.is_dir() && !roots.contains(&root) {
-                    roots.push(root);
-                }
-            }
-        }
-    }
-    roots
 }
 
 fn find_on_path(program: &str, path_var: Option<&str>) -> Option<PathBuf> {

@@ -195,7 +195,9 @@ impl<'o> Coordinator<'o> {
             .with_fixed_date(&step::commit_date(&planning))
             .with_object_writer();
         let sandbox = dandori_exec::Sandbox::detect(
-            &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode).env(&opts.base_env),
+            &dandori_exec::SandboxOptions::new(opts.config.sandbox.mode)
+                .env(&opts.base_env)
+                .home_dir(paths.run_dir.join("home")),
         );
         if let Some(p) = &opts.progress {
             p(&sandbox.status().summary());

@@ -709,19 +709,24 @@ impl Executor for AgentExecutor {
 
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
         dandori_fs::write_atomic_unsynced(req.prompt_file, req.masker.mask_str(req.prompt))?;
-        // The CLI's state directory (its sessions) in the caller's home, so that a
-        // session outlives this process: a killed run resumes it.
-        if let Some(home) = req.env.get("HOME") {
-            let _ = dandori_fs::create_dir_all(Path::new(home).join(self.info.state_dir));
+        // The CLI's state directory (its sessions) in the home it sees: the run's
+        // own home inside the sandbox (`<run dir>/home`, kept for a resume; the
+        // host's `~/.claude` is never shown), else the caller's.
+        let home: Option<PathBuf> = match self.inner.sandbox().and_then(|s| s.home_dir()) {
+            Some(h) => Some(h.to_path_buf()),
+            None => req.env.get("HOME").map(PathBuf::from),
+        };
+        if let Some(home) = &home {
+            let _ = dandori_fs::create_dir_all(home.join(self.info.state_dir));
         }
         let started_at = chrono::Utc::now().to_rfc3339();
         let clock = Instant::now();
         let session_path = session_file(req);
         let mut resumed = load_session(&session_path, self.info.preset);
-        if let (Some(s), Some(home)) = (&resumed, req.env.get("HOME"))
+        if let (Some(s), Some(home)) = (&resumed, &home)
             && self.info.preset == AgentPreset::Claude
         {
-            adopt_claude_session(Path::new(home), req.workdir, s);
+            adopt_claude_session(home, req.workdir, s);
         }
         let (mut t, mut out) = self.invoke(req, resumed.as_deref())?;
         if resumed.is_some()

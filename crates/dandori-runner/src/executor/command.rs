@@ -21,20 +21,6 @@ pub struct CommandExecutor {
     state: Vec<String>,
 }
 
-/// Where external agents keep their own state under `HOME` (writable inside the
-/// sandbox when they exist).
-const AGENT_STATE_PATHS: &[&str] = &[
-    ".claude",
-    ".claude.json",
-    ".claude.json.backup",
-    ".codex",
-    ".gemini",
-    ".aider",
-    ".cache",
-    ".config/claude",
-    ".local/state",
-];
-
 impl CommandExecutor {
     pub fn new(template: &str) -> Result<Self, RunnerError> {
         let words = shell_words::split(template).map_err(|e| {
@@ -98,18 +84,19 @@ impl CommandExecutor {
             .chain(req.log.parent())
             .map(std::path::Path::to_path_buf)
             .collect();
-        if let Some(home) = req.env.get("HOME") {
-            extra.extend(
-                AGENT_STATE_PATHS
-                    .iter()
-                    .copied()
-                    .chain(self.state.iter().map(String::as_str))
-                    .map(|p| std::path::Path::new(home).join(p)),
-            );
+        let home = req.env.get("HOME").map(std::path::Path::new);
+        if let Some(home) = home {
+            extra.extend(self.state.iter().map(|p| home.join(p)));
         }
-        let policy = dandori_exec::SandboxPolicy::worktree(req.workdir, &extra)
+        // The agent's state (sessions, transcripts, caches) lives in the run's
+        // own home; of the host's home it gets its credential files, copied in.
+        let mut policy = dandori_exec::SandboxPolicy::worktree(req.workdir, &extra)
             .with_network(true)
-            .in_git_worktree(req.workdir);
+            .in_git_worktree(req.workdir)
+            .with_program(&self.template, home);
+        if let Some(home) = home {
+            policy = policy.with_agent_credentials(home);
+        }
         sandbox
             .wrap(argv, &policy, req.workdir, dandori_exec::Origin::Issued)
             .map_err(|e| RunnerError::Executor(e.to_string()))
