@@ -473,10 +473,12 @@ fn sandbox_check_says_what_works_here_and_why_not() {
         "{v}"
     );
     // Without bwrap on PATH, bubblewrap's probe names the reason; forced to it,
-    // commands would be refused (exit 1).
+    // commands would be refused (exit 1). An empty PATH: a machine may have
+    // bubblewrap in /usr/bin.
+    let empty = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .args(["sandbox", "check", "--json", "--sandbox", "bubblewrap"])
-        .env("PATH", "/usr/bin:/bin")
+        .env("PATH", empty.path())
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
