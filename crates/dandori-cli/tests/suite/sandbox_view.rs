@@ -292,3 +292,43 @@ fn docs_security_carries_the_views_table() {
         "docs/security.md does not carry the view's table as the code builds it; put this between its view-table markers:\n{table}"
     );
 }
+
+#[test]
+fn a_killed_runs_temporary_directories_are_removed() {
+    require_bwrap();
+    let w = world();
+    let tmp = tempfile::tempdir().unwrap();
+    // Left by a process that is gone (no pid is this large), and one of a live
+    // process (this test's), which must stay.
+    let gone = tmp.path().join("dandori-home-4294967-x1");
+    let alive = tmp
+        .path()
+        .join(format!("dandori-seccomp-{}-x2", std::process::id()));
+    for d in [&gone, &alive] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for mode in MECHANISMS {
+        let out = Command::new(BIN)
+            .args(["env", "exec", "--sandbox", mode, "--repo"])
+            .arg(&w.repo)
+            .args(["--", "true"])
+            .env("HOME", &w.home)
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "[{mode}] {out:?}");
+        assert!(!gone.exists(), "[{mode}] a dead process's directory stayed");
+        assert!(
+            alive.exists(),
+            "[{mode}] a live process's directory was removed"
+        );
+        let left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("dandori-") && !n.contains(&std::process::id().to_string()))
+            .collect();
+        assert!(left.is_empty(), "[{mode}] left in TMPDIR: {left:?}");
+    }
+}
