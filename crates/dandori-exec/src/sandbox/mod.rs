@@ -299,6 +299,9 @@ pub struct SandboxOptions {
     /// The binary implementing [`HELPER_SUBCOMMAND`] (default: [`HELPER_ENV`], else
     /// the running `dandori`, else a `dandori` next to the running executable).
     pub helper: Option<PathBuf>,
+    /// Toolchain variables of the command environment (`RUSTUP_HOME`, …):
+    /// the installations they name are shown read-only.
+    pub toolchain_vars: Vec<(String, String)>,
     /// Where the fresh home lives when it is kept (a run's `<run dir>/home`:
     /// the agents' sessions survive a resume); else a temporary directory.
     pub home_dir: Option<PathBuf>,
@@ -312,11 +315,29 @@ impl SandboxOptions {
         }
     }
 
-    /// `PATH` and `HOME` taken from a child environment.
+    /// `PATH`, `HOME` and the toolchain variables (`RUSTUP_HOME`, …) taken from
+    /// a child environment.
     pub fn env(mut self, env: &std::collections::BTreeMap<String, String>) -> Self {
         self.path_var = env.get("PATH").cloned();
         self.home = env.get("HOME").map(PathBuf::from);
+        self.toolchain_vars = view::TOOLCHAIN_VARS
+            .iter()
+            .filter_map(|k| Some((k.to_string(), env.get(*k)?.clone())))
+            .collect();
         self
+    }
+
+    /// The installations the commands see read-only besides the home's:
+    /// those of the `PATH` entries and of the toolchain variables.
+    fn roots(&self) -> Vec<PathBuf> {
+        let home = self.home.as_deref();
+        let mut roots = view::path_roots(Some(&self.path()), home);
+        for r in view::var_roots(&self.toolchain_vars, home) {
+            if !roots.contains(&r) {
+                roots.push(r);
+            }
+        }
+        roots
     }
 
     /// The `PATH` of the commands: the child environment's, else this process's.
@@ -360,8 +381,9 @@ pub struct Sandbox {
     hidden: Vec<PathBuf>,
     /// The fresh home shown in place of the user's (`None` without a `HOME`).
     home: Option<Arc<view::FreshHome>>,
-    /// The `PATH` of the commands (its installations are shown read-only).
-    path_var: Option<String>,
+    /// The installations of the commands' `PATH` entries and toolchain
+    /// variables (shown read-only).
+    roots: Vec<PathBuf>,
 }
 
 /// An ini-style package-manager configuration (`.npmrc`) without the entries that
@@ -419,7 +441,7 @@ impl Sandbox {
                 mechanism: Mechanism::None,
                 hidden,
                 home: None,
-                path_var: None,
+                roots: Vec::new(),
             };
         }
         if !cfg!(target_os = "linux") {
@@ -456,7 +478,7 @@ impl Sandbox {
             mechanism: Mechanism::None,
             hidden,
             home: None,
-            path_var: None,
+            roots: Vec::new(),
         }
     }
 
@@ -514,7 +536,7 @@ impl Sandbox {
                 &self.hidden,
                 self.home.as_deref(),
                 seccomp.as_deref(),
-                self.path_var.as_deref(),
+                &self.roots,
                 argv,
                 policy,
                 cwd,
@@ -535,7 +557,7 @@ impl Sandbox {
                     cwd: cwd.to_path_buf(),
                     ..helper::Request::default()
                 };
-                for (p, how) in view::layout(home, &self.hidden, self.path_var.as_deref(), policy) {
+                for (p, how) in view::layout(home, &self.hidden, &self.roots, policy) {
                     match how {
                         Show::ReadOnly => req.readable.push(p),
                         Show::Writable => req.writable.push(p),
@@ -596,12 +618,11 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
         hidden,
         home.as_ref(),
         seccomp.as_deref(),
-        None,
+        &[],
         vec!["true".to_string()],
         &policy,
         &probe_dir,
     );
-    let path = opts.path();
     match quiet_run(&argv) {
         Ok(()) => Ok(Sandbox {
             status: SandboxStatus {
@@ -612,7 +633,7 @@ fn probe_bwrap(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, Str
             mechanism: Mechanism::Bubblewrap { bwrap, seccomp },
             hidden: hidden.to_vec(),
             home: home.map(Arc::new),
-            path_var: Some(path),
+            roots: opts.roots(),
         }),
         Err(e) => Err(format!("bwrap cannot create a sandbox here: {e}")),
     }
@@ -629,7 +650,6 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
     })?;
     let tmp = view::temp_dir("dandori-sandbox-")
         .map_err(|e| format!("creating the sandbox's temporary directory: {e}"))?;
-    let path = opts.path();
     let sandbox = Sandbox {
         status: SandboxStatus {
             kind: SandboxKind::Landlock,
@@ -646,7 +666,7 @@ fn probe_fallback(opts: &SandboxOptions, hidden: &[PathBuf]) -> Result<Sandbox, 
             .as_deref()
             .and_then(|h| view::FreshHome::create(h, opts.home_dir.as_deref()))
             .map(Arc::new),
-        path_var: Some(path),
+        roots: opts.roots(),
     };
     let dir = std::env::temp_dir();
     let argv = sandbox
@@ -737,7 +757,7 @@ fn bwrap_argv(
     hidden: &[PathBuf],
     home: Option<&view::FreshHome>,
     seccomp: Option<&SeccompFile>,
-    path_var: Option<&str>,
+    roots: &[PathBuf],
     argv: Vec<String>,
     policy: &SandboxPolicy,
     cwd: &Path,
@@ -822,7 +842,7 @@ fn bwrap_argv(
     if let Some(h) = home {
         out.extend(["--bind".to_string(), s(h.dir()), s(&h.real)]);
     }
-    for (p, how) in view::layout(home, hidden, path_var, policy) {
+    for (p, how) in view::layout(home, hidden, roots, policy) {
         match how {
             Show::ReadOnly | Show::ReadOnlyOver => {
                 out.extend(["--ro-bind".to_string(), s(&p), s(&p)]);

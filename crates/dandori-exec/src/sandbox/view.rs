@@ -80,6 +80,27 @@ pub const TOOLCHAIN_ROOTS: &[&str] = &[
     ".asdf", "mise", ".dotnet",
 ];
 
+/// Variables naming a toolchain's installation (rustup's and cargo's homes
+/// outside the home, a pyenv or nvm root, …): shown read-only.
+pub const TOOLCHAIN_VARS: &[&str] = &[
+    "RUSTUP_HOME",
+    "CARGO_HOME",
+    "PYENV_ROOT",
+    "NVM_DIR",
+    "FNM_DIR",
+    "VOLTA_HOME",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "RBENV_ROOT",
+    "SDKMAN_DIR",
+    "BUN_INSTALL",
+    "DENO_INSTALL",
+    "GOROOT",
+    "JAVA_HOME",
+    "DOTNET_ROOT",
+];
+
 /// Files under `HOME` in which agent CLIs keep their credentials and settings:
 /// copied into the fresh home for an agent (never the host's file, never the
 /// rest of its state: sessions and transcripts stay in the run), hidden from
@@ -172,9 +193,10 @@ const ROWS: &[Row] = &[
         access: "read-only",
         paths: || {
             format!(
-                "in the home: {}; for each `PATH` entry outside the system directories: the toolchain it lies in (a directory named {}), the virtual environment of its `bin` (`pyvenv.cfg`), the `node_modules` of its `.bin`, else the entry itself (never its parent)",
+                "in the home: {}; for each `PATH` entry outside the system directories: the toolchain it lies in (a directory named {}), the virtual environment of its `bin` (`pyvenv.cfg`), the `node_modules` of its `.bin`, else the entry itself (never its parent); the directories the toolchain variables {} name",
                 list(HOME_TOOLCHAINS),
-                list(TOOLCHAIN_ROOTS)
+                list(TOOLCHAIN_ROOTS),
+                list(TOOLCHAIN_VARS)
             )
         },
     },
@@ -344,6 +366,23 @@ pub fn path_roots(path_var: Option<&str>, home: Option<&Path>) -> Vec<PathBuf> {
             push(rustup);
         }
         push(root);
+    }
+    out
+}
+
+/// The installations named by toolchain variables ([`TOOLCHAIN_VARS`]).
+pub fn var_roots(vars: &[(String, String)], home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (_, v) in vars {
+        let p = PathBuf::from(v);
+        if p.is_absolute()
+            && p.is_dir()
+            && !in_system(&p)
+            && !too_broad(&p, home)
+            && !out.contains(&p)
+        {
+            out.push(p);
+        }
     }
     out
 }
@@ -552,15 +591,14 @@ impl FreshHome {
 pub(crate) fn layout(
     home: Option<&FreshHome>,
     hidden: &[PathBuf],
-    path_var: Option<&str>,
+    roots: &[PathBuf],
     policy: &SandboxPolicy,
 ) -> Vec<(PathBuf, Show)> {
-    let real_home = home.map(|h| h.real.as_path());
     let mut read: Vec<PathBuf> = Vec::new();
     if let Some(h) = home {
         read.extend(h.toolchains());
     }
-    read.extend(path_roots(path_var, real_home));
+    read.extend(roots.iter().cloned());
     read.extend(policy.readable.iter().cloned());
     let mut writable: Vec<PathBuf> = Vec::new();
     let mut adopted: Vec<&Path> = Vec::new();
