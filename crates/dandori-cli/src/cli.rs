@@ -561,7 +561,7 @@ pub struct EnvArgs {
     #[arg(long)]
     pub language: Option<String>,
     /// Where setup.json, verification.json and the logs go (default
-    /// <repo>/.dandori/environment).
+    /// <repo>/.git/dandori/environment in a git repository, else <repo>/.dandori/environment).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
 }

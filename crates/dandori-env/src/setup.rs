@@ -315,10 +315,10 @@ fn ask_regenerator(
 pub struct SetupOptions<'a> {
     pub repo: PathBuf,
     /// Where setup.json, verification.json, handover.json, error_report.md and the
-    /// logs go: `<run>/environment` in a run, `<repo>/.dandori/environment` otherwise.
+    /// logs go: `<run>/environment` in a run, `reuse::state_dir` otherwise.
     pub record_dir: PathBuf,
     /// Where `environment_attempts.jsonl` and `environment_stats.json` go
-    /// (across runs: the runs root, or `<repo>/.dandori/environment`).
+    /// (across runs: the runs root, or `reuse::state_dir`).
     pub stats_dir: PathBuf,
     pub config: EnvironmentSetupConfig,
     /// Prepare again even when nothing changed.
@@ -342,7 +342,7 @@ pub struct SetupOptions<'a> {
 }
 
 impl<'a> SetupOptions<'a> {
-    /// Defaults: records and statistics in `<repo>/.dandori/environment`, default
+    /// Defaults: records and statistics in `reuse::state_dir`, default
     /// config, 5 s backoff base, this process's base environment.
     pub fn new(repo: impl Into<PathBuf>) -> Self {
         let repo = repo.into();
@@ -1226,16 +1226,24 @@ fn finish(
 ) -> Result<SetupOutcome, EnvError> {
     let mut setup = setup;
     if let Some(b) = &opts.tool_bootstrap {
-        if b.status == "failed" || b.fallback.is_some() {
+        if b.error.is_some() || b.fallback.is_some() {
+            let what = match b.status.as_str() {
+                "failed" => "the bootstrap failed",
+                "disabled" => "not bootstrapped",
+                _ => "not as pinned",
+            };
             setup.warnings.push(format!(
-                "package manager {} {}: {}{}",
+                "package manager {} {}: {what}{}{}",
                 b.tool,
                 b.version,
                 b.error
                     .as_deref()
-                    .map(|e| format!("bootstrap failed ({e}); "))
+                    .map(|e| format!(" ({e})"))
                     .unwrap_or_default(),
-                b.fallback.as_deref().unwrap_or("")
+                b.fallback
+                    .as_deref()
+                    .map(|f| format!("; the setup uses {f}"))
+                    .unwrap_or_default()
             ));
         }
         setup.tool_bootstrap = Some(b.clone());

@@ -289,7 +289,6 @@ fn a_missing_repo_path_is_named_with_a_reason_code_by_every_command() {
         vec!["env", "exec", "--repo", &g, "--", "true"],
         vec!["runs", "--repo", &g],
         vec!["metrics", "--repo", &g],
-        vec!["init", "--repo", &g],
     ] {
         let (code, out, err) = dandori(&args, None);
         assert_eq!(code, 2, "{args:?}: {out}\n{err}");
@@ -371,10 +370,13 @@ fn a_failed_uv_bootstrap_is_reported_in_the_json_and_setup_json() {
     assert!(b["fallback"].as_str().unwrap().contains("pip"), "{b:#}");
     assert!(b["error"].as_str().unwrap().contains(".cache"), "{b:#}");
     let record: Value = serde_json::from_str(
-        &std::fs::read_to_string(repo.path().join(".dandori/environment/setup.json")).unwrap(),
+        &std::fs::read_to_string(repo.path().join(".git/dandori/environment/setup.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(record["tool_bootstrap"], *b);
+    // In a git repository the records live in the git directory, which
+    // prettier, eslint and pytest never walk; nothing of dandori's is in the tree.
+    assert!(!repo.path().join(".dandori").exists());
     let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).unwrap();
     assert!(exclude.lines().any(|l| l == "/.dandori/"), "{exclude}");
     let (code, out, err) = dandori_with(

@@ -126,7 +126,9 @@ fn a_failed_bootstrap_is_recorded_with_the_fallback_it_used() {
     let record: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(record["tool_bootstrap"]["status"], "failed", "{record:#}");
     assert!(
-        out.warnings.iter().any(|w| w.contains("bootstrap failed")),
+        out.warnings
+            .iter()
+            .any(|w| w.contains("the bootstrap failed")),
         "{:?}",
         out.warnings
     );
