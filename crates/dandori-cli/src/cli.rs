@@ -100,7 +100,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct CiArgs {
     /// The repository (the CI checkout).
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// The label that asks dandori to plan an issue.
     #[arg(long, default_value = "dandori")]
@@ -138,7 +138,7 @@ pub enum InitCommand {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// The repository to write the file into.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// The label that asks dandori to plan an issue.
     #[arg(long, default_value = "dandori")]
@@ -154,7 +154,7 @@ pub struct InitArgs {
 #[derive(Debug, Args)]
 pub struct ReplArgs {
     /// The repository the session works in.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// History file (default: `$DANDORI_REPL_HISTORY`, else
     /// `$XDG_DATA_HOME/dandori/repl_history`, else `~/.local/share/dandori/repl_history`).
@@ -298,7 +298,7 @@ pub struct McpArgs {
 #[derive(Debug, Args)]
 pub struct RunsArgs {
     /// The repository whose runs to list.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// Root of run directories (default from config `runs.root`).
     #[arg(long)]
@@ -386,7 +386,7 @@ pub struct PolicyCheckArgs {
     pub file: Option<PathBuf>,
     /// The repository whose config extends the allowlist; absolute paths under it
     /// count as inside the worktree.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// The command line (its words are joined by spaces; quote it to keep shell syntax).
     #[arg(last = true, value_name = "CMD")]
@@ -454,7 +454,7 @@ pub struct PlanArgs {
     #[arg(long, requires = "issue")]
     pub comment: bool,
     /// The repository to plan for.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// The request as free text instead of a file (it may start with `-`, as a
     /// pasted bullet does).
@@ -478,7 +478,7 @@ pub struct LocateArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "text")]
     pub file: Option<PathBuf>,
     /// The repository to search.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// How many files to list.
     #[arg(short = 'n', long, default_value_t = 10, value_name = "N")]
@@ -503,7 +503,7 @@ pub struct LocalizeArgs {
     /// Checkouts: `DIR/<instance_id>/`, or clones `DIR/<owner>__<name>/` or
     /// `DIR/<owner>/<name>/` (read only; each base commit is checked out into a
     /// temporary directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_parser = existing_path, value_name = "DIR")]
     pub repos: PathBuf,
     /// Print the figures and per-instance results as JSON on stdout.
     #[arg(long)]
@@ -551,7 +551,7 @@ pub enum EnvCommand {
 #[derive(Debug, Args)]
 pub struct EnvArgs {
     /// The repository.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// Print the result as JSON on stdout.
     #[arg(long)]
@@ -561,7 +561,7 @@ pub struct EnvArgs {
     #[arg(long)]
     pub language: Option<String>,
     /// Where setup.json, verification.json and the logs go (default
-    /// <repo>/.dandori/environment).
+    /// <repo>/.git/dandori/environment in a git repository, else <repo>/.dandori/environment).
     #[arg(long, value_name = "DIR")]
     pub record_dir: Option<PathBuf>,
 }
@@ -578,7 +578,7 @@ pub struct EnvSetupArgs {
 #[derive(Debug, Args)]
 pub struct EnvExecArgs {
     /// The repository whose prepared environment to use.
-    #[arg(long, default_value = ".")]
+    #[arg(long, value_parser = existing_path, default_value = ".")]
     pub repo: PathBuf,
     /// Run the command unconfined (default: inside the command sandbox).
     #[arg(long)]
@@ -628,7 +628,7 @@ pub struct RunArgs {
     pub target: PathBuf,
     /// The repository (default: the one the plan was made for, recorded in the run
     /// directory; a different repository is refused with REPO_MISMATCH).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_parser = existing_path, value_name = "DIR")]
     pub repo: Option<PathBuf>,
     /// Who does the steps' work (default: the one stage.json records, else `command`
     /// when config `runner.agent_cmd` is set, else `llm` when `llm.default_provider`
@@ -666,7 +666,7 @@ pub struct ResumeArgs {
     pub run_dir: PathBuf,
     /// The repository (default: the one the plan was made for, recorded in the run
     /// directory; a different repository is refused with REPO_MISMATCH).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_parser = existing_path, value_name = "DIR")]
     pub repo: Option<PathBuf>,
     /// Switch executor (default: the one the run started with, kept in stage.json).
     #[arg(long, value_enum)]
@@ -807,4 +807,37 @@ mod help_lines {
         walk(&cmd, "dandori", &mut missing);
         assert!(missing.is_empty(), "no help line: {missing:#?}");
     }
+}
+
+/// A path argument that must exist (`--repo`): resolved against the current
+/// directory, checked before any command reads it.
+#[derive(Debug)]
+pub struct PathNotFound {
+    pub path: PathBuf,
+    pub cwd: PathBuf,
+}
+
+impl std::fmt::Display for PathNotFound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: no such file or directory (a relative path is read from the current directory {})",
+            self.path.display(),
+            self.cwd.display()
+        )
+    }
+}
+
+impl std::error::Error for PathNotFound {}
+
+/// [`PathNotFound`] unless `s` names something that exists.
+pub fn existing_path(s: &str) -> Result<PathBuf, PathNotFound> {
+    let path = PathBuf::from(s);
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Ok(path);
+    }
+    Err(PathNotFound {
+        path,
+        cwd: std::env::current_dir().unwrap_or_default(),
+    })
 }

@@ -32,7 +32,15 @@ fn main() -> ExitCode {
             use clap::error::ErrorKind;
             let usage = !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion);
             let _ = e.print();
-            if usage {
+            // A path argument that does not exist has a code of its own.
+            let missing = std::error::Error::source(&e)
+                .is_some_and(|s| s.downcast_ref::<cli::PathNotFound>().is_some());
+            if missing {
+                output::progress(&format!(
+                    "reason code: {} (pass an existing directory)",
+                    dandori_report::reason::FILE_NOT_FOUND
+                ));
+            } else if usage {
                 output::progress(&format!(
                     "reason code: {} (see `dandori help` or `dandori <command> --help`)",
                     dandori_report::reason::USAGE_ERROR

@@ -9,6 +9,7 @@
 pub mod activation;
 pub mod analyzer;
 pub mod classify;
+pub mod installer;
 pub mod lockfile;
 pub mod phase;
 pub mod records;

@@ -11,40 +11,42 @@ use dandori_plan::SelectedEnvironment;
 
 use crate::EnvError;
 use crate::analyzer::{self, EnvironmentAnalysis};
-use crate::records::{OverallStatus, SETUP_FILE};
+use crate::records::{OverallStatus, SETUP_FILE, ToolBootstrap};
 use crate::selection::{self, Toolchain};
 use crate::setup::{self, CommandRegenerator, SetupOptions, SetupOutcome};
-use crate::{activation, tools};
+use crate::{activation, installer, tools};
 
-/// Picks the environment of `analysis` and generates its commands for the
-/// tools on `base_env`'s `PATH`, after bootstrapping the preferred package
-/// manager (uv, yarn, pnpm) into the tool cache when it is missing.
+/// Picks the environment of `analysis` and generates its commands, after
+/// carrying out the installer decision ([`crate::installer::decide`]):
+/// bootstrapping the package manager (uv, pnpm, yarn) into the tool cache
+/// when it is missing. The commands are generated for the tools that are
+/// there afterwards, so a failed bootstrap gives the fallback's commands (pip)
+/// and the returned record says why.
 pub fn select_with_bootstrap(
     analysis: &EnvironmentAnalysis,
     target_language: Option<&str>,
     base_env: &BTreeMap<String, String>,
-    sandbox: Option<&dandori_exec::Sandbox>,
     progress: &dyn Fn(&str),
-) -> Result<SelectedEnvironment, EnvError> {
+) -> Result<(SelectedEnvironment, Option<ToolBootstrap>), EnvError> {
     let choice = selection::choose(analysis, target_language);
-    if let Some(eco) = choice.ecosystem {
-        tools::ensure_for(eco, base_env, sandbox, progress)?;
-    }
+    let bootstrap = match choice.ecosystem {
+        Some(eco) => tools::ensure_for(eco, base_env, progress)?,
+        None => None,
+    };
+    // What is there now: the decided tool when the bootstrap found or
+    // installed it, the fallback's tools when it failed.
     let env = tools::with_tools_on_path(base_env);
     let toolchain = Toolchain::discover(env.get("PATH").map(String::as_str).unwrap_or(""));
-    Ok(selection::select_environment_with(
-        analysis,
-        target_language,
-        &toolchain,
-    ))
+    let selected = selection::select_environment_with(analysis, target_language, &toolchain);
+    Ok((selected, bootstrap))
 }
 
 /// The tools the commands of `analysis`'s environment will find: those on
 /// `base_env`'s `PATH` and in the tool cache, and the package manager the
-/// bootstrap installs for the chosen ecosystem when it is missing. `env detect`
-/// shows the commands setup will run with it; `env verify` checks with the
-/// tools setup used (the cache's pnpm and yarn, uv), not with what happens to be
-/// on the caller's `PATH`.
+/// installer decision picks for the chosen ecosystem (the bootstrap installs it
+/// when it is missing). `dandori plan`, `env detect`, `env verify` and MCP
+/// `env_detect` generate commands with it; `env setup` and the runner with it
+/// after the bootstrap ran, so they agree unless the bootstrap failed.
 pub fn expected_toolchain(
     analysis: &EnvironmentAnalysis,
     target_language: Option<&str>,
@@ -52,13 +54,12 @@ pub fn expected_toolchain(
 ) -> Toolchain {
     let env = tools::with_tools_on_path(base_env);
     let found = Toolchain::discover(env.get("PATH").map(String::as_str).unwrap_or(""));
-    let bootstrapped = selection::choose(analysis, target_language)
+    let decided = selection::choose(analysis, target_language)
         .ecosystem
-        .filter(|_| tools::bootstrap_enabled(base_env))
-        .and_then(tools::bootstrap_tool);
-    match bootstrapped {
-        Some(t) => found.and(t),
-        None => found,
+        .and_then(|eco| installer::decide(eco, base_env));
+    match decided {
+        Some(d) if d.usable() => found.and(d.tool),
+        _ => found,
     }
 }
 
@@ -232,20 +233,28 @@ pub fn prepare_run(
             .and_then(|v| v.get("selected_environment").cloned())
             .and_then(|v| serde_json::from_value(v).ok())
             .filter(|s: &SelectedEnvironment| !s.setup_commands.is_empty());
-    let selected = match planned {
-        Some(s) if s.extra.contains_key("root") => s,
-        Some(s) => {
-            let analysis = analyzer::analyze(repo, &config.analysis);
-            select_with_bootstrap(
-                &analysis,
-                Some(&s.name),
-                base_env,
-                sandbox.as_ref(),
-                progress,
-            )?
+    let analysis = analyzer::analyze(repo, &config.analysis);
+    let (selected, bootstrap) = match planned {
+        // The analyser's own selection from `dandori plan`: its commands were
+        // generated with the same installer decision; the bootstrap carries it
+        // out, and when it fails the commands are generated again for the
+        // tools that are there (the plan's assumed the tool).
+        Some(s) if s.extra.contains_key("root") => {
+            let (again, bootstrap) =
+                select_with_bootstrap(&analysis, Some(&s.name), base_env, progress)?;
+            let failed = bootstrap.as_ref().is_some_and(|b| b.status == "failed");
+            if failed && again.setup_commands != s.setup_commands {
+                progress(&format!(
+                    "the plan's setup commands assumed {}; they are generated again without it",
+                    bootstrap.as_ref().map(|b| b.tool.as_str()).unwrap_or("")
+                ));
+                (again, bootstrap)
+            } else {
+                (s, bootstrap)
+            }
         }
+        Some(s) => select_with_bootstrap(&analysis, Some(&s.name), base_env, progress)?,
         None => {
-            let analysis = analyzer::analyze(repo, &config.analysis);
             if analysis.ecosystems.is_empty() {
                 let message = "no environment files detected: nothing to set up".to_string();
                 return Ok(RunEnvironment {
@@ -259,7 +268,7 @@ pub fn prepare_run(
                     outcome: None,
                 });
             }
-            select_with_bootstrap(&analysis, None, base_env, sandbox.as_ref(), progress)?
+            select_with_bootstrap(&analysis, None, base_env, progress)?
         }
     };
     let mut opts = SetupOptions::new(repo);
@@ -276,6 +285,7 @@ pub fn prepare_run(
     opts.regenerator = regenerator;
     opts.progress = Some(progress);
     opts.sandbox = sandbox;
+    opts.tool_bootstrap = bootstrap;
     let out = setup::run(&selected, &opts)?;
     let record = out.record_dir.join(SETUP_FILE);
     let status = run_status(&out);

@@ -176,6 +176,10 @@ pub struct SetupRecord {
     /// left out of the reuse fingerprint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub created_files: Vec<String>,
+    /// What dandori's own bootstrap of the package manager did before the setup
+    /// (installed, found, or failed and what the setup used instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_bootstrap: Option<ToolBootstrap>,
     /// Variables later commands need (`activation`).
     #[serde(default)]
     pub variables: BTreeMap<String, String>,
@@ -183,6 +187,37 @@ pub struct SetupRecord {
     pub limits_applied: Vec<String>,
     pub warnings: Vec<String>,
     pub errors: Vec<String>,
+}
+
+/// `setup.json`'s `tool_bootstrap`: the package manager of the one installer
+/// decision (`crate::installer`), where it came from and, when dandori could
+/// not install it, why and what the setup commands use instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolBootstrap {
+    /// `uv`, `pnpm` or `yarn`.
+    pub tool: String,
+    /// The version dandori uses: the repository's pin, else dandori's own.
+    pub version: String,
+    /// Where the pin comes from (`packageManager: pnpm@10.18.3` in package.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned_by: Option<String>,
+    /// `on_path` (the user's own), `cached` (already in the tool cache),
+    /// `installed` (by this bootstrap), `failed`, `disabled`.
+    pub status: String,
+    /// The program the commands run (`<tools>/bin/pnpm`, `/usr/bin/uv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The bootstrap's own commands, as run (outside any command sandbox).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What the setup commands use when the tool is not there (`pip`, the
+    /// cached pnpm of another version, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    #[serde(default)]
+    pub duration_ms: u64,
 }
 
 /// §6.1.1: what the execution phase gets.

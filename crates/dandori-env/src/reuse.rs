@@ -16,7 +16,8 @@ use crate::records::{OverallStatus, SetupRecord, VerificationRecord};
 use crate::selection::{CONDA_PREFIX_DIR, VENV_DIR};
 
 /// `<repo>/.dandori/environment`: the prepared environment's state, and the
-/// records of `dandori env setup` run outside a run.
+/// records of `dandori env setup` run outside a run, for a directory that is
+/// not a git repository ([`state_dir`]).
 pub const STATE_DIR: &str = ".dandori/environment";
 pub const STATE_FILE: &str = "state.json";
 
@@ -45,8 +46,33 @@ pub struct PreparedState {
     pub verification: VerificationRecord,
 }
 
+/// Where the prepared environment's state and the records of `dandori env
+/// setup` go: inside the repository's git directory (`.git/dandori/environment`,
+/// a worktree's own git directory for a worktree), which every tool that walks
+/// the tree skips — prettier, eslint, pytest, jest, tsc — where `.dandori/` is
+/// read (prettier ignores neither `.git/info/exclude` nor a nested
+/// `.gitignore`). Outside git: `<repo>/.dandori/environment`.
 pub fn state_dir(repo: &Path) -> PathBuf {
-    repo.join(STATE_DIR)
+    git_dir(repo)
+        .map(|g| g.join(GIT_STATE_DIR))
+        .unwrap_or_else(|| repo.join(STATE_DIR))
+}
+
+/// The state directory's place inside a git directory.
+pub const GIT_STATE_DIR: &str = "dandori/environment";
+
+/// `<repo>/.git` when it is a directory, the `gitdir:` of a worktree's `.git`
+/// file; read from the file system (no git process).
+fn git_dir(repo: &Path) -> Option<PathBuf> {
+    let dot_git = repo.join(".git");
+    let meta = std::fs::symlink_metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git);
+    }
+    let text = dandori_fs::read_to_string(&dot_git).ok()?;
+    let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let dir = repo.join(target);
+    dir.is_dir().then_some(dir)
 }
 
 /// SHA-256 over the environment name, the setup commands and every environment
@@ -99,10 +125,13 @@ pub fn load(repo: &Path) -> Option<PreparedState> {
 pub fn save(repo: &Path, state: &PreparedState) -> Result<(), EnvError> {
     let dir = state_dir(repo);
     dandori_fs::create_dir_all(&dir)?;
-    // Keep dandori's state out of the project's commits.
-    let ignore = repo.join(".dandori/.gitignore");
-    if !ignore.exists() {
-        dandori_fs::write_atomic(&ignore, "*\n")?;
+    // Keep dandori's state out of the project's commits (outside git only:
+    // in a git directory nothing is committed).
+    if dir.starts_with(repo.join(".dandori")) {
+        let ignore = repo.join(".dandori/.gitignore");
+        if !ignore.exists() {
+            dandori_fs::write_atomic(&ignore, "*\n")?;
+        }
     }
     dandori_fs::write_json_atomic(dir.join(STATE_FILE), state)?;
     Ok(())

@@ -315,10 +315,10 @@ fn ask_regenerator(
 pub struct SetupOptions<'a> {
     pub repo: PathBuf,
     /// Where setup.json, verification.json, handover.json, error_report.md and the
-    /// logs go: `<run>/environment` in a run, `<repo>/.dandori/environment` otherwise.
+    /// logs go: `<run>/environment` in a run, `reuse::state_dir` otherwise.
     pub record_dir: PathBuf,
     /// Where `environment_attempts.jsonl` and `environment_stats.json` go
-    /// (across runs: the runs root, or `<repo>/.dandori/environment`).
+    /// (across runs: the runs root, or `reuse::state_dir`).
     pub stats_dir: PathBuf,
     pub config: EnvironmentSetupConfig,
     /// Prepare again even when nothing changed.
@@ -336,10 +336,13 @@ pub struct SetupOptions<'a> {
     /// caches writable) and of verification commands (network off). `None`: run
     /// unconfined (library callers that confine the whole process themselves).
     pub sandbox: Option<dandori_exec::Sandbox>,
+    /// What the package-manager bootstrap did before (`tool_bootstrap` of
+    /// setup.json): `phase::select_with_bootstrap`'s report.
+    pub tool_bootstrap: Option<crate::records::ToolBootstrap>,
 }
 
 impl<'a> SetupOptions<'a> {
-    /// Defaults: records and statistics in `<repo>/.dandori/environment`, default
+    /// Defaults: records and statistics in `reuse::state_dir`, default
     /// config, 5 s backoff base, this process's base environment.
     pub fn new(repo: impl Into<PathBuf>) -> Self {
         let repo = repo.into();
@@ -357,6 +360,7 @@ impl<'a> SetupOptions<'a> {
             limits: None,
             progress: None,
             sandbox: None,
+            tool_bootstrap: None,
         }
     }
 
@@ -499,6 +503,7 @@ pub fn run(
         regenerations: Vec::new(),
         install_rung: None,
         created_files: Vec::new(),
+        tool_bootstrap: None,
         variables: BTreeMap::new(),
         limits_applied: Vec::new(),
         warnings: Vec::new(),
@@ -641,7 +646,7 @@ pub fn run(
                             if opts.sandbox.is_some() {
                                 create_tool_caches(
                                     parsed.commands.iter().map(|c| c.program.as_str()),
-                                    &dandori_exec::SandboxPolicy::environment_setup(&repo, &env),
+                                    &setup_policy(&repo, &env),
                                     &env,
                                 );
                             }
@@ -652,8 +657,7 @@ pub fn run(
                                 .masker(opts.masker.clone())
                                 .limits(limits.clone());
                             if let Some(s) = &opts.sandbox {
-                                let policy =
-                                    dandori_exec::SandboxPolicy::environment_setup(&repo, &env);
+                                let policy = setup_policy(&repo, &env);
                                 spec =
                                     spec.sandbox(s.clone(), policy, dandori_exec::Origin::Issued);
                             }
@@ -1022,6 +1026,15 @@ const TOOL_CACHES: &[(&str, &[&str])] = &[
     ("python3", &[".cache"]),
 ];
 
+/// The sandbox policy of a setup command: the repository, the package caches
+/// and the network, with dandori's tool cache read-only inside them.
+fn setup_policy(repo: &Path, env: &BTreeMap<String, String>) -> dandori_exec::SandboxPolicy {
+    crate::tools::with_tools_read_only(
+        dandori_exec::SandboxPolicy::environment_setup(repo, env),
+        env,
+    )
+}
+
 /// A sandbox can only make writable what exists: the caches the command's tools
 /// would create on their own outside a sandbox (`~/.gradle` for the Gradle
 /// wrapper's distribution, …) are created first, and only those the setup
@@ -1138,12 +1151,15 @@ fn exclude_created(
 
 /// The prepared-environment directories (`.venv/`, `.conda-env/`,
 /// `node_modules/` under the environment's root) in `.git/info/exclude`
-/// before setup runs: the record of what dandori is about to create.
+/// before setup runs: the record of what dandori is about to create. dandori's
+/// own `.dandori/` too: tools that list files through git (`git ls-files`,
+/// lint-staged, ripgrep) then never see its records.
 fn exclude_ahead(repo: &Path, root: &str, base: &BTreeMap<String, String>) -> Result<(), EnvError> {
-    let dirs: Vec<String> = [VENV_DIR, CONDA_PREFIX_DIR, "node_modules"]
+    let mut dirs: Vec<String> = [VENV_DIR, CONDA_PREFIX_DIR, "node_modules"]
         .iter()
         .map(|d| format!("{}/", join_rel(root, d)))
         .collect();
+    dirs.push(".dandori/".to_string());
     append_exclude(repo, &dirs, base)
 }
 
@@ -1208,6 +1224,30 @@ fn finish(
     verification: VerificationRecord,
     reused: bool,
 ) -> Result<SetupOutcome, EnvError> {
+    let mut setup = setup;
+    if let Some(b) = &opts.tool_bootstrap {
+        if b.error.is_some() || b.fallback.is_some() {
+            let what = match b.status.as_str() {
+                "failed" => "the bootstrap failed",
+                "disabled" => "not bootstrapped",
+                _ => "not as pinned",
+            };
+            setup.warnings.push(format!(
+                "package manager {} {}: {what}{}{}",
+                b.tool,
+                b.version,
+                b.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default(),
+                b.fallback
+                    .as_deref()
+                    .map(|f| format!("; the setup uses {f}"))
+                    .unwrap_or_default()
+            ));
+        }
+        setup.tool_bootstrap = Some(b.clone());
+    }
     // Secrets in command lines or messages never reach records, reports or output.
     let mut setup = masked(&opts.masker, &setup);
     let verification = masked(&opts.masker, &verification);

@@ -139,7 +139,7 @@ pub fn run(checks: &[VerificationCheck], opts: &VerifyOptions) -> VerificationRe
         if let Some(s) = &opts.sandbox {
             spec = spec.sandbox(
                 s.clone(),
-                crate::tools::with_tools_readable(
+                crate::tools::with_tools_read_only(
                     dandori_exec::SandboxPolicy::worktree(&opts.repo, &[]),
                     &opts.env,
                 ),

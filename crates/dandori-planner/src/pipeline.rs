@@ -146,9 +146,15 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     });
     let hits = index.search(&request.query_text(), 10);
     let environment = gathering::analyze_environment(&scan, analysis_cfg);
+    // The installer decision `env setup` and the runner carry out (the
+    // bootstrapped uv, pnpm, yarn), so the plan's setup commands are theirs.
     let toolchain = match &opts.toolchain {
         Some(t) => t.clone(),
-        None => gathering::Toolchain::from_process(),
+        None => dandori_env::phase::expected_toolchain(
+            &environment,
+            None,
+            &dandori_exec::run::base_env(),
+        ),
     };
     let selected_environment = gathering::select_environment(&environment, None, &toolchain);
     let mut selected_environment = selected_environment;

@@ -176,13 +176,13 @@ fn setup_cmd(
     let say = |s: &str| output::progress(s);
     let quiet = |_: &str| {};
     let base_env = dandori_exec::run::base_env();
-    // The package-manager bootstrap runs in the same sandbox as the setup.
+    // The package-manager bootstrap is dandori's own fixed command, run
+    // outside the setup sandbox; its record goes into setup.json.
     let sandbox = detect_sandbox(config, &child_env(config));
-    let selected = phase::select_with_bootstrap(
+    let (selected, bootstrap) = phase::select_with_bootstrap(
         &analysis,
         a.language.as_deref(),
         &base_env,
-        Some(&sandbox),
         if a.json { &quiet } else { &say },
     )?;
     let process_env: BTreeMap<String, String> = std::env::vars().collect();
@@ -198,12 +198,12 @@ fn setup_cmd(
     };
     let mut opts = SetupOptions::new(&repo);
     opts.masker = env_masker(&std::env::vars().collect());
-    opts.base_env = dandori_env::tools::with_tools_on_path(&base_env);
     opts.record_dir = record_dir(a, &repo);
     opts.config = cfg.clone();
     opts.force = force;
     opts.regenerator = Some(&regen);
-    opts.base_env = child_env(config);
+    opts.base_env = dandori_env::tools::with_tools_on_path(&child_env(config));
+    opts.tool_bootstrap = bootstrap;
     if !a.json {
         output::progress(&sandbox.status().summary());
     }
@@ -294,8 +294,21 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
     };
     let record: VerificationRecord = verify::run(&verify::checks_from(&selected), &opts);
     dandori_env::records::write_json(&dir, dandori_env::records::VERIFICATION_FILE, &record)?;
+    // The checks alone can pass where nothing works (`python3 --version` with
+    // no `.venv`): the last setup's state decides too.
+    let broken = not_working(
+        &repo,
+        &selected.name,
+        &record,
+        cfg.verification.on_failure(),
+    );
     if a.json {
-        output::json(&record);
+        let mut v = serde_json::to_value(&record)?;
+        if let (Some(obj), Some((code, why, _))) = (v.as_object_mut(), &broken) {
+            obj.insert("reason_code".into(), serde_json::json!(code));
+            obj.insert("reason".into(), serde_json::json!(why));
+        }
+        output::json(&v);
     } else {
         for v in &record.verification_results {
             output::line(&format!(
@@ -314,14 +327,101 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
         }
         output::line(record.overall_status.as_str());
     }
-    // `on_failure = ignore` never fails; fail and warn report a failed verification.
-    let failed = record.overall_status == OverallStatus::Failed
-        && cfg.verification.on_failure() != OnFailure::Ignore;
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    Ok(match broken {
+        Some((code, why, exit)) => {
+            output::error(&format!("{code}: {why}"));
+            ExitCode::from(exit)
+        }
+        None => ExitCode::SUCCESS,
     })
+}
+
+/// Why the environment of `repo` does not work — reason code, message, exit
+/// code — or `None` when it does: its last setup (state.json) failed
+/// ([`ENVIRONMENT_FAILED`](dandori_report::reason::ENVIRONMENT_FAILED), exit 1)
+/// or was blocked (its `ENV_*` code, [`EXIT_BLOCKED`]), what it prepared is gone,
+/// or a required check failed (`on_failure = ignore` never fails on checks).
+fn not_working(
+    repo: &Path,
+    environment: &str,
+    record: &VerificationRecord,
+    on_failure: OnFailure,
+) -> Option<(String, String, u8)> {
+    let failed_env = dandori_report::reason::ENVIRONMENT_FAILED.to_string();
+    if let Some(state) = reuse::load(repo) {
+        let record = reuse::state_dir(repo).join(reuse::STATE_FILE);
+        match state.overall_status {
+            OverallStatus::Blocked => {
+                let (code, why) = state
+                    .setup
+                    .blocked
+                    .as_ref()
+                    .map(|b| (b.code.clone(), b.reason.clone()))
+                    .unwrap_or_else(|| (failed_env.clone(), "blocked".into()));
+                return Some((
+                    code,
+                    format!(
+                        "the last setup of the {} environment was blocked: {why} (setup state: {})",
+                        state.environment,
+                        record.display()
+                    ),
+                    EXIT_BLOCKED,
+                ));
+            }
+            OverallStatus::Failed => {
+                let why = state.setup.errors.first().cloned().unwrap_or_default();
+                return Some((
+                    failed_env,
+                    format!(
+                        "the last setup of the {} environment failed{}; run `dandori env setup` again (setup state: {})",
+                        state.environment,
+                        if why.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {why}")
+                        },
+                        record.display()
+                    ),
+                    1,
+                ));
+            }
+            OverallStatus::Success | OverallStatus::PartialSuccess => {
+                if state.environment == environment
+                    && !reuse::artifacts_present(repo, &state.environment, &state.root)
+                {
+                    return Some((
+                        failed_env,
+                        format!(
+                            "the {} environment prepared at {} is gone (its virtual environment or node_modules was removed); run `dandori env setup`",
+                            state.environment, state.prepared_at
+                        ),
+                        1,
+                    ));
+                }
+            }
+        }
+    }
+    let failed: Vec<String> = record
+        .verification_results
+        .iter()
+        .filter(|v| v.required && v.status != "success")
+        .map(|v| format!("`{}`", v.command))
+        .collect();
+    if record.overall_status == OverallStatus::Failed && on_failure != OnFailure::Ignore {
+        return Some((
+            failed_env,
+            format!(
+                "the {environment} environment does not work: required verification failed: {}",
+                if failed.is_empty() {
+                    record.errors.join("; ")
+                } else {
+                    failed.join(", ")
+                }
+            ),
+            1,
+        ));
+    }
+    None
 }
 
 /// The user's own command: no command policy, but the same sandbox as every other
@@ -344,7 +444,7 @@ fn exec(config: &dandori_config::Config, a: &EnvExecArgs) -> anyhow::Result<Exit
         let policy = dandori_exec::SandboxPolicy::worktree(&repo, &[])
             .with_network(a.network)
             .in_git_worktree(&repo);
-        Some((s, dandori_env::tools::with_tools_readable(policy, &base)))
+        Some((s, dandori_env::tools::with_tools_read_only(policy, &base)))
     };
     let code = activation::exec(&repo, &a.cmd, &base, sandbox)?;
     Ok(match code {

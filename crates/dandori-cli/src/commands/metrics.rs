@@ -12,7 +12,7 @@ use crate::output;
 #[derive(Debug, Args)]
 pub struct MetricsArgs {
     /// The repository whose runs to measure.
-    #[arg(long, default_value = ".")]
+    #[arg(long, default_value = ".", value_parser = crate::cli::existing_path)]
     pub repo: PathBuf,
     /// Root of run directories (default from config `runs.root`).
     #[arg(long)]

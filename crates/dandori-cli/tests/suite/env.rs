@@ -235,3 +235,153 @@ fn verify_is_green_after_a_setup_with_the_cached_uv() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.starts_with("uv "), "{out}");
 }
+
+/// `dandori` with `envs` set (a fresh HOME, a tool cache) and the system PATH.
+fn dandori_with(args: &[&str], envs: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("DANDORI_TOOLS_BOOTSTRAP", "0");
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn git_init(dir: &Path) {
+    for args in [
+        &["init", "-q"][..],
+        &["add", "-A"],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "init",
+        ],
+    ] {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
+}
+
+/// Every command with `--repo` names a missing path, where relative paths are
+/// read from, and a reason code; nothing runs.
+#[test]
+fn a_missing_repo_path_is_named_with_a_reason_code_by_every_command() {
+    let gone = tempfile::tempdir().unwrap().path().join("no-such-repo");
+    let g = gone.display().to_string();
+    for args in [
+        vec!["env", "detect", "--repo", &g],
+        vec!["env", "setup", "--repo", &g, "--json"],
+        vec!["env", "verify", "--repo", &g],
+        vec!["env", "exec", "--repo", &g, "--", "true"],
+        vec!["runs", "--repo", &g],
+        vec!["metrics", "--repo", &g],
+    ] {
+        let (code, out, err) = dandori(&args, None);
+        assert_eq!(code, 2, "{args:?}: {out}\n{err}");
+        assert!(err.contains(&g), "{args:?}: {err}");
+        assert!(err.contains("FILE_NOT_FOUND"), "{args:?}: {err}");
+        assert!(err.contains("current directory"), "{args:?}: {err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+    assert!(!gone.exists());
+}
+
+/// A blocked setup (go is not installed): `env verify` does not call the
+/// environment working, it exits 3 with the setup's reason code.
+#[test]
+fn verify_fails_after_a_blocked_setup() {
+    let repo = fixture_copy("blocked_go");
+    let r = repo_arg(repo.path());
+    let path = Some("/usr/bin:/bin");
+    let (code, _, _) = dandori(&["env", "setup", "--repo", &r, "--json"], path);
+    assert_eq!(code, 3);
+    let (code, out, err) = dandori(&["env", "verify", "--repo", &r, "--json"], path);
+    assert_eq!(code, 3, "{out}\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["reason_code"], "ENV_TOOL_MISSING", "{v:#}");
+    assert!(err.contains("ENV_TOOL_MISSING"), "{err}");
+}
+
+/// A failed setup (a requirements line pip cannot read): `env verify` exits 1
+/// with ENVIRONMENT_FAILED even though `python3 --version` would pass.
+#[test]
+fn verify_fails_after_a_failed_setup() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(
+        repo.path().join("requirements.txt"),
+        "this is !! not a requirement\n",
+    )
+    .unwrap();
+    std::fs::write(repo.path().join("app.py"), "print(1)\n").unwrap();
+    git_init(repo.path());
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path().display().to_string();
+    let r = repo_arg(repo.path());
+    let envs = [("HOME", h.as_str())];
+    let (code, out, err) = dandori_with(
+        &["env", "setup", "--repo", &r, "--json", "--sandbox", "off"],
+        &envs,
+    );
+    assert_eq!(code, 1, "{out}\n{err}");
+    let (code, out, err) =
+        dandori_with(&["env", "verify", "--repo", &r, "--sandbox", "off"], &envs);
+    assert_eq!(code, 1, "{out}\n{err}");
+    assert!(err.contains("ENVIRONMENT_FAILED"), "{err}");
+    assert!(err.contains("failed"), "{err}");
+}
+
+/// From a fresh HOME whose tool cache cannot be written, `env setup --json`
+/// says the uv bootstrap failed and that pip was used instead, in its output
+/// and in setup.json; the setup still works, and `.dandori/` is ignored by git.
+#[test]
+fn a_failed_uv_bootstrap_is_reported_in_the_json_and_setup_json() {
+    let repo = tempfile::tempdir().unwrap();
+    std::fs::write(repo.path().join("requirements.txt"), "").unwrap();
+    std::fs::write(repo.path().join("app.py"), "print(1)\n").unwrap();
+    git_init(repo.path());
+    let home = tempfile::tempdir().unwrap();
+    // `~/.cache` is a file: no tool cache can be made under it.
+    std::fs::write(home.path().join(".cache"), "").unwrap();
+    let h = home.path().display().to_string();
+    let r = repo_arg(repo.path());
+    let (code, out, err) = dandori_with(
+        &["env", "setup", "--repo", &r, "--json", "--sandbox", "off"],
+        &[("HOME", &h), ("DANDORI_TOOLS_BOOTSTRAP", "1")],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let b = &v["setup_result"]["tool_bootstrap"];
+    assert_eq!(b["tool"], "uv", "{v:#}");
+    assert_eq!(b["status"], "failed", "{b:#}");
+    assert!(b["fallback"].as_str().unwrap().contains("pip"), "{b:#}");
+    assert!(b["error"].as_str().unwrap().contains(".cache"), "{b:#}");
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo.path().join(".git/dandori/environment/setup.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["tool_bootstrap"], *b);
+    // In a git repository the records live in the git directory, which
+    // prettier, eslint and pytest never walk; nothing of dandori's is in the tree.
+    assert!(!repo.path().join(".dandori").exists());
+    let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).unwrap();
+    assert!(exclude.lines().any(|l| l == "/.dandori/"), "{exclude}");
+    let (code, out, err) = dandori_with(
+        &["env", "verify", "--repo", &r, "--sandbox", "off"],
+        &[("HOME", &h)],
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+}

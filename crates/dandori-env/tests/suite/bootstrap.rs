@@ -269,7 +269,9 @@ fn uv_is_bootstrapped_once_into_the_tool_cache() {
     let a = analyze(repo.path(), &AnalysisConfig::default());
     let lines = RefCell::new(Vec::new());
     let say = |s: &str| lines.borrow_mut().push(s.to_string());
-    let sel = phase::select_with_bootstrap(&a, None, &env, None, &say).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say)
+        .unwrap()
+        .0;
     assert!(cache.path().join("bin/uv").exists());
     assert!(
         lines
@@ -299,7 +301,7 @@ fn uv_is_bootstrapped_once_into_the_tool_cache() {
     assert!(ok && text.starts_with("uv "), "{text}");
     // Once: the second selection installs nothing.
     lines.borrow_mut().clear();
-    phase::select_with_bootstrap(&a, None, &env, None, &say).unwrap();
+    phase::select_with_bootstrap(&a, None, &env, &say).unwrap();
     assert!(lines.borrow().is_empty(), "{:?}", lines.borrow());
 }
 
@@ -324,7 +326,9 @@ fn node_bootstrap_in(files: &[(&str, &str)], tool: &str, expect_install: &str, s
     let a = analyze(repo.path(), &AnalysisConfig::default());
     let lines = RefCell::new(Vec::new());
     let say = |s: &str| lines.borrow_mut().push(s.to_string());
-    let sel = phase::select_with_bootstrap(&a, None, &env, sandbox.as_ref(), &say).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say)
+        .unwrap()
+        .0;
     assert!(
         cache.path().join("bin").join(tool).exists(),
         "{:?}",
@@ -406,7 +410,9 @@ fn pinned_yarn_berry_is_bootstrapped_without_corepack() {
     let a = analyze(repo.path(), &AnalysisConfig::default());
     let lines = RefCell::new(Vec::new());
     let say = |s: &str| lines.borrow_mut().push(s.to_string());
-    let sel = phase::select_with_bootstrap(&a, None, &env, None, &say).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, &say)
+        .unwrap()
+        .0;
     assert!(
         cache
             .path()
@@ -470,7 +476,9 @@ fn yarn_classic_installs_past_a_dependency_engines_range() {
     );
     let env = env_with_cache(cache.path(), true);
     let a = analyze(repo.path(), &AnalysisConfig::default());
-    let sel = phase::select_with_bootstrap(&a, None, &env, None, &|_: &str| {}).unwrap();
+    let sel = phase::select_with_bootstrap(&a, None, &env, &|_: &str| {})
+        .unwrap()
+        .0;
     assert_eq!(sel.setup_commands, vec!["yarn install --frozen-lockfile"]);
     let mut opts = SetupOptions::new(repo.path());
     opts.base_env = tools::with_tools_on_path(&env);

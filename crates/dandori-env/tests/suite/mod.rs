@@ -1,6 +1,7 @@
 mod analysis;
 mod bootstrap;
 mod classify;
+mod installer;
 mod lockfit;
 mod regenerate;
 mod setup;
