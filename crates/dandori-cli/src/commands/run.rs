@@ -71,12 +71,14 @@ pub(crate) fn executor_choice(
             kind: kind(k),
             agent_cmd: t.map(str::to_string),
             agent: a,
+            agent_model: None,
         }),
         (None, None, None) => None,
         (None, t, a) => Some(ExecutorChoice {
             kind: ExecutorKind::Command,
             agent_cmd: t.map(str::to_string),
             agent: a,
+            agent_model: None,
         }),
     }
 }

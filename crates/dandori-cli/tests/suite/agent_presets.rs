@@ -374,7 +374,8 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
         let d = &c["data"];
         assert_eq!(d["agent"], "claude");
         assert_eq!(d["num_turns"], 3, "{d}");
-        assert_eq!(d["usage"]["prompt_tokens"], 3 * 1200, "{d}");
+        assert_eq!(d["usage"]["prompt_tokens"], 3 * (1200 + 24_000), "{d}");
+        assert_eq!(d["usage"]["cache_read_tokens"], 3 * 24_000, "{d}");
         assert_eq!(d["usage"]["completion_tokens"], 3 * 80, "{d}");
         assert!(d["cost_usd"].as_f64().unwrap() > 0.0, "{d}");
         assert_eq!(d["session_id"], first_session.as_str());

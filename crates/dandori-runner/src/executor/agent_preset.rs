@@ -131,6 +131,10 @@ pub fn argv(
                 toml_string(base)
             );
             push(&["-c", "model_provider=\"dandori\"", "-c", &provider]);
+            // Its shell tool runs `bash -lc` by default: the login profile resets
+            // PATH, and the project's tools (a venv's python, dandori's `gh`
+            // shim) are gone. A plain `bash -c` keeps the PATH dandori gives it.
+            push(&["-c", "allow_login_shell=false"]);
             if let Some(s) = session {
                 push(&["resume", s]);
             }
@@ -739,6 +743,20 @@ impl Executor for AgentExecutor {
             resumed = None;
             (t, out) = self.invoke(req, None)?;
         }
+        // A resumed session reports what the whole session used (Claude Code's
+        // cost, Codex's thread tokens): only the increase is this call's.
+        let usage_path =
+            session_path.with_file_name(format!("step.{}.agent-usage.json", req.step_id));
+        let reported = Cumulative::of(&t);
+        if let Some(prev) = resumed
+            .as_deref()
+            .and_then(|s| Cumulative::load(&usage_path, s))
+        {
+            prev.subtract_from(self.info.preset, &mut t);
+        }
+        if let Some(s) = &t.session_id {
+            let _ = reported.store(&usage_path, s);
+        }
         let name = self.info.preset.name();
         let outcome = if out.timed_out {
             ExecOutcome::Failed {
@@ -825,6 +843,62 @@ impl Executor for AgentExecutor {
             tooling: None,
             calls,
         })
+    }
+}
+
+/// The figures a session's last invocation reported, kept beside its session
+/// id: a resumed invocation of the same session reports them again, added to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Cumulative {
+    cost_usd: Option<f64>,
+    input_tokens: u64,
+    cache_read_tokens: u64,
+    output_tokens: u64,
+}
+
+impl Cumulative {
+    fn of(t: &Transcript) -> Cumulative {
+        Cumulative {
+            cost_usd: t.cost_usd,
+            input_tokens: t.input_tokens,
+            cache_read_tokens: t.cache_read_tokens,
+            output_tokens: t.output_tokens,
+        }
+    }
+
+    fn load(path: &Path, session: &str) -> Option<Cumulative> {
+        let v: Value = serde_json::from_str(&dandori_fs::read_to_string(path).ok()?).ok()?;
+        if v.get("session_id").and_then(Value::as_str) != Some(session) {
+            return None;
+        }
+        serde_json::from_value(v.get("reported")?.clone()).ok()
+    }
+
+    fn store(&self, path: &Path, session: &str) -> Result<(), dandori_fs::FsError> {
+        let text = json!({"session_id": session, "reported": self}).to_string() + "\n";
+        dandori_fs::write_atomic_unsynced(path, text)
+    }
+
+    /// `t`'s cumulative figures made this invocation's: Claude Code's
+    /// `total_cost_usd` is the session's, Codex's `turn.completed` usage the
+    /// thread's. A figure smaller than before was not cumulative and stays.
+    fn subtract_from(&self, preset: AgentPreset, t: &mut Transcript) {
+        let less = |now: u64, before: u64| if now >= before { now - before } else { now };
+        match preset {
+            AgentPreset::Claude => {
+                if let (Some(now), Some(before)) = (t.cost_usd, self.cost_usd)
+                    && now >= before
+                {
+                    t.cost_usd = Some(now - before);
+                }
+            }
+            AgentPreset::Codex => {
+                t.input_tokens = less(t.input_tokens, self.input_tokens);
+                t.cache_read_tokens = less(t.cache_read_tokens, self.cache_read_tokens);
+                t.output_tokens = less(t.output_tokens, self.output_tokens);
+            }
+            AgentPreset::Gemini => {}
+        }
     }
 }
 
