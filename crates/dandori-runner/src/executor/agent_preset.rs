@@ -1011,7 +1011,56 @@ mod tests {
         );
         let joined = a.join(" ");
         assert!(joined.contains("--dangerously-bypass-approvals-and-sandbox"));
+        // A plain `bash -c`: the login profile would reset PATH.
+        assert!(joined.contains("allow_login_shell=false"));
         assert!(joined.contains("base_url=\"http://127.0.0.1:9/v1\""));
         assert_eq!(a[a.len() - 4..], ["resume", "th-1", "--", "-fix it"]);
+    }
+
+    #[test]
+    fn a_resumed_sessions_cumulative_figures_count_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step.S01.agent-usage.json");
+        // Claude Code: the first call cost $0.0396, the resumed one reports the
+        // session's $0.0634; its tokens are the call's own.
+        let first = Transcript {
+            cost_usd: Some(0.0396),
+            input_tokens: 25_000,
+            ..Transcript::default()
+        };
+        Cumulative::of(&first).store(&path, "s-1").unwrap();
+        let mut resumed = Transcript {
+            cost_usd: Some(0.0634),
+            input_tokens: 24_000,
+            ..Transcript::default()
+        };
+        let prev = Cumulative::load(&path, "s-1").unwrap();
+        prev.subtract_from(AgentPreset::Claude, &mut resumed);
+        assert!((resumed.cost_usd.unwrap() - 0.0238).abs() < 1e-9);
+        assert_eq!(resumed.input_tokens, 24_000);
+        // Another session's figures are not this one's.
+        assert!(Cumulative::load(&path, "s-2").is_none());
+        // Codex: the resumed thread reports 19 200 tokens after 12 000.
+        let mut codex = Transcript {
+            input_tokens: 19_200,
+            cache_read_tokens: 16_000,
+            output_tokens: 300,
+            ..Transcript::default()
+        };
+        Cumulative {
+            cost_usd: None,
+            input_tokens: 12_000,
+            cache_read_tokens: 10_000,
+            output_tokens: 200,
+        }
+        .subtract_from(AgentPreset::Codex, &mut codex);
+        assert_eq!(
+            (
+                codex.input_tokens,
+                codex.cache_read_tokens,
+                codex.output_tokens
+            ),
+            (7_200, 6_000, 100)
+        );
     }
 }
