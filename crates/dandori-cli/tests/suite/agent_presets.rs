@@ -388,7 +388,7 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
     assert!(report.contains("## Agent usage"), "{report}");
     assert!(
         report.contains(&format!(
-            "| S01 | claude | {first_session} (resumed) | 3 | 2 | 3600 / 240 |"
+            "| S01 | claude | {first_session} (resumed) | 3 | 2 | 75600 / 240 |"
         )),
         "{report}"
     );
@@ -402,7 +402,7 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
     assert_eq!(a["resumed"], 1, "{m}");
     assert_eq!(a["turns"], 6, "{m}");
     assert_eq!(a["tool_calls"], 4, "{m}");
-    assert_eq!(a["input_tokens"], 7200, "{m}");
+    assert_eq!(a["input_tokens"], 6 * (1200 + 24_000), "{m}");
     assert!((a["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9, "{m}");
 }
 

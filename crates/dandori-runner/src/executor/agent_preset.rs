@@ -267,7 +267,12 @@ impl Transcript {
             (AgentPreset::Codex, "thread.started") => {
                 self.session_id = s(&v, "/thread_id");
             }
-            (AgentPreset::Codex, "item.started") => {
+            // A command is announced when it starts; a file change or an MCP
+            // call (which newer Codex versions announce started and completed)
+            // once, completed.
+            (AgentPreset::Codex, "item.started")
+                if s(&v, "/item/type").as_deref() == Some("command_execution") =>
+            {
                 tool = codex_item(&v, workdir);
             }
             (AgentPreset::Codex, "item.completed") => {
@@ -413,8 +418,20 @@ pub fn load_session(path: &Path, preset: AgentPreset) -> Option<String> {
         .filter(|s| !s.is_empty() && !s.starts_with('-'))
 }
 
+/// Whether the session was last used by another dandori process: the run was
+/// killed and resumed, and the step's worktree was made afresh from its base.
+fn used_before_a_restart(path: &Path) -> bool {
+    let pid = dandori_fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("pid").and_then(Value::as_u64));
+    pid != Some(u64::from(std::process::id()))
+}
+
 fn store_session(path: &Path, preset: AgentPreset, session: &str) -> Option<String> {
-    let text = json!({"agent": preset.name(), "session_id": session}).to_string() + "\n";
+    let text = json!({"agent": preset.name(), "session_id": session, "pid": std::process::id()})
+        .to_string()
+        + "\n";
     dandori_fs::write_atomic(path, text)
         .err()
         .map(|e| format!("the agent session id could not be kept: {e}"))
@@ -722,6 +739,28 @@ impl Executor for AgentExecutor {
         let clock = Instant::now();
         let session_path = session_file(req);
         let mut resumed = load_session(&session_path, self.info.preset);
+        // The resumed session remembers edits that are gone and, maybe, another
+        // worktree: say so plainly before anything else.
+        let restarted_prompt;
+        let restarted_req;
+        let req = if resumed.is_some() && used_before_a_restart(&session_path) {
+            restarted_prompt = format!(
+                "dandori was interrupted and has restarted this step. The working tree was reset to the step's starting commit: none of the edits you made before exist any more. You are now working in {}; work only there and make your changes again.\n\n{}",
+                req.workdir.display(),
+                req.prompt
+            );
+            dandori_fs::write_atomic_unsynced(
+                req.prompt_file,
+                req.masker.mask_str(&restarted_prompt),
+            )?;
+            restarted_req = ExecRequest {
+                prompt: &restarted_prompt,
+                ..req.clone()
+            };
+            &restarted_req
+        } else {
+            req
+        };
         if let (Some(s), Some(home)) = (&resumed, req.env.get("HOME"))
             && self.info.preset == AgentPreset::Claude
         {
@@ -886,10 +925,32 @@ impl Cumulative {
         let less = |now: u64, before: u64| if now >= before { now - before } else { now };
         match preset {
             AgentPreset::Claude => {
+                // Its tokens are the call's own; its cost is the session's when
+                // it restored the session's cost state, the call's otherwise.
+                // Which one: the call's own cost is about the earlier call's
+                // priced at this call's tokens (cache reads at a tenth of an
+                // input token, output at five); the nearer reading wins.
                 if let (Some(now), Some(before)) = (t.cost_usd, self.cost_usd)
                     && now >= before
                 {
-                    t.cost_usd = Some(now - before);
+                    let weight = |input: u64, cached: u64, output: u64| {
+                        input.saturating_sub(cached) as f64
+                            + cached as f64 / 10.0
+                            + output as f64 * 5.0
+                    };
+                    let then = weight(
+                        self.input_tokens,
+                        self.cache_read_tokens,
+                        self.output_tokens,
+                    );
+                    let own = if then > 0.0 {
+                        before * weight(t.input_tokens, t.cache_read_tokens, t.output_tokens) / then
+                    } else {
+                        now
+                    };
+                    if (now - (before + own)).abs() < (now - own).abs() {
+                        t.cost_usd = Some(now - before);
+                    }
                 }
             }
             AgentPreset::Codex => {
@@ -1031,13 +1092,22 @@ mod tests {
         Cumulative::of(&first).store(&path, "s-1").unwrap();
         let mut resumed = Transcript {
             cost_usd: Some(0.0634),
-            input_tokens: 24_000,
+            input_tokens: 15_000,
             ..Transcript::default()
         };
         let prev = Cumulative::load(&path, "s-1").unwrap();
         prev.subtract_from(AgentPreset::Claude, &mut resumed);
         assert!((resumed.cost_usd.unwrap() - 0.0238).abs() < 1e-9);
-        assert_eq!(resumed.input_tokens, 24_000);
+        assert_eq!(resumed.input_tokens, 15_000);
+        // A resumed call that reports its own cost (no session cost state
+        // restored) keeps it: as much as the first for as many tokens.
+        let mut own = Transcript {
+            cost_usd: Some(0.0396),
+            input_tokens: 25_000,
+            ..Transcript::default()
+        };
+        prev.subtract_from(AgentPreset::Claude, &mut own);
+        assert_eq!(own.cost_usd, Some(0.0396));
         // Another session's figures are not this one's.
         assert!(Cumulative::load(&path, "s-2").is_none());
         // Codex: the resumed thread reports 19 200 tokens after 12 000.
@@ -1062,5 +1132,37 @@ mod tests {
             ),
             (7_200, 6_000, 100)
         );
+    }
+
+    #[test]
+    fn a_codex_file_change_announced_started_and_completed_counts_once() {
+        let mut t = Transcript::default();
+        let w = Path::new("/w");
+        for line in [
+            r#"{"type":"item.started","item":{"id":"f","type":"file_change","changes":[{"path":"/w/calc.py","kind":"update"}],"status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"f","type":"file_change","changes":[{"path":"/w/calc.py","kind":"update"}],"status":"completed"}}"#,
+            r#"{"type":"item.started","item":{"id":"c","type":"command_execution","command":"bash -c 'pytest -q'","status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"c","type":"command_execution","command":"bash -c 'pytest -q'","exit_code":0}}"#,
+        ] {
+            t.feed(AgentPreset::Codex, line, w);
+        }
+        assert_eq!(t.tool_calls, ["Edit calc.py", "Bash pytest -q"]);
+    }
+
+    #[test]
+    fn a_session_of_an_earlier_dandori_process_is_one_from_before_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step.S01.agent-session.json");
+        assert!(store_session(&path, AgentPreset::Claude, "s-1").is_none());
+        assert!(!used_before_a_restart(&path));
+        assert_eq!(
+            load_session(&path, AgentPreset::Claude).as_deref(),
+            Some("s-1")
+        );
+        std::fs::write(&path, r#"{"agent":"claude","session_id":"s-1","pid":1}"#).unwrap();
+        assert!(used_before_a_restart(&path));
+        // Written by a dandori that recorded no process: before a restart too.
+        std::fs::write(&path, r#"{"agent":"claude","session_id":"s-1"}"#).unwrap();
+        assert!(used_before_a_restart(&path));
     }
 }
