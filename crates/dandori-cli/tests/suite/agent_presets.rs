@@ -754,3 +754,50 @@ fn gemini_preset_writes_and_fixes_in_a_fresh_session_when_its_resume_is_refused(
     assert_fix_cycle(&t);
     assert_only_key(&dump, GEMINI_KEY);
 }
+
+/// `llm.budgets.agent_step_turns` bounds the agent's turns on a step: past it
+/// the step is not handed to the agent again (its fix cycle here), and fails
+/// saying which budget; the realistic usage of a session (tens of thousands of
+/// cache-read tokens a turn) does not count against `llm.budgets.task`.
+#[test]
+fn an_agent_past_its_turn_budget_gets_no_further_invocation_of_the_step() {
+    let Some((claude, p)) = setup("claude") else {
+        return;
+    };
+    let server = FakeAgentModel::start(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "Write",
+                json!({"file_path": "{cwd}/calc.py", "content": BUGGY}),
+            ),
+            Turn::text("Wrote calc.py."),
+        ],
+    )
+    .expect_api_key(ANTHROPIC_KEY);
+    let out = dandori_command(
+        &p,
+        &claude,
+        "run",
+        "claude",
+        &[("ANTHROPIC_BASE_URL", server.origin())],
+        "claude-sonnet-4-5",
+    )
+    .args(["-c", "llm.budgets.agent_step_turns=1"])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let step = stage_step(&p);
+    assert_eq!(step["status"], "failed", "{stderr}\n{step}");
+    assert_eq!(step["reason_code"], "TOKEN_BUDGET_EXCEEDED", "{step}");
+    assert!(
+        step["message"]
+            .as_str()
+            .unwrap()
+            .contains("the agent took 2 turns on this step, over llm.budgets.agent_step_turns 1"),
+        "{step}"
+    );
+    // One invocation only: the fix cycle was never started.
+    assert_eq!(events(&trace(&p), "LLM_CALL").len(), 1);
+    assert_eq!(server.remaining(), 0, "{stderr}");
+}
