@@ -38,8 +38,9 @@ use crate::plan::{self, RunPaths};
 use crate::step::{self, StepContext, StepReport};
 use crate::{events, reason, report};
 
-/// The run directory's record of the first `run`'s executor choice (kind,
-/// agent, agent command, agent model), written before the environment is set up.
+/// The run directory's record of the first `run`'s choices (executor kind,
+/// agent, agent command, agent model, and `sandbox`: the sandbox mode), written
+/// before the environment is set up; `resume` reuses them.
 pub const CHOICES_FILE: &str = "executor.json";
 
 /// Which executor a run uses. Stored in `stage.json` (`executor`) so `resume`
@@ -587,7 +588,14 @@ impl Coordinator<'_> {
                     .with_sandbox(self.sandbox.clone()),
             ),
         };
-        let value = serde_json::to_value(&choice).unwrap_or(Value::Null);
+        let mut value = serde_json::to_value(&choice).unwrap_or(Value::Null);
+        // The sandbox mode too: a plain `dandori resume` runs under the same one.
+        if let (Some(o), Ok(mode)) = (
+            value.as_object_mut(),
+            serde_json::to_value(cfg.sandbox.mode),
+        ) {
+            o.insert("sandbox".to_string(), mode);
+        }
         // Written now, before anything slow (the environment, the baseline): a
         // plain `resume` after a kill there runs with the same choices.
         dandori_fs::write_atomic(

@@ -171,7 +171,7 @@ fn a_plain_resume_after_the_environment_setup_keeps_the_agent_command() {
             .unwrap();
     assert_eq!(
         recorded,
-        json!({"kind": "command", "agent_cmd": agent, "agent_model": "model-of-the-first-run"})
+        json!({"kind": "command", "agent_cmd": agent, "agent_model": "model-of-the-first-run", "sandbox": "off"})
     );
     // `dandori resume RUN_DIR`: no executor, no agent, no model named.
     let mut resume = options(&repo, &run_dir, None);
@@ -181,6 +181,6 @@ fn a_plain_resume_after_the_environment_setup_keeps_the_agent_command() {
     assert_eq!(statuses(&run_dir)[0].1, "done", "{:?}", out.completion);
     assert_eq!(
         stage(&run_dir)["executor"],
-        json!({"kind": "command", "agent_cmd": agent, "agent_model": "model-of-the-first-run"})
+        json!({"kind": "command", "agent_cmd": agent, "agent_model": "model-of-the-first-run", "sandbox": "off"})
     );
 }
