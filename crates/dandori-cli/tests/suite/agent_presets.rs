@@ -499,6 +499,9 @@ fn a_missing_agent_cli_fails_the_preflight_at_once_with_its_install_command() {
         "{message}"
     );
     assert!(!p.run_dir.join("logs/step.S01.agent.log").exists());
+    // Refused before the gates: no work branch was made.
+    let branches = git(&p.repo, &["branch", "--list", "dandori/*"]);
+    assert_eq!(branches.trim(), "", "{branches}");
 }
 
 /// SIGKILL to every process whose command line names `dir` (the sandbox of the

@@ -279,8 +279,9 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     );
     let executor = c.resolve_executor()?;
     c.sandbox_gate(executor.as_ref())?;
-    c.gates(stage_exists)?;
+    // Before the gates: a run refused here leaves no work branch behind.
     c.preflight(executor.as_ref())?;
+    c.gates(stage_exists)?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
     c.stage.status = RunStatus::Running;
