@@ -209,12 +209,23 @@ pub struct TokenBudgets {
     pub planning_context: u64,
     /// Per reflection call.
     pub reflection: u64,
-    /// Whole task, every phase.
+    /// Whole task, every phase, of dandori's own model calls (planning,
+    /// reflection, the `llm` executor). An agent CLI's tokens are recorded but
+    /// budgeted by `agent_step_cost_usd` and `agent_step_turns`: a real Claude
+    /// Code session sends tens of thousands of cache-read tokens a turn.
     pub task: u64,
     /// The tool loop's conversation after the system and step prompts, as sent
     /// with each execution call: past it the oldest turns are compressed into
     /// one summary message (seed 000 §11.3.2).
     pub conversation: u64,
+    /// Per step, what the agent CLI reports it cost (USD, summed over the
+    /// step's invocations as deltas of a resumed session's cumulative figure);
+    /// 0: no limit. An agent that reports no cost is bounded by its turns.
+    pub agent_step_cost_usd: f64,
+    /// Per step, the agent CLI's turns (model round trips: Claude Code's
+    /// `num_turns`, one per Codex `turn.completed`) over its invocations; 0: no
+    /// limit.
+    pub agent_step_turns: u64,
 }
 
 impl Default for TokenBudgets {
@@ -225,6 +236,8 @@ impl Default for TokenBudgets {
             reflection: 500,
             task: 10000,
             conversation: 8000,
+            agent_step_cost_usd: 10.0,
+            agent_step_turns: 400,
         }
     }
 }

@@ -283,6 +283,8 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("llm.budgets.reflection", Limit),
         ("llm.budgets.task", Limit),
         ("llm.budgets.conversation", Limit),
+        ("llm.budgets.agent_step_cost_usd", Limit),
+        ("llm.budgets.agent_step_turns", Limit),
         ("llm.pricing", Neutral),
         ("runs.root", RepositoryPath),
         ("runner.max_parallel_workers", Limit),

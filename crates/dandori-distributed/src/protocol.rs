@@ -146,6 +146,9 @@ pub struct StepOutcome {
     /// Done without a change, its checks already green (`ALREADY_SATISFIED`).
     #[serde(default)]
     pub already_satisfied: bool,
+    /// The agent CLI's usage over the step's invocations (budgeted per step).
+    #[serde(default)]
+    pub agent: dandori_runner::step::AgentUsage,
     /// Files changed outside the step's targets, with their lines.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub out_of_scope: Vec<(String, u64)>,
@@ -212,6 +215,7 @@ impl StepOutcome {
             test_runs: Vec::new(),
             already_satisfied: false,
             out_of_scope: Vec::new(),
+            agent: Default::default(),
             worker: worker.to_string(),
             recovered: false,
             files: Vec::new(),
@@ -261,6 +265,7 @@ impl StepOutcome {
             test_runs: r.test_runs.clone(),
             already_satisfied: r.already_satisfied,
             out_of_scope: r.out_of_scope.clone(),
+            agent: r.agent,
             worker: worker.to_string(),
             recovered: false,
             files: Vec::new(),
@@ -315,6 +320,7 @@ impl StepOutcome {
             test_runs: self.test_runs,
             already_satisfied: self.already_satisfied,
             out_of_scope: self.out_of_scope,
+            agent: self.agent,
         }
     }
 }

@@ -7,6 +7,7 @@ use crate::error::RunnerError;
 
 mod driver_overrides;
 mod merge;
+pub mod never_committed;
 mod objects;
 pub mod touched;
 
@@ -400,11 +401,15 @@ impl Git {
         Ok(ok)
     }
 
-    /// Stages everything (respecting .gitignore) and returns `(lines, files)` changed
+    /// Stages everything (respecting .gitignore, leaving out bytecode and tool
+    /// caches: [`never_committed`]) and returns `(lines, files)` changed
     /// against HEAD, with the changed paths, and the binary patch of the staged
     /// change against HEAD (one `git diff` prints both). Binary files count one line.
     pub fn staged_numstat(&self) -> Result<(u64, Vec<String>, String), RunnerError> {
-        self.run(&["add", "-A", "--", "."])?;
+        let excludes = never_committed::exclude_pathspecs();
+        let mut args = vec!["add", "-A", "--", "."];
+        args.extend(excludes.iter().map(String::as_str));
+        self.run(&args)?;
         self.cached_numstat("HEAD", None)
     }
 

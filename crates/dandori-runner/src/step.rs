@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use dandori_plan::{Planning, Role, Step};
 use dandori_trace::TraceWriter;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::error::RunnerError;
@@ -38,6 +39,8 @@ pub struct StepContext<'a> {
     /// Run-wide plan revisions used (a split is a revision).
     pub revisions: &'a AtomicU32,
     pub max_revisions: u32,
+    /// `llm.budgets`: an agent CLI's per-step cost and turns.
+    pub budgets: &'a dandori_config::TokenBudgets,
     /// Masks secrets in logs.
     pub masker: &'a dandori_trace::Masker,
     /// The sandbox of unit commands (and of the agent command).
@@ -99,6 +102,43 @@ pub struct StepReport {
     pub already_satisfied: bool,
     /// Files changed outside `scope.target_paths`, with their changed lines.
     pub out_of_scope: Vec<(String, u64)>,
+    /// What the agent CLI's invocations of this step reported using.
+    pub agent: AgentUsage,
+}
+
+/// An agent CLI's usage over a step's invocations, each counted once (a resumed
+/// session's cumulative figures as deltas): budgeted by
+/// `llm.budgets.agent_step_cost_usd` and `llm.budgets.agent_step_turns`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentUsage {
+    pub cost_usd: f64,
+    pub turns: u64,
+    /// Prompt (cache reads included) and completion tokens: part of the step's
+    /// `tokens`, not of `llm.budgets.task`.
+    pub tokens: u64,
+}
+
+impl AgentUsage {
+    /// The usage of an executor's `LLM_CALL` records made by an agent CLI.
+    pub fn of_calls(calls: &[(&'static str, Value)]) -> AgentUsage {
+        let mut u = AgentUsage::default();
+        for (event, d) in calls {
+            if *event != events::LLM_CALL || d.get("agent").is_none() {
+                continue;
+            }
+            let n = |p: &str| d.pointer(p).and_then(Value::as_u64).unwrap_or(0);
+            u.cost_usd += d.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+            u.turns += n("/num_turns");
+            u.tokens += n("/usage/prompt_tokens") + n("/usage/completion_tokens");
+        }
+        u
+    }
+
+    pub fn add(&mut self, o: AgentUsage) {
+        self.cost_usd += o.cost_usd;
+        self.turns += o.turns;
+        self.tokens += o.tokens;
+    }
 }
 
 impl StepReport {
@@ -122,6 +162,7 @@ impl StepReport {
             test_runs: Vec::new(),
             already_satisfied: false,
             out_of_scope: Vec::new(),
+            agent: AgentUsage::default(),
         }
     }
 }
@@ -496,6 +537,26 @@ impl Worker<'_, '_> {
 
     /// `limits.timeout_sec`, or the plan's `worker_strategy.worker_timeout_ms`
     /// (seed 003 §6.1) when that is shorter.
+    /// Why the agent may not be invoked again for this step: its usage so far
+    /// is past `llm.budgets.agent_step_cost_usd` or `agent_step_turns`.
+    fn agent_over_budget(&self) -> Option<String> {
+        let b = self.cx.budgets;
+        let u = &self.report.agent;
+        if b.agent_step_cost_usd > 0.0 && u.cost_usd > b.agent_step_cost_usd {
+            return Some(format!(
+                "the agent used ${:.4} on this step, over llm.budgets.agent_step_cost_usd {}",
+                u.cost_usd, b.agent_step_cost_usd
+            ));
+        }
+        if b.agent_step_turns > 0 && u.turns > b.agent_step_turns {
+            return Some(format!(
+                "the agent took {} turns on this step, over llm.budgets.agent_step_turns {}",
+                u.turns, b.agent_step_turns
+            ));
+        }
+        None
+    }
+
     fn agent_timeout(&self) -> Duration {
         let limit = Duration::from_secs(self.cx.planning.limits.timeout_sec.max(1));
         let worker = self
@@ -701,6 +762,12 @@ impl Worker<'_, '_> {
         feedback: Option<&Feedback>,
         log: &str,
     ) -> Result<Option<StepResult>, RunnerError> {
+        if let Some(over) = self.agent_over_budget() {
+            return Ok(Some(StepResult::Failed {
+                reason_code: reason::TOKEN_BUDGET_EXCEEDED,
+                message: over,
+            }));
+        }
         let prompt = prompt::build(
             self.cx.planning,
             self.step,
@@ -748,6 +815,7 @@ impl Worker<'_, '_> {
             return Ok(Some(r));
         }
         self.report.tokens.add(exec.tokens);
+        self.report.agent.add(AgentUsage::of_calls(&exec.calls));
         if let Some(t) = &exec.tooling {
             self.emit(
                 events::TOOLING,
@@ -1207,10 +1275,19 @@ impl Worker<'_, '_> {
                 "nothing its unit commands check has changed since the base".to_string(),
             ));
         }
+        // The work is in the step's base: its last step commit did it.
+        let by = self
+            .git
+            .run(&["log", "-1", "--no-merges", "--format=%h %s", "HEAD"])
+            .ok()
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .map(|l| format!("; made so by commit {l}"))
+            .unwrap_or_default();
         Ok(Ok(if named.is_empty() {
-            format!("green since the base: {}", turned.join(", "))
+            format!("green since the base: {}{by}", turned.join(", "))
         } else {
-            format!("checks green: {}", named.join(", "))
+            format!("checks green: {}{by}", named.join(", "))
         }))
     }
 
@@ -1396,6 +1473,7 @@ impl Worker<'_, '_> {
                 sandbox: self.cx.sandbox,
                 policy: &self.sandbox_policy(),
                 dir: self.wt,
+                run_dir: &self.cx.paths.run_dir,
                 command: cmd,
                 env: self.cx.env,
                 timeout,
@@ -1581,6 +1659,8 @@ pub struct TestCommand<'a> {
     pub sandbox: &'a dandori_exec::Sandbox,
     pub policy: &'a dandori_exec::SandboxPolicy,
     pub dir: &'a Path,
+    /// The run directory: the runners' hooks and reports live there.
+    pub run_dir: &'a Path,
     pub command: &'a str,
     pub env: &'a BTreeMap<String, String>,
     pub timeout: Duration,
@@ -1589,9 +1669,9 @@ pub struct TestCommand<'a> {
 }
 
 /// Runs a test command (`sh -c`, in the sandbox) and reads its per-test results
-/// from what it wrote to the log. pytest is asked for its `-rA` summary
-/// (`PYTEST_ADDOPTS`), which names every test with its outcome; Python writes no
-/// bytecode cache (`PYTHONDONTWRITEBYTECODE`) unless the environment says so.
+/// from what it wrote to the log and the reports it wrote; each runner is asked
+/// to name its tests through its environment
+/// ([`crate::evidence::runner_hooks`]), never by changing the command.
 pub fn run_test_command(
     t: &TestCommand<'_>,
 ) -> Result<(process::ProcOutcome, crate::evidence::CommandRun), RunnerError> {
@@ -1608,17 +1688,7 @@ pub fn run_test_command(
             message: e.to_string(),
         })?;
     let mut env = t.env.clone();
-    let addopts = env.get("PYTEST_ADDOPTS").cloned().unwrap_or_default();
-    if !addopts.split_whitespace().any(|o| o.starts_with("-r")) {
-        env.insert(
-            "PYTEST_ADDOPTS".to_string(),
-            format!("{addopts} -rA").trim().to_string(),
-        );
-    }
-    // Python validates cached bytecode by mtime and size: a fix made within the
-    // same second that keeps the size ran the stale module. No cache, no staleness.
-    env.entry("PYTHONDONTWRITEBYTECODE".to_string())
-        .or_insert_with(|| "1".to_string());
+    let hooks = crate::evidence::runner_hooks::Hooks::prepare(t.run_dir, &mut env)?;
     let start = std::fs::metadata(t.log).map(|m| m.len()).unwrap_or(0);
     let reports = crate::evidence::junit::Reports::before(t.dir, t.command);
     let out = process::run(&process::ProcSpec {
@@ -1634,15 +1704,23 @@ pub fn run_test_command(
         .map(|b| String::from_utf8_lossy(b.get(start as usize..).unwrap_or(&b)).into_owned())
         .unwrap_or_default();
     let mut tests = crate::evidence::parse::parse(&text);
-    // JUnit XML reports the command wrote: a test in both counts once, as the
-    // report says.
-    let xml = reports.fresh(t.dir, t.command);
+    // JUnit XML reports the command wrote, and the ones dandori's hooks wrote: a
+    // test in both counts once, as the report says.
+    let mut xml = reports.fresh(t.dir, t.command);
+    let hooked = hooks.collect(t.dir);
+    xml.read.extend(hooked.read);
+    xml.errors.extend(hooked.errors);
+    for (id, passed) in hooked.tests {
+        crate::evidence::parse::record(&mut xml.tests, &id, passed);
+    }
     note_reports(t.log, &xml);
     tests.extend(xml.tests);
+    let counted = crate::evidence::runner_hooks::count(&text);
     let run = crate::evidence::CommandRun {
         command: t.command.to_string(),
         exit_code: if out.timed_out { None } else { out.exit_code },
         tests,
+        counted,
         log: t.log.to_string_lossy().into_owned(),
     };
     Ok((out, run))

@@ -217,6 +217,8 @@ impl PoolWorktree {
             let mut stage = Vec::new();
             for e in &entries {
                 match e.worktree {
+                    // Bytecode and tool caches stay out of the commit.
+                    b'?' if crate::git::never_committed::is_never_committed(&e.path) => {}
                     b'M' | b'D' | b'T' | b'?' => stage.push(e.path.as_str()),
                     _ => {}
                 }

@@ -64,8 +64,15 @@ pub enum Wire {
     Gemini,
 }
 
-/// Tokens each streamed answer reports (input, output).
+/// Tokens each streamed answer reports (uncached input, output).
 pub const TURN_USAGE: (u64, u64) = (1200, 80);
+/// Input tokens each streamed answer reports read from the prompt cache, as the
+/// real services report for an agent CLI's turn (Claude Code resends its system
+/// prompt and tools, about 24 000 tokens, every turn): Anthropic's
+/// `cache_read_input_tokens`, OpenAI's `input_tokens_details.cached_tokens`
+/// (inside `input_tokens`), Gemini's `cachedContentTokenCount` (inside
+/// `promptTokenCount`).
+pub const TURN_CACHE_READ: u64 = 24_000;
 
 /// The signature of the thinking blocks this server sends; Claude Code must send
 /// them back unchanged.
@@ -386,7 +393,7 @@ fn anthropic_frames(turn: &Turn, id: &str, model: &str, thinking: bool) -> Vec<S
             "id": format!("msg_{id}"), "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
             "usage": {"input_tokens": TURN_USAGE.0, "cache_creation_input_tokens": 0,
-                      "cache_read_input_tokens": 0, "output_tokens": 1}}}),
+                      "cache_read_input_tokens": TURN_CACHE_READ, "output_tokens": 1}}}),
     )];
     let mut index = 0;
     let mut block = |frames: &mut Vec<String>, start: Value, deltas: Vec<Value>| {
@@ -486,9 +493,10 @@ fn responses_frames(turn: &Turn, id: &str, model: &str) -> Vec<String> {
         &json!({"type": "response.output_item.done", "sequence_number": 3, "output_index": 0, "item": item}),
     ));
     let mut done = base("completed", json!([item]));
-    done["usage"] = json!({"input_tokens": TURN_USAGE.0, "input_tokens_details": {"cached_tokens": 0},
+    done["usage"] = json!({"input_tokens": TURN_USAGE.0 + TURN_CACHE_READ,
+        "input_tokens_details": {"cached_tokens": TURN_CACHE_READ},
         "output_tokens": TURN_USAGE.1, "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": TURN_USAGE.0 + TURN_USAGE.1});
+        "total_tokens": TURN_USAGE.0 + TURN_CACHE_READ + TURN_USAGE.1});
     frames.push(sse(
         "response.completed",
         &json!({"type": "response.completed", "sequence_number": 4, "response": done}),
@@ -505,8 +513,10 @@ fn gemini_frames(turn: &Turn, id: &str, model: &str) -> Vec<String> {
     };
     let chunk = json!({
         "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": TURN_USAGE.0, "candidatesTokenCount": TURN_USAGE.1,
-                          "totalTokenCount": TURN_USAGE.0 + TURN_USAGE.1},
+        "usageMetadata": {"promptTokenCount": TURN_USAGE.0 + TURN_CACHE_READ,
+                          "cachedContentTokenCount": TURN_CACHE_READ,
+                          "candidatesTokenCount": TURN_USAGE.1,
+                          "totalTokenCount": TURN_USAGE.0 + TURN_CACHE_READ + TURN_USAGE.1},
         "modelVersion": model,
         "responseId": format!("resp_{id}"),
     });

@@ -38,6 +38,14 @@ pub fn resume(
     args: ResumeArgs,
 ) -> anyhow::Result<ExitCode> {
     let executor = executor_choice(args.executor, args.agent_cmd.as_deref(), args.agent);
+    // The sandbox mode the run started with, unless this command names one.
+    let mut sets = sets.to_vec();
+    if !sets.iter().any(|s| s.starts_with("sandbox.mode="))
+        && let Some(mode) = recorded_sandbox(&args.run_dir)
+    {
+        sets.insert(0, format!("sandbox.mode={mode}"));
+    }
+    let sets = &sets[..];
     execute(
         config,
         sets,
@@ -57,6 +65,14 @@ pub fn resume(
     )
 }
 
+/// The sandbox mode recorded by the run's first start (`executor.json`).
+fn recorded_sandbox(run_dir: &Path) -> Option<String> {
+    let text =
+        dandori_fs::read_to_string(run_dir.join(dandori_runner::coordinator::CHOICES_FILE)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    v.get("sandbox")?.as_str().map(str::to_string)
+}
+
 /// `--executor`, `--agent-cmd` and `--agent` of `run`, `resume` and `worker`: an
 /// agent command or preset alone means the command executor; none of them means
 /// the recorded or configured one.
@@ -71,12 +87,14 @@ pub(crate) fn executor_choice(
             kind: kind(k),
             agent_cmd: t.map(str::to_string),
             agent: a,
+            agent_model: None,
         }),
         (None, None, None) => None,
         (None, t, a) => Some(ExecutorChoice {
             kind: ExecutorKind::Command,
             agent_cmd: t.map(str::to_string),
             agent: a,
+            agent_model: None,
         }),
     }
 }

@@ -374,7 +374,8 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
         let d = &c["data"];
         assert_eq!(d["agent"], "claude");
         assert_eq!(d["num_turns"], 3, "{d}");
-        assert_eq!(d["usage"]["prompt_tokens"], 3 * 1200, "{d}");
+        assert_eq!(d["usage"]["prompt_tokens"], 3 * (1200 + 24_000), "{d}");
+        assert_eq!(d["usage"]["cache_read_tokens"], 3 * 24_000, "{d}");
         assert_eq!(d["usage"]["completion_tokens"], 3 * 80, "{d}");
         assert!(d["cost_usd"].as_f64().unwrap() > 0.0, "{d}");
         assert_eq!(d["session_id"], first_session.as_str());
@@ -387,7 +388,7 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
     assert!(report.contains("## Agent usage"), "{report}");
     assert!(
         report.contains(&format!(
-            "| S01 | claude | {first_session} (resumed) | 3 | 2 | 3600 / 240 |"
+            "| S01 | claude | {first_session} (resumed) | 3 | 2 | 75600 / 240 |"
         )),
         "{report}"
     );
@@ -401,7 +402,7 @@ fn claude_preset_writes_fixes_in_the_resumed_session_and_records_usage() {
     assert_eq!(a["resumed"], 1, "{m}");
     assert_eq!(a["turns"], 6, "{m}");
     assert_eq!(a["tool_calls"], 4, "{m}");
-    assert_eq!(a["input_tokens"], 7200, "{m}");
+    assert_eq!(a["input_tokens"], 6 * (1200 + 24_000), "{m}");
     assert!((a["cost_usd"].as_f64().unwrap() - cost).abs() < 1e-9, "{m}");
 }
 
@@ -498,6 +499,9 @@ fn a_missing_agent_cli_fails_the_preflight_at_once_with_its_install_command() {
         "{message}"
     );
     assert!(!p.run_dir.join("logs/step.S01.agent.log").exists());
+    // Refused before the gates: no work branch was made.
+    let branches = git(&p.repo, &["branch", "--list", "dandori/*"]);
+    assert_eq!(branches.trim(), "", "{branches}");
 }
 
 /// SIGKILL to every process whose command line names `dir` (the sandbox of the
@@ -752,4 +756,51 @@ fn gemini_preset_writes_and_fixes_in_a_fresh_session_when_its_resume_is_refused(
     assert_eq!(calls[1]["data"]["resumed"], false);
     assert_fix_cycle(&t);
     assert_only_key(&dump, GEMINI_KEY);
+}
+
+/// `llm.budgets.agent_step_turns` bounds the agent's turns on a step: past it
+/// the step is not handed to the agent again (its fix cycle here), and fails
+/// saying which budget; the realistic usage of a session (tens of thousands of
+/// cache-read tokens a turn) does not count against `llm.budgets.task`.
+#[test]
+fn an_agent_past_its_turn_budget_gets_no_further_invocation_of_the_step() {
+    let Some((claude, p)) = setup("claude") else {
+        return;
+    };
+    let server = FakeAgentModel::start(
+        Wire::Anthropic,
+        vec![
+            Turn::tool(
+                "Write",
+                json!({"file_path": "{cwd}/calc.py", "content": BUGGY}),
+            ),
+            Turn::text("Wrote calc.py."),
+        ],
+    )
+    .expect_api_key(ANTHROPIC_KEY);
+    let out = dandori_command(
+        &p,
+        &claude,
+        "run",
+        "claude",
+        &[("ANTHROPIC_BASE_URL", server.origin())],
+        "claude-sonnet-4-5",
+    )
+    .args(["-c", "llm.budgets.agent_step_turns=1"])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let step = stage_step(&p);
+    assert_eq!(step["status"], "failed", "{stderr}\n{step}");
+    assert_eq!(step["reason_code"], "TOKEN_BUDGET_EXCEEDED", "{step}");
+    assert!(
+        step["message"]
+            .as_str()
+            .unwrap()
+            .contains("the agent took 2 turns on this step, over llm.budgets.agent_step_turns 1"),
+        "{step}"
+    );
+    // One invocation only: the fix cycle was never started.
+    assert_eq!(events(&trace(&p), "LLM_CALL").len(), 1);
+    assert_eq!(server.remaining(), 0, "{stderr}");
 }

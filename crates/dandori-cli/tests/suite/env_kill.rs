@@ -123,3 +123,83 @@ fn a_kill_during_environment_setup_resumes() {
     assert!(m.contains("500 untracked file(s) under junk/"), "{m}");
     assert!(m.len() < 400, "{m}");
 }
+
+/// Issue 36: the first `run`'s choices (`--agent-cmd`, the agent model,
+/// `--sandbox`) are written before the environment is set up, so a plain
+/// `dandori resume` after a kill there runs the steps with the same agent
+/// command under the same sandbox mode, rather than parking them for a model.
+#[test]
+fn a_plain_resume_after_a_kill_during_environment_setup_keeps_the_agent_command() {
+    let repo = TempGitRepo::with_files(&[
+        ("README.md", "# calc\n"),
+        ("calc.py", "def add(a, b):\n    return a + b\n"),
+        (
+            "requests/RQ-3.md",
+            "---\nid: RQ-3\ntitle: Double\n---\n# Double\n\nAdd a `double(x)` function to `calc.py`.\n",
+        ),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let ctl = tempfile::tempdir().unwrap();
+    let ran = ctl.path().join("ran");
+    let script = ctl.path().join("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "echo \"$1\" >> {}\nprintf '\\n\\ndef double(x):\\n    return 2 * x\\n' >> calc.py\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    let agent = format!("sh {} {{step_id}}", script.display());
+    let run_dir = plan(&repo, home.path(), &["python3 -m venv .venv", "sleep 6"]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dandori"))
+        .args(["--sandbox", "off", "run"])
+        .arg(&run_dir)
+        .args([
+            "--agent-cmd",
+            &agent,
+            "-c",
+            "runner.agent_model=m-1",
+            "--json",
+        ])
+        .current_dir(repo.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let venv = repo.path().join(".venv/pyvenv.cfg");
+    let start = Instant::now();
+    while !venv.is_file() && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(venv.is_file(), "the venv was never made");
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!ran.exists(), "killed before any step");
+    // `dandori resume RUN_DIR`: nothing named.
+    let o = dandori(
+        &["resume", run_dir.to_str().unwrap(), "--json"],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(ran.is_file(), "the agent command never ran: {err}");
+    let stage: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
+            .unwrap();
+    // The resumed run's own record: the same agent command, model and sandbox
+    // mode (`off`, though nothing on the resume's command line said so).
+    assert_eq!(
+        stage["executor"],
+        json!({"kind": "command", "agent_cmd": agent, "agent_model": "m-1", "sandbox": "off"})
+    );
+    for s in stage["steps"].as_array().unwrap() {
+        assert_ne!(s["reason_code"], "MODEL_NOT_CONFIGURED", "{s}");
+    }
+}

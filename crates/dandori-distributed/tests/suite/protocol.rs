@@ -34,10 +34,12 @@ fn report(result: StepResult) -> StepReport {
             command: "cargo test".to_string(),
             exit_code: Some(0),
             tests: [("a::b".to_string(), true)].into_iter().collect(),
+            counted: None,
             log: "logs/step.S03.unit.log".to_string(),
         }],
         already_satisfied: false,
         out_of_scope: vec![("README.md".to_string(), 2)],
+        agent: Default::default(),
     }
 }
 

@@ -91,6 +91,7 @@ impl Coordinator<'_> {
                 sandbox: &self.sandbox,
                 policy: &policy,
                 dir: wt.path(),
+                run_dir: &self.paths.run_dir,
                 command: c,
                 env,
                 timeout,
@@ -109,7 +110,8 @@ impl Coordinator<'_> {
             json!({"commit": baseline.commit, "log": log,
                    "commands": baseline.runs.iter().map(|r| json!({
                        "command": r.command, "exit_code": r.exit_code,
-                       "tests": r.tests.len(), "failing": r.failing().len()})).collect::<Vec<_>>(),
+                       "tests": r.tests.len(), "failing": r.failing().len(),
+                       "counted": r.counted})).collect::<Vec<_>>(),
                    "failing": failing.iter().map(|(c, t)| json!({"command": c, "test": t})).collect::<Vec<_>>()}),
         );
         let passing: usize = baseline
@@ -117,13 +119,32 @@ impl Coordinator<'_> {
             .iter()
             .map(|r| r.tests.values().filter(|p| **p).count())
             .sum();
+        // Tests a runner counted without naming them: never "0 pass, 0 fail".
+        let unnamed: Vec<String> = baseline
+            .runs
+            .iter()
+            .filter(|r| r.tests.is_empty())
+            .filter_map(|r| {
+                r.counted.map(|c| {
+                    format!(
+                        "`{}` ran {} test(s), {} failing, without naming them (a count without ids: only its exit code is compared)",
+                        r.command, c.ran, c.failed
+                    )
+                })
+            })
+            .collect();
         self.progress(&format!(
-            "baseline: {passing} test(s) pass, {} fail on the base commit{}",
+            "baseline: {passing} test(s) pass, {} fail on the base commit{}{}",
             failing.len(),
             if failing.is_empty() {
                 String::new()
             } else {
                 " (pre-existing: not blamed on any step)".to_string()
+            },
+            if unnamed.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", unnamed.join("; "))
             }
         ));
         self.stage

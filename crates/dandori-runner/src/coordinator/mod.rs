@@ -38,6 +38,11 @@ use crate::plan::{self, RunPaths};
 use crate::step::{self, StepContext, StepReport};
 use crate::{events, reason, report};
 
+/// The run directory's record of the first `run`'s choices (executor kind,
+/// agent, agent command, agent model, and `sandbox`: the sandbox mode), written
+/// before the environment is set up; `resume` reuses them.
+pub const CHOICES_FILE: &str = "executor.json";
+
 /// Which executor a run uses. Stored in `stage.json` (`executor`) so `resume`
 /// continues with the same one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +53,10 @@ pub struct ExecutorChoice {
     /// An agent CLI preset (`--agent`, `runner.agent`); wins over `agent_cmd`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<dandori_config::AgentPreset>,
+    /// The agent CLI's model (`runner.agent_model`) the run started with: a
+    /// resume whose config names none keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_model: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,6 +122,8 @@ struct Coordinator<'o> {
     timings: BTreeMap<String, StepTiming>,
     reports: BTreeMap<String, StepReport>,
     tokens: TokenUsage,
+    /// The part of `tokens` agent CLIs reported: not counted by `llm.budgets.task`.
+    agent_tokens: u64,
     stop_reason: Option<(&'static str, String)>,
     consecutive_failures: u32,
     lessons: Vec<String>,
@@ -177,7 +188,10 @@ impl<'o> Coordinator<'o> {
             masker.clone(),
         )?);
         let stage_exists = paths.stage.is_file();
-        if opts.resume && !stage_exists {
+        // A run stopped before its first stage.json (during the environment
+        // setup) has its choices recorded: resuming it starts it with them.
+        let started = paths.run_dir.join(CHOICES_FILE).is_file();
+        if opts.resume && !stage_exists && !started {
             return Err(RunnerError::InvalidInput {
                 reason_code: reason::RUN_DIR_INVALID,
                 path: paths.stage.clone(),
@@ -221,6 +235,7 @@ impl<'o> Coordinator<'o> {
             timings: BTreeMap::new(),
             reports: BTreeMap::new(),
             tokens: TokenUsage::default(),
+            agent_tokens: 0,
             stop_reason: None,
             consecutive_failures: 0,
             lessons: Vec::new(),
@@ -266,8 +281,9 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     );
     let executor = c.resolve_executor()?;
     c.sandbox_gate(executor.as_ref())?;
-    c.gates(stage_exists)?;
+    // Before the gates: a run refused here leaves no work branch behind.
     c.preflight(executor.as_ref())?;
+    c.gates(stage_exists)?;
     let activation = c.environment_phase()?;
     c.reconcile()?;
     c.stage.status = RunStatus::Running;
@@ -469,13 +485,22 @@ impl Coordinator<'_> {
         if let Some(e) = &self.opts.executor_override {
             return Ok(e.clone());
         }
+        // stage.json's record, else the one written before the environment was
+        // set up (a run killed there has no stage.json yet).
         let stored: Option<ExecutorChoice> = self
             .stage
             .extra
             .get("executor")
-            .and_then(|v| serde_json::from_value(v.clone()).ok());
+            .cloned()
+            .or_else(|| {
+                dandori_fs::read_to_string(self.paths.run_dir.join(CHOICES_FILE))
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+            })
+            .and_then(|v| serde_json::from_value(v).ok());
         let cfg = &self.opts.config;
-        let choice = match (&self.opts.executor, stored) {
+        let stored_model = stored.as_ref().and_then(|c| c.agent_model.clone());
+        let mut choice = match (&self.opts.executor, stored) {
             (Some(c), _) => c.clone(),
             (None, Some(c)) => c,
             (None, None) => match (&cfg.runner.agent_cmd, &cfg.llm.default_provider) {
@@ -483,24 +508,29 @@ impl Coordinator<'_> {
                     kind: ExecutorKind::Command,
                     agent_cmd: None,
                     agent: cfg.runner.agent,
+                    agent_model: None,
                 },
                 (Some(t), _) => ExecutorChoice {
                     kind: ExecutorKind::Command,
                     agent_cmd: Some(t.clone()),
                     agent: None,
+                    agent_model: None,
                 },
                 (None, Some(_)) => ExecutorChoice {
                     kind: ExecutorKind::Llm,
                     agent_cmd: None,
                     agent: None,
+                    agent_model: None,
                 },
                 (None, None) => ExecutorChoice {
                     kind: ExecutorKind::None,
                     agent_cmd: None,
                     agent: None,
+                    agent_model: None,
                 },
             },
         };
+        choice.agent_model = cfg.runner.agent_model.clone().or(stored_model);
         let executor: Arc<dyn Executor> = match choice.kind {
             ExecutorKind::None => Arc::new(NoneExecutor),
             ExecutorKind::Command => {
@@ -549,7 +579,7 @@ impl Coordinator<'_> {
                     .with_state(cfg.runner.agent_state.clone());
                 match preset {
                     Some(p) => Arc::new(
-                        AgentExecutor::new(p, cfg.runner.agent_model.clone(), command)
+                        AgentExecutor::new(p, choice.agent_model.clone(), command)
                             .with_progress(self.opts.progress.clone())
                             .with_caller_env(&self.opts.base_env),
                     ),
@@ -561,10 +591,21 @@ impl Coordinator<'_> {
                     .with_sandbox(self.sandbox.clone()),
             ),
         };
-        self.stage.extra.insert(
-            "executor".to_string(),
-            serde_json::to_value(&choice).unwrap_or(Value::Null),
-        );
+        let mut value = serde_json::to_value(&choice).unwrap_or(Value::Null);
+        // The sandbox mode too: a plain `dandori resume` runs under the same one.
+        if let (Some(o), Ok(mode)) = (
+            value.as_object_mut(),
+            serde_json::to_value(cfg.sandbox.mode),
+        ) {
+            o.insert("sandbox".to_string(), mode);
+        }
+        // Written now, before anything slow (the environment, the baseline): a
+        // plain `resume` after a kill there runs with the same choices.
+        dandori_fs::write_atomic(
+            self.paths.run_dir.join(CHOICES_FILE),
+            serde_json::to_string_pretty(&value).unwrap_or_default() + "\n",
+        )?;
+        self.stage.extra.insert("executor".to_string(), value);
         Ok(executor)
     }
 
@@ -583,6 +624,7 @@ impl Coordinator<'_> {
             trigger_interval: rcfg.reflection.trigger_interval,
             reflection_enabled: rcfg.reflection.enabled,
             max_revisions,
+            budgets: self.opts.config.llm.budgets.clone(),
             sandbox: self.sandbox.clone(),
             command_policy: self.command_policy.clone(),
             git_guard: self.git_guard.clone(),
@@ -651,6 +693,7 @@ struct StepShared {
     trigger_interval: Option<u32>,
     reflection_enabled: bool,
     max_revisions: u32,
+    budgets: dandori_config::TokenBudgets,
     sandbox: dandori_exec::Sandbox,
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
@@ -677,6 +720,7 @@ impl StepShared {
             actions: &self.actions,
             revisions: &self.revisions,
             max_revisions: self.max_revisions,
+            budgets: &self.budgets,
             masker: &self.masker,
             sandbox: &self.sandbox,
             command_policy: &self.command_policy,

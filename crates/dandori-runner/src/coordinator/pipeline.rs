@@ -21,6 +21,7 @@ impl Coordinator<'_> {
         pool: Option<PoolWorktree>,
     ) -> Result<(), RunnerError> {
         self.tokens.add(r.tokens);
+        self.agent_tokens += r.agent.tokens;
         let budget = self.opts.config.llm.budgets.task;
         match &r.result {
             StepResult::Committed { .. } => {
@@ -69,12 +70,20 @@ impl Coordinator<'_> {
                 self.reports.insert(r.step_id.clone(), r);
             }
         }
-        if budget > 0 && self.tokens.total() > budget && self.stop_reason.is_none() {
+        // dandori's own model calls only (an agent CLI's are budgeted per step in
+        // cost and turns), and only while steps remain: a run whose steps are
+        // finished is not stopped after the fact.
+        let own = self.tokens.total().saturating_sub(self.agent_tokens);
+        let remaining = self
+            .stage
+            .steps
+            .iter()
+            .any(|s| s.status == StepStatus::Pending);
+        if budget > 0 && own > budget && remaining && self.stop_reason.is_none() {
             self.stop(
                 reason::TOKEN_BUDGET_EXCEEDED,
                 format!(
-                    "{} tokens used, over llm.budgets.task {budget}; returning what exists",
-                    self.tokens.total()
+                    "{own} tokens of dandori's own model calls used, over llm.budgets.task {budget}; returning what exists"
                 ),
             );
         }

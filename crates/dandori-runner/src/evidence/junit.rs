@@ -146,57 +146,73 @@ impl Reports {
 
     /// The reports `command` wrote in `dir` since [`Reports::before`], read.
     pub fn fresh(&self, dir: &Path, command: &str) -> Collected {
-        let mut c = Collected::default();
-        let py_file = |f: &str| {
-            Path::new(f)
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)))
-                && dir.join(f).is_file()
-        };
-        let fresh = scan(dir, command)
+        let fresh: Vec<PathBuf> = scan(dir, command)
             .into_iter()
-            .filter(|(p, m)| self.seen.get(p) != Some(m));
-        for (path, (len, _)) in fresh {
-            let shown = path
-                .strip_prefix(dir)
-                .unwrap_or(&path)
-                .display()
-                .to_string();
-            if len > MAX_REPORT_BYTES {
-                c.errors.push(format!(
-                    "{shown}: {len} bytes, more than the {MAX_REPORT_BYTES} read"
-                ));
-                continue;
-            }
-            // Bounded again while reading: the file may have grown since.
-            let mut bytes = Vec::new();
-            let read_bytes = std::fs::File::open(&path).and_then(|f| {
-                use std::io::Read as _;
-                f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes)
-            });
-            if let Err(e) = read_bytes {
+            .filter(|(p, m)| self.seen.get(p) != Some(m))
+            .map(|(p, _)| p)
+            .collect();
+        read_files(dir, dir, &fresh)
+    }
+}
+
+/// Reads the reports `files` (named relative to `shown_from` in messages); a
+/// pytest id is resolved against the files of `dir`, where the tests ran.
+pub fn read_files(dir: &Path, shown_from: &Path, files: &[PathBuf]) -> Collected {
+    let mut c = Collected::default();
+    let py_file = |f: &str| {
+        Path::new(f)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+            && dir.join(f).is_file()
+    };
+    for path in files {
+        let shown = path
+            .strip_prefix(shown_from)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let len = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_file() => m.len(),
+            Ok(_) => continue,
+            Err(e) => {
                 c.errors.push(format!("{shown}: {e}"));
                 continue;
             }
-            if bytes.len() as u64 > MAX_REPORT_BYTES {
-                c.errors.push(format!(
-                    "{shown}: more than the {MAX_REPORT_BYTES} bytes read"
-                ));
-                continue;
-            }
-            let text = String::from_utf8_lossy(&bytes);
-            match read(&text, &py_file) {
-                Ok(tests) => {
-                    c.read.push((PathBuf::from(&shown), tests.len()));
-                    for (id, passed) in tests {
-                        record(&mut c.tests, &id, passed);
-                    }
-                }
-                Err(e) => c.errors.push(format!("{shown}: {e}")),
-            }
+        };
+        if len > MAX_REPORT_BYTES {
+            c.errors.push(format!(
+                "{shown}: {len} bytes, more than the {MAX_REPORT_BYTES} read"
+            ));
+            continue;
         }
-        c
+        // Bounded again while reading: the file may have grown since.
+        let mut bytes = Vec::new();
+        let read_bytes = std::fs::File::open(path).and_then(|f| {
+            use std::io::Read as _;
+            f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes)
+        });
+        if let Err(e) = read_bytes {
+            c.errors.push(format!("{shown}: {e}"));
+            continue;
+        }
+        if bytes.len() as u64 > MAX_REPORT_BYTES {
+            c.errors.push(format!(
+                "{shown}: more than the {MAX_REPORT_BYTES} bytes read"
+            ));
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        match read(&text, &py_file) {
+            Ok(tests) => {
+                c.read.push((PathBuf::from(&shown), tests.len()));
+                for (id, passed) in tests {
+                    record(&mut c.tests, &id, passed);
+                }
+            }
+            Err(e) => c.errors.push(format!("{shown}: {e}")),
+        }
     }
+    c
 }
 
 /// Report paths a command line names: pytest `--junitxml=PATH` /

@@ -12,6 +12,7 @@
 
 pub mod junit;
 pub mod parse;
+pub mod runner_hooks;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +30,10 @@ pub struct CommandRun {
     /// Test id → passed (empty when the output had no per-test results).
     #[serde(default)]
     pub tests: TestResults,
+    /// What the runner's summary counted (`Ran 2 tests`), for output that names
+    /// no test: tests ran even though `tests` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counted: Option<runner_hooks::TestCount>,
     pub log: String,
 }
 
@@ -631,6 +636,7 @@ mod tests {
             command: cmd.to_string(),
             exit_code: Some(exit),
             tests: tests.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            counted: None,
             log: "log".to_string(),
         }
     }

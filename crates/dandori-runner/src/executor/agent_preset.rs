@@ -131,6 +131,10 @@ pub fn argv(
                 toml_string(base)
             );
             push(&["-c", "model_provider=\"dandori\"", "-c", &provider]);
+            // Its shell tool runs `bash -lc` by default: the login profile resets
+            // PATH, and the project's tools (a venv's python, dandori's `gh`
+            // shim) are gone. A plain `bash -c` keeps the PATH dandori gives it.
+            push(&["-c", "allow_login_shell=false"]);
             if let Some(s) = session {
                 push(&["resume", s]);
             }
@@ -263,7 +267,12 @@ impl Transcript {
             (AgentPreset::Codex, "thread.started") => {
                 self.session_id = s(&v, "/thread_id");
             }
-            (AgentPreset::Codex, "item.started") => {
+            // A command is announced when it starts; a file change or an MCP
+            // call (which newer Codex versions announce started and completed)
+            // once, completed.
+            (AgentPreset::Codex, "item.started")
+                if s(&v, "/item/type").as_deref() == Some("command_execution") =>
+            {
                 tool = codex_item(&v, workdir);
             }
             (AgentPreset::Codex, "item.completed") => {
@@ -409,8 +418,20 @@ pub fn load_session(path: &Path, preset: AgentPreset) -> Option<String> {
         .filter(|s| !s.is_empty() && !s.starts_with('-'))
 }
 
+/// Whether the session was last used by another dandori process: the run was
+/// killed and resumed, and the step's worktree was made afresh from its base.
+fn used_before_a_restart(path: &Path) -> bool {
+    let pid = dandori_fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("pid").and_then(Value::as_u64));
+    pid != Some(u64::from(std::process::id()))
+}
+
 fn store_session(path: &Path, preset: AgentPreset, session: &str) -> Option<String> {
-    let text = json!({"agent": preset.name(), "session_id": session}).to_string() + "\n";
+    let text = json!({"agent": preset.name(), "session_id": session, "pid": std::process::id()})
+        .to_string()
+        + "\n";
     dandori_fs::write_atomic(path, text)
         .err()
         .map(|e| format!("the agent session id could not be kept: {e}"))
@@ -723,6 +744,28 @@ impl Executor for AgentExecutor {
         let clock = Instant::now();
         let session_path = session_file(req);
         let mut resumed = load_session(&session_path, self.info.preset);
+        // The resumed session remembers edits that are gone and, maybe, another
+        // worktree: say so plainly before anything else.
+        let restarted_prompt;
+        let restarted_req;
+        let req = if resumed.is_some() && used_before_a_restart(&session_path) {
+            restarted_prompt = format!(
+                "dandori was interrupted and has restarted this step. The working tree was reset to the step's starting commit: none of the edits you made before exist any more. You are now working in {}; work only there and make your changes again.\n\n{}",
+                req.workdir.display(),
+                req.prompt
+            );
+            dandori_fs::write_atomic_unsynced(
+                req.prompt_file,
+                req.masker.mask_str(&restarted_prompt),
+            )?;
+            restarted_req = ExecRequest {
+                prompt: &restarted_prompt,
+                ..req.clone()
+            };
+            &restarted_req
+        } else {
+            req
+        };
         if let (Some(s), Some(home)) = (&resumed, &home)
             && self.info.preset == AgentPreset::Claude
         {
@@ -743,6 +786,20 @@ impl Executor for AgentExecutor {
             let _ = std::fs::remove_file(&session_path);
             resumed = None;
             (t, out) = self.invoke(req, None)?;
+        }
+        // A resumed session reports what the whole session used (Claude Code's
+        // cost, Codex's thread tokens): only the increase is this call's.
+        let usage_path =
+            session_path.with_file_name(format!("step.{}.agent-usage.json", req.step_id));
+        let reported = Cumulative::of(&t);
+        if let Some(prev) = resumed
+            .as_deref()
+            .and_then(|s| Cumulative::load(&usage_path, s))
+        {
+            prev.subtract_from(self.info.preset, &mut t);
+        }
+        if let Some(s) = &t.session_id {
+            let _ = reported.store(&usage_path, s);
         }
         let name = self.info.preset.name();
         let outcome = if out.timed_out {
@@ -830,6 +887,84 @@ impl Executor for AgentExecutor {
             tooling: None,
             calls,
         })
+    }
+}
+
+/// The figures a session's last invocation reported, kept beside its session
+/// id: a resumed invocation of the same session reports them again, added to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+struct Cumulative {
+    cost_usd: Option<f64>,
+    input_tokens: u64,
+    cache_read_tokens: u64,
+    output_tokens: u64,
+}
+
+impl Cumulative {
+    fn of(t: &Transcript) -> Cumulative {
+        Cumulative {
+            cost_usd: t.cost_usd,
+            input_tokens: t.input_tokens,
+            cache_read_tokens: t.cache_read_tokens,
+            output_tokens: t.output_tokens,
+        }
+    }
+
+    fn load(path: &Path, session: &str) -> Option<Cumulative> {
+        let v: Value = serde_json::from_str(&dandori_fs::read_to_string(path).ok()?).ok()?;
+        if v.get("session_id").and_then(Value::as_str) != Some(session) {
+            return None;
+        }
+        serde_json::from_value(v.get("reported")?.clone()).ok()
+    }
+
+    fn store(&self, path: &Path, session: &str) -> Result<(), dandori_fs::FsError> {
+        let text = json!({"session_id": session, "reported": self}).to_string() + "\n";
+        dandori_fs::write_atomic_unsynced(path, text)
+    }
+
+    /// `t`'s cumulative figures made this invocation's: Claude Code's
+    /// `total_cost_usd` is the session's, Codex's `turn.completed` usage the
+    /// thread's. A figure smaller than before was not cumulative and stays.
+    fn subtract_from(&self, preset: AgentPreset, t: &mut Transcript) {
+        let less = |now: u64, before: u64| if now >= before { now - before } else { now };
+        match preset {
+            AgentPreset::Claude => {
+                // Its tokens are the call's own; its cost is the session's when
+                // it restored the session's cost state, the call's otherwise.
+                // Which one: the call's own cost is about the earlier call's
+                // priced at this call's tokens (cache reads at a tenth of an
+                // input token, output at five); the nearer reading wins.
+                if let (Some(now), Some(before)) = (t.cost_usd, self.cost_usd)
+                    && now >= before
+                {
+                    let weight = |input: u64, cached: u64, output: u64| {
+                        input.saturating_sub(cached) as f64
+                            + cached as f64 / 10.0
+                            + output as f64 * 5.0
+                    };
+                    let then = weight(
+                        self.input_tokens,
+                        self.cache_read_tokens,
+                        self.output_tokens,
+                    );
+                    let own = if then > 0.0 {
+                        before * weight(t.input_tokens, t.cache_read_tokens, t.output_tokens) / then
+                    } else {
+                        now
+                    };
+                    if (now - (before + own)).abs() < (now - own).abs() {
+                        t.cost_usd = Some(now - before);
+                    }
+                }
+            }
+            AgentPreset::Codex => {
+                t.input_tokens = less(t.input_tokens, self.input_tokens);
+                t.cache_read_tokens = less(t.cache_read_tokens, self.cache_read_tokens);
+                t.output_tokens = less(t.output_tokens, self.output_tokens);
+            }
+            AgentPreset::Gemini => {}
+        }
     }
 }
 
@@ -942,7 +1077,97 @@ mod tests {
         );
         let joined = a.join(" ");
         assert!(joined.contains("--dangerously-bypass-approvals-and-sandbox"));
+        // A plain `bash -c`: the login profile would reset PATH.
+        assert!(joined.contains("allow_login_shell=false"));
         assert!(joined.contains("base_url=\"http://127.0.0.1:9/v1\""));
         assert_eq!(a[a.len() - 4..], ["resume", "th-1", "--", "-fix it"]);
+    }
+
+    #[test]
+    fn a_resumed_sessions_cumulative_figures_count_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step.S01.agent-usage.json");
+        // Claude Code: the first call cost $0.0396, the resumed one reports the
+        // session's $0.0634; its tokens are the call's own.
+        let first = Transcript {
+            cost_usd: Some(0.0396),
+            input_tokens: 25_000,
+            ..Transcript::default()
+        };
+        Cumulative::of(&first).store(&path, "s-1").unwrap();
+        let mut resumed = Transcript {
+            cost_usd: Some(0.0634),
+            input_tokens: 15_000,
+            ..Transcript::default()
+        };
+        let prev = Cumulative::load(&path, "s-1").unwrap();
+        prev.subtract_from(AgentPreset::Claude, &mut resumed);
+        assert!((resumed.cost_usd.unwrap() - 0.0238).abs() < 1e-9);
+        assert_eq!(resumed.input_tokens, 15_000);
+        // A resumed call that reports its own cost (no session cost state
+        // restored) keeps it: as much as the first for as many tokens.
+        let mut own = Transcript {
+            cost_usd: Some(0.0396),
+            input_tokens: 25_000,
+            ..Transcript::default()
+        };
+        prev.subtract_from(AgentPreset::Claude, &mut own);
+        assert_eq!(own.cost_usd, Some(0.0396));
+        // Another session's figures are not this one's.
+        assert!(Cumulative::load(&path, "s-2").is_none());
+        // Codex: the resumed thread reports 19 200 tokens after 12 000.
+        let mut codex = Transcript {
+            input_tokens: 19_200,
+            cache_read_tokens: 16_000,
+            output_tokens: 300,
+            ..Transcript::default()
+        };
+        Cumulative {
+            cost_usd: None,
+            input_tokens: 12_000,
+            cache_read_tokens: 10_000,
+            output_tokens: 200,
+        }
+        .subtract_from(AgentPreset::Codex, &mut codex);
+        assert_eq!(
+            (
+                codex.input_tokens,
+                codex.cache_read_tokens,
+                codex.output_tokens
+            ),
+            (7_200, 6_000, 100)
+        );
+    }
+
+    #[test]
+    fn a_codex_file_change_announced_started_and_completed_counts_once() {
+        let mut t = Transcript::default();
+        let w = Path::new("/w");
+        for line in [
+            r#"{"type":"item.started","item":{"id":"f","type":"file_change","changes":[{"path":"/w/calc.py","kind":"update"}],"status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"f","type":"file_change","changes":[{"path":"/w/calc.py","kind":"update"}],"status":"completed"}}"#,
+            r#"{"type":"item.started","item":{"id":"c","type":"command_execution","command":"bash -c 'pytest -q'","status":"in_progress"}}"#,
+            r#"{"type":"item.completed","item":{"id":"c","type":"command_execution","command":"bash -c 'pytest -q'","exit_code":0}}"#,
+        ] {
+            t.feed(AgentPreset::Codex, line, w);
+        }
+        assert_eq!(t.tool_calls, ["Edit calc.py", "Bash pytest -q"]);
+    }
+
+    #[test]
+    fn a_session_of_an_earlier_dandori_process_is_one_from_before_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("step.S01.agent-session.json");
+        assert!(store_session(&path, AgentPreset::Claude, "s-1").is_none());
+        assert!(!used_before_a_restart(&path));
+        assert_eq!(
+            load_session(&path, AgentPreset::Claude).as_deref(),
+            Some("s-1")
+        );
+        std::fs::write(&path, r#"{"agent":"claude","session_id":"s-1","pid":1}"#).unwrap();
+        assert!(used_before_a_restart(&path));
+        // Written by a dandori that recorded no process: before a restart too.
+        std::fs::write(&path, r#"{"agent":"claude","session_id":"s-1"}"#).unwrap();
+        assert!(used_before_a_restart(&path));
     }
 }

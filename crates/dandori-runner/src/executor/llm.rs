@@ -651,10 +651,23 @@ impl LlmExecutor {
                         }),
                     );
                 }
-                let revision = v.get("plan_revision").cloned();
+                // Only a revision the reflection asked for is one to follow: a
+                // `plan_revision` beside `plan_revision_needed: false` (or an
+                // empty one) revises nothing.
+                let asked = v
+                    .pointer("/reflection/plan_revision_needed")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+                let revision = v.get("plan_revision").cloned().filter(|r| {
+                    asked
+                        && !r.is_null()
+                        && r.as_object().is_none_or(|o| !o.is_empty())
+                        && r.as_array().is_none_or(|a| !a.is_empty())
+                        && r.as_str().is_none_or(|s| !s.trim().is_empty())
+                });
                 let out = self.take_revision(st, v);
                 if out.is_none()
-                    && let Some(rev) = revision.filter(|r| !r.is_null())
+                    && let Some(rev) = revision
                 {
                     messages.push(Message::user(format!(
                         "Your reflection revised the plan; follow it: {rev}"

@@ -38,6 +38,7 @@ pub fn llm_options(repo: &Repo, run_dir: &std::path::Path, server: &FakeLlmServe
         kind: ExecutorKind::Llm,
         agent_cmd: None,
         agent: None,
+        agent_model: None,
     });
     opts
 }

@@ -4,6 +4,7 @@ mod guardrails;
 mod llm_loop;
 mod merge;
 mod parallel;
+mod runner_hooks;
 mod secrets;
 mod snapshots_report;
 mod support;

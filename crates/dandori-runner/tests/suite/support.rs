@@ -236,11 +236,13 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
                 kind: ExecutorKind::Command,
                 agent_cmd,
                 agent: None,
+                agent_model: None,
             },
             None => ExecutorChoice {
                 kind: ExecutorKind::None,
                 agent_cmd: None,
                 agent: None,
+                agent_model: None,
             },
         }),
         executor_override: None,
