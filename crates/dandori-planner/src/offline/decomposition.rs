@@ -1,7 +1,13 @@
-//! Work items from a request, in order of preference: its enumerated requirements,
-//! else its acceptance criteria (two or more), else the paths it mentions (two or
-//! more), else the request as one item. Items over `max_subtasks` are merged into
-//! the last one.
+//! Work items from a request: units of work, each a change to code that makes
+//! sense on its own (a function with its export and its tests is one unit). The
+//! request's enumerated requirements (bullets, numbered items, an inline "add A
+//! and B") are grouped into units: an item that names nothing new (a property,
+//! "export it", the tests or docs of what the others add) joins the unit it
+//! belongs to. Fewer than two units: the request as one item. Acceptance
+//! criteria never become items: they attach to the steps that can make them
+//! true. Items over `max_subtasks` are merged into the last one.
+
+use std::collections::BTreeSet;
 
 use crate::request::{Language, Request, RequirementOrigin};
 
@@ -20,28 +26,24 @@ pub enum ItemKind {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// Two or more units of work from the enumerated requirements.
     Enumeration,
-    AcceptanceCriteria,
-    MentionedPaths,
+    /// The request as one unit of work.
     Whole,
 }
 
 impl Source {
     pub fn describe(&self) -> &'static str {
         match self {
-            Source::Enumeration => "the request's enumerated requirements",
-            Source::AcceptanceCriteria => "the request's acceptance criteria",
-            Source::MentionedPaths => "the paths the request mentions",
-            Source::Whole => "the request as a whole (nothing to enumerate)",
+            Source::Enumeration => "the units of work the request enumerates",
+            Source::Whole => "the request as one unit of work",
         }
     }
 
     pub fn describe_ja(&self) -> &'static str {
         match self {
-            Source::Enumeration => "リクエストに列挙された要件",
-            Source::AcceptanceCriteria => "リクエストの受け入れ基準",
-            Source::MentionedPaths => "リクエストが言及するパス",
-            Source::Whole => "リクエスト全体（列挙なし）",
+            Source::Enumeration => "リクエストに列挙された作業単位",
+            Source::Whole => "一つの作業単位としてのリクエスト",
         }
     }
 }
@@ -79,7 +81,13 @@ impl Item {
         if self.context.is_empty() {
             self.intent()
         } else {
-            format!("{} {}", self.intent(), self.context)
+            let intent = self.intent();
+            let sep = if intent.ends_with(['.', '。', '!', '?']) {
+                " "
+            } else {
+                ". "
+            };
+            format!("{intent}{sep}{}", self.context)
         }
     }
 
@@ -184,47 +192,13 @@ pub fn classify(text: &str) -> ItemKind {
 }
 
 pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
-    let (mut items, source) = if !req.requirement_items.is_empty() && enumerated(req) {
-        (
-            req.requirement_items
-                .iter()
-                .map(|r| Item::new(r.text.clone(), r.details.clone()))
-                .collect::<Vec<_>>(),
-            Source::Enumeration,
-        )
-    } else if req.acceptance_criteria.len() >= 2 {
-        (
-            req.acceptance_criteria
-                .iter()
-                .map(|c| {
-                    let title = match req.language {
-                        Language::En => format!("Make it so that {}", c.then),
-                        Language::Ja => format!("{}ようにする", c.then.trim_end_matches('。')),
-                    };
-                    let details = if c.explicit {
-                        vec![format!("when {}", c.when)]
-                    } else {
-                        Vec::new()
-                    };
-                    Item::new(title, details)
-                })
-                .collect(),
-            Source::AcceptanceCriteria,
-        )
-    } else if req.mentioned_paths.len() >= 2 && !relates_paths(req) {
-        (
-            req.mentioned_paths
-                .iter()
-                .map(|p| {
-                    let title = match req.language {
-                        Language::En => format!("Update `{p}` for: {}", req.title),
-                        Language::Ja => format!("`{p}` を変更する: {}", req.title),
-                    };
-                    Item::new(title, Vec::new())
-                })
-                .collect(),
-            Source::MentionedPaths,
-        )
+    let units = if enumerated(req) {
+        units(req)
+    } else {
+        Vec::new()
+    };
+    let (mut items, source) = if units.len() >= 2 {
+        (units, Source::Enumeration)
     } else {
         let details = req.requirements.clone();
         let mut item = Item::new(req.title.clone(), details);
@@ -257,6 +231,155 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
     (items, source)
 }
 
+/// The enumerated requirements grouped into units of work, in request order.
+///
+/// * An item naming a subject no earlier item named (a backticked name, an
+///   endpoint, a path), or led by a verb with no word pointing back ("it",
+///   "both", "それ"), starts a unit.
+/// * An item naming only earlier subjects ("export `top_words` from the
+///   package"), or nothing and pointing back ("ties broken alphabetically",
+///   "export it"), joins the unit that named its subject, else the last one.
+/// * Tests and docs of code the request adds join that code's unit (the one
+///   naming their subject, else the last code unit): the agent writing a
+///   function writes its tests, and a later step for them would have nothing
+///   left to do.
+fn units(req: &Request) -> Vec<Item> {
+    let has_code = req.requirement_items.iter().any(|r| {
+        matches!(
+            classify(&r.text),
+            ItemKind::Implementation | ItemKind::Definition
+        )
+    });
+    let mut units: Vec<(Item, BTreeSet<String>)> = Vec::new();
+    for r in &req.requirement_items {
+        let kind = classify(&format!("{} {}", r.text, r.details.join(" ")));
+        let subjects = subjects(&r.text);
+        let named_before = |u: &(Item, BTreeSet<String>)| !u.1.is_disjoint(&subjects);
+        let new_subject = subjects
+            .iter()
+            .any(|s| units.iter().all(|u| !u.1.contains(s)));
+        let companion = has_code && matches!(kind, ItemKind::Test | ItemKind::Docs);
+        let starts = !units.is_empty()
+            && !companion
+            && (new_subject || (subjects.is_empty() && leads_a_unit(&r.text)));
+        if units.is_empty() || starts {
+            let mut item = Item::new(r.text.clone(), r.details.clone());
+            item.kind = kind;
+            units.push((item, subjects));
+            continue;
+        }
+        let at = units
+            .iter()
+            .position(named_before)
+            .filter(|_| !companion || !subjects.is_empty())
+            .or_else(|| {
+                units.iter().rposition(|u| {
+                    matches!(u.0.kind, ItemKind::Implementation | ItemKind::Definition)
+                })
+            })
+            .unwrap_or(units.len() - 1);
+        let unit = &mut units[at];
+        unit.0.details.push(r.text.clone());
+        unit.0.details.extend(r.details.iter().cloned());
+        unit.1.extend(subjects);
+    }
+    units.into_iter().map(|(item, _)| item).collect()
+}
+
+/// What an item is about: its backticked spans (a call's name without its
+/// arguments, lower-cased) and the paths it names.
+fn subjects(text: &str) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = BTreeSet::new();
+    for (i, span) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            let head = span.split('(').next().unwrap_or(span).trim().to_lowercase();
+            if !head.is_empty() {
+                out.insert(head);
+            }
+        }
+    }
+    out.extend(
+        crate::text::path_like_tokens(text)
+            .into_iter()
+            .map(|p| p.to_lowercase()),
+    );
+    out
+}
+
+/// Words that point back at what an earlier item names.
+const BACK_REFERENCES: &[&str] = &[
+    "it", "its", "them", "they", "their", "this", "these", "both", "also",
+];
+const BACK_REFERENCES_JA: &[&str] = &["それ", "これ", "その", "この", "両方", "同じ", "上記"];
+/// Japanese predicates of an item that asks for work of its own.
+const JA_WORK: &[&str] = &[
+    "追加",
+    "実装",
+    "作成",
+    "対応",
+    "削除",
+    "変更",
+    "できるように",
+    "する",
+];
+
+/// An item that names no subject starts a unit when it asks for work of its
+/// own: led by a verb (English) or ending in one (Japanese), pointing at
+/// nothing earlier.
+fn leads_a_unit(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.iter().any(|w| BACK_REFERENCES.contains(w))
+        || BACK_REFERENCES_JA.iter().any(|w| lower.contains(w))
+    {
+        return false;
+    }
+    if crate::request::detect_language(text) == Language::Ja {
+        return JA_WORK.iter().any(|w| lower.contains(w));
+    }
+    words.first().is_some_and(|w| WORK_VERBS.contains(w))
+}
+
+/// English verbs that lead a requirement asking for work of its own.
+const WORK_VERBS: &[&str] = &[
+    "add",
+    "implement",
+    "create",
+    "support",
+    "introduce",
+    "build",
+    "write",
+    "expose",
+    "provide",
+    "allow",
+    "enable",
+    "persist",
+    "store",
+    "fix",
+    "remove",
+    "delete",
+    "rename",
+    "move",
+    "replace",
+    "refactor",
+    "update",
+    "change",
+    "document",
+    "define",
+    "accept",
+    "reject",
+    "validate",
+    "log",
+    "cache",
+    "migrate",
+    "filter",
+    "sort",
+    "paginate",
+];
+
 /// Verbs that give a path a new place: the destination may not exist yet.
 pub(crate) const RELOCATE_WORDS: &[&str] = &[
     "move",
@@ -280,29 +403,6 @@ pub(crate) const RELOCATE_WORDS: &[&str] = &[
     "拆分",
     "提取",
 ];
-/// Other verbs that make one change out of several paths.
-const RELATE_WORDS: &[&str] = &[
-    "duplicate",
-    "merge",
-    "combine",
-    "consolidate",
-    "replace",
-    "swap",
-    "inline",
-    "migrate",
-    "convert",
-    "複製",
-    "統合",
-    "置き換え",
-    "置換",
-    "移行",
-    "変換",
-    "合并",
-    "替换",
-    "迁移",
-    "转换",
-];
-
 /// `text` contains one of `words`: ASCII words as words (with a short suffix:
 /// "moves", "renamed"), the others as substrings.
 pub(crate) fn mentions(text: &str, words: &[&str]) -> bool {
@@ -316,27 +416,6 @@ pub(crate) fn mentions(text: &str, words: &[&str]) -> bool {
         } else {
             l.contains(w)
         }
-    })
-}
-
-/// The request names its paths as one change between them ("move A to B",
-/// "rename A to B", "merge A into B", "A を B に移動"): one step owns them all,
-/// since a step per path would leave each half of the change to a different step.
-fn relates_paths(req: &Request) -> bool {
-    let head = format!("{} {}", req.title, req.summary);
-    mentions(&head, RELOCATE_WORDS) || mentions(&head, RELATE_WORDS) || nested_paths(req)
-}
-
-/// One mentioned path lies inside another (`internal/store/` and
-/// `internal/store/store_test.go`), or is another's file name
-/// (`store_test.go`): the same place named twice, not two places.
-fn nested_paths(req: &Request) -> bool {
-    let paths = &req.mentioned_paths;
-    paths.iter().enumerate().any(|(i, a)| {
-        paths.iter().enumerate().any(|(j, b)| {
-            let dir = format!("{}/", a.trim_end_matches('/'));
-            i != j && (b.starts_with(&dir) || b.ends_with(&format!("/{a}")))
-        })
     })
 }
 
