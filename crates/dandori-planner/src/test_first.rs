@@ -187,7 +187,10 @@ pub fn insert(ctx: &PlanningContext, acs: &[AcceptanceCriterion], subtasks: &mut
             .iter()
             .map(|a| {
                 let tag = a.id.to_ascii_lowercase().replace('-', "");
-                format!("{} (`test_{tag}_…`)", a.id)
+                match ctx.request.language {
+                    Language::En => format!("`test_{tag}_…` for {}", a.id),
+                    Language::Ja => format!("{} は `test_{tag}_…`", a.id),
+                }
             })
             .collect();
         let code: Vec<String> = s
@@ -197,9 +200,12 @@ pub fn insert(ctx: &PlanningContext, acs: &[AcceptanceCriterion], subtasks: &mut
             .cloned()
             .collect();
         let (tests, context) = test_targets(ctx, &code);
-        for t in tests {
-            if !s.target_paths.contains(&t) {
-                s.target_paths.push(t);
+        // A step that already targets tests writes the new ones there.
+        if !s.target_paths.iter().any(|p| is_test_path(ctx, p)) {
+            for t in tests {
+                if !s.target_paths.contains(&t) {
+                    s.target_paths.push(t);
+                }
             }
         }
         for c in context {
@@ -208,24 +214,34 @@ pub fn insert(ctx: &PlanningContext, acs: &[AcceptanceCriterion], subtasks: &mut
             }
         }
         let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
+        if !s.intent.ends_with(['.', '。', '!', '?']) {
+            s.intent.push_str(match ctx.request.language {
+                Language::En => ".",
+                Language::Ja => "。",
+            });
+        }
         s.intent.push_str(&match ctx.request.language {
             Language::En => format!(
-                " Test first: before the change, add one test per criterion, named after it ({}), in the project's test style where `{unit}` runs it; it fails on the current code; then make the change so that it passes.",
+                " Test first: before the change, add one test per criterion this step makes true, named after it ({}), in the project's test style where `{unit}` runs it; it fails on the current code; then make the change so that it passes.",
                 names.join(", ")
             ),
             Language::Ja => format!(
-                " テストファースト: 変更の前に、基準ごとにその ID を名前に含むテスト（{}）を `{unit}` で実行される場所に既存のテストの書き方で書き、現在のコードで失敗することを確かめてから、通るように変更する。",
+                "テストファースト: 変更の前に、このステップが満たす基準ごとにその ID を名前に含むテスト（{}）を `{unit}` で実行される場所に既存のテストの書き方で書き、現在のコードで失敗することを確かめてから、通るように変更する。",
                 names.join("、")
             ),
         });
-        s.success_criteria.push(match ctx.request.language {
-            Language::En => format!(
-                "each of {} has a test named after it that fails on the base commit and passes after the change",
-                own.iter().map(|a| a.id.as_str()).collect::<Vec<_>>().join(", ")
+        let ids: Vec<&str> = own.iter().map(|a| a.id.as_str()).collect();
+        s.success_criteria.push(match (ctx.request.language, ids.as_slice()) {
+            (Language::En, [one]) => format!(
+                "{one} has a test named after it that fails on the base commit and passes after the change"
             ),
-            Language::Ja => format!(
+            (Language::En, _) => format!(
+                "each of {} has a test named after it that fails on the base commit and passes after the change",
+                ids.join(", ")
+            ),
+            (Language::Ja, _) => format!(
                 "{} のそれぞれに、その ID を名前に含み、ベースのコミットで失敗し変更後に通るテストがある",
-                own.iter().map(|a| a.id.as_str()).collect::<Vec<_>>().join("、")
+                ids.join("、")
             ),
         });
     }

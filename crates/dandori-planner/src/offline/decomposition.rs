@@ -9,7 +9,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::request::{Language, Request, RequirementOrigin};
+use crate::request::{Request, RequirementOrigin};
 
 /// What an item is about, for dependency ordering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +149,12 @@ const DOC_WORDS: &[&str] = &[
     "説明書",
     "マニュアル",
 ];
+/// The text asks for documentation.
+pub(crate) fn mentions_docs(text: &str) -> bool {
+    let t = text.to_lowercase();
+    DOC_WORDS.iter().any(|w| t.contains(w))
+}
+
 const IMPLEMENT_WORDS: &[&str] = &[
     "implement",
     "export",
@@ -234,15 +240,18 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
 /// The enumerated requirements grouped into units of work, in request order.
 ///
 /// * An item naming a subject no earlier item named (a backticked name, an
-///   endpoint, a path), or led by a verb with no word pointing back ("it",
-///   "both", "それ"), starts a unit.
-/// * An item naming only earlier subjects ("export `top_words` from the
-///   package"), or nothing and pointing back ("ties broken alphabetically",
-///   "export it"), joins the unit that named its subject, else the last one.
-/// * Tests and docs of code the request adds join that code's unit (the one
-///   naming their subject, else the last code unit): the agent writing a
-///   function writes its tests, and a later step for them would have nothing
-///   left to do.
+///   endpoint, a path) starts a unit; so does an item naming nothing that asks
+///   for work of its own (led by a verb, numbered, or under a line that
+///   introduces a list: "the following:", "three formats:", "以下を追加:").
+/// * An item naming nothing new that points back ("export it", "both", "それ"), or naming only earlier
+///   subjects ("export `top_words` from the package") joins the unit that named
+///   its subject, else the last one; so does a property naming nothing ("ties
+///   broken alphabetically").
+/// * Tests and docs of the code the request adds ("add tests for the API",
+///   "document the new option") join that code's unit (the one naming their
+///   subject, else the last code unit): the agent writing a function writes its
+///   tests, and a later step for them would have nothing left to do. Tests or
+///   docs about something new ("fix the typo in `README.md`") are a unit.
 fn units(req: &Request) -> Vec<Item> {
     let has_code = req.requirement_items.iter().any(|r| {
         matches!(
@@ -250,32 +259,45 @@ fn units(req: &Request) -> Vec<Item> {
             ItemKind::Implementation | ItemKind::Definition
         )
     });
+    let listed = introduces_list(&req.raw);
     let mut units: Vec<(Item, BTreeSet<String>)> = Vec::new();
     for r in &req.requirement_items {
         let kind = classify(&format!("{} {}", r.text, r.details.join(" ")));
         let subjects = subjects(&r.text);
-        let named_before = |u: &(Item, BTreeSet<String>)| !u.1.is_disjoint(&subjects);
         let new_subject = subjects
             .iter()
             .any(|s| units.iter().all(|u| !u.1.contains(s)));
         let companion = has_code && matches!(kind, ItemKind::Test | ItemKind::Docs);
-        let starts = !units.is_empty()
-            && !companion
-            && (new_subject || (subjects.is_empty() && leads_a_unit(&r.text)));
-        if units.is_empty() || starts {
+        let back = points_back(&r.text, companion);
+        let starts = units.is_empty()
+            || if companion {
+                new_subject && !back
+            } else {
+                new_subject
+                    || (!back
+                        && subjects.is_empty()
+                        && (listed
+                            || r.origin == RequirementOrigin::Numbered
+                            || asks_for_work(&r.text)))
+            };
+        if starts {
             let mut item = Item::new(r.text.clone(), r.details.clone());
             item.kind = kind;
             units.push((item, subjects));
             continue;
         }
+        let code_unit = |u: &(Item, BTreeSet<String>)| {
+            matches!(u.0.kind, ItemKind::Implementation | ItemKind::Definition)
+        };
         let at = units
             .iter()
-            .position(named_before)
-            .filter(|_| !companion || !subjects.is_empty())
+            .position(|u| !u.1.is_disjoint(&subjects))
             .or_else(|| {
-                units.iter().rposition(|u| {
-                    matches!(u.0.kind, ItemKind::Implementation | ItemKind::Definition)
-                })
+                if companion {
+                    units.iter().rposition(code_unit)
+                } else {
+                    None
+                }
             })
             .unwrap_or(units.len() - 1);
         let unit = &mut units[at];
@@ -284,6 +306,49 @@ fn units(req: &Request) -> Vec<Item> {
         unit.1.extend(subjects);
     }
     units.into_iter().map(|(item, _)| item).collect()
+}
+
+/// The line before the request's first list item introduces a list of distinct
+/// things: it counts them or says "the following" ("Add three export formats
+/// to `x.py`:", "以下を追加:"), or ends in a colon without naming the one thing
+/// the items describe ("Add to the CLI:", not "Add `top_words(text, n)`:").
+fn introduces_list(raw: &str) -> bool {
+    let lines: Vec<&str> = raw.lines().map(str::trim).collect();
+    let Some(first) = lines.iter().position(|l| is_list_item(l)) else {
+        return false;
+    };
+    let Some(intro) = lines[..first].iter().rev().find(|l| !l.is_empty()) else {
+        return false;
+    };
+    if intro.starts_with('#') {
+        return false;
+    }
+    let lower = intro.to_lowercase();
+    const COUNTS: &[&str] = &[
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "several",
+        "following",
+        "these",
+    ];
+    const COUNTS_CJK: &[&str] = &["以下", "次の", "下記", "如下", "以下功能", "つの", "个"];
+    let counted = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| COUNTS.contains(&w))
+        || COUNTS_CJK.iter().any(|w| lower.contains(w));
+    let colon = lower.ends_with(':') || lower.ends_with('：');
+    counted || (colon && !intro.contains('`'))
+}
+
+fn is_list_item(line: &str) -> bool {
+    if ["- ", "* ", "+ ", "・"].iter().any(|b| line.starts_with(b)) {
+        return true;
+    }
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && matches!(line[digits..].chars().next(), Some('.' | ')' | '、' | '．'))
 }
 
 /// What an item is about: its backticked spans (a call's name without its
@@ -310,9 +375,25 @@ fn subjects(text: &str) -> BTreeSet<String> {
 const BACK_REFERENCES: &[&str] = &[
     "it", "its", "them", "they", "their", "this", "these", "both", "also",
 ];
-const BACK_REFERENCES_JA: &[&str] = &["それ", "これ", "その", "この", "両方", "同じ", "上記"];
-/// Japanese predicates of an item that asks for work of its own.
-const JA_WORK: &[&str] = &[
+const BACK_REFERENCES_CJK: &[&str] = &[
+    "それ", "これ", "その", "この", "両方", "上記", "它", "这些", "两者",
+];
+
+/// The item points back at an earlier one. Tests and docs also by "new" ("the
+/// new option"), "新しい", "新".
+fn points_back(text: &str, companion: bool) -> bool {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().any(|w| BACK_REFERENCES.contains(w))
+        || BACK_REFERENCES_CJK.iter().any(|w| lower.contains(w))
+        || (companion && (words.contains(&"new") || lower.contains('新')))
+}
+
+/// Japanese and Chinese predicates of an item that asks for work of its own.
+const CJK_WORK: &[&str] = &[
     "追加",
     "実装",
     "作成",
@@ -321,26 +402,29 @@ const JA_WORK: &[&str] = &[
     "変更",
     "できるように",
     "する",
+    "添加",
+    "实现",
+    "支持",
+    "修复",
+    "删除",
+    "增加",
+    "新增",
 ];
 
-/// An item that names no subject starts a unit when it asks for work of its
-/// own: led by a verb (English) or ending in one (Japanese), pointing at
-/// nothing earlier.
-fn leads_a_unit(text: &str) -> bool {
+/// An item naming no subject asks for work of its own: led by a verb (English)
+/// or holding one (Japanese, Chinese).
+fn asks_for_work(text: &str) -> bool {
     let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    if words.iter().any(|w| BACK_REFERENCES.contains(w))
-        || BACK_REFERENCES_JA.iter().any(|w| lower.contains(w))
+    if lower
+        .chars()
+        .any(|c| ('\u{3040}'..='\u{9fff}').contains(&c))
     {
-        return false;
+        return CJK_WORK.iter().any(|w| lower.contains(w));
     }
-    if crate::request::detect_language(text) == Language::Ja {
-        return JA_WORK.iter().any(|w| lower.contains(w));
-    }
-    words.first().is_some_and(|w| WORK_VERBS.contains(w))
+    lower
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .is_some_and(|w| WORK_VERBS.contains(&w))
 }
 
 /// English verbs that lead a requirement asking for work of its own.
