@@ -264,21 +264,30 @@ fn units(req: &Request) -> Vec<Item> {
     for r in &req.requirement_items {
         let kind = classify(&format!("{} {}", r.text, r.details.join(" ")));
         let subjects = subjects(&r.text);
-        let new_subject = subjects
+        let paths: BTreeSet<String> = crate::text::path_like_tokens(&r.text)
+            .into_iter()
+            .map(|p| p.to_lowercase())
+            .collect();
+        let new: Vec<&String> = subjects
             .iter()
-            .any(|s| units.iter().all(|u| !u.1.contains(s)));
+            .filter(|s| units.iter().all(|u| !u.1.contains(*s)))
+            .collect();
+        // A new name (a function, an endpoint) is new work; a new path only says
+        // where, and "re-export both from `lib.rs`" is about earlier items.
+        let new_name = new.iter().any(|s| !paths.contains(*s));
         let companion = has_code && matches!(kind, ItemKind::Test | ItemKind::Docs);
         let back = points_back(&r.text, companion);
         let starts = units.is_empty()
             || if companion {
-                new_subject && !back
+                !new.is_empty() && !back
             } else {
-                new_subject
+                new_name
                     || (!back
-                        && subjects.is_empty()
-                        && (listed
-                            || r.origin == RequirementOrigin::Numbered
-                            || asks_for_work(&r.text)))
+                        && (!new.is_empty()
+                            || (subjects.is_empty()
+                                && (listed
+                                    || r.origin == RequirementOrigin::Numbered
+                                    || asks_for_work(&r.text)))))
             };
         if starts {
             let mut item = Item::new(r.text.clone(), r.details.clone());
@@ -515,6 +524,109 @@ fn enumerated(req: &Request) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn units_of(text: &str) -> (Vec<(String, ItemKind)>, Source) {
+        let req = Request::from_text(text).unwrap();
+        let (items, source) = items(&req, 8);
+        (
+            items.into_iter().map(|i| (i.title, i.kind)).collect(),
+            source,
+        )
+    }
+
+    #[test]
+    fn a_prose_feature_with_three_criteria_is_one_unit() {
+        let (units, source) = units_of(
+            "# Multiplication\n\nAdd `mul(a, b)` to `calc/core.py`: it returns the product of `a` and `b`. Export it from the package next to `add`.\n\n## Acceptance criteria\n- Given 2 and 3, when `mul(2, 3)` is called, then it returns `6`.\n- Given 4 and 0, when `mul(4, 0)` is called, then it returns `0`.\n- Given the package, when `from calc import mul` runs, then it succeeds.\n",
+        );
+        assert_eq!(source, Source::Whole);
+        assert_eq!(
+            units,
+            vec![("Multiplication".to_string(), ItemKind::Implementation)]
+        );
+    }
+
+    #[test]
+    fn facets_of_one_function_are_one_unit() {
+        let (units, source) = units_of(
+            "# Word counts\n\nAdd `top_words(text, n)` to `text/stats.py`:\n\n- it returns the `n` most common words with their counts\n- ties broken alphabetically\n- export it from the package\n- add tests for it\n",
+        );
+        assert_eq!(source, Source::Whole, "{units:?}");
+        assert_eq!(units.len(), 1);
+    }
+
+    #[test]
+    fn an_enumeration_of_distinct_requirements_splits() {
+        let (units, source) = units_of(
+            "# Admin endpoints\n\n- Add `GET /admin/users` listing the users\n- Add `DELETE /admin/users/:id`\n- Add tests for both\n- Document them in the README\n",
+        );
+        assert_eq!(source, Source::Enumeration);
+        assert_eq!(
+            units.iter().map(|u| u.0.as_str()).collect::<Vec<_>>(),
+            vec![
+                "Add `GET /admin/users` listing the users",
+                "Add `DELETE /admin/users/:id`"
+            ]
+        );
+        // A list introduced as a list splits though its items name nothing.
+        let (units, _) = units_of(
+            "Add three export formats to `shelf/export.py`:\n\n- JSON lines, one book per line\n- an HTML table\n- a plain text list\n",
+        );
+        assert_eq!(units.len(), 3, "{units:?}");
+        // An inline pair with a shared "with tests for both".
+        let (units, _) = units_of("Add endpoints `GET /a` and `POST /b`, with tests for both.");
+        assert_eq!(
+            units.iter().map(|u| u.0.as_str()).collect::<Vec<_>>(),
+            vec![
+                "Add endpoints `GET /a`, with tests",
+                "Add `POST /b`, with tests"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bug_report_with_a_traceback_is_one_fix() {
+        let (units, source) = units_of(
+            "# Crash on empty cart\n\n`checkout()` crashes when the cart is empty:\n\n```\nTraceback (most recent call last):\n  File \"shop/cart.py\", line 42, in checkout\n    avg = total / len(items)\nZeroDivisionError: division by zero\n```\n\nIt should return a zero total instead.\n",
+        );
+        assert_eq!(source, Source::Whole);
+        assert_eq!(units.len(), 1);
+        assert_eq!(units[0].1, ItemKind::Implementation);
+    }
+
+    #[test]
+    fn a_rename_and_a_multi_file_feature_are_one_unit_each() {
+        let (units, _) = units_of(
+            "Rename `utils/helpers.py` to `utils/text.py` and update every import in `app/main.py` and `app/cli.py`.",
+        );
+        assert_eq!(units.len(), 1, "{units:?}");
+        let (units, _) = units_of(
+            "# Verbose mode\n\nAdd a `--verbose` flag in `app/cli.py` that makes `app/log.py` print debug lines, and pass it through `app/main.py`.",
+        );
+        assert_eq!(units.len(), 1, "{units:?}");
+    }
+
+    #[test]
+    fn a_docs_only_request_is_docs() {
+        let (units, _) = units_of(
+            "# Install docs\n\nDocument how to install the tool from source in the README, with the supported Python versions.",
+        );
+        assert_eq!(units.len(), 1);
+        assert_eq!(units[0].1, ItemKind::Docs);
+    }
+
+    #[test]
+    fn japanese_requests_group_the_same_way() {
+        let (units, _) = units_of(
+            "# 掛け算\n\n`calc/core.py` に `mul(a, b)` を追加し、パッケージから公開する。\n\n## 受け入れ基準\n- `mul(2, 3)` を呼ぶと 6 を返す\n- `mul(4, 0)` を呼ぶと 0 を返す\n",
+        );
+        assert_eq!(units.len(), 1, "{units:?}");
+        let (units, source) = units_of(
+            "# 管理機能\n\n以下を追加する:\n\n- ユーザー一覧の表示\n- ユーザーの削除\n- それぞれのテスト\n",
+        );
+        assert_eq!(source, Source::Enumeration);
+        assert_eq!(units.len(), 2, "{units:?}");
+    }
 
     #[test]
     fn keyword_classes() {

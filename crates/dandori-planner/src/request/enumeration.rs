@@ -176,7 +176,8 @@ fn split_english(s: &str) -> Vec<String> {
         let pieces: Vec<&str> = last.splitn(2, " and ").collect();
         let short = |x: &str| x.split_whitespace().count() <= 5;
         if pieces.len() == 2
-            && (had_commas || (led_by_verb && short(pieces[0]) && short(pieces[1])))
+            && (had_commas
+                || (led_by_verb && (shared.is_some() || (short(pieces[0]) && short(pieces[1])))))
         {
             parts.push(pieces[0].trim().to_string());
             parts.push(pieces[1].trim().to_string());
