@@ -526,7 +526,10 @@ fn the_step_writes_its_criterions_test_first_and_turns_it_green() {
     let steps_v = planning["steps"].as_array().unwrap();
     assert_eq!(steps_v.len(), 1, "{planning:#}");
     assert_eq!(steps_v[0]["tdd_phase"], Value::Null);
-    assert_eq!(steps_v[0]["links_to_ac"], json!(["AC-01", "AC-02"]));
+    assert_eq!(
+        steps_v[0]["links_to_ac"],
+        json!(["AC-01", "AC-02", "AC-03"])
+    );
     assert!(
         steps_v[0]["intent"]
             .as_str()

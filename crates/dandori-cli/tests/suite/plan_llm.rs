@@ -107,7 +107,7 @@ fn ad_hoc_openai_endpoint_then_a_cache_hit() {
 
     let second = json_out(&dandori(&args, repo.path(), &[]));
     assert_eq!(server.request_count(), 2, "a cache hit makes no model call");
-    assert_eq!(second["steps"], json!(4));
+    assert_eq!(second["steps"], json!(3));
     assert_eq!(second["llm_usage"]["phases"], json!({}));
     let names = trace_names(&second);
     assert!(names.iter().any(|n| n == "PLAN_CACHE_HIT"), "{names:?}");

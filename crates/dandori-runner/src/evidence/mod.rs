@@ -523,8 +523,7 @@ pub fn judge_ac(
     let Some(r) = linked
         .iter()
         .flat_map(|s| &s.runs)
-        .filter(|r| !foreign_command(&r.command))
-        .next_back()
+        .rfind(|r| !foreign_command(&r.command))
     else {
         j.check = "none (no test ran after the linking steps)".to_string();
         // No linking step is done: nothing of it exists.
