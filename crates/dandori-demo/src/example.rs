@@ -88,13 +88,21 @@ pub const SCRIPT: &[(&str, &[&str])] = &[
             include_str!("../script/todo/store.py.2"),
         ],
     ),
+    // The tests grow with the code: each unit of work writes its own.
     (
         "tests/test_store.py",
-        &[include_str!("../script/tests/test_store.py.1")],
+        &[
+            include_str!("../script/tests/test_store.py.1"),
+            include_str!("../script/tests/test_store.py.2"),
+        ],
     ),
     (
         "tests/test_api.py",
-        &[include_str!("../script/tests/test_api.py.1")],
+        &[
+            include_str!("../script/tests/test_api.py.1"),
+            include_str!("../script/tests/test_api.py.2"),
+            include_str!("../script/tests/test_api.py.3"),
+        ],
     ),
     ("README.md", &[include_str!("../script/README.md.1")]),
 ];

@@ -6,11 +6,13 @@
 //!   becomes `acceptance_criteria[].check`.
 //! * A step that only writes tests links the functional criteria of the steps it
 //!   tests: its new tests are their evidence.
-//! * Criteria left with neither get a **test-first** step (`tdd_phase: "red"`),
-//!   first in the plan: it writes one test per criterion, named after it
-//!   (`test_ac01_…`), which must fail on the code as it is; the steps that make
-//!   the criteria true depend on it. Not when the request says not to write
-//!   tests, nor without a test command to run them, nor for documentation.
+//! * Criteria left with neither are proven **test-first** by the steps they
+//!   link: each such step writes one test per criterion, named after it
+//!   (`test_ac01_…`), failing on the code as it is, before making it pass; its
+//!   target paths include where the tests go. Not a step of its own (an agent
+//!   writing the feature writes its tests too), not when the request says not
+//!   to write tests, nor without a test command to run them, nor for
+//!   documentation.
 
 use std::collections::BTreeSet;
 
@@ -22,9 +24,6 @@ use crate::context::PlanningContext;
 use crate::draft::{Draft, DraftSubtask};
 use crate::offline::decomposition::{ItemKind, classify};
 use crate::request::Language;
-
-/// The key of the inserted step.
-pub const KEY: &str = "test_first";
 
 /// Splits a trailing `(check: \`cmd\`)` / `(test: \`selector\`)` off a
 /// criterion's text: the text without it, and the `check` value.
@@ -153,17 +152,14 @@ pub fn prepare(ctx: &PlanningContext, draft: &mut Draft) {
     }
 }
 
-/// Rule 3: the test-first subtask, first, for the functional criteria nothing
-/// proves yet; the subtasks that make them true depend on it.
-pub fn insert(
-    ctx: &PlanningContext,
-    acs: &[AcceptanceCriterion],
-    subtasks: &mut Vec<DraftSubtask>,
-) {
-    if ctx.unit_commands.is_empty()
-        || opted_out(&ctx.request.raw)
-        || subtasks.iter().any(|s| s.key == KEY)
-    {
+/// Rule 3: the functional criteria nothing proves yet are proven test-first by
+/// the steps that make them true: each such step writes their tests (named
+/// after them, failing on the code as it is) before its change, and its target
+/// paths hold where those tests go. Not a step of its own: an agent asked for
+/// part of a feature writes all of it, tests included, and a later step would
+/// be left with nothing to do.
+pub fn insert(ctx: &PlanningContext, acs: &[AcceptanceCriterion], subtasks: &mut [DraftSubtask]) {
+    if ctx.unit_commands.is_empty() || opted_out(&ctx.request.raw) {
         return;
     }
     let proven_by_tests: BTreeSet<&String> = subtasks
@@ -174,64 +170,81 @@ pub fn insert(
     let pending: Vec<&AcceptanceCriterion> = acs
         .iter()
         .filter(|a| functional(a) && !has_check(a) && !proven_by_tests.contains(&a.id))
-        .filter(|a| {
-            // Criteria whose every linking step is documentation are read, not tested.
-            let linking: Vec<&DraftSubtask> = subtasks
-                .iter()
-                .filter(|s| s.links_to_ac.contains(&a.id))
-                .collect();
-            !linking.is_empty() && !linking.iter().all(|s| is_docs_subtask(s))
-        })
         .collect();
-    if pending.is_empty() {
-        return;
-    }
-    let ids: Vec<String> = pending.iter().map(|a| a.id.clone()).collect();
-    let code_targets: Vec<String> = subtasks
-        .iter()
-        .filter(|s| s.links_to_ac.iter().any(|l| ids.contains(l)))
-        .flat_map(|s| s.target_paths.iter())
-        .filter(|p| !is_test_path(ctx, p) && !is_doc_path(p))
-        .cloned()
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    // At the user's cap on steps (`planning.max_subtasks`) the steps write their
-    // tests themselves, first.
-    if subtasks.len() >= ctx.max_subtasks() {
-        for s in subtasks.iter_mut() {
-            let own: Vec<&String> = s.links_to_ac.iter().filter(|l| ids.contains(l)).collect();
-            if own.is_empty() {
-                continue;
-            }
-            let names: Vec<String> = own.iter().map(|a| a.to_string()).collect();
-            s.intent.push_str(&match ctx.request.language {
-                Language::En => format!(
-                    " Test first: before the change, add a test for {} (named test_ac01_… after its criterion) that fails on the current code; then make it pass.",
-                    names.join(", ")
-                ),
-                Language::Ja => format!(
-                    " テストファースト: 変更の前に {} のテスト（test_ac01_… のように基準の ID を含む名前）を書き、現在のコードで失敗することを確かめてから通す。",
-                    names.join(", ")
-                ),
-            });
-        }
-        return;
-    }
-    let (target_paths, context_files) = test_targets(ctx, &code_targets);
-    let step = test_first_subtask(ctx, &pending, target_paths, context_files, code_targets);
     for s in subtasks.iter_mut() {
-        if s.links_to_ac.iter().any(|l| ids.contains(l)) {
-            s.depends_on.push(KEY.to_string());
-            s.success_criteria.push(match ctx.request.language {
-                Language::En => {
-                    format!("the tests written test-first ({}) now pass", ids.join(", "))
+        if is_docs_subtask(s) || is_test_subtask(ctx, s) {
+            continue;
+        }
+        let own: Vec<&AcceptanceCriterion> = pending
+            .iter()
+            .filter(|a| s.links_to_ac.contains(&a.id))
+            .copied()
+            .collect();
+        if own.is_empty() {
+            continue;
+        }
+        let names: Vec<String> = own
+            .iter()
+            .map(|a| {
+                let tag = a.id.to_ascii_lowercase().replace('-', "");
+                match ctx.request.language {
+                    Language::En => format!("`test_{tag}_…` for {}", a.id),
+                    Language::Ja => format!("{} は `test_{tag}_…`", a.id),
                 }
-                Language::Ja => format!("先に書いたテスト（{}）が通る", ids.join(", ")),
+            })
+            .collect();
+        let code: Vec<String> = s
+            .target_paths
+            .iter()
+            .filter(|p| !is_test_path(ctx, p) && !is_doc_path(p))
+            .cloned()
+            .collect();
+        let (tests, context) = test_targets(ctx, &code);
+        // A step that already targets tests writes the new ones there.
+        if !s.target_paths.iter().any(|p| is_test_path(ctx, p)) {
+            for t in tests {
+                if !s.target_paths.contains(&t) {
+                    s.target_paths.push(t);
+                }
+            }
+        }
+        for c in context {
+            if !s.context_files.contains(&c) && !s.target_paths.contains(&c) {
+                s.context_files.push(c);
+            }
+        }
+        let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
+        if !s.intent.ends_with(['.', '。', '!', '?']) {
+            s.intent.push_str(match ctx.request.language {
+                Language::En => ".",
+                Language::Ja => "。",
             });
         }
+        s.intent.push_str(&match ctx.request.language {
+            Language::En => format!(
+                " Test first: before the change, add one test per criterion this step makes true, named after it ({}), in the project's test style where `{unit}` runs it; it fails on the current code; then make the change so that it passes.",
+                names.join(", ")
+            ),
+            Language::Ja => format!(
+                "テストファースト: 変更の前に、このステップが満たす基準ごとにその ID を名前に含むテスト（{}）を `{unit}` で実行される場所に既存のテストの書き方で書き、現在のコードで失敗することを確かめてから、通るように変更する。",
+                names.join("、")
+            ),
+        });
+        let ids: Vec<&str> = own.iter().map(|a| a.id.as_str()).collect();
+        s.success_criteria.push(match (ctx.request.language, ids.as_slice()) {
+            (Language::En, [one]) => format!(
+                "{one} has a test named after it that fails on the base commit and passes after the change"
+            ),
+            (Language::En, _) => format!(
+                "each of {} has a test named after it that fails on the base commit and passes after the change",
+                ids.join(", ")
+            ),
+            (Language::Ja, _) => format!(
+                "{} のそれぞれに、その ID を名前に含み、ベースのコミットで失敗し変更後に通るテストがある",
+                ids.join("、")
+            ),
+        });
     }
-    subtasks.insert(0, step);
 }
 
 /// Where the new tests go: the tests already mapped to the code (same stem), and
@@ -278,78 +291,6 @@ fn test_targets(ctx: &PlanningContext, code: &[String]) -> (Vec<String>, Vec<Str
         mapped
     };
     (targets, context)
-}
-
-fn test_first_subtask(
-    ctx: &PlanningContext,
-    acs: &[&AcceptanceCriterion],
-    target_paths: Vec<String>,
-    context_files: Vec<String>,
-    code_files_hint: Vec<String>,
-) -> DraftSubtask {
-    let lang = ctx.request.language;
-    let ids: Vec<&str> = acs.iter().map(|a| a.id.as_str()).collect();
-    let list: Vec<String> = acs
-        .iter()
-        .map(|a| {
-            let tag = a.id.to_ascii_lowercase().replace('-', "");
-            format!(
-                "{} (name its test `test_{tag}_…`): given {}, when {}, then {}",
-                a.id, a.given, a.when, a.then
-            )
-        })
-        .collect();
-    let unit = ctx.unit_commands.first().cloned().unwrap_or_default();
-    let (title, intent, criteria) = match lang {
-        Language::En => (
-            format!("Write failing tests for {}", ids.join(", ")),
-            format!(
-                "Test first: before the change, add one test per acceptance criterion below, in the project's test style, that `{unit}` runs. Each test must fail on the current code (the behaviour is not there yet) and pass once it is implemented. Do not implement the behaviour in this step and do not change non-test files. {}",
-                list.join("; ")
-            ),
-            vec![
-                "each new test fails on the current code, by its assertion or a missing name (red)"
-                    .to_string(),
-                "every test that passed before still passes".to_string(),
-                "each test's name contains its criterion (test_ac01_…)".to_string(),
-            ],
-        ),
-        Language::Ja => (
-            format!("{} の失敗するテストを先に書く", ids.join(", ")),
-            format!(
-                "テストファースト: 変更の前に、下の受け入れ基準ごとにテストを 1 つ、`{unit}` で実行される場所に既存のテストの書き方で追加する。各テストは現在のコードでは失敗し（まだ実装されていない）、実装後に通ること。このステップでは実装しない。テスト以外のファイルは変更しない。{}",
-                list.join("。")
-            ),
-            vec![
-                "新しいテストは現在のコードで失敗する（red）".to_string(),
-                "変更前に通っていたテストはすべて通る".to_string(),
-                "テスト名に基準の ID を含む（test_ac01_…）".to_string(),
-            ],
-        ),
-    };
-    DraftSubtask {
-        key: KEY.to_string(),
-        title,
-        intent,
-        target_paths,
-        code_files_hint,
-        context_files,
-        produces: Vec::new(),
-        consumes: Vec::new(),
-        boundaries: None,
-        depends_on: Vec::new(),
-        complexity: 2,
-        estimated_lines: 20 + 15 * acs.len() as u64,
-        links_to_ac: ids.iter().map(|s| s.to_string()).collect(),
-        success_criteria: criteria,
-        required_tools: Vec::new(),
-        suggested_tools: ["read_file", "search", "write_file", "run_command"]
-            .into_iter()
-            .map(str::to_string)
-            .collect(),
-        suggested_persona: None,
-        test_first: true,
-    }
 }
 
 #[cfg(test)]

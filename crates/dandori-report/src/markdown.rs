@@ -52,6 +52,46 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// The runner's verdict on one criterion from its own evidence
+/// (`completion.evidence.acceptance_criteria[]`).
+struct Judgement<'a> {
+    status: &'a str,
+    check: &'a str,
+    after: &'a str,
+}
+
+impl Judgement<'_> {
+    /// Covered only by evidence of its own; otherwise why not.
+    fn cell(&self) -> String {
+        let check = if self.check.is_empty() {
+            "no check of its own".to_string()
+        } else {
+            cell(self.check)
+        };
+        match self.status {
+            "covered" => "yes".to_string(),
+            "unverified" => format!("**no**: unverified ({check})"),
+            _ if self.after.is_empty() => format!("**no**: not covered ({check})"),
+            _ => format!("**no**: not covered ({check}: {})", cell(self.after)),
+        }
+    }
+}
+
+fn judgement<'a>(c: &'a Completion, ac: &str) -> Option<Judgement<'a>> {
+    let e = c
+        .evidence
+        .get("acceptance_criteria")?
+        .as_array()?
+        .iter()
+        .find(|e| e.get("ac").and_then(|v| v.as_str()) == Some(ac))?;
+    let text = |k: &str| e.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    Some(Judgement {
+        status: e.get("status").and_then(|v| v.as_str())?,
+        check: text("check"),
+        after: text("after_result"),
+    })
+}
+
 /// `report.md` of a run. Pure: the same input gives the same text.
 pub fn render(i: &ReportInput<'_>) -> String {
     let c = i.completion;
@@ -92,6 +132,7 @@ pub fn render(i: &ReportInput<'_>) -> String {
         let mut steps = Vec::new();
         let mut commits = Vec::new();
         let mut covered = false;
+        let judged = judgement(c, &ac.id);
         for s in &c.steps {
             if s.links_to_ac.contains(&ac.id) {
                 steps.push(format!("{} ({})", s.step_id, step_status_str(s.status)));
@@ -128,7 +169,13 @@ pub fn render(i: &ReportInput<'_>) -> String {
             } else {
                 commits.join(", ")
             },
-            if covered { "yes" } else { "**no**" }
+            match judged {
+                // The runner's judgement of its own evidence: the same as the
+                // evidence section below.
+                Some(j) => j.cell(),
+                None if covered => "yes".to_string(),
+                None => "**no**".to_string(),
+            }
         );
     }
 

@@ -156,8 +156,8 @@ fn each_preset_plans_through_its_stand_in() {
             "{provider}: {}",
             v["planner"]
         );
-        // The model's three steps and the test-first step (issue 20) before them.
-        assert_eq!(v["steps"], json!(4), "{provider}");
+        // The model's three steps; each writes its criteria's tests first (issue 36).
+        assert_eq!(v["steps"], json!(3), "{provider}");
         assert_eq!(v["planning_skipped"], Value::Null, "{provider}");
         assert_eq!(v["validation"]["ok"], json!(true), "{provider}");
         assert_eq!(

@@ -21,7 +21,7 @@ struct Fx {
 }
 
 const ISSUE_BODY: &str = "Add a greeting module.\n\n\
-## Requirements\n\n- Add `src/greet.txt` with a greeting\n- Mention it in `README.md`\n\n\
+## Requirements\n\n- Add `src/greet.txt` with a greeting\n- Describe `src/greet.txt` in `README.md`\n\n\
 ## Acceptance criteria\n\n- Given the repository, when src/greet.txt is read, then it greets\n\
 - Given the README, when it is read, then it mentions the greeting\n\
 - Given the repository, when it is checked out, then nothing else changed\n";

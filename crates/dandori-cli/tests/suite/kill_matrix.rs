@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::run_llm::dandori;
 
 const REQUEST: &str = "---\nid: RQ-9\ntitle: Greet\n---\n# Greet\n\n\
-## Requirements\n\n- Add `src/greet.txt` with a greeting\n- Mention it in `README.md`\n\n\
+## Requirements\n\n- Add `src/greet.txt` with a greeting\n- Describe `src/greet.txt` in `README.md`\n\n\
 ## Acceptance criteria\n\n- Given the repository, when src/greet.txt is read, then it greets (check: `grep -q hello src/greet.txt`)\n\
 - Given the README, when it is read, then it mentions the greeting (check: `grep -q greet README.md`)\n\
 - Given the repository, when it is checked out, then nothing else changed\n";

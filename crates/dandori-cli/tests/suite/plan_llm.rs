@@ -98,8 +98,8 @@ fn ad_hoc_openai_endpoint_then_a_cache_hit() {
     ];
     let first = json_out(&dandori(&args, repo.path(), &[]));
     assert_eq!(first["planner"], json!("llm:openai/qwen2.5-coder"));
-    // The model's three steps and the test-first step (issue 20) before them.
-    assert_eq!(first["steps"], json!(4));
+    // The model's three steps; each writes its criteria's tests first (issue 36).
+    assert_eq!(first["steps"], json!(3));
     assert_eq!(first["planning_skipped"], Value::Null);
     assert_eq!(first["validation"]["ok"], json!(true));
     assert_eq!(first["llm_usage"]["phases"]["planning"]["calls"], json!(2));
@@ -107,7 +107,7 @@ fn ad_hoc_openai_endpoint_then_a_cache_hit() {
 
     let second = json_out(&dandori(&args, repo.path(), &[]));
     assert_eq!(server.request_count(), 2, "a cache hit makes no model call");
-    assert_eq!(second["steps"], json!(4));
+    assert_eq!(second["steps"], json!(3));
     assert_eq!(second["llm_usage"]["phases"], json!({}));
     let names = trace_names(&second);
     assert!(names.iter().any(|n| n == "PLAN_CACHE_HIT"), "{names:?}");
@@ -144,7 +144,7 @@ fn anthropic_from_the_config_file_with_the_key_from_the_environment() {
     );
     let v = json_out(&out);
     assert_eq!(v["planner"], json!("llm:claude/claude-test"));
-    assert_eq!(v["steps"], json!(4));
+    assert_eq!(v["steps"], json!(3));
     assert_eq!(server.request_count(), 3);
     // The strategy from config reached the prompt.
     let system = server.requests()[2].body["system"]

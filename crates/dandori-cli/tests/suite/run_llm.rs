@@ -54,7 +54,9 @@ pub fn calc_project() -> TempGitRepo {
         ),
         (
             "requests/RQ-7.md",
-            "---\nid: RQ-7\ntitle: Subtract\n---\n# Subtract\n\nAdd a `subtract(a, b)` function to `calc.py` and a unit test for it in `tests/test_calc.py`.\n\n## Acceptance criteria\n\n- Given 5 and 3, when subtract is called, then it returns 2\n",
+            // Two steps the request asks for by name (a function with its test is
+            // otherwise one unit of work, issue 36).
+            "---\nid: RQ-7\ntitle: Subtract\n---\n# Subtract\n\n1. Add a `subtract(a, b)` function to `calc.py`\n2. Add a unit test `test_subtract` in `tests/test_calc.py`\n\n## Acceptance criteria\n\n- Given 5 and 3, when subtract is called, then it returns 2\n",
         ),
     ])
 }

@@ -135,7 +135,7 @@ pub fn assemble(
     {
         skip = Some(Skip {
             reason: format!(
-                "the task should be chunked ({}) but could not be decomposed: the request has no enumerated requirements, acceptance criteria or paths to split on",
+                "the task should be chunked ({}) but could not be decomposed: the request names one unit of work and no enumerated requirements to split on",
                 met_criteria(&built.chunking).join(", ")
             ),
             error_details: Some(built.chunking.llm_reasoning.clone()),
@@ -285,13 +285,10 @@ fn met_criteria(c: &ChunkingDecision) -> Vec<String> {
 }
 
 fn chunk_wanted_but_impossible(c: &ChunkingDecision) -> bool {
-    const CONSIDER: &[&str] = &[
-        "size_category",
-        "estimated_file_count",
-        "explicit_enumeration",
-        "multiple_components",
-        "user_requested_chunk",
-    ];
+    // Size and spread alone do not ask for a split: a request that is one unit of
+    // work is planned as one step, not skipped. Only a split the user asked for,
+    // or an enumeration that could not be kept, is a planning failure.
+    const CONSIDER: &[&str] = &["explicit_enumeration", "user_requested_chunk"];
     const PROHIBIT: &[&str] = &[
         "atomic_operation",
         "user_requested_single",
@@ -407,14 +404,9 @@ fn build(
         let owned: Vec<DraftSubtask> = subtasks.iter().map(|s| (*s).clone()).collect();
         vec![offline::merge_all(ctx, &owned)]
     };
-    // Test-first (issue 20): a first step writing the failing tests of the
-    // criteria nothing else proves; not in a fail-closed single task.
-    // A request that should be split but offers nothing to split on stays one
-    // step too (assemble records it as skipped).
-    let unsplittable = !chunking.should_chunk
-        && draft.subtasks.len() < 2
-        && chunk_wanted_but_impossible(&chunking);
-    if test_first && !fail_closed && !unsplittable {
+    // Test-first (issue 20): the steps that make the criteria nothing else
+    // proves true write those criteria's failing tests first.
+    if test_first {
         crate::test_first::insert(ctx, &draft.acceptance_criteria, &mut final_owned);
     }
     let final_subtasks: Vec<&DraftSubtask> = final_owned.iter().collect();

@@ -1,9 +1,15 @@
-//! Work items from a request, in order of preference: its enumerated requirements,
-//! else its acceptance criteria (two or more), else the paths it mentions (two or
-//! more), else the request as one item. Items over `max_subtasks` are merged into
-//! the last one.
+//! Work items from a request: units of work, each a change to code that makes
+//! sense on its own (a function with its export and its tests is one unit). The
+//! request's enumerated requirements (bullets, numbered items, an inline "add A
+//! and B") are grouped into units: an item that names nothing new (a property,
+//! "export it", the tests or docs of what the others add) joins the unit it
+//! belongs to. Fewer than two units: the request as one item. Acceptance
+//! criteria never become items: they attach to the steps that can make them
+//! true. Items over `max_subtasks` are merged into the last one.
 
-use crate::request::{Language, Request, RequirementOrigin};
+use std::collections::BTreeSet;
+
+use crate::request::{Request, RequirementOrigin};
 
 /// What an item is about, for dependency ordering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,28 +26,24 @@ pub enum ItemKind {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// Two or more units of work from the enumerated requirements.
     Enumeration,
-    AcceptanceCriteria,
-    MentionedPaths,
+    /// The request as one unit of work.
     Whole,
 }
 
 impl Source {
     pub fn describe(&self) -> &'static str {
         match self {
-            Source::Enumeration => "the request's enumerated requirements",
-            Source::AcceptanceCriteria => "the request's acceptance criteria",
-            Source::MentionedPaths => "the paths the request mentions",
-            Source::Whole => "the request as a whole (nothing to enumerate)",
+            Source::Enumeration => "the units of work the request enumerates",
+            Source::Whole => "the request as one unit of work",
         }
     }
 
     pub fn describe_ja(&self) -> &'static str {
         match self {
-            Source::Enumeration => "リクエストに列挙された要件",
-            Source::AcceptanceCriteria => "リクエストの受け入れ基準",
-            Source::MentionedPaths => "リクエストが言及するパス",
-            Source::Whole => "リクエスト全体（列挙なし）",
+            Source::Enumeration => "リクエストに列挙された作業単位",
+            Source::Whole => "一つの作業単位としてのリクエスト",
         }
     }
 }
@@ -79,7 +81,13 @@ impl Item {
         if self.context.is_empty() {
             self.intent()
         } else {
-            format!("{} {}", self.intent(), self.context)
+            let intent = self.intent();
+            let sep = if intent.ends_with(['.', '。', '!', '?']) {
+                " "
+            } else {
+                ". "
+            };
+            format!("{intent}{sep}{}", self.context)
         }
     }
 
@@ -141,6 +149,12 @@ const DOC_WORDS: &[&str] = &[
     "説明書",
     "マニュアル",
 ];
+/// The text asks for documentation.
+pub(crate) fn mentions_docs(text: &str) -> bool {
+    let t = text.to_lowercase();
+    DOC_WORDS.iter().any(|w| t.contains(w))
+}
+
 const IMPLEMENT_WORDS: &[&str] = &[
     "implement",
     "export",
@@ -184,47 +198,13 @@ pub fn classify(text: &str) -> ItemKind {
 }
 
 pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
-    let (mut items, source) = if !req.requirement_items.is_empty() && enumerated(req) {
-        (
-            req.requirement_items
-                .iter()
-                .map(|r| Item::new(r.text.clone(), r.details.clone()))
-                .collect::<Vec<_>>(),
-            Source::Enumeration,
-        )
-    } else if req.acceptance_criteria.len() >= 2 {
-        (
-            req.acceptance_criteria
-                .iter()
-                .map(|c| {
-                    let title = match req.language {
-                        Language::En => format!("Make it so that {}", c.then),
-                        Language::Ja => format!("{}ようにする", c.then.trim_end_matches('。')),
-                    };
-                    let details = if c.explicit {
-                        vec![format!("when {}", c.when)]
-                    } else {
-                        Vec::new()
-                    };
-                    Item::new(title, details)
-                })
-                .collect(),
-            Source::AcceptanceCriteria,
-        )
-    } else if req.mentioned_paths.len() >= 2 && !relates_paths(req) {
-        (
-            req.mentioned_paths
-                .iter()
-                .map(|p| {
-                    let title = match req.language {
-                        Language::En => format!("Update `{p}` for: {}", req.title),
-                        Language::Ja => format!("`{p}` を変更する: {}", req.title),
-                    };
-                    Item::new(title, Vec::new())
-                })
-                .collect(),
-            Source::MentionedPaths,
-        )
+    let units = if enumerated(req) {
+        units(req)
+    } else {
+        Vec::new()
+    };
+    let (mut items, source) = if units.len() >= 2 {
+        (units, Source::Enumeration)
     } else {
         let details = req.requirements.clone();
         let mut item = Item::new(req.title.clone(), details);
@@ -257,6 +237,242 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
     (items, source)
 }
 
+/// The enumerated requirements grouped into units of work, in request order.
+///
+/// * An item naming a subject no earlier item named (a backticked name, an
+///   endpoint, a path) starts a unit; so does an item naming nothing that asks
+///   for work of its own (led by a verb, numbered, or under a line that
+///   introduces a list: "the following:", "three formats:", "以下を追加:").
+/// * An item naming nothing new that points back ("export it", "both", "それ"), or naming only earlier
+///   subjects ("export `top_words` from the package") joins the unit that named
+///   its subject, else the last one; so does a property naming nothing ("ties
+///   broken alphabetically").
+/// * Tests and docs of the code the request adds ("add tests for the API",
+///   "document the new option") join that code's unit (the one naming their
+///   subject, else the last code unit): the agent writing a function writes its
+///   tests, and a later step for them would have nothing left to do. Tests or
+///   docs about something new ("fix the typo in `README.md`") are a unit.
+fn units(req: &Request) -> Vec<Item> {
+    let has_code = req.requirement_items.iter().any(|r| {
+        matches!(
+            classify(&r.text),
+            ItemKind::Implementation | ItemKind::Definition
+        )
+    });
+    let listed = introduces_list(&req.raw);
+    let mut units: Vec<(Item, BTreeSet<String>)> = Vec::new();
+    for r in &req.requirement_items {
+        let kind = classify(&format!("{} {}", r.text, r.details.join(" ")));
+        let subjects = subjects(&r.text);
+        let paths: BTreeSet<String> = crate::text::path_like_tokens(&r.text)
+            .into_iter()
+            .map(|p| p.to_lowercase())
+            .collect();
+        let new: Vec<&String> = subjects
+            .iter()
+            .filter(|s| units.iter().all(|u| !u.1.contains(*s)))
+            .collect();
+        // A new name (a function, an endpoint) is new work; a new path only says
+        // where, and "re-export both from `lib.rs`" is about earlier items.
+        let new_name = new.iter().any(|s| !paths.contains(*s));
+        let companion = has_code && matches!(kind, ItemKind::Test | ItemKind::Docs);
+        let back = points_back(&r.text, companion);
+        let starts = units.is_empty()
+            || if companion {
+                !new.is_empty() && !back
+            } else {
+                new_name
+                    || (!back
+                        && (!new.is_empty()
+                            || (subjects.is_empty()
+                                && (listed
+                                    || r.origin == RequirementOrigin::Numbered
+                                    || asks_for_work(&r.text)))))
+            };
+        if starts {
+            let mut item = Item::new(r.text.clone(), r.details.clone());
+            item.kind = kind;
+            units.push((item, subjects));
+            continue;
+        }
+        let code_unit = |u: &(Item, BTreeSet<String>)| {
+            matches!(u.0.kind, ItemKind::Implementation | ItemKind::Definition)
+        };
+        let at = units
+            .iter()
+            .position(|u| !u.1.is_disjoint(&subjects))
+            .or_else(|| {
+                if companion {
+                    units.iter().rposition(code_unit)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(units.len() - 1);
+        let unit = &mut units[at];
+        unit.0.details.push(r.text.clone());
+        unit.0.details.extend(r.details.iter().cloned());
+        unit.1.extend(subjects);
+    }
+    units.into_iter().map(|(item, _)| item).collect()
+}
+
+/// The line before the request's first list item introduces a list of distinct
+/// things: it counts them or says "the following" ("Add three export formats
+/// to `x.py`:", "以下を追加:"), or ends in a colon without naming the one thing
+/// the items describe ("Add to the CLI:", not "Add `top_words(text, n)`:").
+fn introduces_list(raw: &str) -> bool {
+    let lines: Vec<&str> = raw.lines().map(str::trim).collect();
+    let Some(first) = lines.iter().position(|l| is_list_item(l)) else {
+        return false;
+    };
+    let Some(intro) = lines[..first].iter().rev().find(|l| !l.is_empty()) else {
+        return false;
+    };
+    if intro.starts_with('#') {
+        return false;
+    }
+    let lower = intro.to_lowercase();
+    const COUNTS: &[&str] = &[
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "several",
+        "following",
+        "these",
+    ];
+    const COUNTS_CJK: &[&str] = &["以下", "次の", "下記", "如下", "以下功能", "つの", "个"];
+    let counted = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|w| COUNTS.contains(&w))
+        || COUNTS_CJK.iter().any(|w| lower.contains(w));
+    let colon = lower.ends_with(':') || lower.ends_with('：');
+    counted || (colon && !intro.contains('`'))
+}
+
+fn is_list_item(line: &str) -> bool {
+    if ["- ", "* ", "+ ", "・"].iter().any(|b| line.starts_with(b)) {
+        return true;
+    }
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && matches!(line[digits..].chars().next(), Some('.' | ')' | '、' | '．'))
+}
+
+/// What an item is about: its backticked spans (a call's name without its
+/// arguments, lower-cased) and the paths it names.
+fn subjects(text: &str) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = BTreeSet::new();
+    for (i, span) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            let head = span.split('(').next().unwrap_or(span).trim().to_lowercase();
+            if !head.is_empty() {
+                out.insert(head);
+            }
+        }
+    }
+    out.extend(
+        crate::text::path_like_tokens(text)
+            .into_iter()
+            .map(|p| p.to_lowercase()),
+    );
+    out
+}
+
+/// Words that point back at what an earlier item names.
+const BACK_REFERENCES: &[&str] = &[
+    "it", "its", "them", "they", "their", "this", "these", "both", "also",
+];
+const BACK_REFERENCES_CJK: &[&str] = &[
+    "それ", "これ", "その", "この", "両方", "上記", "它", "这些", "两者",
+];
+
+/// The item points back at an earlier one. Tests and docs also by "new" ("the
+/// new option"), "新しい", "新".
+fn points_back(text: &str, companion: bool) -> bool {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().any(|w| BACK_REFERENCES.contains(w))
+        || BACK_REFERENCES_CJK.iter().any(|w| lower.contains(w))
+        || (companion && (words.contains(&"new") || lower.contains('新')))
+}
+
+/// Japanese and Chinese predicates of an item that asks for work of its own.
+const CJK_WORK: &[&str] = &[
+    "追加",
+    "実装",
+    "作成",
+    "対応",
+    "削除",
+    "変更",
+    "できるように",
+    "する",
+    "添加",
+    "实现",
+    "支持",
+    "修复",
+    "删除",
+    "增加",
+    "新增",
+];
+
+/// An item naming no subject asks for work of its own: led by a verb (English)
+/// or holding one (Japanese, Chinese).
+fn asks_for_work(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    if lower
+        .chars()
+        .any(|c| ('\u{3040}'..='\u{9fff}').contains(&c))
+    {
+        return CJK_WORK.iter().any(|w| lower.contains(w));
+    }
+    lower
+        .split(|c: char| !c.is_alphanumeric())
+        .find(|w| !w.is_empty())
+        .is_some_and(|w| WORK_VERBS.contains(&w))
+}
+
+/// English verbs that lead a requirement asking for work of its own.
+const WORK_VERBS: &[&str] = &[
+    "add",
+    "implement",
+    "create",
+    "support",
+    "introduce",
+    "build",
+    "write",
+    "expose",
+    "provide",
+    "allow",
+    "enable",
+    "persist",
+    "store",
+    "fix",
+    "remove",
+    "delete",
+    "rename",
+    "move",
+    "replace",
+    "refactor",
+    "update",
+    "change",
+    "document",
+    "define",
+    "accept",
+    "reject",
+    "validate",
+    "log",
+    "cache",
+    "migrate",
+    "filter",
+    "sort",
+    "paginate",
+];
+
 /// Verbs that give a path a new place: the destination may not exist yet.
 pub(crate) const RELOCATE_WORDS: &[&str] = &[
     "move",
@@ -280,29 +496,6 @@ pub(crate) const RELOCATE_WORDS: &[&str] = &[
     "拆分",
     "提取",
 ];
-/// Other verbs that make one change out of several paths.
-const RELATE_WORDS: &[&str] = &[
-    "duplicate",
-    "merge",
-    "combine",
-    "consolidate",
-    "replace",
-    "swap",
-    "inline",
-    "migrate",
-    "convert",
-    "複製",
-    "統合",
-    "置き換え",
-    "置換",
-    "移行",
-    "変換",
-    "合并",
-    "替换",
-    "迁移",
-    "转换",
-];
-
 /// `text` contains one of `words`: ASCII words as words (with a short suffix:
 /// "moves", "renamed"), the others as substrings.
 pub(crate) fn mentions(text: &str, words: &[&str]) -> bool {
@@ -319,27 +512,6 @@ pub(crate) fn mentions(text: &str, words: &[&str]) -> bool {
     })
 }
 
-/// The request names its paths as one change between them ("move A to B",
-/// "rename A to B", "merge A into B", "A を B に移動"): one step owns them all,
-/// since a step per path would leave each half of the change to a different step.
-fn relates_paths(req: &Request) -> bool {
-    let head = format!("{} {}", req.title, req.summary);
-    mentions(&head, RELOCATE_WORDS) || mentions(&head, RELATE_WORDS) || nested_paths(req)
-}
-
-/// One mentioned path lies inside another (`internal/store/` and
-/// `internal/store/store_test.go`), or is another's file name
-/// (`store_test.go`): the same place named twice, not two places.
-fn nested_paths(req: &Request) -> bool {
-    let paths = &req.mentioned_paths;
-    paths.iter().enumerate().any(|(i, a)| {
-        paths.iter().enumerate().any(|(j, b)| {
-            let dir = format!("{}/", a.trim_end_matches('/'));
-            i != j && (b.starts_with(&dir) || b.ends_with(&format!("/{a}")))
-        })
-    })
-}
-
 /// One bullet is not an enumeration: it is the request restated.
 fn enumerated(req: &Request) -> bool {
     req.requirement_items.len() >= 2
@@ -352,6 +524,109 @@ fn enumerated(req: &Request) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn units_of(text: &str) -> (Vec<(String, ItemKind)>, Source) {
+        let req = Request::from_text(text).unwrap();
+        let (items, source) = items(&req, 8);
+        (
+            items.into_iter().map(|i| (i.title, i.kind)).collect(),
+            source,
+        )
+    }
+
+    #[test]
+    fn a_prose_feature_with_three_criteria_is_one_unit() {
+        let (units, source) = units_of(
+            "# Multiplication\n\nAdd `mul(a, b)` to `calc/core.py`: it returns the product of `a` and `b`. Export it from the package next to `add`.\n\n## Acceptance criteria\n- Given 2 and 3, when `mul(2, 3)` is called, then it returns `6`.\n- Given 4 and 0, when `mul(4, 0)` is called, then it returns `0`.\n- Given the package, when `from calc import mul` runs, then it succeeds.\n",
+        );
+        assert_eq!(source, Source::Whole);
+        assert_eq!(
+            units,
+            vec![("Multiplication".to_string(), ItemKind::Implementation)]
+        );
+    }
+
+    #[test]
+    fn facets_of_one_function_are_one_unit() {
+        let (units, source) = units_of(
+            "# Word counts\n\nAdd `top_words(text, n)` to `text/stats.py`:\n\n- it returns the `n` most common words with their counts\n- ties broken alphabetically\n- export it from the package\n- add tests for it\n",
+        );
+        assert_eq!(source, Source::Whole, "{units:?}");
+        assert_eq!(units.len(), 1);
+    }
+
+    #[test]
+    fn an_enumeration_of_distinct_requirements_splits() {
+        let (units, source) = units_of(
+            "# Admin endpoints\n\n- Add `GET /admin/users` listing the users\n- Add `DELETE /admin/users/:id`\n- Add tests for both\n- Document them in the README\n",
+        );
+        assert_eq!(source, Source::Enumeration);
+        assert_eq!(
+            units.iter().map(|u| u.0.as_str()).collect::<Vec<_>>(),
+            vec![
+                "Add `GET /admin/users` listing the users",
+                "Add `DELETE /admin/users/:id`"
+            ]
+        );
+        // A list introduced as a list splits though its items name nothing.
+        let (units, _) = units_of(
+            "Add three export formats to `shelf/export.py`:\n\n- JSON lines, one book per line\n- an HTML table\n- a plain text list\n",
+        );
+        assert_eq!(units.len(), 3, "{units:?}");
+        // An inline pair with a shared "with tests for both".
+        let (units, _) = units_of("Add endpoints `GET /a` and `POST /b`, with tests for both.");
+        assert_eq!(
+            units.iter().map(|u| u.0.as_str()).collect::<Vec<_>>(),
+            vec![
+                "Add endpoints `GET /a`, with tests",
+                "Add `POST /b`, with tests"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bug_report_with_a_traceback_is_one_fix() {
+        let (units, source) = units_of(
+            "# Crash on empty cart\n\n`checkout()` crashes when the cart is empty:\n\n```\nTraceback (most recent call last):\n  File \"shop/cart.py\", line 42, in checkout\n    avg = total / len(items)\nZeroDivisionError: division by zero\n```\n\nIt should return a zero total instead.\n",
+        );
+        assert_eq!(source, Source::Whole);
+        assert_eq!(units.len(), 1);
+        assert_eq!(units[0].1, ItemKind::Implementation);
+    }
+
+    #[test]
+    fn a_rename_and_a_multi_file_feature_are_one_unit_each() {
+        let (units, _) = units_of(
+            "Rename `utils/helpers.py` to `utils/text.py` and update every import in `app/main.py` and `app/cli.py`.",
+        );
+        assert_eq!(units.len(), 1, "{units:?}");
+        let (units, _) = units_of(
+            "# Verbose mode\n\nAdd a `--verbose` flag in `app/cli.py` that makes `app/log.py` print debug lines, and pass it through `app/main.py`.",
+        );
+        assert_eq!(units.len(), 1, "{units:?}");
+    }
+
+    #[test]
+    fn a_docs_only_request_is_docs() {
+        let (units, _) = units_of(
+            "# Install docs\n\nDocument how to install the tool from source in the README, with the supported Python versions.",
+        );
+        assert_eq!(units.len(), 1);
+        assert_eq!(units[0].1, ItemKind::Docs);
+    }
+
+    #[test]
+    fn japanese_requests_group_the_same_way() {
+        let (units, _) = units_of(
+            "# 掛け算\n\n`calc/core.py` に `mul(a, b)` を追加し、パッケージから公開する。\n\n## 受け入れ基準\n- `mul(2, 3)` を呼ぶと 6 を返す\n- `mul(4, 0)` を呼ぶと 0 を返す\n",
+        );
+        assert_eq!(units.len(), 1, "{units:?}");
+        let (units, source) = units_of(
+            "# 管理機能\n\n以下を追加する:\n\n- ユーザー一覧の表示\n- ユーザーの削除\n- それぞれのテスト\n",
+        );
+        assert_eq!(source, Source::Enumeration);
+        assert_eq!(units.len(), 2, "{units:?}");
+    }
 
     #[test]
     fn keyword_classes() {

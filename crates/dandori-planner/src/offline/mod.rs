@@ -3,10 +3,11 @@
 //!
 //! 1. **Goal understanding** from the request: title → main objective, criteria →
 //!    success criteria, constraints, summary and repository facts → context.
-//! 2. **Decomposition** ([`decomposition`]): enumerated requirements (bullets,
-//!    numbered lists, inline "A, B, C を実装" / "add A, B and C"), else the
-//!    acceptance criteria, else the mentioned paths; at most `max_subtasks` (the tail
-//!    is merged into the last subtask).
+//! 2. **Decomposition** ([`decomposition`]): units of work, from the enumerated
+//!    requirements (bullets, numbered lists, inline "A, B, C を実装" / "add A, B
+//!    and C") grouped by what they change, else the request as one unit; never
+//!    the acceptance criteria, which attach to the units that make them true. At
+//!    most `max_subtasks` (the tail is merged into the last subtask).
 //! 3. **Targets** ([`targets`]): per-subtask retrieval queries give `target_paths`
 //!    and `code_files_hint`; test subtasks target the tests mapped to the code.
 //! 4. **Dependencies** ([`dependencies`]): definitions before implementations, tests
@@ -90,7 +91,7 @@ fn draft(ctx: &PlanningContext) -> Draft {
         subtasks.push(DraftSubtask {
             key: format!("task_{}", n + 1),
             title: short_title(&item.title),
-            intent: item.intent(),
+            intent: item.full_text(),
             target_paths: t.target_paths,
             code_files_hint: t.code_files_hint,
             context_files: t.context_files,
@@ -129,8 +130,7 @@ fn draft(ctx: &PlanningContext) -> Draft {
     let confidence = match source {
         Source::Enumeration if !req.acceptance_criteria.is_empty() => 0.7,
         Source::Enumeration => 0.6,
-        Source::AcceptanceCriteria => 0.5,
-        Source::MentionedPaths => 0.4,
+        Source::Whole if !req.acceptance_criteria.is_empty() => 0.5,
         Source::Whole => 0.3,
     };
     let components: BTreeSet<String> = files

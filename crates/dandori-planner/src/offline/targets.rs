@@ -189,6 +189,17 @@ pub fn for_item(
         for p in implied_targets(ctx, &item.full_text(), &targets) {
             push(&mut targets, p);
         }
+        // A unit that documents its own change ("…, and document it in the
+        // README") also targets the documentation.
+        if super::decomposition::mentions_docs(&item.full_text())
+            && !targets.iter().any(|p| is_doc(p))
+            && let Some(doc) = eligible(&|p| is_doc(p))
+                .into_iter()
+                .next()
+                .or_else(|| readme_path(&ctx.scan))
+        {
+            push(&mut targets, doc);
+        }
     }
     // Without a separate test item, an implementation step also updates its tests.
     if !has_test_item && matches!(item.kind, ItemKind::Implementation | ItemKind::Definition) {

@@ -156,6 +156,15 @@ fn split_english(s: &str) -> Vec<String> {
         _ => rest,
     };
     let mut parts = split_top_level(rest, &[',', ';']);
+    // "…, with tests for both": a trailing modifier that names the whole list
+    // belongs to every item, not only the last.
+    let shared = match parts.last() {
+        Some(last) if parts.len() >= 2 => shared_modifier(last),
+        _ => None,
+    };
+    if shared.is_some() {
+        parts.pop();
+    }
     // "A, B, and C" / "A, B and C"
     let had_commas = parts.len() >= 2;
     if let Some(last) = parts.pop() {
@@ -167,7 +176,8 @@ fn split_english(s: &str) -> Vec<String> {
         let pieces: Vec<&str> = last.splitn(2, " and ").collect();
         let short = |x: &str| x.split_whitespace().count() <= 5;
         if pieces.len() == 2
-            && (had_commas || (led_by_verb && short(pieces[0]) && short(pieces[1])))
+            && (had_commas
+                || (led_by_verb && (shared.is_some() || (short(pieces[0]) && short(pieces[1])))))
         {
             parts.push(pieces[0].trim().to_string());
             parts.push(pieces[1].trim().to_string());
@@ -176,6 +186,12 @@ fn split_english(s: &str) -> Vec<String> {
         }
     }
     parts.retain(|p| !p.is_empty());
+    if let Some(m) = &shared {
+        for p in &mut parts {
+            p.push_str(", ");
+            p.push_str(m);
+        }
+    }
     // A trailing participle ("…, sorted") qualifies the item before it.
     let mut merged: Vec<String> = Vec::new();
     for p in parts {
@@ -221,6 +237,35 @@ fn split_english(s: &str) -> Vec<String> {
             })
             .collect()
     }
+}
+
+/// A modifier of every item of a list ("with tests for both", "each with a
+/// test"), without its pointer back to the list ("with tests").
+fn shared_modifier(part: &str) -> Option<String> {
+    let lower = part.trim().to_lowercase();
+    let modifier = ["with ", "each with ", "including ", "plus "]
+        .iter()
+        .any(|m| lower.starts_with(m));
+    const ALL: &[&str] = &[
+        " for both of them",
+        " for all of them",
+        " for each of them",
+        " for both",
+        " for each",
+        " for all",
+        " for them",
+    ];
+    let cut = ALL.iter().find_map(|a| lower.find(a));
+    let each = lower.starts_with("each with ");
+    if !modifier || (cut.is_none() && !each) {
+        return None;
+    }
+    let text = part.trim();
+    let text = match cut {
+        Some(i) => text[..i].trim_end(),
+        None => text,
+    };
+    Some(text.strip_prefix("each ").unwrap_or(text).to_string())
 }
 
 /// The text before a colon introduces a list ("the following", "these", "two

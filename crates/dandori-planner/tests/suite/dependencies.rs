@@ -85,13 +85,26 @@ fn docs_about_something_else_wait_for_nothing() {
     );
     let typo = step_of(&p, "typo");
     assert_eq!(typo.depends_on, None, "{:?}", typo.depends_on);
-    // Documentation of the request's own work still waits for it.
+    // Documentation of the request's own work is part of that work's step.
     let p = plan(
         "Limit\n\n- Add a `--limit` option to `bookshelf list` in `bookshelf/cli.py`\n- Document the new option in `docs/usage.md`\n\nNo tests needed.",
         |_| {},
     );
-    let code = step_of(&p, "--limit");
-    let docs = step_of(&p, "Document");
+    assert_eq!(p.steps.len(), 1, "{:?}", p.steps);
+    assert!(
+        ["bookshelf/cli.py", "docs/usage.md"]
+            .iter()
+            .all(|t| p.steps[0].scope.target_paths.iter().any(|p| p == t)),
+        "{:?}",
+        p.steps[0].scope.target_paths
+    );
+    // A documentation page of its own about the request's work waits for it.
+    let p = plan(
+        "Limit\n\n- Add a `--limit` option to `bookshelf list` in `bookshelf/cli.py`\n- Write a section on `--limit` in `docs/usage.md`\n\nNo tests needed.",
+        |_| {},
+    );
+    let code = step_of(&p, "Add a `--limit`");
+    let docs = step_of(&p, "docs/usage.md");
     assert_eq!(
         docs.depends_on.as_deref(),
         Some(&[code.step_id.clone()][..])

@@ -8,3 +8,4 @@ mod llm;
 mod offline_quality;
 mod run_dir;
 mod support;
+mod units;

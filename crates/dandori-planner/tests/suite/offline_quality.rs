@@ -51,30 +51,20 @@ fn calc_repo(with_tests: bool) -> tempfile::TempDir {
     repo(&files)
 }
 
-/// The test-first step (`tdd_phase: "red"`, issue 20) comes first whenever a
-/// behavioural criterion has no test; these tests are about the work steps, so
-/// they are listed without it, numbered as if it were not there.
-fn red_first(o: &PlanOutcome) -> bool {
+/// Test-first (issue 20): the step that makes a behavioural criterion true
+/// writes its failing test first; no step of its own does.
+fn writes_its_test_first(o: &PlanOutcome) -> bool {
     o.planning
         .steps
-        .first()
-        .is_some_and(|s| s.extra.get("tdd_phase").and_then(|v| v.as_str()) == Some("red"))
+        .iter()
+        .all(|s| s.extra.get("tdd_phase").is_none())
+        && o.planning
+            .steps
+            .first()
+            .is_some_and(|s| s.intent.contains("Test first"))
 }
 
 fn steps(o: &PlanOutcome) -> Vec<(String, Vec<String>, Vec<String>)> {
-    let shift = usize::from(red_first(o));
-    let renumber = |id: &str| -> Option<String> {
-        let n: usize = id.trim_start_matches('S').parse().ok()?;
-        (n > shift).then(|| format!("S{:02}", n - shift))
-    };
-    steps_all(o)
-        .into_iter()
-        .skip(shift)
-        .map(|(t, p, d)| (t, p, d.iter().filter_map(|x| renumber(x)).collect()))
-        .collect()
-}
-
-fn steps_all(o: &PlanOutcome) -> Vec<(String, Vec<String>, Vec<String>)> {
     o.planning
         .steps
         .iter()
@@ -108,18 +98,17 @@ fn code_then_docs_and_file_name_resolves_to_existing_file() {
     assert!(o.validation.ok, "{:?}", o.validation);
     assert_eq!(
         steps(&o),
-        vec![
-            (
-                "Add subtract and multiply functions to calc.py".to_string(),
-                vec!["src/calc.py".to_string(), "tests/test_calc.py".to_string()],
-                vec![],
-            ),
-            (
-                "Document them in the README".to_string(),
-                vec!["README.md".to_string()],
-                vec!["S01".to_string()],
-            ),
-        ]
+        // One unit of work: the functions, their tests and their documentation.
+        vec![(
+            "Add subtract and multiply functions to calc.py, and document them in the README"
+                .to_string(),
+            vec![
+                "src/calc.py".to_string(),
+                "README.md".to_string(),
+                "tests/test_calc.py".to_string()
+            ],
+            vec![],
+        ),]
     );
     // English request, English environment reason.
     let env = o.planning.selected_environment.as_ref().unwrap();
@@ -140,8 +129,8 @@ fn a_missing_file_is_only_targeted_when_the_request_creates_it() {
 
     let o = plan_text(r.path(), "Create src/stats.py with a mean function");
     assert_eq!(steps(&o)[0].1[0], "src/stats.py");
-    // Its behaviour has no test yet: a test-first step writes one, first.
-    assert!(red_first(&o), "{:?}", steps_all(&o));
+    // Its behaviour has no test yet: the step writes one first.
+    assert!(writes_its_test_first(&o), "{:?}", o.planning.steps);
 }
 
 #[test]

@@ -68,6 +68,38 @@ fn acceptance_criteria_link_steps_and_commits() {
     );
 }
 
+/// Issue 36: a done step linking a criterion is not evidence of it. With the
+/// runner's per-criterion evidence, the table says what that evidence says,
+/// and why a criterion is not covered.
+#[test]
+fn criteria_are_covered_only_by_their_own_evidence() {
+    let mut f = fixture();
+    f.completion.evidence = serde_json::json!({"acceptance_criteria": [
+        {"ac": "AC-01", "status": "covered", "check": "command `grep -q csv x.py`",
+         "base_result": "exit 1", "after_result": "exit 0"},
+        {"ac": "AC-02", "status": "unverified",
+         "check": "none named; `pytest` passed at the base already",
+         "base_result": "pass", "after_result": "pass"},
+        {"ac": "AC-03", "status": "not_covered", "check": "test test_roundtrip",
+         "base_result": "absent", "after_result": "fail"},
+        {"ac": "AC-04", "status": "unverified", "check": "",
+         "base_result": "", "after_result": ""}
+    ]});
+    let r = render(&f.input());
+    assert_eq!(
+        section(&r, "## Acceptance criteria"),
+        vec![
+            "| AC | Then | Steps | Commits | Covered |",
+            "|---|---|---|---|---|",
+            "| AC-01 | a CSV file \\| with a header | S01 (done), S04 (needs_input), S05 (done) | `0123456789`, `fedcba9876` | yes |",
+            "| AC-02 | tests pass | S02 (failed) | — | **no**: unverified (none named; `pytest` passed at the base already) |",
+            "| AC-03 | rows round-trip | S03 (skipped) | — | **no**: not covered (test test_roundtrip: fail) |",
+            // Its follow-up is done, but nothing of its own proves it.
+            "| AC-04 | the export is documented | S06 (done, high priority) | `aaaaaaaaaa` | **no**: unverified (no check of its own) |",
+        ]
+    );
+}
+
 #[test]
 fn steps_table_shows_status_timings_and_measurements() {
     let f = fixture();

@@ -205,8 +205,13 @@ impl Coordinator<'_> {
                 .iter()
                 .find(|a| &a.id == ac)
             {
-                let j =
-                    evidence::judge_ac(criterion, &linking_ids, baseline.as_ref(), &step_evidence);
+                let j = evidence::judge_ac(
+                    criterion,
+                    &self.planning.context.acceptance_criteria,
+                    &linking_ids,
+                    baseline.as_ref(),
+                    &step_evidence,
+                );
                 e.covered = j.status == AcStatus::Covered;
                 e.status = Some(j.status);
                 e.check = j.check;

@@ -339,14 +339,32 @@ pub struct AcJudgement {
 }
 
 /// Judges `ac`, linked by the steps `linking`, over `steps` (every done step's
-/// evidence, plan order).
+/// evidence, plan order). A check proves only its own criterion: the runs of
+/// another criterion's command check, and the tests another criterion's test
+/// check selects, are no evidence for `ac` (`criteria`: the plan's criteria).
 pub fn judge_ac(
     ac: &AcceptanceCriterion,
+    criteria: &[AcceptanceCriterion],
     linking: &[String],
     baseline: Option<&Baseline>,
     steps: &[StepEvidence],
 ) -> AcJudgement {
     let regression = matches!(ac.kind, Some(AcKind::Regression | AcKind::Nonfunctional));
+    let others: Vec<AcCheck> = criteria
+        .iter()
+        .filter(|o| o.id != ac.id)
+        .filter_map(ac_check)
+        .collect();
+    let foreign_command = |command: &str| {
+        others
+            .iter()
+            .any(|c| matches!(c, AcCheck::Command(o) if o == command))
+    };
+    let foreign_test = |id: &str| {
+        others
+            .iter()
+            .any(|c| matches!(c, AcCheck::Test(sel) if selects(sel, id)))
+    };
     let linked: Vec<&StepEvidence> = steps
         .iter()
         .filter(|s| linking.contains(&s.step_id))
@@ -426,7 +444,7 @@ pub fn judge_ac(
     // No check named: the tests (or test commands) of the linking steps that were
     // red or absent at the base and are green after.
     for s in &linked {
-        for r in &s.runs {
+        for r in s.runs.iter().filter(|r| !foreign_command(&r.command)) {
             let base_run = base.run_of(&r.command);
             let turned: Vec<&String> = r
                 .tests
@@ -435,6 +453,7 @@ pub fn judge_ac(
                     **passed
                         && base_run.and_then(|b| b.tests.get(*id)) != Some(&true)
                         && tagged_for(id, &ac.id)
+                        && !foreign_test(id)
                         && !vacuous.contains(id.as_str())
                 })
                 .map(|(id, _)| id)
@@ -506,7 +525,11 @@ pub fn judge_ac(
             }
         }
     }
-    let Some(r) = linked.iter().flat_map(|s| &s.runs).next_back() else {
+    let Some(r) = linked
+        .iter()
+        .flat_map(|s| &s.runs)
+        .rfind(|r| !foreign_command(&r.command))
+    else {
         j.check = "none (no test ran after the linking steps)".to_string();
         // No linking step is done: nothing of it exists.
         if linked.is_empty() {
@@ -667,6 +690,96 @@ mod tests {
             judge(&run("t", 2, &[]), Some(&base)),
             Verdict::Failed { .. }
         ));
+    }
+
+    fn criterion(id: &str, check: Option<serde_json::Value>) -> AcceptanceCriterion {
+        let mut extra = serde_json::Map::new();
+        if let Some(c) = check {
+            extra.insert("check".to_string(), c);
+        }
+        AcceptanceCriterion {
+            id: id.to_string(),
+            given: "g".to_string(),
+            when: "w".to_string(),
+            then: "t".to_string(),
+            kind: Some(AcKind::Functional),
+            extra,
+        }
+    }
+
+    /// Issue 36: AC-02 (no check of its own) shares a step with AC-01, whose
+    /// `grep` check went from red to green: that proves AC-01 only. A test the
+    /// plan maps to AC-02 (named after it) proves AC-02.
+    #[test]
+    fn a_check_proves_only_its_own_criterion() {
+        let grep = "grep -q mul calc/__init__.py";
+        let acs = vec![
+            criterion("AC-01", Some(serde_json::json!({ "command": grep }))),
+            criterion("AC-02", None),
+        ];
+        let baseline = Baseline {
+            commit: "base".to_string(),
+            runs: vec![
+                run(grep, 1, &[]),
+                run("python -m pytest", 0, &[("t::test_add", true)]),
+            ],
+        };
+        let linking = vec!["S01".to_string()];
+        let step = |runs: Vec<CommandRun>| StepEvidence {
+            step_id: "S01".to_string(),
+            commit: "c1".to_string(),
+            runs,
+            already_satisfied: false,
+            vacuous: Vec::new(),
+        };
+        let only_grep = vec![step(vec![
+            run(grep, 0, &[]),
+            run("python -m pytest", 0, &[("t::test_add", true)]),
+        ])];
+        let j = judge_ac(&acs[0], &acs, &linking, Some(&baseline), &only_grep);
+        assert_eq!(j.status, AcStatus::Covered);
+        assert_eq!(j.check, format!("command `{grep}`"));
+        let j = judge_ac(&acs[1], &acs, &linking, Some(&baseline), &only_grep);
+        assert_eq!(j.status, AcStatus::Unverified, "{j:?}");
+        assert!(!j.check.contains("grep"), "{}", j.check);
+
+        let with_its_test = vec![step(vec![
+            run(grep, 0, &[]),
+            run(
+                "python -m pytest",
+                0,
+                &[("t::test_add", true), ("t::test_ac02_mul_by_zero", true)],
+            ),
+        ])];
+        let j = judge_ac(&acs[1], &acs, &linking, Some(&baseline), &with_its_test);
+        assert_eq!(j.status, AcStatus::Covered, "{j:?}");
+        assert!(j.check.contains("test_ac02_mul_by_zero"), "{}", j.check);
+        // AC-01's test check selects a test: that test is no evidence for AC-02.
+        let acs = vec![
+            criterion("AC-01", Some(serde_json::json!({ "test": "test_mul" }))),
+            criterion("AC-02", None),
+        ];
+        let its_neighbours_test = vec![step(vec![run(
+            "python -m pytest",
+            0,
+            &[("t::test_add", true), ("t::test_mul", true)],
+        )])];
+        let j = judge_ac(
+            &acs[0],
+            &acs,
+            &linking,
+            Some(&baseline),
+            &its_neighbours_test,
+        );
+        assert_eq!(j.status, AcStatus::Covered, "{j:?}");
+        let j = judge_ac(
+            &acs[1],
+            &acs,
+            &linking,
+            Some(&baseline),
+            &its_neighbours_test,
+        );
+        assert_eq!(j.status, AcStatus::Unverified, "{j:?}");
     }
 
     #[test]
