@@ -141,3 +141,29 @@ pub(crate) fn check_permissions(base: &str, args: &[String]) -> Result<(), Polic
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("rm -rf --no-preserve-root /", POLICY_DESTRUCTIVE_DELETE),
+                ("rm -r ../..", POLICY_DESTRUCTIVE_DELETE),
+                ("rm -rf .g?t", POLICY_DESTRUCTIVE_DELETE),
+                ("chmod -R 777 /srv", POLICY_DANGEROUS_PERMISSIONS),
+                ("chmod g+s bin/tool", POLICY_PRIVILEGE_ESCALATION),
+                ("chown -R nobody ~", POLICY_DANGEROUS_PERMISSIONS),
+            ],
+            &[
+                "rm -rf build dist",
+                "rm -f src/*.orig",
+                "chmod +x scripts/release.sh",
+                "chmod 644 README.md",
+            ],
+        );
+    }
+}

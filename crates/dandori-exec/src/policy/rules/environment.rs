@@ -368,3 +368,38 @@ impl CommandPolicy {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("LD_PRELOAD=./hook.so pytest", POLICY_DANGEROUS_ENV),
+                ("PYTHONPATH=../shared pytest", POLICY_DANGEROUS_ENV),
+                ("PAGER=\"sh -c id\" git log", POLICY_DANGEROUS_ENV),
+                (
+                    "NODE_OPTIONS=--require=/opt/x/hook.js npm test",
+                    POLICY_DANGEROUS_ENV,
+                ),
+                (
+                    "PIP_INDEX_URL=https://pkgs.example.invalid/simple pip install x",
+                    POLICY_REMOTE_CODE,
+                ),
+                (
+                    "GOFLAGS=-toolexec=/bin/sh go build ./...",
+                    POLICY_DANGEROUS_ENV,
+                ),
+            ],
+            &[
+                "RUST_LOG=debug cargo test",
+                "PYTHONPATH=src:tests pytest -q",
+                "CC=clang make",
+                "NODE_ENV=production npm run build",
+            ],
+        );
+    }
+}

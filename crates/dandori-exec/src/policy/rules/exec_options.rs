@@ -136,3 +136,32 @@ pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, St
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                (
+                    "tar xf a.tar --to-command=\x27sh -c id\x27",
+                    POLICY_PIPE_TO_SHELL,
+                ),
+                ("rsync -e \x27sh -c id\x27 a b", POLICY_PIPE_TO_SHELL),
+                ("make SHELL=/tmp/sh test", POLICY_PIPE_TO_SHELL),
+                (
+                    "cargo --config \x27target.x86_64-unknown-linux-gnu.runner=\"sh\"\x27 test",
+                    POLICY_PIPE_TO_SHELL,
+                ),
+            ],
+            &[
+                "make -j4 CXX=g++",
+                "make CC=gcc all",
+                "cargo --config profile.dev.opt-level=1 build",
+            ],
+        );
+    }
+}

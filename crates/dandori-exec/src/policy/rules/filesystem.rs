@@ -600,3 +600,30 @@ pub(crate) fn relative_depth(t: &str, st: &LineState) -> usize {
 pub(crate) fn is_deleter(base: &str) -> bool {
     DELETERS.contains(&base)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("echo x > ../outside.txt", POLICY_OUTSIDE_WORKTREE),
+                ("cp build/app /usr/local/bin/app", POLICY_SYSTEM_PATH),
+                ("ln -s /srv/data data", POLICY_LINK_OUTSIDE),
+                ("echo x >> ~/.bashrc", POLICY_PERSISTENCE),
+                ("cat /srv/app/config.yml", POLICY_OUTSIDE_WORKTREE),
+                ("touch .git/hooks/pre-commit", POLICY_GIT_INTERNALS),
+            ],
+            &[
+                "mkdir -p build/out && cp src/a.txt build/out/",
+                "echo done > /tmp/status.txt",
+                "ln -s ../README.md docs/README.md",
+                "cat /usr/share/dict/words",
+                "cd src && touch __init__.py",
+            ],
+        );
+    }
+}

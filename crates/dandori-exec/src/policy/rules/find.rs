@@ -159,3 +159,27 @@ impl CommandPolicy {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("find / -delete", POLICY_DESTRUCTIVE_DELETE),
+                ("find . -delete", POLICY_DESTRUCTIVE_DELETE),
+                ("find -L . -name x -delete", POLICY_DESTRUCTIVE_DELETE),
+                ("find . -exec sudo id \\;", POLICY_PRIVILEGE_ESCALATION),
+                ("find src -fprint /srv/list", POLICY_SYSTEM_PATH),
+            ],
+            &[
+                "find . -name \"*.pyc\" -delete",
+                "find src -type f -newer setup.py",
+                "find tests -name \"*.py\" -exec wc -l {} +",
+            ],
+        );
+    }
+}

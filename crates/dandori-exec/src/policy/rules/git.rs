@@ -468,3 +468,36 @@ pub(crate) fn shared_ref_change(sub: &str, rest: &[String]) -> Option<&'static s
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("git push origin HEAD", POLICY_REMOTE_WRITE),
+                ("git branch -D main", POLICY_GIT_INTERNALS),
+                ("git --git-dir=/srv/repo/.git log", POLICY_OUTSIDE_WORKTREE),
+                (
+                    "git clone https://example.invalid/x.git",
+                    POLICY_REMOTE_CODE,
+                ),
+                (
+                    "git rebase -x \x27sudo id\x27 HEAD~2",
+                    POLICY_PRIVILEGE_ESCALATION,
+                ),
+                ("git config --global user.name x", POLICY_PERSISTENCE),
+            ],
+            &[
+                "git status --short",
+                "git diff --stat HEAD~1",
+                "git log --oneline -n 20",
+                "git stash list",
+                "git add -A && git commit -m wip",
+            ],
+        );
+    }
+}

@@ -207,3 +207,28 @@ pub(crate) fn check_git_env(name: &str) -> Result<(), PolicyViolation> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("git -c core.pager=less log", POLICY_GIT_EXEC_OPTION),
+                ("git -c diff.md.textconv=cat diff", POLICY_GIT_EXEC_OPTION),
+                ("git config alias.st \x27!sh\x27", POLICY_GIT_EXEC_OPTION),
+                ("git -c init.templateDir=t init x", POLICY_GIT_EXEC_OPTION),
+                ("GIT_SSH_COMMAND=ssh git fetch", POLICY_GIT_EXEC_OPTION),
+            ],
+            &[
+                "git -c color.ui=never log -1",
+                "git -c core.autocrlf=false diff",
+                "GIT_AUTHOR_NAME=bot git commit -m x",
+                "git config user.email ci@example.invalid",
+            ],
+        );
+    }
+}

@@ -396,3 +396,38 @@ pub(crate) fn sed_executes_or_writes(script: &str) -> Result<Option<String>, Pol
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                (
+                    "python -c \"import os; os.system(\x27id\x27)\"",
+                    POLICY_INTERPRETER_CODE,
+                ),
+                (
+                    "node -e \"require(\x27child_process\x27).execSync(\x27id\x27)\"",
+                    POLICY_INTERPRETER_CODE,
+                ),
+                ("perl -e \x27print $ENV{HOME}\x27", POLICY_SECRET_READ),
+                ("sed -n \x271e id\x27 notes.txt", POLICY_INTERPRETER_CODE),
+                (
+                    "awk \x27{ print > \"/srv/out\" }\x27 log.txt",
+                    POLICY_INTERPRETER_CODE,
+                ),
+                ("python3 -c \"while True: pass\"", POLICY_INFINITE_LOOP),
+            ],
+            &[
+                "python -c \"print(1 + 1)\"",
+                "node -e \"console.log(JSON.stringify({a: 1}))\"",
+                "sed -i s/foo/bar/g src/app.py",
+                "awk -F, \x27{ s += $2 } END { print s }\x27 data.csv",
+            ],
+        );
+    }
+}

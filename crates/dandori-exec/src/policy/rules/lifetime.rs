@@ -208,3 +208,30 @@ impl CommandPolicy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("crontab -l", POLICY_PERSISTENCE),
+                ("pip install --user black", POLICY_PERSISTENCE),
+                ("npm install -g typescript", POLICY_PERSISTENCE),
+                ("cargo install ripgrep", POLICY_PERSISTENCE),
+                ("yes | head -n 3", POLICY_INFINITE_LOOP),
+                ("tmux new -d make watch", POLICY_BACKGROUND_PROCESS),
+            ],
+            &[
+                "pip install -r requirements.txt",
+                "cargo install --root .tools cargo-nextest",
+                "npm install --save-dev eslint",
+                "sleep 2",
+                "tail -n 50 build.log",
+            ],
+        );
+    }
+}

@@ -153,3 +153,48 @@ impl Args<'_> {
         }
     }
 }
+
+/// What every class file's tests share: the policy of `run_command` (the tool
+/// loop adds `sh` and `bash`) and the check of a class's hostile and legitimate
+/// lines.
+#[cfg(test)]
+pub(crate) mod class_test {
+    use pretty_assertions::assert_eq;
+
+    use crate::policy::{CommandPolicy, Decision};
+
+    fn policy() -> CommandPolicy {
+        let mut config = dandori_config::CommandPolicyConfig::default();
+        config
+            .allowed_commands
+            .extend(["sh".to_string(), "bash".to_string()]);
+        CommandPolicy::new(&config).expect("the default config builds a policy")
+    }
+
+    /// Every hostile line is refused with its code, every legitimate one allowed.
+    pub(crate) fn check(hostile: &[(&str, &str)], legitimate: &[&str]) {
+        let p = policy();
+        let wrong: Vec<(&str, String)> = hostile
+            .iter()
+            .filter_map(|(line, code)| {
+                let v = p.evaluate(line);
+                (v.decision != Decision::Refused || v.code != Some(*code)).then(|| {
+                    (
+                        *line,
+                        format!("{:?} {:?} {}", v.decision, v.code, v.message),
+                    )
+                })
+            })
+            .collect();
+        assert_eq!(wrong, Vec::<(&str, String)>::new(), "hostile lines");
+        let refused: Vec<(&str, String)> = legitimate
+            .iter()
+            .filter_map(|line| {
+                let v = p.evaluate(line);
+                (v.decision != Decision::Allowed)
+                    .then(|| (*line, format!("{:?} {}", v.code, v.message)))
+            })
+            .collect();
+        assert_eq!(refused, Vec::<(&str, String)>::new(), "legitimate lines");
+    }
+}

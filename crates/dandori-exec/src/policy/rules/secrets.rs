@@ -129,3 +129,29 @@ pub(crate) fn referenced_vars(text: &str) -> Vec<&str> {
         .map(|m| m.as_str())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("echo $GITHUB_TOKEN", POLICY_SECRET_READ),
+                ("cat config/.env.production", POLICY_SECRET_READ),
+                ("cp deploy/server.pem out.txt", POLICY_SECRET_READ),
+                ("printenv", POLICY_SECRET_READ),
+                ("echo ${!AWS*}", POLICY_SECRET_READ),
+                ("cat ~/.config/gh/hosts.yml", POLICY_CREDENTIAL_ACCESS),
+            ],
+            &[
+                "cat .env.example",
+                "cat tests/fixtures/.env",
+                "echo $USER",
+                "cat docs/keys.md",
+            ],
+        );
+    }
+}

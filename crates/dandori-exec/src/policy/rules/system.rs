@@ -176,3 +176,24 @@ pub(crate) fn check_path_like(word: &str) -> Result<(), PolicyViolation> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("doas -u root make install", POLICY_PRIVILEGE_ESCALATION),
+                ("nsenter -t 1 -m sh", POLICY_PRIVILEGE_ESCALATION),
+                ("iptables -P INPUT ACCEPT", POLICY_NETWORK_CONFIG),
+                ("systemctl restart docker", POLICY_SYSTEM_CONTROL),
+                ("cat ../../../../../etc/shadow", POLICY_SYSTEM_PATH),
+                ("tar czf out.tgz ~/.aws", POLICY_CREDENTIAL_ACCESS),
+            ],
+            &["cat /proc/cpuinfo", "ls /usr/include", "grep -r TODO src"],
+        );
+    }
+}

@@ -70,3 +70,28 @@ pub(crate) fn wrapped_command(wrapper: &str, args: &[String]) -> Option<usize> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("timeout 5 sudo id", POLICY_PRIVILEGE_ESCALATION),
+                ("nohup make serve", POLICY_BACKGROUND_PROCESS),
+                ("find . -name x | xargs rm", POLICY_UNRESOLVED_EXPANSION),
+                ("env -C /srv make", POLICY_OUTSIDE_WORKTREE),
+                ("nice -n 5 env", POLICY_SECRET_READ),
+            ],
+            &[
+                "timeout 300 cargo test",
+                "nice -n 10 make -j2",
+                "env -C docs make html",
+                "find src -name \"*.py\" | xargs wc -l",
+            ],
+        );
+    }
+}
