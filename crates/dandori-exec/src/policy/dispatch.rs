@@ -464,6 +464,7 @@ impl CommandPolicy {
         check_remote_code(base, args)?;
         check_listen(stem, args)?;
         check_makefile(base, args)?;
+        self.check_build_tool(base, args, st, depth)?;
         record_writes(base, args, st);
         if stdin_args && (SHELLS.contains(&base) || INTERPRETERS.contains(&base) || base == "git") {
             return Err(PolicyViolation::new(

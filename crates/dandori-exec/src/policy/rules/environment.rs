@@ -217,6 +217,9 @@ impl CommandPolicy {
             )
             .with_rule("program-env"));
         }
+        if matches!(upper.as_str(), "MAKEFLAGS" | "MFLAGS" | "GNUMAKEFLAGS") {
+            self.check_makeflags(name, value, depth)?;
+        }
         if PRELOAD_ENV.contains(&name) || npm.as_deref() == Some("node_options") {
             self.check_preload(name, value, st)?;
         }

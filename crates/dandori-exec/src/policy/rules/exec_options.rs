@@ -98,6 +98,38 @@ pub(crate) fn exec_option_values(base: &str, args: &[String]) -> Vec<(String, St
         {
             out.push((k.to_string(), v.to_string()));
         }
+        // `cmake -DCMAKE_C_COMPILER_LAUNCHER=…`: cache variables that name a
+        // program the build runs (`;` separates its arguments).
+        if base == "cmake"
+            && let Some(def) = (a == "-D")
+                .then(|| args.get(i + 1).map(String::as_str))
+                .flatten()
+                .or_else(|| a.strip_prefix("-D"))
+            && let Some((key, value)) = def.split_once('=')
+        {
+            let var = key.split(':').next().unwrap_or(key);
+            let program = [
+                "_LAUNCHER",
+                "_COMPILER",
+                "_CLANG_TIDY",
+                "_CPPCHECK",
+                "_CPPLINT",
+                "_INCLUDE_WHAT_YOU_USE",
+            ]
+            .iter()
+            .any(|s| var.ends_with(s))
+                || matches!(
+                    var,
+                    "CMAKE_LINKER"
+                        | "CMAKE_MAKE_PROGRAM"
+                        | "CMAKE_CROSSCOMPILING_EMULATOR"
+                        | "CMAKE_AR"
+                        | "CMAKE_RANLIB"
+                );
+            if program {
+                out.push((format!("-D{var}"), value.replace(';', " ")));
+            }
+        }
         if base == "java"
             && let Some(v) = a
                 .strip_prefix("-XX:OnError=")

@@ -9,7 +9,7 @@
 use super::paths::LineState;
 use super::{PolicyViolation, codes};
 
-const MAKES: &[&str] = &["make", "gmake", "bmake", "remake"];
+pub(crate) const MAKES: &[&str] = &["make", "gmake", "bmake", "remake"];
 /// Names of this process's stdin.
 const STDIN_FILES: &[&str] = &["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"];
 

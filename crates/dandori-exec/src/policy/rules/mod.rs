@@ -2,6 +2,7 @@
 //! and legitimate lines beside it. Every rule refuses with a reason code
 //! (`codes`) and a rule name.
 
+mod build_tools;
 mod destructive;
 mod environment;
 mod exec_options;
