@@ -283,27 +283,82 @@ pub(crate) fn quoted_literals(code: &str) -> Vec<&str> {
 pub(crate) fn check_awk(args: &[String]) -> Result<(), PolicyViolation> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r#"system\s*\(|\|\s*getline|getline\s*<|print[f]?\b[^;{}]*[>|]|ENVIRON"#).ok()
+        Regex::new(concat!(
+            r#"system\s*\(|\|&?\s*getline|getline\s*<|print[f]?\b[^;{}]*[>|]|ENVIRON"#,
+            r#"|@load|@include|PROCINFO\s*\[\s*"(environ|argv)""#,
+        ))
+        .ok()
     });
+    let code = |what: &str| {
+        refuse(
+            codes::POLICY_INTERPRETER_CODE,
+            "awk-program",
+            format!("the awk program {what}"),
+        )
+    };
+    // Programs given with `-e`/`--source`; without them (and without a program
+    // file) the first operand is the program.
+    let mut programs: Vec<&str> = Vec::new();
+    let mut from_file = false;
+    let mut operand = None;
     let mut i = 0;
     while i < args.len() {
-        let x = &args[i];
-        if x == "-f" || x == "-v" || x == "-F" {
-            i += 2;
-            continue;
-        }
-        if !x.starts_with('-') {
-            let hit = re.as_ref().is_none_or(|re| re.is_match(x));
-            if hit {
-                return refuse(
-                    codes::POLICY_INTERPRETER_CODE,
-                    "awk-program",
-                    "the awk program runs commands, redirects output or reads ENVIRON".into(),
-                );
+        let x = args[i].as_str();
+        let next = args.get(i + 1).map(String::as_str);
+        let (name, inline) = match x.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (x, None),
+        };
+        let value = inline.or(next);
+        let width = if inline.is_some() { 1 } else { 2 };
+        match name {
+            "--" => {
+                operand = next;
+                break;
             }
-            return Ok(());
+            "-e" | "--source" => {
+                programs.extend(value);
+                i += width;
+                continue;
+            }
+            "-l" | "--load" => return code("loads a compiled extension (`-l`)"),
+            "-f" | "--file" | "-E" | "--exec" | "-i" | "--include" => {
+                if value.is_some_and(|f| matches!(f, "-" | "/dev/stdin" | "/dev/fd/0")) {
+                    return refuse(
+                        codes::POLICY_PIPE_TO_SHELL,
+                        "awk-program-stdin",
+                        "the awk program is read from stdin".into(),
+                    );
+                }
+                from_file = true;
+                i += width;
+                continue;
+            }
+            "-v" | "-F" | "--assign" | "--field-separator" => {
+                i += width;
+                continue;
+            }
+            _ => {}
+        }
+        if x.starts_with("-l") && !x.starts_with("--") {
+            return code("loads a compiled extension (`-l`)");
+        }
+        if x.starts_with("-f") && !x.starts_with("--") {
+            from_file = true;
+        } else if !x.starts_with('-') {
+            operand = Some(x);
+            break;
         }
         i += 1;
+    }
+    if programs.is_empty() && !from_file {
+        programs.extend(operand);
+    }
+    if programs
+        .iter()
+        .any(|p| re.as_ref().is_none_or(|re| re.is_match(p)))
+    {
+        return code("runs commands, redirects output, loads extensions or reads the environment");
     }
     Ok(())
 }
@@ -407,6 +462,16 @@ mod tests {
         class_test::check(
             &[
                 (
+                    "gawk --source='BEGIN { system(\"id\") }' f",
+                    POLICY_INTERPRETER_CODE,
+                ),
+                (
+                    "awk 'BEGIN { \"date\" |& getline d }'",
+                    POLICY_INTERPRETER_CODE,
+                ),
+                ("gawk -l fork 'BEGIN { }'", POLICY_INTERPRETER_CODE),
+                ("awk -f - data.txt", POLICY_PIPE_TO_SHELL),
+                (
                     "python -c \"import os; os.system(\x27id\x27)\"",
                     POLICY_INTERPRETER_CODE,
                 ),
@@ -423,6 +488,8 @@ mod tests {
                 ("python3 -c \"while True: pass\"", POLICY_INFINITE_LOOP),
             ],
             &[
+                "gawk -e '{ n++ } END { print n }' log.txt",
+                "awk -f tools/count.awk data.txt",
                 "python -c \"print(1 + 1)\"",
                 "node -e \"console.log(JSON.stringify({a: 1}))\"",
                 "sed -i s/foo/bar/g src/app.py",
