@@ -156,6 +156,7 @@ impl CommandPolicy {
             }
         }
         let effective = effective_program(cmd);
+        let effective = effective.as_str();
         for r in &cmd.redirections {
             check_path_like(&r.target)?;
             let value = paths::resolve(&r.word, st);
@@ -360,6 +361,18 @@ impl CommandPolicy {
         }
         if EVAL.contains(&base) {
             return refuse(codes::POLICY_EVAL, "it runs code the policy cannot see");
+        }
+        if base == "env"
+            && let Some(expanded) = env_split_string(args)
+        {
+            // `env -S 'pytest -q'` is `env pytest -q`: judged as what it runs.
+            if depth >= MAX_DEPTH {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_TOO_DEEP,
+                    format!("`env -S` nested deeper than {MAX_DEPTH}"),
+                ));
+            }
+            return self.check_program(program, &expanded?, &[], depth + 1, st, stdin_args);
         }
         if WRAPPERS.contains(&base) {
             // Check the program the wrapper runs as if it stood alone.
@@ -723,17 +736,24 @@ impl CommandPolicy {
 /// A command at `pipe_position > 0` that would execute what it reads.
 pub(crate) fn reads_code_from_stdin(cmd: &SimpleCommand) -> bool {
     let base = basename(&cmd.program);
+    // `… | env -S 'sh -s'`: the words of the split string are env's arguments;
+    // one that cannot be split is taken for a shell.
+    let split = (base == "env")
+        .then(|| env_split_string(&cmd.args))
+        .flatten()
+        .map(|r| r.unwrap_or_else(|_| vec!["sh".to_string()]));
+    let all_args: &[String] = split.as_deref().unwrap_or(&cmd.args);
     let mut program = base;
-    let mut args: &[String] = &cmd.args;
+    let mut args: &[String] = all_args;
     if WRAPPERS.contains(&base) || PRIVILEGE.contains(&base) {
         let inner = if PRIVILEGE.contains(&base) {
-            cmd.args.iter().position(|a| !a.starts_with('-'))
+            all_args.iter().position(|a| !a.starts_with('-'))
         } else {
-            wrapped_command(base, &cmd.args)
+            wrapped_command(base, all_args)
         };
         if let Some(i) = inner {
-            program = basename(&cmd.args[i]);
-            args = &cmd.args[i + 1..];
+            program = basename(&all_args[i]);
+            args = &all_args[i + 1..];
         }
     }
     let stem = version_stem(program);
