@@ -723,7 +723,9 @@ impl CommandPolicy {
             st,
             stdin_args,
         )?;
-        if !self.is_allowed(program, base) {
+        let local_http =
+            is_local_http(base, args) && (!program.contains('/') || self.installed_place(program));
+        if !self.is_allowed(program, base) && !local_http {
             return refuse(
                 codes::POLICY_NOT_ALLOWED,
                 "not on the allowlist (planning.environment_setup.security.allowed_commands)",
