@@ -353,17 +353,39 @@ impl CommandPolicy {
         if !SEARCH_PATHS.contains(&name) {
             return Ok(());
         }
-        for dir in value
-            .split(':')
-            .filter(|d| !d.is_empty() && !d.contains('$'))
-        {
-            if matches!(
-                paths::classify(dir, st, &self.roots),
-                paths::Place::Temp | paths::Place::Escapes
-            ) {
+        for entry in value.split(':').filter(|d| !d.is_empty()) {
+            // The variable's own value (`$PATH`) keeps its entries; `$HOME` and
+            // `$PWD` are known; any other expansion could be anything.
+            if [format!("${name}"), format!("${{{name}}}")].contains(&entry.to_string()) {
+                continue;
+            }
+            let dir = ["$HOME", "${HOME}"]
+                .iter()
+                .find_map(|h| entry.strip_prefix(h).map(|r| format!("~{r}")))
+                .or_else(|| {
+                    ["$PWD", "${PWD}"]
+                        .iter()
+                        .find_map(|p| entry.strip_prefix(p).map(|r| format!(".{r}")))
+                })
+                .unwrap_or_else(|| entry.to_string());
+            // Inside the worktree, or where programs are installed (a system
+            // prefix, a toolchain directory of the home): anything else (`/tmp`,
+            // `/var/x`, `/srv/x`, `~/x`, `..`) decides which program runs.
+            if dir.contains('$') {
                 return Err(PolicyViolation::new(
                     codes::POLICY_DANGEROUS_ENV,
-                    format!("`{name}` takes `{dir}` first, a directory outside the worktree anyone can write"),
+                    format!(
+                        "`{name}` takes `{entry}` first, a directory the policy cannot resolve"
+                    ),
+                )
+                .with_rule("search-path"));
+            }
+            let place = paths::classify(&dir, st, &self.roots);
+            let installed = self.installed_place(&format!("{}/x", dir.trim_end_matches('/')));
+            if !matches!(place, paths::Place::Inside) && !installed {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_DANGEROUS_ENV,
+                    format!("`{name}` takes `{entry}` first, a directory outside the worktree and the places programs are installed"),
                 )
                 .with_rule("search-path"));
             }
@@ -381,6 +403,10 @@ mod tests {
     fn hostile_refused_legitimate_allowed() {
         class_test::check(
             &[
+                ("PATH=/var/opt/tools:$PATH make", POLICY_DANGEROUS_ENV),
+                ("export PATH=$HOME/bin:$PATH; pytest", POLICY_DANGEROUS_ENV),
+                ("PATH=$EXTRA:$PATH pytest", POLICY_DANGEROUS_ENV),
+                ("MAKEFLAGS=--eval=x make", POLICY_DANGEROUS_ENV),
                 ("LD_PRELOAD=./hook.so pytest", POLICY_DANGEROUS_ENV),
                 ("PYTHONPATH=../shared pytest", POLICY_DANGEROUS_ENV),
                 ("PAGER=\"sh -c id\" git log", POLICY_DANGEROUS_ENV),
@@ -398,6 +424,9 @@ mod tests {
                 ),
             ],
             &[
+                "PATH=/usr/lib/jvm/bin:$PATH mvn -q test",
+                "PATH=$PWD/.venv/bin:$PATH pytest",
+                "export PATH=~/.cargo/bin:$PATH; cargo test",
                 "RUST_LOG=debug cargo test",
                 "PYTHONPATH=src:tests pytest -q",
                 "CC=clang make",
