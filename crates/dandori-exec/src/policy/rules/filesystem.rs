@@ -204,6 +204,18 @@ impl CommandPolicy {
                 }
             }
             Place::Abs(p) => {
+                if ["/var/tmp", "/dev/shm"]
+                    .iter()
+                    .any(|d| paths::could_be_under(&p, d))
+                {
+                    return refuse(
+                        codes::POLICY_OUTSIDE_WORKTREE,
+                        "write-shared-temp",
+                        format!(
+                            "{what} `{shown}` is outside the worktree: only `/tmp` (`$TMPDIR`) is the sandbox's private temporary directory"
+                        ),
+                    );
+                }
                 if SYSTEM_DIRS.iter().any(|d| paths::could_be_under(&p, d)) || p == "/" {
                     refuse(
                         codes::POLICY_SYSTEM_PATH,
@@ -610,6 +622,8 @@ mod tests {
     fn hostile_refused_legitimate_allowed() {
         class_test::check(
             &[
+                ("echo x > /var/tmp/run.log", POLICY_OUTSIDE_WORKTREE),
+                ("cp -r src /var/tmp/copy", POLICY_OUTSIDE_WORKTREE),
                 ("echo x > ../outside.txt", POLICY_OUTSIDE_WORKTREE),
                 ("cp build/app /usr/local/bin/app", POLICY_SYSTEM_PATH),
                 ("ln -s /srv/data data", POLICY_LINK_OUTSIDE),
@@ -618,6 +632,7 @@ mod tests {
                 ("touch .git/hooks/pre-commit", POLICY_GIT_INTERNALS),
             ],
             &[
+                "mkdir -p /tmp/cache && touch /tmp/cache/stamp",
                 "mkdir -p build/out && cp src/a.txt build/out/",
                 "echo done > /tmp/status.txt",
                 "ln -s ../README.md docs/README.md",
