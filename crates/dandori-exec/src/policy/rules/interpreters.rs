@@ -452,6 +452,68 @@ pub(crate) fn sed_executes_or_writes(script: &str) -> Result<Option<String>, Pol
     Ok(written)
 }
 
+impl CommandPolicy {
+    /// `node -r /tmp/x.js`, `node --import data:…`, `php -d auto_prepend_file=…`:
+    /// code loaded before the program, from a file or inline.
+    pub(crate) fn check_preload_options(
+        &self,
+        base: &str,
+        args: &[String],
+        st: &LineState,
+    ) -> Result<(), PolicyViolation> {
+        let preload_opts: &[&str] = match base {
+            "node" | "nodejs" | "bun" | "deno" | "tsx" | "ts-node" => &[
+                "-r",
+                "--require",
+                "--import",
+                "--loader",
+                "--experimental-loader",
+                "--preload",
+            ],
+            "ruby" => &["-r", "-I"],
+            "php" => &["-d"],
+            _ => &[],
+        };
+        for (i, a) in args.iter().enumerate() {
+            let (name, inline) = match a.split_once('=') {
+                Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+                _ => (a.as_str(), None),
+            };
+            if !preload_opts.contains(&name) {
+                continue;
+            }
+            let Some(value) = inline.or_else(|| args.get(i + 1).map(String::as_str)) else {
+                continue;
+            };
+            let value = match base {
+                "php" => match value.split_once('=') {
+                    Some((k, v))
+                        if k.contains("prepend")
+                            || k.contains("append")
+                            || k.contains("extension") =>
+                    {
+                        v
+                    }
+                    _ => continue,
+                },
+                _ => value,
+            };
+            if value.starts_with("data:")
+                || value.starts_with("http:")
+                || value.starts_with("https:")
+            {
+                return Err(PolicyViolation::new(
+                    codes::POLICY_INTERPRETER_CODE,
+                    format!("`{base} {name}` loads code given inline or from the network"),
+                )
+                .with_rule("preload-option"));
+            }
+            self.check_preload(&format!("{base} {name}"), value, st)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::class_test;

@@ -569,6 +569,51 @@ fn is_loopback_ipv4(host: &str) -> bool {
         .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// What a network command sends is what its arguments say: a command
+/// substitution there carries local data out (`pip install "x==$(cat .env)"`).
+pub(crate) fn check_sent_substitution(
+    base: &str,
+    args: &[String],
+    arg_words: &[Word],
+) -> Result<(), PolicyViolation> {
+    let first = args.first().map(String::as_str).unwrap_or("");
+    let sends = match base {
+        "curl" | "wget" | "dig" | "nslookup" | "host" | "ping" | "ssh" | "scp" | "nc" | "ncat"
+        | "openssl" | "rsync" | "ftp" | "telnet" => true,
+        "pip" | "pip3" | "uv" | "npm" | "pnpm" | "yarn" | "bun" | "gem" | "cargo" => matches!(
+            first,
+            "install"
+                | "i"
+                | "add"
+                | "download"
+                | "view"
+                | "info"
+                | "search"
+                | "show"
+                | "fetch"
+                | "pip"
+                | "update"
+                | "upgrade"
+        ),
+        "go" => matches!(first, "get" | "install" | "run" | "mod"),
+        "git" => args.iter().any(|a| {
+            matches!(
+                a.as_str(),
+                "fetch" | "pull" | "clone" | "ls-remote" | "push" | "archive" | "submodule"
+            )
+        }),
+        _ => false,
+    };
+    if sends && arg_words.iter().any(|w| !w.substitutions.is_empty()) {
+        return Err(PolicyViolation::new(
+            codes::POLICY_REMOTE_WRITE,
+            format!("`{base}` would send the output of a command substitution to another machine"),
+        )
+        .with_rule("remote-write"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::class_test;

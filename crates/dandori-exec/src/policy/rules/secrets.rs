@@ -130,6 +130,53 @@ pub(crate) fn referenced_vars(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The environment printed as data by a tool that is allowed for other work
+/// (`jq env`, `npm run env`, `make -p`, `cmake -E environment`, `mvn
+/// help:system`), and `gh auth token`.
+pub(crate) fn check_tool_env_dump(base: &str, args: &[String]) -> Result<(), PolicyViolation> {
+    let first = args.first().map(String::as_str).unwrap_or("");
+    let env_dump = match base {
+        "jq" | "gojq" | "jaq" => args.iter().any(|a| {
+            !a.starts_with('-')
+                && (a.contains("$ENV")
+                    || a.split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .any(|w| w == "env"))
+        }),
+        "npm" | "pnpm" | "yarn" | "bun" => {
+            (first == "run" || first == "run-script") && args.get(1).is_some_and(|a| a == "env")
+                || first == "env"
+        }
+        "make" | "gmake" => args.iter().any(|a| {
+            a == "--print-data-base"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('p'))
+        }),
+        "cmake" => first == "-E" && args.get(1).is_some_and(|a| a == "environment"),
+        "mvn" | "mvnw" => args
+            .iter()
+            .any(|a| a.starts_with("help:system") || a.contains("env.")),
+        _ => false,
+    };
+    if env_dump {
+        return Err(PolicyViolation::new(
+            codes::POLICY_SECRET_READ,
+            format!("`{base} {}` prints the environment", args.join(" ")),
+        )
+        .with_rule("env-dump"));
+    }
+    if base == "gh"
+        && args.first().is_some_and(|a| a == "auth")
+        && (args.get(1).is_some_and(|a| a == "token")
+            || args.iter().any(|a| a == "--show-token" || a == "-t"))
+    {
+        return Err(PolicyViolation::new(
+            codes::POLICY_SECRET_READ,
+            "`gh auth token` prints the stored GitHub token".to_string(),
+        )
+        .with_rule("secret-read"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::class_test;

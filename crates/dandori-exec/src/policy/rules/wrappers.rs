@@ -136,6 +136,35 @@ pub(crate) fn wrapped_command(wrapper: &str, args: &[String]) -> Option<usize> {
     None
 }
 
+impl CommandPolicy {
+    /// `script -c CMD`, `flock [-c CMD | FILE CMD…]`: they run a command line.
+    pub(crate) fn check_command_line_options(
+        &self,
+        base: &str,
+        args: &[String],
+        depth: usize,
+    ) -> Result<(), PolicyViolation> {
+        if matches!(base, "script" | "flock") {
+            let c = args.iter().position(|a| {
+                a == "-c"
+                    || a == "--command"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.ends_with('c'))
+            });
+            if let Some(line) = c.and_then(|i| args.get(i + 1)) {
+                self.check_depth(line, depth + 1)?;
+            } else if base == "flock" {
+                let plain: Vec<usize> = (0..args.len())
+                    .filter(|&i| !args[i].starts_with('-'))
+                    .collect();
+                if let Some(&cmd) = plain.get(1) {
+                    self.check_program_line(&args[cmd..], depth)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::class_test;
