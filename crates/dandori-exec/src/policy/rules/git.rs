@@ -104,18 +104,35 @@ impl CommandPolicy {
                     format!("`git {sub} {name}` runs a program"),
                 );
             }
-            if matches!(sub, "clone" | "submodule") && (x == "-u" || x == "-c") {
-                if x == "-c" {
-                    if let Some(kv) = rest.get(j + 1) {
-                        check_git_key(kv.split('=').next().unwrap_or(kv))?;
+            // `-c KEY=VALUE`, `-cKEY=VALUE`, `-qc KEY=VALUE`, `-u PROGRAM`: short
+            // options alone, glued to their value or at the end of a cluster.
+            if matches!(sub, "clone" | "submodule") && x.starts_with('-') && !x.starts_with("--") {
+                for (k, c) in x.char_indices().skip(1) {
+                    match c {
+                        'c' => {
+                            let glued = &x[k + 1..];
+                            let kv = if glued.is_empty() {
+                                rest.get(j + 1).map(String::as_str)
+                            } else {
+                                Some(glued)
+                            };
+                            if let Some(kv) = kv {
+                                check_git_key(kv.split('=').next().unwrap_or(kv))?;
+                            }
+                            break;
+                        }
+                        'u' => {
+                            return refuse(
+                                codes::POLICY_GIT_EXEC_OPTION,
+                                "git-exec-option",
+                                format!("`git {sub} -u` runs a program"),
+                            );
+                        }
+                        // Options whose value follows: the rest is that value.
+                        'o' | 'b' | 'j' => break,
+                        _ => {}
                     }
-                    continue;
                 }
-                return refuse(
-                    codes::POLICY_GIT_EXEC_OPTION,
-                    "git-exec-option",
-                    format!("`git {sub} -u` runs a program"),
-                );
             }
         }
         match sub {
@@ -490,12 +507,23 @@ mod tests {
                     POLICY_PRIVILEGE_ESCALATION,
                 ),
                 ("git config --global user.name x", POLICY_PERSISTENCE),
+                (
+                    "git clone -ccore.fsmonitor=id . copy",
+                    POLICY_GIT_EXEC_OPTION,
+                ),
+                (
+                    "git clone -qc core.hooksPath=hooks . copy",
+                    POLICY_GIT_EXEC_OPTION,
+                ),
+                ("git clone -u/tmp/x . copy", POLICY_GIT_EXEC_OPTION),
             ],
             &[
                 "git status --short",
                 "git diff --stat HEAD~1",
                 "git log --oneline -n 20",
                 "git stash list",
+                "git clone -q -b main . copy",
+                "git clone -ccore.autocrlf=false . copy",
                 "git add -A && git commit -m wip",
             ],
         );
