@@ -110,7 +110,7 @@ impl CommandPolicy {
             || npm.as_deref().is_some_and(|k| {
                 matches!(
                     k,
-                    "script_shell" | "shell" | "editor" | "browser" | "git" | "viewer"
+                    "script_shell" | "shell" | "editor" | "browser" | "git" | "viewer" | "call"
                 )
             });
         let upper = name.to_ascii_uppercase();
