@@ -79,7 +79,9 @@ pub const POLICY_PERSISTENCE: &str = "POLICY_PERSISTENCE";
 pub const POLICY_LINK_OUTSIDE: &str = "POLICY_LINK_OUTSIDE";
 /// Inline interpreter code (`python -c`, `node -e`, `perl -e`, `awk`, `sed e`)
 /// that runs programs, reads the environment, deletes files or names paths
-/// outside the worktree.
+/// outside the worktree; code a build tool evaluates from its arguments (`make
+/// --eval`, `$(shell …)` in a make argument, cmake scripts from outside the
+/// worktree).
 pub const POLICY_INTERPRETER_CODE: &str = "POLICY_INTERPRETER_CODE";
 /// A loop or command that never ends: `while true`, `until false`, `for ((;;))`,
 /// `yes`, `watch`, `sleep infinity`, `tail -f`.

@@ -140,7 +140,7 @@ pub(crate) fn as_glob(text: &str) -> String {
 pub(crate) enum Place {
     /// Inside the worktree.
     Inside,
-    /// `/tmp`, `/var/tmp`, `/dev/shm`.
+    /// `/tmp` (and `$TMPDIR`, which is `/tmp` in the sandbox).
     Temp,
     /// `/dev/null` and friends.
     SafeDevice,
@@ -163,7 +163,10 @@ pub(crate) const SAFE_DEVICES: &[&str] = &[
     "/dev/urandom",
     "/dev/fd",
 ];
-const TEMP_DIRS: &[&str] = &["/tmp", "/var/tmp", "/dev/shm"];
+/// The sandbox's private temporary directory (`TMPDIR` is `/tmp` there). `/var/tmp`
+/// and `/dev/shm` are not: outside the bubblewrap mechanism they are the host's,
+/// shared with every user and kept across runs (and reboots, for `/var/tmp`).
+const TEMP_DIRS: &[&str] = &["/tmp"];
 
 pub(crate) fn classify(path: &str, st: &LineState, roots: &[String]) -> Place {
     if path == "~" || path.starts_with("~/") {

@@ -111,6 +111,90 @@ mod hostile {
         stdin_makefile,
         write_then_execute,
         loopback_install,
+        make_eval,
+        cmake_code,
+        node_inline_scripts,
+        awk_commands,
+        env_split_string,
+        search_path_dirs,
+        shared_temp,
+        loopback_http,
+    );
+}
+
+/// Legitimate lines by class (`# class: NAME` in `legitimate.txt`; lines before
+/// the first header are the general corpus).
+fn legitimate_classes() -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut class = String::new();
+    for line in LEGITIMATE.lines() {
+        if let Some(name) = line.strip_prefix("# class: ") {
+            class = name.trim().to_string();
+            continue;
+        }
+        if class.is_empty() || line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        out.entry(class.clone()).or_default().push(line.to_string());
+    }
+    out
+}
+
+fn assert_class_allowed(class: &str) {
+    let lines = legitimate_classes().remove(class).unwrap_or_default();
+    assert!(!lines.is_empty(), "no legitimate lines in class {class}");
+    let policy = policy();
+    let refused: Vec<(String, String)> = lines
+        .iter()
+        .filter_map(|l| {
+            let v = policy.evaluate(l);
+            (v.decision != Decision::Allowed).then(|| {
+                (
+                    l.clone(),
+                    format!("{:?} {:?} {}", v.decision, v.code, v.message),
+                )
+            })
+        })
+        .collect();
+    assert_eq!(refused, Vec::<(String, String)>::new(), "class {class}");
+}
+
+/// Every class with legitimate lines has hostile ones too, and a test.
+macro_rules! legitimate_class {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                assert_class_allowed(stringify!($name));
+            }
+        )*
+
+        #[test]
+        fn every_legitimate_class_has_a_test_case_and_hostile_lines() {
+            let mut tested: Vec<String> = vec![$(stringify!($name).to_string()),*];
+            tested.sort();
+            let in_file: Vec<String> = legitimate_classes().into_keys().collect();
+            assert_eq!(tested, in_file);
+            let hostile = classes();
+            let without: Vec<&String> = in_file.iter().filter(|c| !hostile.contains_key(*c)).collect();
+            assert_eq!(without, Vec::<&String>::new());
+        }
+    };
+}
+
+mod legitimate {
+    use super::{assert_class_allowed, classes, legitimate_classes};
+    use pretty_assertions::assert_eq;
+
+    legitimate_class!(
+        make_eval,
+        cmake_code,
+        node_inline_scripts,
+        awk_commands,
+        env_split_string,
+        search_path_dirs,
+        shared_temp,
+        loopback_http,
     );
 }
 

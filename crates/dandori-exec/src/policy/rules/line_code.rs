@@ -9,7 +9,7 @@
 use super::paths::LineState;
 use super::{PolicyViolation, codes};
 
-const MAKES: &[&str] = &["make", "gmake", "bmake", "remake"];
+pub(crate) const MAKES: &[&str] = &["make", "gmake", "bmake", "remake"];
 /// Names of this process's stdin.
 const STDIN_FILES: &[&str] = &["-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"];
 
@@ -59,4 +59,33 @@ pub(crate) fn check_written_run(run: &str, st: &LineState) -> Result<(), PolicyV
         .with_rule("write-then-execute"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::class_test;
+    use crate::policy::codes::*;
+
+    #[test]
+    fn hostile_refused_legitimate_allowed() {
+        class_test::check(
+            &[
+                ("make -f - all", POLICY_PIPE_TO_SHELL),
+                ("gmake --file=/dev/stdin", POLICY_PIPE_TO_SHELL),
+                (
+                    "printf \x27id\\n\x27 > t.sh && sh t.sh",
+                    POLICY_DYNAMIC_COMMAND,
+                ),
+                (
+                    "echo id | tee run.sh && bash run.sh",
+                    POLICY_DYNAMIC_COMMAND,
+                ),
+            ],
+            &[
+                "make -f build/ci.mk lint",
+                "sh scripts/bootstrap.sh",
+                "echo ok > status.txt && cat status.txt",
+            ],
+        );
+    }
 }
