@@ -14,7 +14,10 @@
 //! from 127.0.0.1 (`PIP_INDEX_URL`, `UV_DEFAULT_INDEX`, `npm_config_registry`).
 //! Each cell's wall time and the CPU of dandori and its children (a shell's `times`) go to
 //! stderr and to `target/tmp/journeys-<journey>.md` (docs/environment.md's table).
-//! `DANDORI_JOURNEY_JOBS` cells run at once (default 2 per journey).
+//! `DANDORI_JOURNEY_JOBS` cells run at once (default 2 per journey);
+//! `DANDORI_JOURNEY_ONLY=<text>` keeps the ecosystems whose name holds it;
+//! `DANDORI_JOURNEY_KEEP=1` keeps the directories of failed cells (`all`: of
+//! every cell).
 
 mod ecosystems;
 
@@ -267,8 +270,8 @@ fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
 #[derive(Debug, Clone)]
 struct Outcome {
     verdict: String,
-    /// Each timed phase: (name, wall, cpu).
-    phases: Vec<(&'static str, Duration, Duration)>,
+    /// Each timed phase: (name, wall, cpu of dandori and its children).
+    phases: Vec<(&'static str, Duration, Option<Duration>)>,
 }
 
 fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
@@ -279,7 +282,17 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         &["env", "setup", "--repo", &repo, "--sandbox", mech],
         Duration::from_secs(600),
     );
-    let mut phases = vec![("env setup", setup.wall, setup.cpu)];
+    let mut phases = vec![("env setup", setup.wall, Some(setup.cpu))];
+    // What setup.json measured (install and verification); the rest of the
+    // setup's time is dandori bootstrapping its tools (and analysing).
+    let record = c.repo.join(".dandori/environment/setup.json");
+    let recorded = std::fs::read_to_string(&record)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["duration_ms"].as_u64());
+    if let Some(ms) = recorded {
+        phases.push(("of which install + verify", Duration::from_millis(ms), None));
+    }
     if setup.code != 0 {
         let verdict = format!("env setup exit {}: {}", setup.code, setup.tail());
         return Outcome { verdict, phases };
@@ -287,23 +300,41 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
     let mut args = vec!["env", "exec", "--repo", &repo, "--sandbox", mech, "--"];
     args.extend(eco.test);
     let tests = dandori(c, "tests", &args, Duration::from_secs(300));
-    phases.push(("tests", tests.wall, tests.cpu));
-    let verdict = if tests.code == 0 {
-        "ok".to_string()
-    } else {
-        format!(
+    phases.push(("tests", tests.wall, Some(tests.cpu)));
+    if tests.code != 0 {
+        let verdict = format!(
             "`{}` exit {}: {}",
             eco.test.join(" "),
             tests.code,
             tests.tail()
+        );
+        return Outcome { verdict, phases };
+    }
+    // The scripted agent's feature passes the same tests (so a plan + run that
+    // falls short does not fall short on the fixture).
+    let agent = c.dir.join("agent.py");
+    std::fs::write(&agent, ecosystems::agent_script(eco)).unwrap();
+    run_ok(&c.env, &c.repo, &["python3", &agent.display().to_string()]);
+    let feature = dandori(c, "feature", &args, Duration::from_secs(300));
+    let output = format!("{}{}", feature.stdout, feature.stderr);
+    let verdict = if feature.code != 0 || !output.contains(eco.feature_test) {
+        format!(
+            "with the agent's feature, `{}` exit {} (test `{}` ran: {}): {}",
+            eco.test.join(" "),
+            feature.code,
+            eco.feature_test,
+            output.contains(eco.feature_test),
+            feature.tail()
         )
+    } else {
+        "ok".to_string()
     };
     Outcome { verdict, phases }
 }
 
 /// HEAD, branch and `git status --porcelain` of the user's checkout.
 fn checkout(c: &Cell) -> String {
-    let git = |args: &[&str]| run_ok(&c.env, &c.repo, args);
+    let git = |args: &[&str]| run_ok(&c.env, &c.repo, &[&["git"], args].concat());
     format!(
         "{}{}{}",
         git(&["rev-parse", "HEAD"]),
@@ -322,7 +353,7 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         &["plan", "requests/mul.md", "--repo", ".", "--json"],
         Duration::from_secs(120),
     );
-    let mut phases = vec![("plan", plan.wall, plan.cpu)];
+    let mut phases = vec![("plan", plan.wall, Some(plan.cpu))];
     let run_dir = serde_json::from_str::<serde_json::Value>(&plan.stdout)
         .ok()
         .and_then(|v| v["run_dir"].as_str().map(str::to_string));
@@ -347,7 +378,7 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         ],
         Duration::from_secs(600),
     );
-    phases.push(("run", run.wall, run.cpu));
+    phases.push(("run", run.wall, Some(run.cpu)));
     let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
     let achieved = out["summary"]["goal_achieved"] == serde_json::Value::Bool(true);
     let mut short = Vec::new();
@@ -433,8 +464,12 @@ fn matrix(name: &str, journey: Journey) {
         "bwrap not found: run the tests with ./scripts/test.sh, which unpacks it into target/test-tools"
     );
     index();
+    let only = std::env::var("DANDORI_JOURNEY_ONLY").unwrap_or_default();
     let mut cells = Vec::new();
     for (e, eco) in ecosystems::all().into_iter().enumerate() {
+        if !eco.name.contains(only.as_str()) {
+            continue;
+        }
         let eco = Arc::new(eco);
         for (m, mech) in MECHANISMS.into_iter().enumerate() {
             // Read-only copies need root (a user cannot commit into a 0555 checkout).
@@ -482,8 +517,8 @@ fn matrix(name: &str, journey: Journey) {
                         outcome.verdict
                     );
                     eprintln!("{line}");
-                    if outcome.verdict != "ok" && std::env::var_os("DANDORI_JOURNEY_KEEP").is_some()
-                    {
+                    let keep = std::env::var("DANDORI_JOURNEY_KEEP").unwrap_or_default();
+                    if keep == "all" || (!keep.is_empty() && outcome.verdict != "ok") {
                         eprintln!("    kept in {}", root.keep().display());
                     }
                     results
@@ -506,14 +541,15 @@ fn matrix(name: &str, journey: Journey) {
         let (wall, outcome) = &results[&i];
         // Under bubblewrap the sandboxed processes' time does not reach
         // dandori's children's usage (the sandbox's own init reaps them).
-        let cpu = |c: &Duration| match *mech {
-            "bubblewrap" => "n/a".to_string(),
-            _ => format!("{:.1} s", c.as_secs_f64()),
+        let cpu = |c: &Option<Duration>| match (*mech, c) {
+            ("bubblewrap", Some(_)) => " / n/a".to_string(),
+            (_, Some(c)) => format!(" / {:.1} s", c.as_secs_f64()),
+            (_, None) => String::new(),
         };
         let phases: Vec<String> = outcome
             .phases
             .iter()
-            .map(|(p, w, c)| format!("{p} {:.1} s / {}", w.as_secs_f64(), cpu(c)))
+            .map(|(p, w, c)| format!("{p} {:.1} s{}", w.as_secs_f64(), cpu(c)))
             .collect();
         table.push_str(&format!(
             "| {} | {mech} | {} | {} | {:.1} s | {} |\n",

@@ -14,6 +14,8 @@ pub struct Ecosystem {
     pub test: &'static [&'static str],
     /// The whole feature: `{path, old, new, test}` (`old` empty: append).
     pub edits: Value,
+    /// A test of the feature, as the test command's output names it.
+    pub feature_test: &'static str,
     /// A file of the run's branch and what it must then hold.
     pub landed: (&'static str, &'static str),
 }
@@ -71,6 +73,7 @@ fn python(name: &'static str, manifest: &[(&'static str, &str)]) -> Ecosystem {
             {"path": "calc/__init__.py", "old": "__all__ = [\"add\"]", "new": "__all__ = [\"add\", \"mul\"]", "test": false},
             {"path": "tests/test_core.py", "old": main, "new": format!("{PY_MUL_TESTS}{main}"), "test": true},
         ]),
+        feature_test: "test_product",
         landed: ("calc/core.py", "def mul(a, b)"),
     }
 }
@@ -124,6 +127,7 @@ fn node(
             {"path": "test/calc.test.js", "old": "", "test": true,
              "new": "\ntest(\"mul\", () => {\n  const { mul } = require(\"..\");\n  assert.equal(mul(2, 3), 6);\n  assert.equal(mul(4, 0), 0);\n});\n"},
         ]),
+        feature_test: "mul",
         landed: ("index.js", "function mul(a, b)"),
     }
 }
@@ -159,6 +163,7 @@ fn cargo() -> Ecosystem {
             {"path": "tests/mul.rs", "old": "", "test": true,
              "new": "use calc::mul;\n\n#[test]\nfn product() {\n    assert_eq!(mul(2, 3), 6);\n}\n\n#[test]\nfn zero() {\n    assert_eq!(mul(4, 0), 0);\n}\n"},
         ]),
+        feature_test: "product",
         landed: ("src/lib.rs", "pub fn mul(a: i64, b: i64)"),
     }
 }
