@@ -209,7 +209,8 @@ struct Ran {
     stdout: String,
     stderr: String,
     wall: Duration,
-    cpu: Duration,
+    /// None where it cannot be measured (bubblewrap without a cgroup).
+    cpu: Option<Duration>,
 }
 
 impl Ran {
@@ -220,8 +221,21 @@ impl Ran {
 }
 
 /// Runs dandori under `timeout`, in a shell whose `times` then reports the CPU
-/// of its children: dandori and every process it waited for.
-const TIMED: &str = r#"timeout "$0" "$@"; rc=$?; times > "$DANDORI_JOURNEY_TIMES"; exit $rc"#;
+/// of its children: dandori and every process it waited for. bubblewrap's
+/// sandboxed processes never reach that sum (its PID namespace's init is not
+/// waited for), so with `DANDORI_JOURNEY_CGROUP` (a cgroup directory: v1
+/// `cpuacct` or v2) the shell first moves into a cgroup of its own there and
+/// reports the cgroup's CPU usage too.
+const TIMED: &str = r#"out=$JOURNEY_TIMES; cg=$JOURNEY_CGROUP; unset JOURNEY_TIMES JOURNEY_CGROUP
+if [ -n "$cg" ]; then cg="$cg/journey-$$"; mkdir "$cg" && echo $$ > "$cg/cgroup.procs" || cg=; fi
+timeout "$0" "$@"; rc=$?
+times > "$out"
+if [ -n "$cg" ]; then
+  if [ -f "$cg/cpuacct.usage" ]; then echo "ns $(cat "$cg/cpuacct.usage")" >> "$out"
+  else echo "us $(sed -n 's/^usage_usec //p' "$cg/cpu.stat")" >> "$out"; fi
+  echo $$ > "${cg%/*}/cgroup.procs"; rmdir "$cg" 2>/dev/null
+fi
+exit $rc"#;
 
 fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
     let file = |ext: &str| c.dir.join(format!("{name}.{ext}"));
@@ -234,7 +248,11 @@ fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
         .current_dir(&c.repo)
         .env_clear()
         .envs(&c.env)
-        .env("DANDORI_JOURNEY_TIMES", file("times"))
+        .env("JOURNEY_TIMES", file("times"))
+        .env(
+            "JOURNEY_CGROUP",
+            std::env::var("DANDORI_JOURNEY_CGROUP").unwrap_or_default(),
+        )
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(file("out")).unwrap())
         .stderr(std::fs::File::create(file("err")).unwrap())
@@ -242,7 +260,7 @@ fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
         .unwrap();
     let wall = start.elapsed();
     // `times`: the shell's user and system time, then its children's
-    // (`0m1.230000s 0m0.450000s`).
+    // (`0m1.230000s 0m0.450000s`); then the cgroup's usage when measured.
     let times = std::fs::read_to_string(file("times")).unwrap_or_default();
     let seconds = |t: &str| -> f64 {
         let (m, s) = t
@@ -251,18 +269,28 @@ fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
             .unwrap_or(("0", "0"));
         m.parse::<f64>().unwrap_or(0.0) * 60.0 + s.parse::<f64>().unwrap_or(0.0)
     };
-    let cpu: f64 = times
+    let mut cpu = times
         .lines()
         .nth(1)
-        .map(|l| l.split_whitespace().map(seconds).sum())
-        .unwrap_or(0.0);
+        .map(|l| l.split_whitespace().map(seconds).sum::<f64>())
+        .map(Duration::from_secs_f64);
+    let cgroup = times.lines().find_map(|l| match l.split_once(' ')? {
+        ("ns", n) => n.trim().parse().ok().map(Duration::from_nanos),
+        ("us", n) => n.trim().parse().ok().map(Duration::from_micros),
+        _ => None,
+    });
+    if cgroup.is_some() {
+        cpu = cgroup;
+    } else if args.contains(&"bubblewrap") {
+        cpu = None;
+    }
     Ran {
         // 124: `timeout` ended it.
         code: status.code().unwrap_or(-1),
         stdout: std::fs::read_to_string(file("out")).unwrap_or_default(),
         stderr: std::fs::read_to_string(file("err")).unwrap_or_default(),
         wall,
-        cpu: Duration::from_secs_f64(cpu),
+        cpu,
     }
 }
 
@@ -270,8 +298,28 @@ fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
 #[derive(Debug, Clone)]
 struct Outcome {
     verdict: String,
-    /// Each timed phase: (name, wall, cpu of dandori and its children).
-    phases: Vec<(&'static str, Duration, Option<Duration>)>,
+    phases: Vec<Phase>,
+}
+
+/// A timed phase: its wall time and the CPU of dandori and its children
+/// (`None`: not measurable here); a `part` of the phase before it has none.
+#[derive(Debug, Clone)]
+struct Phase {
+    name: &'static str,
+    wall: Duration,
+    cpu: Option<Duration>,
+    part: bool,
+}
+
+impl Phase {
+    fn of(name: &'static str, ran: &Ran) -> Phase {
+        Phase {
+            name,
+            wall: ran.wall,
+            cpu: ran.cpu,
+            part: false,
+        }
+    }
 }
 
 fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
@@ -282,7 +330,7 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         &["env", "setup", "--repo", &repo, "--sandbox", mech],
         Duration::from_secs(600),
     );
-    let mut phases = vec![("env setup", setup.wall, Some(setup.cpu))];
+    let mut phases = vec![Phase::of("env setup", &setup)];
     // What setup.json measured (install and verification); the rest of the
     // setup's time is dandori bootstrapping its tools (and analysing).
     let record = c.repo.join(".dandori/environment/setup.json");
@@ -291,7 +339,12 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v["duration_ms"].as_u64());
     if let Some(ms) = recorded {
-        phases.push(("of which install + verify", Duration::from_millis(ms), None));
+        phases.push(Phase {
+            name: "of which install + verify",
+            wall: Duration::from_millis(ms),
+            cpu: None,
+            part: true,
+        });
     }
     if setup.code != 0 {
         let verdict = format!("env setup exit {}: {}", setup.code, setup.tail());
@@ -300,7 +353,7 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
     let mut args = vec!["env", "exec", "--repo", &repo, "--sandbox", mech, "--"];
     args.extend(eco.test);
     let tests = dandori(c, "tests", &args, Duration::from_secs(300));
-    phases.push(("tests", tests.wall, Some(tests.cpu)));
+    phases.push(Phase::of("tests", &tests));
     if tests.code != 0 {
         let verdict = format!(
             "`{}` exit {}: {}",
@@ -353,7 +406,7 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         &["plan", "requests/mul.md", "--repo", ".", "--json"],
         Duration::from_secs(120),
     );
-    let mut phases = vec![("plan", plan.wall, Some(plan.cpu))];
+    let mut phases = vec![Phase::of("plan", &plan)];
     let run_dir = serde_json::from_str::<serde_json::Value>(&plan.stdout)
         .ok()
         .and_then(|v| v["run_dir"].as_str().map(str::to_string));
@@ -378,7 +431,7 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         ],
         Duration::from_secs(600),
     );
-    phases.push(("run", run.wall, Some(run.cpu)));
+    phases.push(Phase::of("run", &run));
     let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
     let achieved = out["summary"]["goal_achieved"] == serde_json::Value::Bool(true);
     let mut short = Vec::new();
@@ -539,17 +592,17 @@ fn matrix(name: &str, journey: Journey) {
     let (mut got, mut want) = (Vec::new(), Vec::new());
     for (i, (eco, mech, readonly)) in cells.iter().enumerate() {
         let (wall, outcome) = &results[&i];
-        // Under bubblewrap the sandboxed processes' time does not reach
-        // dandori's children's usage (the sandbox's own init reaps them).
-        let cpu = |c: &Option<Duration>| match (*mech, c) {
-            ("bubblewrap", Some(_)) => " / n/a".to_string(),
-            (_, Some(c)) => format!(" / {:.1} s", c.as_secs_f64()),
-            (_, None) => String::new(),
-        };
         let phases: Vec<String> = outcome
             .phases
             .iter()
-            .map(|(p, w, c)| format!("{p} {:.1} s{}", w.as_secs_f64(), cpu(c)))
+            .map(|p| {
+                let cpu = match (p.part, p.cpu) {
+                    (true, _) => String::new(),
+                    (false, Some(c)) => format!(" / {:.1} s", c.as_secs_f64()),
+                    (false, None) => " / n/a".to_string(),
+                };
+                format!("{} {:.1} s{cpu}", p.name, p.wall.as_secs_f64())
+            })
             .collect();
         table.push_str(&format!(
             "| {} | {mech} | {} | {} | {:.1} s | {} |\n",
