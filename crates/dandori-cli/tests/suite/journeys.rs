@@ -333,9 +333,10 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
     let mut phases = vec![Phase::of("env setup", &setup)];
     // What setup.json measured (install and verification); the rest of the
     // setup's time is dandori bootstrapping its tools (and analysing).
-    let record = c.repo.join(".dandori/environment/setup.json");
-    let recorded = std::fs::read_to_string(&record)
-        .ok()
+    // setup.json: in the git directory, or `.dandori/` for older builds.
+    let recorded = [".git/dandori/environment", ".dandori/environment"]
+        .iter()
+        .find_map(|d| std::fs::read_to_string(c.repo.join(d).join("setup.json")).ok())
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v["duration_ms"].as_u64());
     if let Some(ms) = recorded {
