@@ -454,10 +454,10 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
         short.push(format!(
             "run exit {}, goal_achieved {achieved}: {}",
             run.code,
-            if steps.is_empty() {
-                run.tail()
-            } else {
-                steps.join("; ")
+            match (steps.is_empty(), out["summary"]["reason"].as_str()) {
+                (false, _) => steps.join("; "),
+                (true, Some(reason)) => reason.to_string(),
+                (true, None) => run.tail(),
             }
         ));
     } else {
