@@ -55,6 +55,11 @@ impl PackageIndex {
     /// Lists every `*.whl` of `dir` under its normalized project name (PEP 503),
     /// linked with its sha256 as PyPI does.
     pub fn add_wheels(&self, dir: &Path) {
+        assert!(
+            dir.is_dir(),
+            "{} is missing: run ./scripts/test.sh, which downloads the wheels",
+            dir.display()
+        );
         let script = r#"
 import hashlib, os, re, shutil, sys
 src, root = sys.argv[1:3]
@@ -99,6 +104,11 @@ print(len(by_project))
     /// `package.json`, its `dist` (tarball URL, shasum, sha512 integrity) and
     /// the highest version as `latest`.
     pub fn add_npm_tarballs(&self, dir: &Path) {
+        assert!(
+            dir.is_dir(),
+            "{} is missing: run ./scripts/test.sh, which downloads the npm tarballs",
+            dir.display()
+        );
         let script = r#"
 import base64, hashlib, json, os, shutil, sys, tarfile
 src, root, base = sys.argv[1:4]
