@@ -140,6 +140,29 @@ if [ ! -x "$TOOLS/pkgmgr/node_modules/.bin/pnpm" ] || [ ! -x "$TOOLS/pkgmgr/node
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/pkgmgr" pnpm@10 yarn@1 >/dev/null
 fi
 
+# The journey matrix (dandori-cli's journeys.rs) runs from a fresh HOME with no
+# internet: dandori bootstraps uv, pnpm and yarn into its empty tool cache and the
+# fixtures install from a package index the test serves on 127.0.0.1. These are
+# the releases it serves: the wheels of the uv dandori pins and of the Python
+# fixtures' build backends (setuptools, wheel, poetry-core), and the npm tarballs of
+# the pnpm and yarn 1 dandori pins (crates/dandori-env/src/installer.rs). Downloaded
+# once per pin.
+pin() { sed -n "s/^pub const $1: &str = \"\(.*\)\";/\1/p" crates/dandori-env/src/installer.rs; }
+UV_PIN=$(pin UV_VERSION); PNPM_PIN=$(pin PNPM_VERSION); YARN_PIN=$(pin YARN_CLASSIC_VERSION)
+JOURNEY_WHEELS="$TOOLS/wheels"
+if ! ls "$JOURNEY_WHEELS"/uv-"${UV_PIN:-}"*.whl "$JOURNEY_WHEELS"/setuptools-*.whl "$JOURNEY_WHEELS"/poetry_core-*.whl >/dev/null 2>&1; then
+  say "downloading the wheels of uv ${UV_PIN:-latest}, setuptools, wheel and poetry-core from PyPI into $JOURNEY_WHEELS (journey matrix's local index; ~20 MB)"
+  mkdir -p "$JOURNEY_WHEELS"
+  "$TOOLS/venv/bin/pip" download --quiet --disable-pip-version-check --only-binary=:all: \
+    -d "$JOURNEY_WHEELS" "uv${UV_PIN:+==$UV_PIN}" setuptools wheel poetry-core
+fi
+JOURNEY_TARBALLS="$TOOLS/npm-tarballs"
+if ! ls "$JOURNEY_TARBALLS"/pnpm-"${PNPM_PIN:-}"*.tgz "$JOURNEY_TARBALLS"/yarn-"${YARN_PIN:-1.}"*.tgz >/dev/null 2>&1; then
+  say "downloading the npm tarballs of pnpm@${PNPM_PIN:-10} and yarn@${YARN_PIN:-1} into $JOURNEY_TARBALLS (journey matrix's local registry; ~6 MB)"
+  mkdir -p "$JOURNEY_TARBALLS"
+  (cd "$JOURNEY_TARBALLS" && npm pack --silent "pnpm@${PNPM_PIN:-10}" "yarn@${YARN_PIN:-1}" >/dev/null)
+fi
+
 # The agent CLIs of `dandori run --agent claude|codex|gemini` (the agent preset
 # tests drive the real programs against a scripted local model server). Pinned, so
 # the request shapes the fake server checks do not move under the tests; a package

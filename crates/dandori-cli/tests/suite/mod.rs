@@ -9,6 +9,8 @@ mod eval_localize;
 // --
 mod first_run;
 // --
+mod journeys;
+// --
 mod forge;
 // --
 mod graph;

@@ -1,0 +1,637 @@
+//! The journey matrix (issue 37): the first journeys a user takes, run on the
+//! dandori binary as whoever runs the tests (root in CI), each from a fresh HOME
+//! with an empty dandori tool cache and only the image's tools on `PATH` (no uv,
+//! pnpm or yarn: dandori bootstraps them), for eight ecosystems under both sandbox
+//! mechanisms. As root, half the checkouts are copied from a read-only tree
+//! (dirs 0555, files 0444, as `cp -r` leaves them).
+//!
+//! - `env setup` then the repository's own tests through `env exec`: both exit 0;
+//! - `plan` + `run` with a scripted agent that does the whole feature at its first
+//!   step, as real agent CLIs do: exit 0, goal achieved, the feature on the run's
+//!   branch, the user's checkout unchanged.
+//!
+//! No internet: wheels and npm tarballs that scripts/test.sh downloads are served
+//! from 127.0.0.1 (`PIP_INDEX_URL`, `UV_DEFAULT_INDEX`, `npm_config_registry`).
+//! Each cell's wall time and the CPU of dandori and its children (a shell's `times`) go to
+//! stderr and to `target/tmp/journeys-<journey>.md` (docs/environment.md's table).
+//! `DANDORI_JOURNEY_JOBS` cells run at once (default 2 per journey);
+//! `DANDORI_JOURNEY_ONLY=<text>` keeps the ecosystems whose name holds it;
+//! `DANDORI_JOURNEY_KEEP=1` keeps the directories of failed cells (`all`: of
+//! every cell).
+
+mod ecosystems;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use dandori_test_support::PackageIndex;
+use ecosystems::Ecosystem;
+use pretty_assertions::assert_eq;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+const MECHANISMS: [&str; 2] = ["bubblewrap", "landlock"];
+
+/// `target/test-tools` (scripts/test.sh's `DANDORI_TEST_TOOLS`).
+fn test_tools() -> PathBuf {
+    std::env::var_os("DANDORI_TEST_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/test-tools"))
+}
+
+/// The index every cell installs from, started once.
+fn index() -> &'static PackageIndex {
+    static INDEX: std::sync::OnceLock<(tempfile::TempDir, PackageIndex)> =
+        std::sync::OnceLock::new();
+    &INDEX
+        .get_or_init(|| {
+            let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+            let index = PackageIndex::start(dir.path());
+            index.add_wheels(&test_tools().join("wheels"));
+            index.add_npm_tarballs(&test_tools().join("npm-tarballs"));
+            (dir, index)
+        })
+        .1
+}
+
+/// This process's `PATH` without the test tools (uv, pytest, pnpm, yarn, the MCP
+/// servers) but with bubblewrap, which the image provides in CI.
+fn image_path() -> String {
+    let tools = test_tools();
+    let tools = tools.canonicalize().unwrap_or(tools);
+    let bwrap = tools.join("bubblewrap/usr/bin");
+    let kept = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .filter(|d| !d.starts_with(&tools) && !d.starts_with(test_tools()))
+        .collect::<Vec<_>>();
+    let path = std::env::join_paths(std::iter::once(bwrap).chain(kept)).unwrap();
+    let path = path.into_string().unwrap();
+    for tool in ["uv", "pnpm", "yarn"] {
+        assert!(
+            !std::env::split_paths(&path).any(|d| d.join(tool).is_file()),
+            "`{tool}` is on the image's PATH ({path}): the journeys start without it"
+        );
+    }
+    path
+}
+
+/// Where the image's rustup and cargo live (`RUSTUP_HOME`, `CARGO_HOME`, else
+/// under this process's home): a CI image sets these, a fresh HOME has neither.
+fn rust_homes() -> Vec<(&'static str, String)> {
+    let home = std::env::var("HOME").unwrap_or_default();
+    [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")]
+        .into_iter()
+        .filter_map(|(var, dir)| {
+            let value = std::env::var(var)
+                .ok()
+                .or_else(|| Some(format!("{home}/{dir}")).filter(|p| Path::new(p).is_dir()))?;
+            Some((var, value))
+        })
+        .collect()
+}
+
+/// Where the cells live: `DANDORI_JOURNEY_TMP`, else the system's temporary
+/// directory, as a user's clone would; not under this workspace, whose
+/// Cargo.toml cargo would take for the cargo fixture's workspace root (readable
+/// or not: under Landlock it exists but cannot be read, and cargo stops).
+fn cells_dir() -> PathBuf {
+    std::env::var_os("DANDORI_JOURNEY_TMP")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// One cell's place: a fresh HOME (a git identity and nothing else) and the
+/// repository, and the environment a user's shell in the image would have.
+struct Cell {
+    dir: PathBuf,
+    repo: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+fn cell(root: &Path, eco: &Ecosystem, readonly: bool) -> Cell {
+    let dir = root.to_path_buf();
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[user]\n\tname = Journey\n\temail = journey@example.invalid\n",
+    )
+    .unwrap();
+    let mut env = BTreeMap::new();
+    for var in [
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LC_ALL",
+        "TZ",
+        "SHELL",
+        "PYENV_ROOT",
+    ] {
+        if let Ok(v) = std::env::var(var) {
+            env.insert(var.to_string(), v);
+        }
+    }
+    for (var, value) in rust_homes() {
+        env.insert(var.to_string(), value);
+    }
+    let h = home.display().to_string();
+    env.insert("HOME".into(), h.clone());
+    env.insert("XDG_CACHE_HOME".into(), format!("{h}/.cache"));
+    env.insert("XDG_CONFIG_HOME".into(), format!("{h}/.config"));
+    env.insert("PATH".into(), image_path());
+    let index = index();
+    for var in ["PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"] {
+        env.insert(var.into(), index.simple_url());
+    }
+    env.insert("npm_config_registry".into(), index.npm_url());
+    // Whatever would still reach for the internet meets a closed port.
+    for var in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        env.insert(var.into(), "http://127.0.0.1:9".into());
+    }
+    for var in ["NO_PROXY", "no_proxy"] {
+        env.insert(var.into(), "127.0.0.1,localhost".into());
+    }
+
+    // The package as its author committed it, then copied as a user copies it.
+    let src = dir.join("src");
+    for (path, text) in &eco.files {
+        let p = src.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+    }
+    if readonly {
+        chmod_read_only(&src);
+    }
+    let repo = dir.join("repo");
+    run_ok(&env, &dir, &["cp", "-r", "src", "repo"]);
+    run_ok(&env, &repo, &["git", "init", "-q", "-b", "main"]);
+    run_ok(&env, &repo, &["git", "add", "-A"]);
+    run_ok(&env, &repo, &["git", "commit", "-q", "-m", "calc: add"]);
+    Cell { dir, repo, env }
+}
+
+fn chmod_read_only(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            chmod_read_only(&path);
+        } else {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).unwrap();
+        }
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
+}
+
+fn run_ok(env: &BTreeMap<String, String>, cwd: &Path, argv: &[&str]) -> String {
+    let out = Command::new(argv[0])
+        .args(&argv[1..])
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{argv:?} in {}: {}",
+        cwd.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One dandori invocation: exit code, stdout, stderr, wall time and the CPU
+/// time of dandori and every child it waited for.
+struct Ran {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    wall: Duration,
+    /// None where it cannot be measured (bubblewrap without a cgroup).
+    cpu: Option<Duration>,
+}
+
+impl Ran {
+    fn tail(&self) -> String {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        lines[lines.len().saturating_sub(4)..].join(" | ")
+    }
+}
+
+/// Runs dandori under `timeout`, in a shell whose `times` then reports the CPU
+/// of its children: dandori and every process it waited for. bubblewrap's
+/// sandboxed processes never reach that sum (its PID namespace's init is not
+/// waited for), so with `DANDORI_JOURNEY_CGROUP` (a cgroup directory: v1
+/// `cpuacct` or v2) the shell first moves into a cgroup of its own there and
+/// reports the cgroup's CPU usage too.
+const TIMED: &str = r#"out=$JOURNEY_TIMES; cg=$JOURNEY_CGROUP; unset JOURNEY_TIMES JOURNEY_CGROUP
+if [ -n "$cg" ]; then cg="$cg/journey-$$"; mkdir "$cg" && echo $$ > "$cg/cgroup.procs" || cg=; fi
+timeout "$0" "$@"; rc=$?
+times > "$out"
+if [ -n "$cg" ]; then
+  if [ -f "$cg/cpuacct.usage" ]; then echo "ns $(cat "$cg/cpuacct.usage")" >> "$out"
+  else echo "us $(sed -n 's/^usage_usec //p' "$cg/cpu.stat")" >> "$out"; fi
+  echo $$ > "${cg%/*}/cgroup.procs"; rmdir "$cg" 2>/dev/null
+fi
+exit $rc"#;
+
+fn dandori(c: &Cell, name: &str, args: &[&str], timeout: Duration) -> Ran {
+    let file = |ext: &str| c.dir.join(format!("{name}.{ext}"));
+    let start = Instant::now();
+    let status = Command::new("sh")
+        .args(["-c", TIMED])
+        .arg(format!("{}s", timeout.as_secs()))
+        .arg(BIN)
+        .args(args)
+        .current_dir(&c.repo)
+        .env_clear()
+        .envs(&c.env)
+        .env("JOURNEY_TIMES", file("times"))
+        .env(
+            "JOURNEY_CGROUP",
+            std::env::var("DANDORI_JOURNEY_CGROUP").unwrap_or_default(),
+        )
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(file("out")).unwrap())
+        .stderr(std::fs::File::create(file("err")).unwrap())
+        .status()
+        .unwrap();
+    let wall = start.elapsed();
+    // `times`: the shell's user and system time, then its children's
+    // (`0m1.230000s 0m0.450000s`); then the cgroup's usage when measured.
+    let times = std::fs::read_to_string(file("times")).unwrap_or_default();
+    let seconds = |t: &str| -> f64 {
+        let (m, s) = t
+            .trim_end_matches('s')
+            .split_once('m')
+            .unwrap_or(("0", "0"));
+        m.parse::<f64>().unwrap_or(0.0) * 60.0 + s.parse::<f64>().unwrap_or(0.0)
+    };
+    let mut cpu = times
+        .lines()
+        .nth(1)
+        .map(|l| l.split_whitespace().map(seconds).sum::<f64>())
+        .map(Duration::from_secs_f64);
+    let cgroup = times.lines().find_map(|l| match l.split_once(' ')? {
+        ("ns", n) => n.trim().parse().ok().map(Duration::from_nanos),
+        ("us", n) => n.trim().parse().ok().map(Duration::from_micros),
+        _ => None,
+    });
+    if cgroup.is_some() {
+        cpu = cgroup;
+    } else if args.contains(&"bubblewrap") {
+        cpu = None;
+    }
+    Ran {
+        // 124: `timeout` ended it.
+        code: status.code().unwrap_or(-1),
+        stdout: std::fs::read_to_string(file("out")).unwrap_or_default(),
+        stderr: std::fs::read_to_string(file("err")).unwrap_or_default(),
+        wall,
+        cpu,
+    }
+}
+
+/// A cell's outcome: "ok" or what fell short, with its times.
+#[derive(Debug, Clone)]
+struct Outcome {
+    verdict: String,
+    phases: Vec<Phase>,
+}
+
+/// A timed phase: its wall time and the CPU of dandori and its children
+/// (`None`: not measurable here); a `part` of the phase before it has none.
+#[derive(Debug, Clone)]
+struct Phase {
+    name: &'static str,
+    wall: Duration,
+    cpu: Option<Duration>,
+    part: bool,
+}
+
+impl Phase {
+    fn of(name: &'static str, ran: &Ran) -> Phase {
+        Phase {
+            name,
+            wall: ran.wall,
+            cpu: ran.cpu,
+            part: false,
+        }
+    }
+}
+
+fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
+    let repo = c.repo.display().to_string();
+    let setup = dandori(
+        c,
+        "setup",
+        &["env", "setup", "--repo", &repo, "--sandbox", mech],
+        Duration::from_secs(600),
+    );
+    let mut phases = vec![Phase::of("env setup", &setup)];
+    // What setup.json measured (install and verification); the rest of the
+    // setup's time is dandori bootstrapping its tools (and analysing).
+    // setup.json: in the git directory, or `.dandori/` for older builds.
+    let recorded = [".git/dandori/environment", ".dandori/environment"]
+        .iter()
+        .find_map(|d| std::fs::read_to_string(c.repo.join(d).join("setup.json")).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["duration_ms"].as_u64());
+    if let Some(ms) = recorded {
+        phases.push(Phase {
+            name: "of which install + verify",
+            wall: Duration::from_millis(ms),
+            cpu: None,
+            part: true,
+        });
+    }
+    if setup.code != 0 {
+        let verdict = format!("env setup exit {}: {}", setup.code, setup.tail());
+        return Outcome { verdict, phases };
+    }
+    let mut args = vec!["env", "exec", "--repo", &repo, "--sandbox", mech, "--"];
+    args.extend(eco.test);
+    let tests = dandori(c, "tests", &args, Duration::from_secs(300));
+    phases.push(Phase::of("tests", &tests));
+    if tests.code != 0 {
+        let verdict = format!(
+            "`{}` exit {}: {}",
+            eco.test.join(" "),
+            tests.code,
+            tests.tail()
+        );
+        return Outcome { verdict, phases };
+    }
+    // The scripted agent's feature passes the same tests (so a plan + run that
+    // falls short does not fall short on the fixture).
+    let agent = c.dir.join("agent.py");
+    std::fs::write(&agent, ecosystems::agent_script(eco)).unwrap();
+    run_ok(&c.env, &c.repo, &["python3", &agent.display().to_string()]);
+    let feature = dandori(c, "feature", &args, Duration::from_secs(300));
+    let output = format!("{}{}", feature.stdout, feature.stderr);
+    let verdict = if feature.code != 0 || !output.contains(eco.feature_test) {
+        format!(
+            "with the agent's feature, `{}` exit {} (test `{}` ran: {}): {}",
+            eco.test.join(" "),
+            feature.code,
+            eco.feature_test,
+            output.contains(eco.feature_test),
+            feature.tail()
+        )
+    } else {
+        "ok".to_string()
+    };
+    Outcome { verdict, phases }
+}
+
+/// HEAD, branch and `git status --porcelain` of the user's checkout.
+fn checkout(c: &Cell) -> String {
+    let git = |args: &[&str]| run_ok(&c.env, &c.repo, &[&["git"], args].concat());
+    format!(
+        "{}{}{}",
+        git(&["rev-parse", "HEAD"]),
+        git(&["branch", "--show-current"]),
+        git(&["status", "--porcelain"])
+    )
+}
+
+fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
+    let agent = c.dir.join("agent.py");
+    std::fs::write(&agent, ecosystems::agent_script(eco)).unwrap();
+    let before = checkout(c);
+    let plan = dandori(
+        c,
+        "plan",
+        &["plan", "requests/mul.md", "--repo", ".", "--json"],
+        Duration::from_secs(120),
+    );
+    let mut phases = vec![Phase::of("plan", &plan)];
+    let run_dir = serde_json::from_str::<serde_json::Value>(&plan.stdout)
+        .ok()
+        .and_then(|v| v["run_dir"].as_str().map(str::to_string));
+    let Some(run_dir) = run_dir.filter(|_| plan.code == 0) else {
+        let verdict = format!("plan exit {}: {}", plan.code, plan.tail());
+        return Outcome { verdict, phases };
+    };
+    let agent_cmd = format!("python3 {} {{prompt}}", agent.display());
+    let run = dandori(
+        c,
+        "run",
+        &[
+            "run",
+            &run_dir,
+            "--sandbox",
+            mech,
+            "--executor",
+            "command",
+            "--agent-cmd",
+            &agent_cmd,
+            "--json",
+        ],
+        Duration::from_secs(600),
+    );
+    phases.push(Phase::of("run", &run));
+    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
+    let achieved = out["summary"]["goal_achieved"] == serde_json::Value::Bool(true);
+    let mut short = Vec::new();
+    if run.code != 0 || !achieved {
+        let steps: Vec<String> = out["steps"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["status"] != "done")
+            .map(|s| {
+                let reason = s["reason_code"].as_str().unwrap_or("");
+                format!(
+                    "{} {} {reason}",
+                    s["step_id"].as_str().unwrap_or("?"),
+                    s["status"]
+                )
+            })
+            .collect();
+        short.push(format!(
+            "run exit {}, goal_achieved {achieved}: {}",
+            run.code,
+            match (steps.is_empty(), out["summary"]["reason"].as_str()) {
+                (false, _) => steps.join("; "),
+                (true, Some(reason)) => reason.to_string(),
+                (true, None) => run.tail(),
+            }
+        ));
+    } else {
+        // The feature is on the run's branch.
+        let branches = run_ok(
+            &c.env,
+            &c.repo,
+            &[
+                "git",
+                "for-each-ref",
+                "--format=%(refname:short)",
+                "refs/heads/dandori/",
+            ],
+        );
+        let (file, text) = eco.landed;
+        let landed = branches.lines().any(|b| {
+            Command::new("git")
+                .args(["show", &format!("{b}:{file}")])
+                .current_dir(&c.repo)
+                .env_clear()
+                .envs(&c.env)
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains(text))
+        });
+        if !landed {
+            short.push(format!(
+                "no dandori/ branch holds `{text}` in {file} ({branches:?})"
+            ));
+        }
+    }
+    if checkout(c) != before {
+        short.push("the user's checkout changed".to_string());
+    }
+    let verdict = if short.is_empty() {
+        "ok".to_string()
+    } else {
+        short.join("; ")
+    };
+    Outcome { verdict, phases }
+}
+
+type Journey = fn(&Cell, &Ecosystem, &str) -> Outcome;
+
+/// `/proc/self` belongs to the effective user.
+fn is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// Runs `journey` over ecosystems × mechanisms on a few threads; asserts every
+/// cell says "ok" and writes the timings to `target/tmp/journeys-<name>.md`.
+#[allow(clippy::print_stderr)] // the matrix's verdicts and timings are the test's report
+fn matrix(name: &str, journey: Journey) {
+    let path = std::env::var("PATH").unwrap_or_default();
+    assert!(
+        std::env::split_paths(&path).any(|d| d.join("bwrap").is_file())
+            || test_tools().join("bubblewrap/usr/bin/bwrap").is_file(),
+        "bwrap not found: run the tests with ./scripts/test.sh, which unpacks it into target/test-tools"
+    );
+    index();
+    let only = std::env::var("DANDORI_JOURNEY_ONLY").unwrap_or_default();
+    let mut cells = Vec::new();
+    for (e, eco) in ecosystems::all().into_iter().enumerate() {
+        if !eco.name.contains(only.as_str()) {
+            continue;
+        }
+        let eco = Arc::new(eco);
+        for (m, mech) in MECHANISMS.into_iter().enumerate() {
+            // Read-only copies need root (a user cannot commit into a 0555 checkout).
+            cells.push((eco.clone(), mech, is_root() && (e + m) % 2 == 1));
+        }
+    }
+    let jobs: usize = std::env::var("DANDORI_JOURNEY_JOBS")
+        .ok()
+        .and_then(|j| j.parse().ok())
+        .unwrap_or(2);
+    let queue = Arc::new(Mutex::new(
+        cells.clone().into_iter().enumerate().collect::<Vec<_>>(),
+    ));
+    let results = Arc::new(Mutex::new(BTreeMap::new()));
+    let workers: Vec<_> = (0..jobs.max(1))
+        .map(|_| {
+            let (queue, results) = (queue.clone(), results.clone());
+            std::thread::spawn(move || {
+                loop {
+                    let Some((i, (eco, mech, readonly))) = queue.lock().unwrap().pop() else {
+                        break;
+                    };
+                    let root = tempfile::Builder::new()
+                        .prefix("journey-")
+                        .tempdir_in(cells_dir())
+                        .unwrap();
+                    let start = Instant::now();
+                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        let c = cell(root.path(), &eco, readonly);
+                        journey(&c, &eco, mech)
+                    }))
+                    .unwrap_or_else(|p| Outcome {
+                        verdict: format!(
+                            "panicked: {}",
+                            p.downcast_ref::<String>().cloned().unwrap_or_default()
+                        ),
+                        phases: Vec::new(),
+                    });
+                    let line = format!(
+                        "journey {:<28} {:<10} {:<9} {:>5.1}s {}",
+                        eco.name,
+                        mech,
+                        if readonly { "read-only" } else { "writable" },
+                        start.elapsed().as_secs_f64(),
+                        outcome.verdict
+                    );
+                    eprintln!("{line}");
+                    let keep = std::env::var("DANDORI_JOURNEY_KEEP").unwrap_or_default();
+                    if keep == "all" || (!keep.is_empty() && outcome.verdict != "ok") {
+                        eprintln!("    kept in {}", root.keep().display());
+                    }
+                    results
+                        .lock()
+                        .unwrap()
+                        .insert(i, (start.elapsed(), outcome));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let results = results.lock().unwrap();
+    let mut table = "| ecosystem | sandbox | checkout | verdict | wall | phases (wall / CPU of dandori + children) |\n\
+         |---|---|---|---|---|---|\n"
+        .to_string();
+    let (mut got, mut want) = (Vec::new(), Vec::new());
+    for (i, (eco, mech, readonly)) in cells.iter().enumerate() {
+        let (wall, outcome) = &results[&i];
+        let phases: Vec<String> = outcome
+            .phases
+            .iter()
+            .map(|p| {
+                let cpu = match (p.part, p.cpu) {
+                    (true, _) => String::new(),
+                    (false, Some(c)) => format!(" / {:.1} s", c.as_secs_f64()),
+                    (false, None) => " / n/a".to_string(),
+                };
+                format!("{} {:.1} s{cpu}", p.name, p.wall.as_secs_f64())
+            })
+            .collect();
+        table.push_str(&format!(
+            "| {} | {mech} | {} | {} | {:.1} s | {} |\n",
+            eco.name,
+            if *readonly { "read-only" } else { "writable" },
+            if outcome.verdict == "ok" {
+                "ok"
+            } else {
+                "**fails**"
+            },
+            wall.as_secs_f64(),
+            phases.join(", ")
+        ));
+        got.push(format!("{} / {mech}: {}", eco.name, outcome.verdict));
+        want.push(format!("{} / {mech}: ok", eco.name));
+    }
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("journeys-{name}.md"));
+    std::fs::write(&out, &table).unwrap();
+    eprintln!("{table}(also in {})", out.display());
+    assert_eq!(got, want);
+}
+
+#[test]
+fn journeys_env_setup_then_the_repositorys_own_tests() {
+    matrix("env-setup", setup_then_tests);
+}
+
+#[test]
+fn journeys_plan_and_run_with_an_agent_that_does_the_whole_feature_at_once() {
+    matrix("plan-run", plan_then_run);
+}
