@@ -13,6 +13,7 @@ fn budgets() -> TokenBudgets {
         reflection: u64::MAX / 4,
         task: u64::MAX / 2,
         conversation: u64::MAX / 4,
+        ..TokenBudgets::default()
     }
 }
 

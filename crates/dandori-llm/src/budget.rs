@@ -141,6 +141,7 @@ mod tests {
             reflection: 300,
             task: 2000,
             conversation: 2000,
+            ..TokenBudgets::default()
         });
         assert_eq!(ledger.admit(Phase::Planning, 400).unwrap(), 1100);
         ledger.record(Phase::Planning, usage(400, 600));

@@ -99,6 +99,7 @@ pub const TOOLCHAIN_VARS: &[&str] = &[
     "GOROOT",
     "JAVA_HOME",
     "DOTNET_ROOT",
+    "DANDORI_TOOLS_DIR",
 ];
 
 /// Files under `HOME` in which agent CLIs keep their credentials and settings:
@@ -193,7 +194,7 @@ const ROWS: &[Row] = &[
         access: "read-only",
         paths: || {
             format!(
-                "in the home: {}; for each `PATH` entry outside the system directories: the toolchain it lies in (a directory named {}), the virtual environment of its `bin` (`pyvenv.cfg`), the `node_modules` of its `.bin`, else the entry itself (never its parent); the directories the toolchain variables {} name",
+                "in the home: {}; for each `PATH` entry outside the system directories: the toolchain it lies in (a directory named {}), the virtual environment of its `bin` (`pyvenv.cfg`), the `node_modules` of its `.bin`, dandori's tool cache of its `dandori/tools/bin`, else the entry itself (never its parent); the directories the toolchain variables {} name",
                 list(HOME_TOOLCHAINS),
                 list(TOOLCHAIN_ROOTS),
                 list(TOOLCHAIN_VARS)
@@ -332,9 +333,16 @@ fn installation(dir: &Path, home: Option<&Path>) -> PathBuf {
     {
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
         let venv = name.as_deref() == Some("bin") && parent.join("pyvenv.cfg").is_file();
+        // dandori's tool cache (`…/dandori/tools/bin` links into `…/dandori/tools`).
+        let tools = name.as_deref() == Some("bin")
+            && parent.file_name().is_some_and(|n| n == "tools")
+            && parent
+                .parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "dandori");
         let node = name.as_deref() == Some(".bin")
             && parent.file_name().is_some_and(|n| n == "node_modules");
-        if venv || node {
+        if venv || node || tools {
             return parent.to_path_buf();
         }
     }

@@ -15,6 +15,7 @@ fn budgets_cap_completions_and_refuse_calls() {
         reflection: 50,
         task: 1000,
         conversation: 1000,
+        ..TokenBudgets::default()
     };
     let env = env();
     let client = Client::from_config(

@@ -262,6 +262,7 @@ fn budget_exceeded_falls_back_without_a_call() {
         reflection: 500,
         task: 10000,
         conversation: 8000,
+        ..TokenBudgets::default()
     };
     let planner = planner_with(provider(ProviderKind::Openai, &server.base_url()), &budgets);
     let o = plan_with(repo.path(), &planner).unwrap();
