@@ -65,11 +65,14 @@ pub fn bin_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     tools_dir(env).map(|d| d.join("bin"))
 }
 
-/// `env` with the tool cache's `bin` (when it exists) last on `PATH`, so a tool
+/// `env` with the tool cache's `bin` (created when missing) last on `PATH`, so a tool
 /// the user installed always wins.
 pub fn with_tools_on_path(env: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let mut env = env.clone();
-    if let Some(bin) = bin_dir(&env).filter(|b| b.is_dir()) {
+    // Created when missing: a tool bootstrapped later in the run (during the
+    // environment phase) is then on the `PATH` and in the sandbox view that
+    // the run's commands got before it existed.
+    if let Some(bin) = bin_dir(&env).filter(|b| b.is_dir() || std::fs::create_dir_all(b).is_ok()) {
         let bin = bin.display().to_string();
         let path = env.get("PATH").cloned().unwrap_or_default();
         if !path.split(':').any(|p| p == bin) {

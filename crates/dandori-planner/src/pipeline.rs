@@ -160,9 +160,12 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     let mut selected_environment = selected_environment;
     selected_environment.reason =
         gathering::localized_reason(&selected_environment, request.language);
-    // With no test files a test runner fails on an unchanged tree (pytest exits 5,
-    // "no tests collected"): `commands.unit` stays empty (docs/planner.md).
-    let unit_commands = if scan.files.iter().any(|f| f.is_test) {
+    // With no test files some test runners fail on an unchanged tree (pytest
+    // exits 5, "no tests collected"; npm's default `test` script exits 1):
+    // `commands.unit` stays empty there (docs/planner.md). cargo, go and Maven
+    // pass with no test, and Rust keeps its tests inside the source files.
+    let passes_without_tests = matches!(selected_environment.name.as_str(), "rust" | "go" | "java");
+    let unit_commands = if passes_without_tests || scan.files.iter().any(|f| f.is_test) {
         gathering::unit_test_commands(&selected_environment)
     } else {
         Vec::new()

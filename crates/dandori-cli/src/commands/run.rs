@@ -179,7 +179,9 @@ fn execute(
         executor_override: None,
         approve,
         resume,
-        base_env,
+        // Package managers dandori bootstraps during the environment phase
+        // (pnpm, yarn, uv) are on the steps' PATH, as they are for setup.
+        base_env: dandori_env::tools::with_tools_on_path(&base_env),
         environment: Some(environment),
         progress,
         dispatch,
