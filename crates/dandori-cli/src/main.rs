@@ -38,7 +38,7 @@ fn main() -> ExitCode {
             if missing {
                 output::progress(&format!(
                     "reason code: {} (pass an existing directory)",
-                    dandori_report::reason::FILE_NOT_FOUND
+                    dandori_report::reason::REPO_NOT_FOUND
                 ));
             } else if usage {
                 output::progress(&format!(

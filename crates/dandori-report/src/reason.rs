@@ -65,6 +65,8 @@ pub const AC_NOT_COVERED: &str = "AC_NOT_COVERED";
 // infrastructure
 pub const IO_ERROR: &str = "IO_ERROR";
 pub const FILE_NOT_FOUND: &str = "FILE_NOT_FOUND";
+/// A `--repo` directory that does not exist (also `locate`, the planner, MCP).
+pub const REPO_NOT_FOUND: &str = "REPO_NOT_FOUND";
 pub const USAGE_ERROR: &str = "USAGE_ERROR";
 pub const GIT_ERROR: &str = "GIT_ERROR";
 pub const PROCESS_ERROR: &str = "PROCESS_ERROR";

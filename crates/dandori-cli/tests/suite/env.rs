@@ -293,7 +293,7 @@ fn a_missing_repo_path_is_named_with_a_reason_code_by_every_command() {
         let (code, out, err) = dandori(&args, None);
         assert_eq!(code, 2, "{args:?}: {out}\n{err}");
         assert!(err.contains(&g), "{args:?}: {err}");
-        assert!(err.contains("FILE_NOT_FOUND"), "{args:?}: {err}");
+        assert!(err.contains("REPO_NOT_FOUND"), "{args:?}: {err}");
         assert!(err.contains("current directory"), "{args:?}: {err}");
         assert!(out.is_empty(), "{args:?}: {out}");
     }
