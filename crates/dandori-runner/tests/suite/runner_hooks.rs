@@ -63,7 +63,11 @@ fn two_step_plan() -> serde_json::Value {
         ],
         json!({}),
     );
+    // Each criterion has its own proof: a check proves only its own criterion.
+    plan["context"]["acceptance_criteria"][0]["check"] =
+        json!({"command": "python3 -c 'from calc import mul'"});
     plan["context"]["acceptance_criteria"][1]["check"] = json!("test_calc.TestMul.test_mul");
+    plan["context"]["acceptance_criteria"][2]["check"] = json!({"test": "test_calc.TestMul"});
     plan
 }
 

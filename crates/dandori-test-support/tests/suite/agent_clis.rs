@@ -129,7 +129,10 @@ fn codex_runs_the_command_the_fake_model_asks_for() {
         .iter()
         .find(|e| e["type"] == "turn.completed")
         .expect("turn.completed");
-    assert_eq!(done["usage"]["input_tokens"], 2400, "{done}");
+    // Realistic usage: most of the prompt is read from the cache, as real
+    // sessions report it (the fake model's 48 000 cache-read tokens a turn).
+    assert_eq!(done["usage"]["input_tokens"], 50400, "{done}");
+    assert_eq!(done["usage"]["cached_input_tokens"], 48000, "{done}");
     assert_eq!(server.remaining(), 0);
 }
 
@@ -183,7 +186,8 @@ fn gemini_cli_writes_the_file_the_fake_model_asks_for() {
         .find(|e| e["type"] == "result")
         .expect("a result event");
     assert_eq!(result["status"], "success", "{result}");
-    assert_eq!(result["stats"]["input_tokens"], 2400, "{result}");
+    assert_eq!(result["stats"]["input_tokens"], 50400, "{result}");
+    assert_eq!(result["stats"]["cached"], 48000, "{result}");
     assert!(events.iter().any(|e| e["type"] == "tool_use"), "{stdout}");
     assert_eq!(server.remaining(), 0);
 }
