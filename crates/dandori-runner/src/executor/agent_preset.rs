@@ -465,6 +465,20 @@ fn adopt_claude_session(home: &Path, workdir: &Path, session: &str) {
     }
 }
 
+/// `base` with every leaf of `ours` set (objects merged key by key).
+fn merge_json(mut base: Value, ours: &Value) -> Value {
+    match (base.as_object_mut(), ours.as_object()) {
+        (Some(b), Some(o)) => {
+            for (k, v) in o {
+                let merged = merge_json(b.remove(k).unwrap_or(Value::Null), v);
+                b.insert(k.clone(), merged);
+            }
+            base
+        }
+        _ => ours.clone(),
+    }
+}
+
 /// Progress lines of the run (the terminal, MCP progress).
 pub type Progress = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -535,17 +549,46 @@ impl AgentExecutor {
         }
         if self.info.preset == AgentPreset::Gemini {
             // Gemini CLI needs its auth type chosen (else "Invalid auth method
-            // selected"), and folder trust off (else yolo falls back to asking):
-            // system settings in the run directory, not in the user's ~/.gemini.
-            let settings = session_file(req).with_file_name("gemini-settings.json");
-            let text = json!({"security": {"auth": {"selectedType": "gemini-api-key"},
-                                           "folderTrust": {"enabled": false}}})
-            .to_string();
-            dandori_fs::write_atomic_unsynced(&settings, text)?;
-            env.insert(
-                "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(),
-                settings.to_string_lossy().into_owned(),
-            );
+            // selected"), and folder trust off (else yolo falls back to asking).
+            // Inside the sandbox: the user settings of the run's own home (the
+            // user's own, copied, with those two set). Gemini skips a system
+            // settings file that is not root's or whose directory others may
+            // write (a run directory under /tmp or /var/tmp, a umask of 0).
+            // Without a sandbox: system settings in the run directory, never
+            // the user's ~/.gemini.
+            let ours = json!({"security": {"auth": {"selectedType": "gemini-api-key"},
+                                           "folderTrust": {"enabled": false}}});
+            match self.inner.sandbox().and_then(|s| s.home_dir()) {
+                Some(home) => {
+                    let settings = home.join(".gemini/settings.json");
+                    let theirs = req
+                        .env
+                        .get("HOME")
+                        .map(|h| Path::new(h).join(".gemini/settings.json"));
+                    let base = [Some(settings.clone()), theirs]
+                        .into_iter()
+                        .flatten()
+                        .find_map(|p| {
+                            serde_json::from_str::<Value>(&std::fs::read_to_string(p).ok()?)
+                                .ok()
+                                .filter(Value::is_object)
+                        })
+                        .unwrap_or_else(|| json!({}));
+                    dandori_fs::create_dir_all(home.join(".gemini"))?;
+                    dandori_fs::write_atomic_unsynced(
+                        &settings,
+                        merge_json(base, &ours).to_string(),
+                    )?;
+                }
+                None => {
+                    let settings = session_file(req).with_file_name("gemini-settings.json");
+                    dandori_fs::write_atomic_unsynced(&settings, ours.to_string())?;
+                    env.insert(
+                        "GEMINI_CLI_SYSTEM_SETTINGS_PATH".to_string(),
+                        settings.to_string_lossy().into_owned(),
+                    );
+                }
+            }
         }
         let argv = argv(
             self.info.preset,
@@ -1016,6 +1059,17 @@ pub fn report_section(run_dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_settings_keep_the_users_and_set_ours() {
+        let users = json!({"ui": {"theme": "dark"}, "security": {"auth": {"selectedType": "oauth-personal"}, "x": 1}});
+        let ours = json!({"security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}});
+        assert_eq!(
+            merge_json(users, &ours),
+            json!({"ui": {"theme": "dark"}, "security": {"auth": {"selectedType": "gemini-api-key"}, "x": 1, "folderTrust": {"enabled": false}}})
+        );
+        assert_eq!(merge_json(json!("not an object"), &ours), ours);
+    }
 
     #[test]
     fn claude_stream_json_gives_session_tools_and_usage() {

@@ -154,6 +154,11 @@ fn gemini_cli_writes_the_file_the_fake_model_asks_for() {
         .to_string(),
     )
     .unwrap();
+    // Gemini also skips it when the file or its directory is writable by
+    // others (a umask of 0 in a CI job): modes set, not inherited.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let server = FakeAgentModel::start(
         Wire::Gemini,
         vec![
