@@ -132,9 +132,17 @@ fn escapes_fail_under_both_mechanisms_whoever_runs_dandori() {
                 "{python} -c \"import ctypes, os, sys; r = ctypes.CDLL(None).ptrace(16, os.getppid(), 0, 0); sys.exit(0 if r == 0 else 1)\""
             ),
         ];
+        // A clone under /tmp or /var/tmp puts `outside` where bubblewrap shows a
+        // private, empty temporary directory: the write lands there and is gone
+        // with the sandbox (checked below: nothing on the host), so its exit code
+        // says nothing.
+        let private_tmp = outside.starts_with("/tmp") || outside.starts_with("/var/tmp");
         for line in &hostile {
             let (code, text) = exec(&w, mode, line);
-            assert_ne!(code, 0, "[{mode}] `{line}` succeeded: {text}");
+            let write_outside = line.starts_with("echo x > ");
+            if !(write_outside && private_tmp && mode == "bubblewrap") {
+                assert_ne!(code, 0, "[{mode}] `{line}` succeeded: {text}");
+            }
             for secret in [API_KEY, SIBLING, HISTORY, "PRIVATE KEY MATERIAL"] {
                 assert!(!text.contains(secret), "[{mode}] `{line}` leaked: {text}");
             }
