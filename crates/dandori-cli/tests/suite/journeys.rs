@@ -501,12 +501,6 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
 
 type Journey = fn(&Cell, &Ecosystem, &str) -> Outcome;
 
-/// `/proc/self` belongs to the effective user.
-fn is_root() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
-}
-
 /// Runs `journey` over ecosystems × mechanisms on a few threads; asserts every
 /// cell says "ok" and writes the timings to `target/tmp/journeys-<name>.md`.
 #[allow(clippy::print_stderr)] // the matrix's verdicts and timings are the test's report
@@ -527,7 +521,11 @@ fn matrix(name: &str, journey: Journey) {
         let eco = Arc::new(eco);
         for (m, mech) in MECHANISMS.into_iter().enumerate() {
             // Read-only copies need root (a user cannot commit into a 0555 checkout).
-            cells.push((eco.clone(), mech, is_root() && (e + m) % 2 == 1));
+            cells.push((
+                eco.clone(),
+                mech,
+                super::running_as_root() && (e + m) % 2 == 1,
+            ));
         }
     }
     let jobs: usize = std::env::var("DANDORI_JOURNEY_JOBS")

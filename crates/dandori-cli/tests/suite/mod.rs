@@ -70,3 +70,9 @@ mod kill_matrix;
 // --
 mod repl;
 // --
+
+/// Whether the tests run as root (CI jobs and containers do).
+pub fn running_as_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}

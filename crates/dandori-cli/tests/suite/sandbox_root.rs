@@ -106,7 +106,7 @@ fn escapes_fail_under_both_mechanisms_whoever_runs_dandori() {
         // CAP_DAC_OVERRIDE: root's own files whatever their modes).
         let (code, text) = exec(&w, mode, "grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status");
         assert_eq!(code, 0, "[{mode}] {text}");
-        let expected = if running_as_root() {
+        let expected = if super::running_as_root() {
             "0000000000000002"
         } else {
             "0000000000000000"
@@ -498,15 +498,4 @@ fn sandbox_check_says_what_works_here_and_why_not() {
             .contains("not found"),
         "{v}"
     );
-}
-
-/// Whether the tests run as root (CI and containers do): read from the
-/// process's own status, as the sandboxed commands' are.
-fn running_as_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0")
 }

@@ -246,12 +246,7 @@ fn the_worktree_is_writable_whatever_lies_in_it() {
     std::fs::create_dir_all(w.repo.join("pkg")).unwrap();
     let ro = std::os::unix::fs::PermissionsExt::from_mode(0o555);
     std::fs::set_permissions(w.repo.join("pkg"), ro).unwrap();
-    let root = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        == Some("0");
+    let root = super::running_as_root();
     for mode in MECHANISMS {
         let (code, text) = exec(
             &w,

@@ -216,20 +216,7 @@ impl SandboxPolicy {
                 }
             }
         }
-        // dandori's own cache (its tool cache: programs later runs execute) stays
-        // read-only inside the writable caches.
-        let own: Vec<PathBuf> = extra
-            .iter()
-            .map(|c| c.join("dandori"))
-            .chain(
-                env.get("DANDORI_TOOLS_DIR")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from),
-            )
-            .collect();
-        let mut policy = SandboxPolicy::worktree(repo, &extra).with_network(true);
-        policy.read_only.extend(own);
-        policy
+        SandboxPolicy::worktree(repo, &extra).with_network(true)
     }
 
     /// Adds a read-only path (e.g. the main repository's `.git`).
