@@ -2,6 +2,7 @@
 //! seed 003 §7.2 (`event`, `timestamp`, `session_id`, `task_id`, `data`).
 //! Every event passes through the secret masker before it reaches the disk.
 
+pub mod contract_codes;
 pub mod encodings;
 pub mod events;
 pub mod mask;
