@@ -12,3 +12,6 @@ pub const PLANNING_SKIPPED: &str = "PLANNING_SKIPPED";
 /// broken file, a bad variable), recorded by `run` / `resume`; `plan` records them
 /// in `PLANNING_START.config_warnings`.
 pub const CONFIG_WARNING: &str = "CONFIG_WARNING";
+/// The model could not plan; the offline planner's whole plan was used
+/// (reason code, cause, config key).
+pub const PLANNING_FALLBACK: &str = "PLANNING_FALLBACK";
