@@ -121,7 +121,10 @@ fn untrusted_repository_cannot_widen_anything() {
         c.shell_environment_policy,
         dandori_config::ShellEnvironmentPolicy::default()
     );
-    assert_eq!(c.llm.budgets.task, 10000);
+    assert_eq!(
+        c.llm.budgets.task,
+        dandori_config::TokenBudgets::default().task
+    );
     let mut keys = ignored_keys(&loaded);
     keys.sort();
     assert_eq!(
@@ -387,7 +390,10 @@ fn each_key_class_only_narrows() {
             ],
             check: |c| {
                 assert_eq!(c.runner.max_parallel_workers, 3);
-                assert_eq!(c.llm.budgets.task, 10000);
+                assert_eq!(
+                    c.llm.budgets.task,
+                    dandori_config::TokenBudgets::default().task
+                );
                 assert_eq!(c.llm.budgets.planning, 100);
                 assert_eq!(c.planning.execution.action_timeout, 10);
                 assert_eq!(c.planning.execution.total_timeout, 3600);
