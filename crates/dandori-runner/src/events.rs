@@ -19,6 +19,10 @@ pub const SECRET_DETECTED: &str = "SECRET_DETECTED";
 pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const STEP_END: &str = "STEP_END";
 pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
+/// A plan revision the runner made itself (seed 004 §2 replan triggers,
+/// `crate::replan`): `step_id`, `trigger`, `revision`, `max_revisions`,
+/// `failures`, and the seed 000 `plan_revision` (`reason`, `changes`).
+pub const PLAN_REVISION: &str = "PLAN_REVISION";
 pub const REFLECTION: &str = "REFLECTION";
 pub const COVERAGE_EVALUATION: &str = "COVERAGE_EVALUATION";
 pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";

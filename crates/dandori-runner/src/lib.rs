@@ -25,6 +25,7 @@ pub mod process;
 pub mod prompt;
 pub mod reason;
 pub mod reflection;
+pub mod replan;
 pub mod report;
 pub mod step;
 pub mod worktree;

@@ -626,116 +626,140 @@ impl Worker<'_, '_> {
         let mut round: u64 = 0;
         let mut parts: u32 = 1;
         let mut commits: Vec<String>;
-        'rounds: loop {
-            commits = Vec::new();
-            let this_round = parts;
-            for part in 1..=this_round {
-                let feedback = (parts > 1).then(|| Feedback::SplitPart {
-                    part,
-                    parts,
-                    previous_lines: self.report.diff_lines,
-                    limit: self.limit(),
-                });
-                if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
-                    return Ok(r);
-                }
-                let (lines, files, patch) = self.pool.stage(&self.git)?;
-                if let Some(r) = self.check_forbidden(&files) {
-                    return Ok(r);
-                }
-                if let Some(r) = self.check_secrets(&patch, &base)? {
-                    return Ok(r);
-                }
-                let out_of_scope = out_of_scope_lines(&patch, &self.step.scope.target_paths);
-                self.staged_patch = (parts == 1).then_some(patch);
-                if let Some(r) = self.check_changed(&files) {
-                    if files.is_empty() && parts == 1 {
-                        match self.already_satisfied()? {
-                            Ok(why) => return self.commit_satisfied(&why),
-                            Err(why) => {
-                                if let StepResult::Failed { message, .. } = &r {
-                                    return Ok(StepResult::Failed {
-                                        reason_code: reason::STEP_NO_CHANGE,
-                                        message: format!("{message}; not already satisfied: {why}"),
-                                    });
+        let mut replan: Option<Feedback> = None;
+        'replans: loop {
+            'rounds: loop {
+                commits = Vec::new();
+                let this_round = parts;
+                for part in 1..=this_round {
+                    let feedback = if parts > 1 {
+                        Some(Feedback::SplitPart {
+                            part,
+                            parts,
+                            previous_lines: self.report.diff_lines,
+                            limit: self.limit(),
+                        })
+                    } else {
+                        replan.take()
+                    };
+                    if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
+                        return Ok(r);
+                    }
+                    let (lines, files, patch) = self.pool.stage(&self.git)?;
+                    if let Some(r) = self.check_forbidden(&files) {
+                        return Ok(r);
+                    }
+                    if let Some(r) = self.check_secrets(&patch, &base)? {
+                        return Ok(r);
+                    }
+                    let out_of_scope = out_of_scope_lines(&patch, &self.step.scope.target_paths);
+                    self.staged_patch = (parts == 1).then_some(patch);
+                    if let Some(r) = self.check_changed(&files) {
+                        if files.is_empty() && parts == 1 {
+                            match self.already_satisfied()? {
+                                Ok(why) => return self.commit_satisfied(&why),
+                                Err(why) => {
+                                    if let StepResult::Failed { message, .. } = &r {
+                                        return Ok(StepResult::Failed {
+                                            reason_code: reason::STEP_NO_CHANGE,
+                                            message: format!(
+                                                "{message}; not already satisfied: {why}"
+                                            ),
+                                        });
+                                    }
                                 }
                             }
                         }
+                        return Ok(r);
                     }
-                    return Ok(r);
-                }
-                if let Some(r) = self.scope_budget(out_of_scope) {
-                    return Ok(r);
-                }
-                if lines > self.limit() {
-                    self.git.reset_hard(&base)?;
-                    self.pool.was_reset(&base);
-                    self.report.diff_lines = lines;
-                    let revisions_left =
-                        self.cx.revisions.load(Ordering::SeqCst) < self.cx.max_revisions;
-                    let can_split = round < max_retries && revisions_left && parts == 1;
-                    self.emit(
-                        events::STEP_TOO_LARGE,
-                        json!({"step_id": self.step_id(), "diff_lines": lines,
+                    if let Some(r) = self.scope_budget(out_of_scope) {
+                        return Ok(r);
+                    }
+                    if lines > self.limit() {
+                        self.git.reset_hard(&base)?;
+                        self.pool.was_reset(&base);
+                        self.report.diff_lines = lines;
+                        let revisions_left =
+                            self.cx.revisions.load(Ordering::SeqCst) < self.cx.max_revisions;
+                        let can_split = round < max_retries && revisions_left && parts == 1;
+                        self.emit(
+                            events::STEP_TOO_LARGE,
+                            json!({"step_id": self.step_id(), "diff_lines": lines,
                                "max_diff_lines": self.limit(), "part": part, "parts": parts,
                                "split": can_split, "files": files}),
-                    );
-                    let msg = format!(
-                        "diff of {lines} lines exceeds scope.max_diff_lines {}{}",
-                        self.limit(),
-                        if parts > 1 {
-                            format!(" (part {part} of {parts})")
-                        } else {
-                            String::new()
+                        );
+                        let msg = format!(
+                            "diff of {lines} lines exceeds scope.max_diff_lines {}{}",
+                            self.limit(),
+                            if parts > 1 {
+                                format!(" (part {part} of {parts})")
+                            } else {
+                                String::new()
+                            }
+                        );
+                        self.reflect(
+                            Trigger::Unexpected,
+                            ReflectionStatus::Failure,
+                            &msg,
+                            vec![format!("{}: {msg}", reason::STEP_TOO_LARGE)],
+                            can_split,
+                        );
+                        if can_split {
+                            round += 1;
+                            self.cx.revisions.fetch_add(1, Ordering::SeqCst);
+                            parts = split_parts(lines, self.limit());
+                            self.report.splits += 1;
+                            self.report.notes.push(format!(
+                                "split into {parts} parts after a {lines}-line diff (limit {})",
+                                self.limit()
+                            ));
+                            continue 'rounds;
                         }
-                    );
-                    self.reflect(
-                        Trigger::Unexpected,
-                        ReflectionStatus::Failure,
-                        &msg,
-                        vec![format!("{}: {msg}", reason::STEP_TOO_LARGE)],
-                        can_split,
-                    );
-                    if can_split {
-                        round += 1;
-                        self.cx.revisions.fetch_add(1, Ordering::SeqCst);
-                        parts = split_parts(lines, self.limit());
-                        self.report.splits += 1;
+                        let why = if !revisions_left {
+                            "planning.revision.max_revisions reached"
+                        } else if parts > 1 {
+                            "a part of the split step is still too large"
+                        } else {
+                            "gates.max_step_too_large_retries exhausted"
+                        };
                         self.report.notes.push(format!(
-                            "split into {parts} parts after a {lines}-line diff (limit {})",
-                            self.limit()
+                            "split {} into smaller steps and plan again",
+                            self.step_id()
                         ));
-                        continue 'rounds;
+                        return Ok(StepResult::Failed {
+                            reason_code: reason::STEP_TOO_LARGE,
+                            message: format!("{msg}; {why}"),
+                        });
                     }
-                    let why = if !revisions_left {
-                        "planning.revision.max_revisions reached"
-                    } else if parts > 1 {
-                        "a part of the split step is still too large"
-                    } else {
-                        "gates.max_step_too_large_retries exhausted"
-                    };
-                    self.report.notes.push(format!(
-                        "split {} into smaller steps and plan again",
-                        self.step_id()
-                    ));
-                    return Ok(StepResult::Failed {
-                        reason_code: reason::STEP_TOO_LARGE,
-                        message: format!("{msg}; {why}"),
-                    });
+                    self.report.diff_lines = lines;
+                    self.warn_files(&files);
+                    self.report.files_changed = files;
+                    if part < parts {
+                        self.staged_patch = None;
+                        let message = self.message(Some((part, parts)));
+                        commits.push(self.commit(&message, true)?);
+                    }
                 }
-                self.report.diff_lines = lines;
-                self.warn_files(&files);
-                self.report.files_changed = files;
-                if part < parts {
-                    self.staged_patch = None;
-                    let message = self.message(Some((part, parts)));
-                    commits.push(self.commit(&message, true)?);
-                }
+                break;
             }
-            break;
-        }
-        if let Some(r) = self.unit_and_autofix(parts, &base)? {
-            return Ok(r);
+            match self.unit_and_autofix(parts, &base)? {
+                None => break 'replans,
+                Some(StepResult::Failed {
+                    reason_code: reason::UNIT_TEST_FAILED,
+                    message,
+                }) if parts == 1 => match self.replan(&base)? {
+                    Some(feedback) => {
+                        replan = Some(feedback);
+                        continue 'replans;
+                    }
+                    None => return Ok(self.unit_test_failed(reason::UNIT_TEST_FAILED, message)),
+                },
+                Some(StepResult::Failed {
+                    reason_code: code @ (reason::UNIT_TEST_FAILED | reason::UNIT_TEST_TIMEOUT),
+                    message,
+                }) => return Ok(self.unit_test_failed(code, message)),
+                Some(r) => return Ok(r),
+            }
         }
         if self.git.detached_head().as_deref() != Some(base.as_str()) {
             // Something committed in the worktree: the patch is base..HEAD, taken below.
@@ -754,6 +778,87 @@ impl Worker<'_, '_> {
         // The patch of a committed change can be made again from the commit.
         dandori_fs::write_atomic_unsynced(self.cx.paths.patch(self.step_id()), patch)?;
         Ok(StepResult::Committed { commits })
+    }
+
+    /// The step ends on failing unit commands: what to do next, by hand.
+    fn unit_test_failed(&mut self, reason_code: &'static str, message: String) -> StepResult {
+        self.report.notes.push(format!(
+            "fix the failing unit commands of {} by hand ({}), then `dandori resume`",
+            self.step_id(),
+            self.step_commands().join("; ")
+        ));
+        StepResult::Failed {
+            reason_code,
+            message,
+        }
+    }
+
+    /// Seed 004 §2 (`crate::replan`): on compound test failures, with a plan
+    /// revision left, the step's work is reset to its base and the step is done
+    /// again from a new design. Returns the feedback of that attempt, or None
+    /// (not compound, or no revision left: the step fails as it is).
+    fn replan(&mut self, base: &str) -> Result<Option<Feedback>, RunnerError> {
+        let Some(failures) =
+            crate::replan::compound_failures(&self.report.test_runs, self.cx.baseline)
+        else {
+            return Ok(None);
+        };
+        let used = self.cx.revisions.load(Ordering::SeqCst);
+        if used >= self.cx.max_revisions {
+            self.report.notes.push(format!(
+                "{} failed by several tests ({}) after every fix attempt; no replan: planning.revision.max_revisions ({}) reached",
+                self.step_id(),
+                failures.join(", "),
+                self.cx.max_revisions
+            ));
+            return Ok(None);
+        }
+        let revision = self.cx.revisions.fetch_add(1, Ordering::SeqCst) + 1;
+        let output: String = self
+            .report
+            .test_runs
+            .iter()
+            .filter(|r| !r.passed())
+            .map(|r| format!("$ {}\n{}", r.command, r.log))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let reason = format!(
+            "compound test failures after {} fix attempt(s): {}",
+            self.report.autofix_cycles,
+            failures.join(", ")
+        );
+        self.reflect(
+            Trigger::Error,
+            ReflectionStatus::Failure,
+            &reason,
+            failures.clone(),
+            true,
+        );
+        self.emit(
+            events::PLAN_REVISION,
+            json!({"step_id": self.step_id(), "trigger": crate::replan::COMPOUND_TEST_FAILURE,
+                   "revision": revision, "max_revisions": self.cx.max_revisions,
+                   "failures": failures,
+                   "plan_revision": {
+                       "reason": reason,
+                       "changes": [format!("{}: its work is reset to the step's base commit and redone from a new design", self.step_id())],
+                   }}),
+        );
+        self.report.notes.push(format!(
+            "replanned after compound test failures (plan revision {revision} of {})",
+            self.cx.max_revisions
+        ));
+        self.git.reset_hard(base)?;
+        self.pool.was_reset(base);
+        self.report.diff_lines = 0;
+        self.report.files_changed.clear();
+        self.report.unit_passed = None;
+        Ok(Some(Feedback::Replan {
+            revision,
+            max_revisions: self.cx.max_revisions,
+            failures,
+            output: tail(&output, 3000),
+        }))
     }
 
     /// Runs the executor once; `Some` when the step ends here.
@@ -810,6 +915,8 @@ impl Worker<'_, '_> {
             heartbeat: progress
                 .is_some()
                 .then_some(&heartbeat as &crate::process::Heartbeat<'_>),
+            suggested_tools: self.step.suggested_tools.as_deref().unwrap_or_default(),
+            suggested_persona: self.step.suggested_persona.as_deref(),
         })?;
         if let Some(r) = self.git_tampered("the agent")? {
             return Ok(Some(r));
@@ -1337,6 +1444,8 @@ impl Worker<'_, '_> {
             }));
         }
         let max_cycles = self.cx.planning.limits.max_autofix_cycles;
+        // A replanned step gets its own fix cycles.
+        let cycles_before = self.report.autofix_cycles;
         let mut last_failure: Option<(String, String)> = None;
         // A unit command may touch the index itself; the patch is taken afresh.
         self.staged_patch = None;
@@ -1384,18 +1493,13 @@ impl Worker<'_, '_> {
                 }));
             }
             last_failure = Some((tree, output.clone()));
-            if self.report.autofix_cycles >= max_cycles {
+            if self.report.autofix_cycles - cycles_before >= max_cycles {
                 if !self.cx.planning.gates.require_unit_pass {
                     self.report
                         .notes
                         .push("unit commands fail; gates.require_unit_pass is false".to_string());
                     return Ok(None);
                 }
-                self.report.notes.push(format!(
-                    "fix the failing unit commands of {} by hand ({}), then `dandori resume`",
-                    self.step_id(),
-                    commands.join("; ")
-                ));
                 return Ok(Some(StepResult::Failed {
                     reason_code: if timed_out {
                         reason::UNIT_TEST_TIMEOUT
@@ -1760,6 +1864,7 @@ fn feedback_kind(f: &Feedback) -> Value {
     match f {
         Feedback::UnitFailure { cycle, .. } => json!({"autofix_cycle": cycle}),
         Feedback::SplitPart { part, parts, .. } => json!({"split_part": part, "parts": parts}),
+        Feedback::Replan { revision, .. } => json!({"replan": revision}),
     }
 }
 

@@ -45,6 +45,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod seed_rows;
+// --
 mod run_env;
 // --
 mod sandbox;

@@ -175,7 +175,13 @@ pub fn prompt_tokens(
     )
 }
 
-pub async fn run(client: &Client, inputs: &EngineInputs<'_>) -> Result<EngineOutput, LlmError> {
+/// `size_client` answers the size estimation (seed 003 §8.1
+/// `size_estimation.llm_model`), `client` the planning.
+pub async fn run(
+    client: &Client,
+    size_client: &Client,
+    inputs: &EngineInputs<'_>,
+) -> Result<EngineOutput, LlmError> {
     let mut calls = Vec::new();
 
     // Seed 003 §3.4.
@@ -201,7 +207,7 @@ pub async fn run(client: &Client, inputs: &EngineInputs<'_>) -> Result<EngineOut
     };
     let size = match tokio::time::timeout(
         inputs.size_timeout,
-        chat_structured(client, &size_req, &|_| Vec::new()),
+        chat_structured(size_client, &size_req, &|_| Vec::new()),
     )
     .await
     {

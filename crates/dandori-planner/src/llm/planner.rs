@@ -60,6 +60,9 @@ struct CachedPlan {
 
 pub struct LlmPlanner {
     client: Client,
+    /// Seed 003 §8.1 `size_estimation.llm_model` when it names another provider
+    /// or model than the planning one ([`LlmPlanner::with_size_model`]).
+    size_client: Option<Client>,
     budgets: TokenBudgets,
     events: Mutex<Vec<(String, Value)>>,
 }
@@ -85,6 +88,7 @@ impl LlmPlanner {
             })?;
         Ok(LlmPlanner {
             client,
+            size_client: None,
             budgets: budgets.clone(),
             events: Mutex::new(Vec::new()),
         })
@@ -93,8 +97,40 @@ impl LlmPlanner {
     /// For an agent CLI provider: the sandbox, environment and command policy of
     /// the loaded configuration (see `dandori_llm::agent_cli`).
     pub fn with_agent_runtime(mut self, runtime: dandori_llm::AgentRuntime) -> LlmPlanner {
-        self.client = self.client.with_agent_runtime(runtime);
+        self.client = self.client.with_agent_runtime(runtime.clone());
+        self.size_client = self.size_client.map(|c| c.with_agent_runtime(runtime));
         self
+    }
+
+    /// Seed 003 §8.1 `size_estimation.llm_model`: the size estimation call goes
+    /// to the provider of that name in `llm.providers`, or else to the planning
+    /// provider with that model. `cheap` (the seed's default) and an empty value
+    /// keep the planning provider and model.
+    pub fn with_size_model(
+        mut self,
+        llm_model: &str,
+        llm: &dandori_config::LlmConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<LlmPlanner, PlannerError> {
+        let wanted = llm_model.trim();
+        let provider = match llm.providers.iter().find(|p| p.name == wanted) {
+            Some(p) => p.clone(),
+            None if wanted.is_empty() || wanted == "cheap" => return Ok(self),
+            None => ProviderConfig {
+                model: wanted.to_string(),
+                ..self.client.config().clone()
+            },
+        };
+        if &provider == self.client.config() {
+            return Ok(self);
+        }
+        let client = Client::from_config(&provider, &self.budgets, env).map_err(|e| {
+            PlannerError::Provider {
+                message: format!("task-planning.json size_estimation.llm_model `{wanted}`: {e}"),
+            }
+        })?;
+        self.size_client = Some(client);
+        Ok(self)
     }
 
     pub fn client(&self) -> &Client {
@@ -135,8 +171,13 @@ impl LlmPlanner {
             .take(8)
             .map(|b| format!("{b:02x}"))
             .collect();
+        let size = self
+            .size_client
+            .as_ref()
+            .map(|s| format!("|size:{}/{}", s.config().name, s.config().model))
+            .unwrap_or_default();
         format!(
-            "{:?}|{}|{}|{}|{:?}|{:?}|{}|{}",
+            "{:?}|{}|{}{size}|{}|{:?}|{:?}|{}|{}",
             c.kind,
             c.base_url,
             c.model,
@@ -256,7 +297,8 @@ impl LlmPlanner {
             fallback_category: &ctx.task_planning.size_estimation.fallback_category,
             validate: &validate,
         };
-        let result = engine::block_on(engine::run(&self.client, &inputs))
+        let size_client = self.size_client.as_ref().unwrap_or(&self.client);
+        let result = engine::block_on(engine::run(&self.client, size_client, &inputs))
             .map_err(|e| self.fail(format!("cannot start the model call: {e}")))?;
         let out = match result {
             Ok(out) => out,
@@ -266,11 +308,16 @@ impl LlmPlanner {
             }
         };
         for call in &out.calls {
+            let provider = if call.purpose == "size_estimation" {
+                size_client.config()
+            } else {
+                self.client.config()
+            };
             self.emit(
                 events::LLM_CALL,
-                json!({"purpose": call.purpose, "provider": self.client.config().name,
-                    "provider_kind": self.client.config().kind,
-                    "model": call.model, "request_model": self.client.config().model,
+                json!({"purpose": call.purpose, "provider": provider.name,
+                    "provider_kind": provider.kind,
+                    "model": call.model, "request_model": provider.model,
                     "usage": call.usage, "attempts": call.attempts,
                     "retries": call.retries, "streamed": call.streamed,
                     "started_at": call.started_at, "duration_ms": call.duration_ms, "ok": true}),
@@ -500,7 +547,18 @@ fn to_draft(
     let subtasks: Vec<DraftSubtask> = decomposition
         .subtasks
         .iter()
-        .map(|s| subtask(ctx, s))
+        .map(|s| {
+            let mut d = subtask(ctx, s);
+            // Seed 000 §2.3: the model's own actions for this subtask, as given.
+            d.actions = response
+                .action_plan
+                .iter()
+                .flat_map(|p| p.actions.iter())
+                .filter(|a| a.get("task_id").and_then(Value::as_str) == Some(s.id.as_str()))
+                .cloned()
+                .collect();
+            d
+        })
         .collect();
     let mut constraints = goal.constraints.clone();
     for c in &base.constraints {
@@ -615,5 +673,6 @@ fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
         suggested_tools: s.suggested_tools.clone(),
         suggested_persona: s.suggested_persona.clone().filter(|p| !p.trim().is_empty()),
         test_first: false,
+        actions: Vec::new(),
     }
 }

@@ -36,6 +36,11 @@ pub struct ExecRequest<'a> {
     /// Progress while an agent command runs (every [`crate::process::HEARTBEAT`]:
     /// elapsed time and its last output line, masked).
     pub heartbeat: Option<&'a crate::process::Heartbeat<'a>>,
+    /// The step's seed 001 §10.3 `suggested_tools` (empty when the plan names
+    /// none): the LLM executor offers them first and names them to the model.
+    pub suggested_tools: &'a [String],
+    /// The step's seed 001 §10.3 `suggested_persona`: the LLM executor's role.
+    pub suggested_persona: Option<&'a str>,
 }
 
 /// Tokens spent by a model-backed executor.
