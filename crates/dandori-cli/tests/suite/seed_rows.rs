@@ -566,16 +566,18 @@ fn compound_test_failures_replan_the_step_as_a_revision() {
             .cloned()
             .unwrap_or_else(|| panic!("no {name} in {metrics:#}"))
     };
-    for (name, target) in [
-        ("goal_understanding_time", "<5"),
-        ("task_decomposition_time", "<10"),
-        ("action_plan_time", "<5"),
+    // Checked, not timed here: `met` says whether the recorded value is under the
+    // target, whatever this machine's speed.
+    for (name, target, limit) in [
+        ("goal_understanding_time", "<5", 5.0),
+        ("task_decomposition_time", "<10", 10.0),
+        ("action_plan_time", "<5", 5.0),
     ] {
         let m = measure(name);
         assert_eq!(m["section"], "13.4");
         assert_eq!(m["target"], target, "{m}");
         assert_eq!(m["denominator"], 1.0, "{m}");
-        assert_eq!(m["met"], true, "{m}");
+        assert_eq!(m["met"], m["value"].as_f64().unwrap() < limit, "{m}");
     }
     let sized: Vec<Value> = [
         "task_time_simple",
@@ -614,4 +616,177 @@ fn without_a_revision_left_compound_failures_end_unit_test_failed() {
     );
     let report = std::fs::read_to_string(Path::new(&run_dir).join("report.md")).unwrap();
     assert!(report.contains("max_revisions (0) reached"), "{report}");
+}
+
+/// examples/todo-api without its packaging (no install during setup), with a
+/// request naming a module that does not exist yet; `pytest.py` stands in for
+/// pytest (unittest discovery), as in `calc_project`.
+fn todo_storage_project() -> TempGitRepo {
+    let repo = super::plan_llm::todo_api();
+    std::fs::remove_file(repo.path().join("pyproject.toml")).unwrap();
+    repo.write("pytest.py", &calc_project().read("pytest.py"));
+    repo.write(
+        "requests/RQ-010.md",
+        "---\nid: RQ-010\ntitle: Persist tasks to disk\n---\n# Persist tasks to disk\n\nTasks are lost when the server restarts.\n\n## Requirements\n\n- Save and load the tasks as JSON in `todo/storage.py`\n- `TaskStore` uses it to keep tasks across restarts\n- Add tests for the storage\n\n## Acceptance criteria\n\n- Given a saved task, when the store is reloaded, then the task is still there\n- Given no file yet, when the store loads, then it starts empty\n- Given a corrupt file, when the store loads, then it raises a clear error\n",
+    );
+    repo.commit_all("storage request");
+    repo
+}
+
+/// The scripted agent of the new-file test: the step targeting the new module
+/// writes it; the other makes the store use it, with the criteria's tests.
+const STORAGE_AGENT: &str = r#"#!/bin/sh
+if grep -q "change only: todo/storage.py" "$2"; then
+cat > todo/storage.py <<'EOF'
+"""Tasks saved to and loaded from a JSON file."""
+
+import json
+import os
+from typing import List
+
+from todo.models import Task
+
+
+class StorageError(ValueError):
+    """The storage file cannot be read as tasks."""
+
+
+def save_tasks(path: str, tasks: List[Task]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump([{"id": t.id, "title": t.title, "done": t.done} for t in tasks], f)
+
+
+def load_tasks(path: str) -> List[Task]:
+    if not os.path.exists(path):
+        return []
+    try:
+        with open(path, encoding="utf-8") as f:
+            rows = json.load(f)
+        return [Task(id=r["id"], title=r["title"], done=r["done"]) for r in rows]
+    except (ValueError, KeyError, TypeError) as e:
+        raise StorageError(f"{path}: not a task file ({e})") from None
+EOF
+else
+python3 - <<'EOF'
+p = "todo/store.py"
+s = open(p).read()
+s = s.replace("from todo.models import Task\n", "from todo.models import Task\nfrom todo import storage\n")
+s = s.replace('''    def __init__(self) -> None:
+        self._tasks: Dict[int, Task] = {}
+        self._next_id = 1
+''', '''    def __init__(self, path: Optional[str] = None) -> None:
+        self._tasks: Dict[int, Task] = {}
+        self._next_id = 1
+        self._path = path
+        if path:
+            for t in storage.load_tasks(path):
+                self._tasks[t.id] = t
+                self._next_id = max(self._next_id, t.id + 1)
+
+    def save(self) -> None:
+        if self._path:
+            storage.save_tasks(self._path, self.list())
+''')
+open(p, "w").write(s)
+EOF
+cat > tests/test_persistence.py <<'EOF'
+import os
+import tempfile
+import unittest
+
+from todo.storage import StorageError
+from todo.store import TaskStore
+
+
+class PersistenceTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "tasks.json")
+
+    def test_ac01_saved_task_survives_reload(self) -> None:
+        s = TaskStore(self.path)
+        s.add("ship")
+        s.save()
+        self.assertEqual([t.title for t in TaskStore(self.path).list()], ["ship"])
+
+    def test_ac02_no_file_starts_empty(self) -> None:
+        self.assertEqual(TaskStore(self.path).list(), [])
+
+    def test_ac03_corrupt_file_raises(self) -> None:
+        with open(self.path, "w") as f:
+            f.write("{nope")
+        with self.assertRaises(StorageError):
+            TaskStore(self.path)
+EOF
+fi
+"#;
+
+#[test]
+fn a_new_file_the_request_names_is_targeted_and_its_users_wait_for_it() {
+    let repo = todo_storage_project();
+    let home = tempfile::tempdir().unwrap();
+    let out = ok_json(&dandori(
+        &["plan", "requests/RQ-010.md", "--json"],
+        repo.path(),
+        home.path(),
+        &[],
+    ));
+    let run_dir = out["run_dir"].as_str().unwrap().to_string();
+    let planning = read_json(&Path::new(&run_dir).join("planning.json"));
+    let steps = planning["steps"].as_array().unwrap();
+    let creator = steps
+        .iter()
+        .find(|s| s["title"].as_str().unwrap().contains("todo/storage.py"))
+        .unwrap_or_else(|| panic!("{steps:#?}"));
+    // The file that does not exist yet, not README.md or a retrieval guess.
+    assert_eq!(creator["scope"]["target_paths"], json!(["todo/storage.py"]));
+    let user = steps
+        .iter()
+        .find(|s| s["title"].as_str().unwrap().contains("uses it"))
+        .unwrap_or_else(|| panic!("{steps:#?}"));
+    // A data dependency on the new file (seed 003 §5), and no logical edge.
+    let edges: Vec<(Value, Value, Value)> = planning["dependency_graph"]["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from"].clone(), e["to"].clone(), e["type"].clone()))
+        .collect();
+    assert!(
+        edges.contains(&(
+            creator["step_id"].clone(),
+            user["step_id"].clone(),
+            json!("data")
+        )),
+        "{edges:?}"
+    );
+    assert!(!edges.iter().any(|e| e.2 == "logical"), "{edges:?}");
+
+    let agent = home.path().join("agent.sh");
+    std::fs::write(&agent, STORAGE_AGENT).unwrap();
+    let agent_cmd = format!("sh {} {{step_id}} {{prompt_file}}", agent.display());
+    let summary = ok_json(&dandori(
+        &[
+            "run",
+            &run_dir,
+            "--executor",
+            "command",
+            "--agent-cmd",
+            &agent_cmd,
+            "--json",
+            "--sandbox",
+            "off",
+        ],
+        repo.path(),
+        home.path(),
+        &[],
+    ));
+    assert_eq!(summary["status"], "completed", "{summary:#}");
+    assert!(
+        summary["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["status"] == "done"),
+        "{summary:#}"
+    );
 }
