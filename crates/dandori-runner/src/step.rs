@@ -284,6 +284,8 @@ struct Worker<'c, 'a> {
     staged_patch: Option<String>,
     /// The step's last commit.
     head: Option<String>,
+    /// The output of the unit commands' last failing run (a replan shows it).
+    last_unit_failure: String,
 }
 
 /// Where a step starts: the commits it builds on, oldest dependency first, each
@@ -430,6 +432,7 @@ fn run_step_at<'a>(
             },
             base,
         ),
+        last_unit_failure: String::new(),
     };
     let result = match w.run() {
         Ok(r) => r,
@@ -627,130 +630,126 @@ impl Worker<'_, '_> {
         let mut parts: u32 = 1;
         let mut commits: Vec<String>;
         let mut replan: Option<Feedback> = None;
-        'replans: loop {
-            'rounds: loop {
-                commits = Vec::new();
-                let this_round = parts;
-                for part in 1..=this_round {
-                    let feedback = if parts > 1 {
-                        Some(Feedback::SplitPart {
-                            part,
-                            parts,
-                            previous_lines: self.report.diff_lines,
-                            limit: self.limit(),
-                        })
-                    } else {
-                        replan.take()
-                    };
-                    if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
-                        return Ok(r);
-                    }
-                    let (lines, files, patch) = self.pool.stage(&self.git)?;
-                    if let Some(r) = self.check_forbidden(&files) {
-                        return Ok(r);
-                    }
-                    if let Some(r) = self.check_secrets(&patch, &base)? {
-                        return Ok(r);
-                    }
-                    let out_of_scope = out_of_scope_lines(&patch, &self.step.scope.target_paths);
-                    self.staged_patch = (parts == 1).then_some(patch);
-                    if let Some(r) = self.check_changed(&files) {
-                        if files.is_empty() && parts == 1 {
-                            match self.already_satisfied()? {
-                                Ok(why) => return self.commit_satisfied(&why),
-                                Err(why) => {
-                                    if let StepResult::Failed { message, .. } = &r {
-                                        return Ok(StepResult::Failed {
-                                            reason_code: reason::STEP_NO_CHANGE,
-                                            message: format!(
-                                                "{message}; not already satisfied: {why}"
-                                            ),
-                                        });
-                                    }
+        'rounds: loop {
+            commits = Vec::new();
+            let this_round = parts;
+            for part in 1..=this_round {
+                let feedback = if parts > 1 {
+                    Some(Feedback::SplitPart {
+                        part,
+                        parts,
+                        previous_lines: self.report.diff_lines,
+                        limit: self.limit(),
+                    })
+                } else {
+                    replan.take()
+                };
+                if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
+                    return Ok(r);
+                }
+                let (lines, files, patch) = self.pool.stage(&self.git)?;
+                if let Some(r) = self.check_forbidden(&files) {
+                    return Ok(r);
+                }
+                if let Some(r) = self.check_secrets(&patch, &base)? {
+                    return Ok(r);
+                }
+                let out_of_scope = out_of_scope_lines(&patch, &self.step.scope.target_paths);
+                self.staged_patch = (parts == 1).then_some(patch);
+                if let Some(r) = self.check_changed(&files) {
+                    if files.is_empty() && parts == 1 {
+                        match self.already_satisfied()? {
+                            Ok(why) => return self.commit_satisfied(&why),
+                            Err(why) => {
+                                if let StepResult::Failed { message, .. } = &r {
+                                    return Ok(StepResult::Failed {
+                                        reason_code: reason::STEP_NO_CHANGE,
+                                        message: format!("{message}; not already satisfied: {why}"),
+                                    });
                                 }
                             }
                         }
-                        return Ok(r);
                     }
-                    if let Some(r) = self.scope_budget(out_of_scope) {
-                        return Ok(r);
-                    }
-                    if lines > self.limit() {
-                        self.git.reset_hard(&base)?;
-                        self.pool.was_reset(&base);
-                        self.report.diff_lines = lines;
-                        let revisions_left =
-                            self.cx.revisions.load(Ordering::SeqCst) < self.cx.max_revisions;
-                        let can_split = round < max_retries && revisions_left && parts == 1;
-                        self.emit(
-                            events::STEP_TOO_LARGE,
-                            json!({"step_id": self.step_id(), "diff_lines": lines,
+                    return Ok(r);
+                }
+                if let Some(r) = self.scope_budget(out_of_scope) {
+                    return Ok(r);
+                }
+                if lines > self.limit() {
+                    self.git.reset_hard(&base)?;
+                    self.pool.was_reset(&base);
+                    self.report.diff_lines = lines;
+                    let revisions_left =
+                        self.cx.revisions.load(Ordering::SeqCst) < self.cx.max_revisions;
+                    let can_split = round < max_retries && revisions_left && parts == 1;
+                    self.emit(
+                        events::STEP_TOO_LARGE,
+                        json!({"step_id": self.step_id(), "diff_lines": lines,
                                "max_diff_lines": self.limit(), "part": part, "parts": parts,
                                "split": can_split, "files": files}),
-                        );
-                        let msg = format!(
-                            "diff of {lines} lines exceeds scope.max_diff_lines {}{}",
-                            self.limit(),
-                            if parts > 1 {
-                                format!(" (part {part} of {parts})")
-                            } else {
-                                String::new()
-                            }
-                        );
-                        self.reflect(
-                            Trigger::Unexpected,
-                            ReflectionStatus::Failure,
-                            &msg,
-                            vec![format!("{}: {msg}", reason::STEP_TOO_LARGE)],
-                            can_split,
-                        );
-                        if can_split {
-                            round += 1;
-                            self.cx.revisions.fetch_add(1, Ordering::SeqCst);
-                            parts = split_parts(lines, self.limit());
-                            self.report.splits += 1;
-                            self.report.notes.push(format!(
-                                "split into {parts} parts after a {lines}-line diff (limit {})",
-                                self.limit()
-                            ));
-                            continue 'rounds;
-                        }
-                        let why = if !revisions_left {
-                            "planning.revision.max_revisions reached"
-                        } else if parts > 1 {
-                            "a part of the split step is still too large"
+                    );
+                    let msg = format!(
+                        "diff of {lines} lines exceeds scope.max_diff_lines {}{}",
+                        self.limit(),
+                        if parts > 1 {
+                            format!(" (part {part} of {parts})")
                         } else {
-                            "gates.max_step_too_large_retries exhausted"
-                        };
+                            String::new()
+                        }
+                    );
+                    self.reflect(
+                        Trigger::Unexpected,
+                        ReflectionStatus::Failure,
+                        &msg,
+                        vec![format!("{}: {msg}", reason::STEP_TOO_LARGE)],
+                        can_split,
+                    );
+                    if can_split {
+                        round += 1;
+                        self.cx.revisions.fetch_add(1, Ordering::SeqCst);
+                        parts = split_parts(lines, self.limit());
+                        self.report.splits += 1;
                         self.report.notes.push(format!(
-                            "split {} into smaller steps and plan again",
-                            self.step_id()
+                            "split into {parts} parts after a {lines}-line diff (limit {})",
+                            self.limit()
                         ));
-                        return Ok(StepResult::Failed {
-                            reason_code: reason::STEP_TOO_LARGE,
-                            message: format!("{msg}; {why}"),
-                        });
+                        continue 'rounds;
                     }
-                    self.report.diff_lines = lines;
-                    self.warn_files(&files);
-                    self.report.files_changed = files;
-                    if part < parts {
-                        self.staged_patch = None;
-                        let message = self.message(Some((part, parts)));
-                        commits.push(self.commit(&message, true)?);
-                    }
+                    let why = if !revisions_left {
+                        "planning.revision.max_revisions reached"
+                    } else if parts > 1 {
+                        "a part of the split step is still too large"
+                    } else {
+                        "gates.max_step_too_large_retries exhausted"
+                    };
+                    self.report.notes.push(format!(
+                        "split {} into smaller steps and plan again",
+                        self.step_id()
+                    ));
+                    return Ok(StepResult::Failed {
+                        reason_code: reason::STEP_TOO_LARGE,
+                        message: format!("{msg}; {why}"),
+                    });
                 }
-                break;
+                self.report.diff_lines = lines;
+                self.warn_files(&files);
+                self.report.files_changed = files;
+                if part < parts {
+                    self.staged_patch = None;
+                    let message = self.message(Some((part, parts)));
+                    commits.push(self.commit(&message, true)?);
+                }
             }
+            // Seed 004 §2: compound test failures replan the step (`crate::replan`).
             match self.unit_and_autofix(parts, &base)? {
-                None => break 'replans,
+                None => break,
                 Some(StepResult::Failed {
                     reason_code: reason::UNIT_TEST_FAILED,
                     message,
                 }) if parts == 1 => match self.replan(&base)? {
                     Some(feedback) => {
                         replan = Some(feedback);
-                        continue 'replans;
+                        continue 'rounds;
                     }
                     None => return Ok(self.unit_test_failed(reason::UNIT_TEST_FAILED, message)),
                 },
@@ -814,14 +813,7 @@ impl Worker<'_, '_> {
             return Ok(None);
         }
         let revision = self.cx.revisions.fetch_add(1, Ordering::SeqCst) + 1;
-        let output: String = self
-            .report
-            .test_runs
-            .iter()
-            .filter(|r| !r.passed())
-            .map(|r| format!("$ {}\n{}", r.command, r.log))
-            .collect::<Vec<_>>()
-            .join("\n");
+        let output = std::mem::take(&mut self.last_unit_failure);
         let reason = format!(
             "compound test failures after {} fix attempt(s): {}",
             self.report.autofix_cycles,
@@ -845,7 +837,8 @@ impl Worker<'_, '_> {
                    }}),
         );
         self.report.notes.push(format!(
-            "replanned after compound test failures (plan revision {revision} of {})",
+            "{} (plan revision {revision} of {})",
+            crate::completion::REPLANNED,
             self.cx.max_revisions
         ));
         self.git.reset_hard(base)?;
@@ -1493,6 +1486,7 @@ impl Worker<'_, '_> {
                 }));
             }
             last_failure = Some((tree, output.clone()));
+            self.last_unit_failure = output.clone();
             if self.report.autofix_cycles - cycles_before >= max_cycles {
                 if !self.cx.planning.gates.require_unit_pass {
                     self.report

@@ -534,6 +534,11 @@ fn compound_test_failures_replan_the_step_as_a_revision() {
     );
     assert!(r["plan_revision"]["reason"].is_string());
     assert_eq!(revisions[0]["visibility"], "summary");
+    let lessons = summary["summary"]["lessons_learned"].to_string();
+    assert!(
+        lessons.contains("was replanned after compound test failures (plan revision 1 of 3)"),
+        "{summary:#}"
+    );
     // The work branch holds the working design.
     let planning = read_json(&run_dir.join("planning.json"));
     let branch = planning["work_branch"].as_str().unwrap();

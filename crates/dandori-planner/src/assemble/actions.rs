@@ -18,7 +18,6 @@ pub fn actions(steps: &[Step], planned: &[&[Value]], groups: &[ExecutionGroup]) 
     for (i, s) in steps.iter().enumerate() {
         let group = groups.iter().find(|g| g.step_ids.contains(&s.step_id));
         let common = |a: &mut Map<String, Value>| {
-            a.insert("task_id".into(), json!(s.step_id));
             a.insert(
                 "can_parallelize".into(),
                 json!(group.is_some_and(|g| g.step_ids.len() > 1)),
@@ -29,12 +28,13 @@ pub fn actions(steps: &[Step], planned: &[&[Value]], groups: &[ExecutionGroup]) 
         if !own.is_empty() {
             for a in own {
                 let mut a = a.as_object().cloned().unwrap_or_default();
-                common(&mut a);
+                a.insert("task_id".into(), json!(s.step_id));
                 a.entry("action_type").or_insert(json!("tool_call"));
                 a.entry("purpose").or_insert(json!(s.intent));
                 a.entry("expected_outcome")
                     .or_insert(json!(s.success_criteria.first()));
                 a.entry("fallback_strategy").or_insert(json!(FALLBACK));
+                common(&mut a);
                 out.push(Value::Object(a));
             }
             continue;
@@ -63,12 +63,13 @@ pub fn actions(steps: &[Step], planned: &[&[Value]], groups: &[ExecutionGroup]) 
             .unwrap_or_else(|| format!("{} is done", s.title));
         for tool in tools {
             let mut a = Map::new();
-            common(&mut a);
+            a.insert("task_id".into(), json!(s.step_id));
             a.insert("action_type".into(), json!("tool_call"));
             a.insert("tool".into(), json!(tool));
             a.insert("purpose".into(), json!(s.intent));
             a.insert("expected_outcome".into(), json!(outcome));
             a.insert("fallback_strategy".into(), json!(FALLBACK));
+            common(&mut a);
             out.push(Value::Object(a));
         }
     }
