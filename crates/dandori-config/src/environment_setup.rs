@@ -15,6 +15,34 @@ pub struct EnvironmentSetupConfig {
     pub analysis: AnalysisConfig,
     /// Seed 002 §11: the command policy.
     pub security: CommandPolicyConfig,
+    /// Seed 002 §13.2: ecosystem plugins (docs/environment.md, "Plugins").
+    pub plugins: PluginsConfig,
+}
+
+/// `planning.environment_setup.plugins:` — where ecosystem plugins are found
+/// besides the user's plugin directory (`$DANDORI_CONFIG_HOME/plugins`, else
+/// `$XDG_CONFIG_HOME/dandori/plugins`, else `~/.config/dandori/plugins`) and a
+/// trusted repository's `.dandori/plugins`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct PluginsConfig {
+    /// `false`: no plugin runs, the built-in ecosystems alone.
+    pub enabled: bool,
+    /// Plugin executables, or directories searched for them (each
+    /// `dandori-env-*` executable directly inside, or one directory down).
+    pub paths: Vec<String>,
+    /// Seconds one plugin call may take.
+    pub timeout_seconds: u64,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        PluginsConfig {
+            enabled: true,
+            paths: Vec::new(),
+            timeout_seconds: 60,
+        }
+    }
 }
 
 impl Default for EnvironmentSetupConfig {
@@ -26,6 +54,7 @@ impl Default for EnvironmentSetupConfig {
             regeneration: RegenerationConfig::default(),
             analysis: AnalysisConfig::default(),
             security: CommandPolicyConfig::default(),
+            plugins: PluginsConfig::default(),
         }
     }
 }

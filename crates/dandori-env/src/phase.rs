@@ -10,7 +10,7 @@ use dandori_config::EnvironmentSetupConfig;
 use dandori_plan::SelectedEnvironment;
 
 use crate::EnvError;
-use crate::analyzer::{self, EnvironmentAnalysis};
+use crate::analyzer::EnvironmentAnalysis;
 use crate::records::{OverallStatus, SETUP_FILE, ToolBootstrap};
 use crate::selection::{self, Toolchain};
 use crate::setup::{self, CommandRegenerator, SetupOptions, SetupOutcome};
@@ -233,7 +233,8 @@ pub fn prepare_run(
             .and_then(|v| v.get("selected_environment").cloned())
             .and_then(|v| serde_json::from_value(v).ok())
             .filter(|s: &SelectedEnvironment| !s.setup_commands.is_empty());
-    let analysis = analyzer::analyze(repo, &config.analysis);
+    let registry = crate::plugins::discover(&config.plugins, repo, base_env, sandbox.clone());
+    let analysis = registry.analyze(repo, &config.analysis);
     let (selected, bootstrap) = match planned {
         // The analyser's own selection from `dandori plan`: its commands were
         // generated with the same installer decision; the bootstrap carries it
@@ -286,6 +287,7 @@ pub fn prepare_run(
     opts.progress = Some(progress);
     opts.sandbox = sandbox;
     opts.tool_bootstrap = bootstrap;
+    opts.plugins = registry;
     let out = setup::run(&selected, &opts)?;
     let record = out.record_dir.join(SETUP_FILE);
     let status = run_status(&out);

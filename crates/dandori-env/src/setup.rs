@@ -339,6 +339,9 @@ pub struct SetupOptions<'a> {
     /// What the package-manager bootstrap did before (`tool_bootstrap` of
     /// setup.json): `phase::select_with_bootstrap`'s report.
     pub tool_bootstrap: Option<crate::records::ToolBootstrap>,
+    /// The ecosystem plugins found for this repository: the one that detected
+    /// the environment (`extra.plugin`) runs `verify_environment`.
+    pub plugins: crate::plugins::Registry,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -361,6 +364,7 @@ impl<'a> SetupOptions<'a> {
             progress: None,
             sandbox: None,
             tool_bootstrap: None,
+            plugins: crate::plugins::Registry::default(),
         }
     }
 
@@ -875,7 +879,7 @@ pub fn run(
                 on_failure: opts.config.verification.on_failure(),
                 sandbox: opts.sandbox.clone(),
             };
-            verify::run(&verify::checks_from(&verification_cmds), &vopts)
+            verify::run_with_plugins(&verification_cmds, &vopts, &opts.plugins)
         };
         // §5.2: a failed verification that can be fixed goes back to regeneration.
         let regenerate = setup_ok
