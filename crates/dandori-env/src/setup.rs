@@ -376,9 +376,7 @@ impl<'a> SetupOptions<'a> {
 
     fn limits(&self) -> ResourceLimits {
         self.limits.clone().unwrap_or_else(|| {
-            ResourceLimits::seed_defaults(Duration::from_secs(
-                self.config.execution.command_timeout_seconds,
-            ))
+            ResourceLimits::configured(&self.config.resources, self.config.command_timeout())
         })
     }
 }
@@ -486,7 +484,7 @@ pub fn run(
     }
 
     let policy = CommandPolicy::new(&opts.config.security)?;
-    let timeout = Duration::from_secs(opts.config.execution.command_timeout_seconds);
+    let timeout = opts.config.command_timeout();
     let limits = opts.limits();
     let log_dir = opts.record_dir.join("logs");
     let mut setup = SetupRecord {

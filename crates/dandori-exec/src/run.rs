@@ -68,6 +68,19 @@ impl ResourceLimits {
         }
     }
 
+    /// The limits `planning.environment_setup.resources` configures for a
+    /// command that may run `timeout` (seed 002 §11.2).
+    pub fn configured(r: &dandori_config::ResourcesConfig, timeout: Duration) -> Self {
+        ResourceLimits {
+            memory_bytes: Some(r.memory_limit.0),
+            cpu_seconds: Some(
+                u64::from(r.cpu_limit.get()).saturating_mul(timeout.as_secs().max(1)),
+            ),
+            file_size_bytes: Some(r.disk_limit.0),
+            open_files: None,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.memory_bytes.is_none()
             && self.cpu_seconds.is_none()

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use dandori_config::{EnvironmentSetupConfig, OnFailure};
 use dandori_env::records::{OverallStatus, VerificationRecord};
@@ -292,7 +291,7 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
         &dandori_exec::run::base_env(),
     );
     let dir = record_dir(a, &repo);
-    let timeout = Duration::from_secs(cfg.execution.command_timeout_seconds);
+    let timeout = cfg.command_timeout();
     let base = child_env(config);
     let sandbox = detect_sandbox(config, &base);
     let opts = VerifyOptions {
@@ -303,7 +302,7 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
         policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
         log_dir: verify::log_dir(&dir),
         masker: env_masker(&std::env::vars().collect()),
-        limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
+        limits: dandori_exec::ResourceLimits::configured(&cfg.resources, timeout),
         on_failure: cfg.verification.on_failure(),
         sandbox: Some(sandbox),
     };

@@ -41,14 +41,15 @@ pub struct ExecutablePlugin {
 }
 
 impl ExecutablePlugin {
-    /// Runs one function; `network` and `writable` decide the sandbox policy.
+    /// Runs one function with `env`; `prepared`: in the prepared environment
+    /// (`verify`: dandori's tool cache shown too).
     pub(crate) fn call(
         &self,
         function: Function,
         repo: &Path,
         mut request: serde_json::Map<String, Value>,
         env: &BTreeMap<String, String>,
-        writable: bool,
+        prepared: bool,
     ) -> Result<Value, EnvError> {
         request.insert("protocol".into(), json!(PROTOCOL));
         request.insert("function".into(), json!(function.name()));
@@ -63,14 +64,22 @@ impl ExecutablePlugin {
             .tail_bytes(MAX_ANSWER + 1);
         if let Some(s) = &self.sandbox {
             let argv = vec![program.clone()];
-            let base = if writable {
-                crate::tools::with_tools_read_only(SandboxPolicy::worktree(repo, &[]), env)
+            // The repository read-only for every call: a plugin reads files
+            // and asks the package manager what is installed.
+            let base = SandboxPolicy::default().readable(repo);
+            let base = if prepared {
+                crate::tools::with_tools_read_only(base, env)
             } else {
-                SandboxPolicy::default().readable(repo)
+                base
             };
-            let policy = base
+            let mut policy = base
                 .with_network(false)
                 .with_program(&argv, env.get("HOME").map(Path::new));
+            // The plugin's own directory (a repository's `.dandori/plugins`,
+            // hidden from other commands), read-only.
+            if let Some(dir) = self.path.parent() {
+                policy = policy.readable(dir);
+            }
             let origin = match self.origin {
                 PluginOrigin::User => Origin::User,
                 PluginOrigin::Repository => Origin::Issued,
