@@ -11,6 +11,7 @@ pub mod analyzer;
 pub mod classify;
 pub mod installer;
 pub mod lockfile;
+pub mod network;
 pub mod phase;
 pub mod plugins;
 pub mod records;

@@ -343,6 +343,9 @@ pub fn select_environment_with(
     extra.insert("package_manager".into(), json!(eco.package_manager));
     if let Some(p) = &eco.plugin {
         extra.insert(crate::plugins::PLUGIN_KEY.into(), json!(p.path));
+        if !p.registries.is_empty() {
+            extra.insert(crate::network::REGISTRIES_KEY.into(), json!(p.registries));
+        }
     }
     if let Some(v) = &eco.runtime_version {
         extra.insert("runtime_version".into(), json!(v.value));

@@ -125,9 +125,17 @@ fn detect(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<ExitCo
         &dandori_exec::run::base_env(),
     );
     if a.json {
+        // Seed 002 §3.5.1's return format beside the full analysis.
+        let info = dandori_env::analyzer::info::environment_info(
+            &analysis,
+            &selected,
+            &repo,
+            dandori_env::analyzer::info::INFO_FILE_BYTES,
+        );
         output::json(&serde_json::json!({
             "analysis": analysis,
             "selected_environment": selected,
+            "environment_info": info,
         }));
         return Ok(ExitCode::SUCCESS);
     }

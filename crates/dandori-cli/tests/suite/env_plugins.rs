@@ -321,6 +321,22 @@ fn journey(eco: &str, files: &[(&str, String)], test: &[&str], mech: &str) {
         "{selected:#}"
     );
 
+    // Seed 002 §3.5.1's return format: the files with their contents.
+    let info = &detected["environment_info"];
+    assert_eq!(info["environment_type"], eco, "{info:#}");
+    assert!(
+        info["detected_files"][manifest]
+            .as_str()
+            .unwrap()
+            .contains("fixture"),
+        "{info:#}"
+    );
+    assert!(
+        info["dependencies"].to_string().contains("fixture"),
+        "{info:#}"
+    );
+    assert_eq!(info["setup_commands"], selected["setup_commands"]);
+
     let setup = dandori(&c, &["env", "setup", "--repo", &repo, "--sandbox", mech]);
     assert_eq!(
         setup.code,
@@ -499,4 +515,128 @@ fn a_plugin_answer_outside_the_protocol_is_named_with_its_json_path() {
     );
     // The built-in ecosystems still count.
     assert_eq!(detected["selected_environment"]["name"], "python");
+}
+
+/// Seed 002 §11.3: with `network.allowed_domains`, a setup command that reaches
+/// for a host outside the list (the Gemfile's source) is refused by dandori's
+/// proxy, and the setup is blocked with the host named.
+#[test]
+fn a_setup_reaching_a_host_outside_allowed_domains_is_refused_with_the_host_named() {
+    let mut files = ruby_repo();
+    files[0].1 =
+        "source \"http://gems.outside.example/\"\n\ngem \"fixture_fmt\", \"~> 1.2\"\n".into();
+    let c = cell(&files, &[workspace().join("plugins")]);
+    let repo = c.repo.display().to_string();
+    let setup = dandori(
+        &c,
+        &[
+            "-c",
+            r#"planning.environment_setup.network.allowed_domains=["rubygems.org"]"#,
+            "env",
+            "setup",
+            "--repo",
+            &repo,
+            "--sandbox",
+            "bubblewrap",
+        ],
+    );
+    assert_eq!(setup.code, 3, "blocked: {}", setup.both());
+    assert!(
+        setup.stderr.contains("ENV_NETWORK_DOMAIN_REFUSED")
+            && setup.stderr.contains("`gems.outside.example`"),
+        "{}",
+        setup.both()
+    );
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(c.repo.join(".git/dandori/environment/setup.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(record["blocked"]["code"], "ENV_NETWORK_DOMAIN_REFUSED");
+    assert!(
+        record["blocked"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("gems.outside.example"),
+        "{record:#}"
+    );
+    // The listed host and the ecosystem's registries were allowed.
+    let allowed = record["network_allowed"].to_string();
+    assert!(
+        allowed.contains("\"rubygems.org\"") && allowed.contains("index.rubygems.org"),
+        "{allowed}"
+    );
+    // One attempt: a refused host is not retried.
+    let installs = record["commands_executed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["command"] == "bundle install")
+        .count();
+    assert_eq!(installs, 1, "{record:#}");
+}
+
+/// A registry on 127.0.0.1 stays reachable with a filter on (loopback is not
+/// proxied), and `resources.*` sets the limits setup commands run under.
+#[test]
+fn allowed_domains_keep_loopback_registries_and_resources_set_the_limits() {
+    let c = cell(&ruby_repo(), &[workspace().join("plugins")]);
+    let repo = c.repo.display().to_string();
+    let setup = dandori(
+        &c,
+        &[
+            "-c",
+            r#"planning.environment_setup.network.allowed_domains=["example.org"]"#,
+            "-c",
+            "planning.environment_setup.resources.memory_limit=3g",
+            "-c",
+            "planning.environment_setup.resources.disk_limit=512m",
+            "-c",
+            "planning.environment_setup.resources.cpu_limit=1",
+            "-c",
+            "planning.environment_setup.resources.timeout_seconds=600",
+            "env",
+            "setup",
+            "--repo",
+            &repo,
+            "--sandbox",
+            "landlock",
+        ],
+    );
+    assert_eq!(setup.code, 0, "{}", setup.both());
+    let record: Value = serde_json::from_str(
+        &std::fs::read_to_string(c.repo.join(".git/dandori/environment/setup.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        record["limits_applied"],
+        serde_json::json!([
+            format!("RLIMIT_DATA={}", 3u64 << 30),
+            "RLIMIT_CPU=600",
+            format!("RLIMIT_FSIZE={}", 512u64 << 20)
+        ]),
+        "{record:#}"
+    );
+
+    // A size the seed's format does not allow is a config error naming the key.
+    let bad = dandori(
+        &c,
+        &[
+            "-c",
+            "planning.environment_setup.resources.memory_limit=4x",
+            "env",
+            "detect",
+            "--repo",
+            &repo,
+        ],
+    );
+    assert_eq!(bad.code, 2, "{}", bad.both());
+    assert!(
+        bad.stderr.contains("CONFIG_INVALID")
+            && bad
+                .stderr
+                .contains("planning.environment_setup.resources.memory_limit")
+            && bad.stderr.contains("unknown unit"),
+        "{}",
+        bad.stderr
+    );
 }

@@ -7,6 +7,7 @@
 //! (the planner's own scan) and only reads the environment files named in it.
 
 mod go;
+pub mod info;
 mod java;
 mod node;
 mod other;

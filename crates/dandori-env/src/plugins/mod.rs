@@ -41,6 +41,9 @@ pub struct PluginEcosystem {
     pub path: String,
     /// Its answer to `generate_setup_code`.
     pub generated: GeneratedSetup,
+    /// The registry hosts it reported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub registries: Vec<String>,
 }
 
 /// What `detect_environment` is given.
@@ -177,6 +180,7 @@ impl EnvironmentPlugin for ExecutablePlugin {
         e.plugin = Some(PluginEcosystem {
             path: self.id(),
             generated,
+            registries: d.registries.clone(),
         });
         Ok(vec![e])
     }

@@ -90,6 +90,10 @@ pub struct Detection {
     pub runtime_version: Option<String>,
     #[serde(default)]
     pub test_command: Option<String>,
+    /// Hosts setup downloads from (allowed when
+    /// `network.allowed_domains` filters setup traffic).
+    #[serde(default)]
+    pub registries: Vec<String>,
 }
 
 /// The answer to `generate_setup_code`: the fields of seed 002 §4.3's
