@@ -275,7 +275,7 @@ impl Serialize for ByteSize {
         let b = self.0;
         let text = [(40, "t"), (30, "g"), (20, "m"), (10, "k")]
             .iter()
-            .find(|(shift, _)| b % (1u64 << shift) == 0)
+            .find(|(shift, _)| b.is_multiple_of(1u64 << shift))
             .map(|(shift, u)| format!("{}{u}", b >> shift))
             .unwrap_or_else(|| b.to_string());
         s.serialize_str(&text)
