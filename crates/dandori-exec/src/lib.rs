@@ -6,6 +6,7 @@
 pub mod child_env;
 pub mod git;
 pub mod policy;
+pub mod proxy;
 pub mod run;
 pub mod sandbox;
 

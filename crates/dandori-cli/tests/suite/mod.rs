@@ -3,6 +3,8 @@ mod distributed;
 // --
 mod env;
 // --
+mod env_plugins;
+// --
 mod evidence;
 // --
 mod eval_localize;

@@ -78,6 +78,11 @@ const SETUP_HOME_CACHES: &[&str] = &[
     ".gradle",
     "go/pkg",
     ".bun/install/cache",
+    // Bundler's and Composer's own caches and settings (seed 002 §13.1.1).
+    ".bundle",
+    ".gem",
+    ".config/composer",
+    ".local/share/composer",
 ];
 /// Variables naming caches that environment setup may write.
 const SETUP_CACHE_VARS: &[&str] = &[
@@ -89,6 +94,9 @@ const SETUP_CACHE_VARS: &[&str] = &[
     "GOMODCACHE",
     "GOCACHE",
     "XDG_CACHE_HOME",
+    "COMPOSER_HOME",
+    "COMPOSER_CACHE_DIR",
+    "BUNDLE_USER_HOME",
 ];
 
 /// Makes this process unreadable to other processes of the same user: no

@@ -211,11 +211,19 @@ impl LlmPlanner {
     fn context_input(ctx: &PlanningContext) -> RepoContextInput {
         let env = &ctx.selected_environment;
         let mut environment = format!("selected: {} ({})", env.name, env.reason);
-        if !env.detected_files.is_empty() {
-            environment.push_str(&format!(
-                "\ndetected files: {}",
-                env.detected_files.join(", ")
-            ));
+        // Seed 002 §3.5.2: each detected file with a summary of its contents.
+        let info = dandori_env::analyzer::info::environment_info(
+            &ctx.environment,
+            env,
+            &ctx.repo_root,
+            dandori_env::analyzer::info::INFO_FILE_BYTES,
+        );
+        let summaries = dandori_env::analyzer::info::file_summaries(&info, 6, 100);
+        if !summaries.is_empty() {
+            environment.push_str("\ndetected files:");
+            for line in summaries {
+                environment.push_str(&format!("\n- {line}"));
+            }
         }
         if !ctx.unit_commands.is_empty() {
             environment.push_str(&format!("\nunit tests: {}", ctx.unit_commands.join("; ")));
