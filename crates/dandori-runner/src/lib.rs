@@ -27,6 +27,7 @@ pub mod reason;
 pub mod reflection;
 pub mod report;
 pub mod step;
+pub mod workspace;
 pub mod worktree;
 
 pub use completion::{Completion, CompletionStatus, exit};
