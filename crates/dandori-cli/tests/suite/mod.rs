@@ -68,6 +68,8 @@ mod env_kill;
 // --
 mod kill_matrix;
 // --
+mod overlay_workspace;
+// --
 mod repl;
 // --
 

@@ -79,7 +79,7 @@ impl Coordinator<'_> {
             self.progress(&format!("steps run on the {} engine", d.name()));
         }
         if self.opts.dispatch.is_none() {
-            self.choose_workspace()?;
+            self.choose_workspace(executor)?;
         }
         let shared = self.step_shared(revisions, self.opts.config.planning.revision.max_revisions);
         let cx = shared.context(executor, env);
@@ -149,15 +149,15 @@ impl Coordinator<'_> {
                         continue;
                     }
                     let commits = self.base_commits(i);
-                    let wt = self.start_step(i, dispatch.is_none() && overlay.is_none())?;
                     let overlay = match overlay {
-                        Some(base) => {
-                            let root = self.next_overlay_path()?;
-                            self.in_use.insert(i, root.clone());
-                            Some(OverlayWorkspace::new(base, root))
-                        }
+                        Some(base) => Some(OverlayWorkspace::new(base, self.next_overlay_path()?)),
                         None => None,
                     };
+                    let wt = self.start_step(
+                        i,
+                        dispatch.is_none() && overlay.is_none(),
+                        overlay.as_ref().map(|o| o.root()),
+                    )?;
                     let attempt = self.stage.steps[i].attempts;
                     running += 1;
                     started_here += 1;
@@ -324,6 +324,7 @@ impl Coordinator<'_> {
         &mut self,
         i: usize,
         pooled: bool,
+        overlay: Option<&std::path::Path>,
     ) -> Result<Option<PoolWorktree>, RunnerError> {
         let now = now_rfc3339();
         let s = &mut self.stage.steps[i];
@@ -342,8 +343,13 @@ impl Coordinator<'_> {
         } else {
             Some(PoolWorktree::new(self.next_pool_path()?))
         };
-        if let Some(wt) = &wt {
-            self.in_use.insert(i, wt.path().to_path_buf());
+        let path = wt
+            .as_ref()
+            .map(|w| w.path())
+            .or(overlay)
+            .map(|p| p.to_path_buf());
+        if let Some(p) = &path {
+            self.in_use.insert(i, p.clone());
         }
         self.timings.insert(
             step_id.clone(),
@@ -356,7 +362,7 @@ impl Coordinator<'_> {
         );
         self.emit(
             events::STEP_START,
-            json!({"step_id": step_id, "attempt": attempt, "worktree": wt.as_ref().map(|w| w.path())}),
+            json!({"step_id": step_id, "attempt": attempt, "worktree": path}),
         );
         self.progress(&format!("{step_id}: started (attempt {attempt})"));
         Ok(wt)
@@ -365,10 +371,15 @@ impl Coordinator<'_> {
     /// `runner.step_workspace`: with `overlay`, makes the shared checkout of the
     /// run's tip when overlayfs can be mounted here, and says which mechanism the
     /// steps use (`STEP_WORKSPACE`; a fallback also in the report's lessons).
-    fn choose_workspace(&mut self) -> Result<(), RunnerError> {
+    fn choose_workspace(&mut self, executor: &dyn Executor) -> Result<(), RunnerError> {
         let requested = self.opts.config.runner.step_workspace;
         let mut fallback: Option<String> = None;
-        if requested == StepWorkspaceKind::Overlay && self.overlay_base.is_none() {
+        if requested == StepWorkspaceKind::Overlay && !executor.works_in_overlay() {
+            fallback = Some(format!(
+                "the {} executor edits files from the runner's own process",
+                executor.name()
+            ));
+        } else if requested == StepWorkspaceKind::Overlay && self.overlay_base.is_none() {
             dandori_fs::create_dir_all(&self.paths.worktrees)?;
             match dandori_exec::overlay::available(&self.paths.worktrees) {
                 Ok(()) => {
@@ -412,7 +423,7 @@ impl Coordinator<'_> {
         );
         if let Some(why) = fallback {
             let line = format!(
-                "runner.step_workspace: overlay could not be mounted here ({why}); steps ran in pool worktrees"
+                "runner.step_workspace: overlay not used ({why}); steps ran in pool worktrees"
             );
             self.progress(&line);
             self.lessons.push(line);

@@ -225,7 +225,11 @@ pub fn stage(
         }
         // Exit 1: nothing ignored.
         let out = ws
-            .run_input_allowing(&["check-ignore", "-z", "--stdin"], &input, &[0, 1])
+            .run_input_allowing(
+                &["check-ignore", "--no-index", "-z", "--stdin"],
+                &input,
+                &[0, 1],
+            )
             .ok()?;
         out.split('\0')
             .filter(|s| !s.is_empty())

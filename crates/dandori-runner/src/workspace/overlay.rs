@@ -151,6 +151,11 @@ impl OverlayWorkspace {
         }
     }
 
+    /// The workspace's own directory (`upper`, `work`, `mnt` under it).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// The step's upper directory: every file it wrote, whiteouts for removals.
     pub fn upper(&self) -> PathBuf {
         self.root.join("upper")
@@ -256,8 +261,9 @@ impl StepWorkspace for OverlayWorkspace {
     fn stage(&mut self, git: &Git) -> Result<(u64, Vec<String>, String), RunnerError> {
         self.staged = None;
         self.staged_by_git = false;
-        let head = match &self.head {
-            Some(h) => h.clone(),
+        // HEAD as git has it: the agent may have committed in the workspace.
+        let head = match git.detached_head().or_else(|| self.head.clone()) {
+            Some(h) => h,
             None => git.rev_parse("HEAD")?,
         };
         if let Some(head_tree) = git.tree_of(&head)
