@@ -307,6 +307,7 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("runner.agent_model", Neutral),
         ("runner.agent_env", Widening),
         ("runner.agent_state", Widening),
+        ("runner.step_workspace", Neutral),
         ("mcp.servers", Widening),
         ("sandbox.mode", Widening),
         (

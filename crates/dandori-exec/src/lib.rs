@@ -5,6 +5,7 @@
 
 pub mod child_env;
 pub mod git;
+pub mod overlay;
 pub mod policy;
 pub mod proxy;
 pub mod run;

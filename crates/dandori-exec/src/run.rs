@@ -475,6 +475,7 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
         c
     };
     cmd.current_dir(&spec.cwd).env_clear().envs(&spec.env);
+    crate::overlay::enter(&mut cmd, &spec.cwd);
     if spec.inherit_output {
         // Interactive use (`dandori env exec`): the child shares the terminal,
         // stays in the foreground process group and reads our stdin.

@@ -6,6 +6,10 @@ pub const PLAN_VALIDATION: &str = "PLAN_VALIDATION";
 pub const GATE_CHECK: &str = "GATE_CHECK";
 pub const ENVIRONMENT_SETUP: &str = "ENVIRONMENT_SETUP";
 pub const STEP_START: &str = "STEP_START";
+/// Where the run's steps work (`runner.step_workspace`): `mechanism` (`pool` |
+/// `overlay`), `requested`, and `fallback_reason` when overlays were asked for and
+/// could not be mounted here.
+pub const STEP_WORKSPACE: &str = "STEP_WORKSPACE";
 pub const TOOLING: &str = "TOOLING";
 pub const STEP_ACTION: &str = "STEP_ACTION";
 pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";

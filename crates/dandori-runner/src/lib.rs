@@ -28,6 +28,7 @@ pub mod reflection;
 pub mod replan;
 pub mod report;
 pub mod step;
+pub mod workspace;
 pub mod worktree;
 
 pub use completion::{Completion, CompletionStatus, exit};

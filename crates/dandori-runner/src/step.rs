@@ -19,6 +19,7 @@ use crate::git::{Git, TRAILER_AC, TRAILER_CHECK, TRAILER_PART, TRAILER_RUN, TRAI
 use crate::plan::RunPaths;
 use crate::prompt::{self, Feedback};
 use crate::reflection::{self, ReflectionStatus, Trigger};
+use crate::workspace::StepWorkspace;
 use crate::worktree::PoolWorktree;
 use crate::{events, process, reason};
 
@@ -276,7 +277,7 @@ struct Worker<'c, 'a> {
     wt: &'c Path,
     /// What is known of the worktree's state (staging and the next move cost
     /// what the step touched).
-    pool: &'c mut PoolWorktree,
+    pool: &'c mut dyn StepWorkspace,
     report: StepReport,
     base: Option<String>,
     /// The patch of the index against `base` as last measured, while that is still
@@ -320,7 +321,7 @@ pub fn run_step_in_pool<'a>(
     index: usize,
     step: &'a Step,
     base: &StepBase<'_>,
-    pool: &mut PoolWorktree,
+    pool: &mut dyn StepWorkspace,
 ) -> StepReport {
     let prepared = fold_base(cx, step, base).and_then(|rev| match rev {
         Some(rev) => {
@@ -403,7 +404,7 @@ fn run_step_at<'a>(
     cx: &StepContext<'a>,
     index: usize,
     step: &'a Step,
-    pool: &mut PoolWorktree,
+    pool: &mut dyn StepWorkspace,
     at: Option<(&str, &Git)>,
 ) -> StepReport {
     let started = Instant::now();
@@ -1228,7 +1229,7 @@ impl Worker<'_, '_> {
         flagged.dedup();
         // Staging wrote the secret into blobs: found before the reset, deleted after
         // it (when nothing else reaches them).
-        let staged = self.git.staged_objects(&flagged)?;
+        let staged = self.pool.staged_objects(&self.git, &flagged)?;
         self.git.reset_hard(base)?;
         self.pool.was_reset(base);
         self.git.forget_objects(&staged)?;

@@ -72,6 +72,8 @@ mod env_kill;
 // --
 mod kill_matrix;
 // --
+mod overlay_workspace;
+// --
 mod repl;
 // --
 

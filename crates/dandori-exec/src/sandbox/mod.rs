@@ -525,6 +525,24 @@ impl Sandbox {
         cwd: &Path,
         origin: Origin,
     ) -> Result<Vec<String>, ExecError> {
+        // A command in a copy-on-write step workspace runs in the workspace's
+        // mount namespace (`crate::overlay`): its paths as that namespace sees them.
+        let translated;
+        let (policy, cwd) = if cwd.starts_with("/proc") {
+            let map = |v: &[PathBuf]| v.iter().map(|p| crate::overlay::inner(p)).collect();
+            translated = (
+                SandboxPolicy {
+                    writable: map(&policy.writable),
+                    read_only: map(&policy.read_only),
+                    readable: map(&policy.readable),
+                    network: policy.network,
+                },
+                crate::overlay::inner(cwd),
+            );
+            (&translated.0, translated.1.as_path())
+        } else {
+            (policy, cwd)
+        };
         match &self.mechanism {
             Mechanism::Bubblewrap { bwrap, seccomp } => Ok(bwrap_argv(
                 bwrap,
@@ -742,7 +760,7 @@ impl SeccompFile {
 
 /// True when this process is root (bubblewrap keeps every capability for root
 /// unless told otherwise).
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 

@@ -331,6 +331,13 @@ impl Executor for LlmExecutor {
         "llm"
     }
 
+    /// The tool loop's file tools confine paths by resolving them in the
+    /// runner's own mount namespace, where a copy-on-write workspace is not
+    /// mounted (its path reaches it through `/proc/<holder>/root`).
+    fn works_in_overlay(&self) -> bool {
+        false
+    }
+
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
         let registry = self.registry(req)?;
         let sandbox = serde_json::to_value(registry.sandbox_status()).unwrap_or(Value::Null);

@@ -97,4 +97,9 @@ pub trait Executor: Send + Sync {
         None
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError>;
+    /// False when the executor cannot work in a copy-on-write step workspace
+    /// (`runner.step_workspace: overlay`): the runner then uses pool worktrees.
+    fn works_in_overlay(&self) -> bool {
+        true
+    }
 }
