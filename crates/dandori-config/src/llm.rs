@@ -47,9 +47,14 @@ pub struct ProviderConfig {
     /// Whole-request timeout, seconds.
     #[serde(default = "default_request_timeout")]
     pub request_timeout_secs: u64,
-    /// Longest silence inside a stream, seconds.
+    /// Longest silence inside a stream once the first token has arrived, seconds.
     #[serde(default = "default_idle_timeout")]
     pub stream_idle_timeout_secs: u64,
+    /// Longest wait for the first token of an answer, seconds: the model reads
+    /// the whole prompt first (seconds to minutes on a local model), which is
+    /// not idleness. None: `request_timeout_secs`; never more than it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_token_timeout_secs: Option<u64>,
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
     /// First backoff delay, milliseconds; doubled per retry, with jitter, unless the
@@ -136,6 +141,13 @@ pub enum AgentCliOutput {
 }
 
 impl ProviderConfig {
+    /// The wait for the first token: `first_token_timeout_secs`, bounded by
+    /// `request_timeout_secs`.
+    pub fn first_token_timeout(&self) -> std::time::Duration {
+        let whole = self.request_timeout_secs;
+        std::time::Duration::from_secs(self.first_token_timeout_secs.unwrap_or(whole).min(whole))
+    }
+
     /// A provider with the defaults of every optional field.
     pub fn new(name: &str, kind: ProviderKind, base_url: &str, model: &str) -> ProviderConfig {
         ProviderConfig {
@@ -147,6 +159,7 @@ impl ProviderConfig {
             headers: BTreeMap::new(),
             request_timeout_secs: default_request_timeout(),
             stream_idle_timeout_secs: default_idle_timeout(),
+            first_token_timeout_secs: None,
             max_retries: default_max_retries(),
             retry_base_delay_ms: default_retry_base_delay_ms(),
             retry_max_delay_secs: default_retry_max_delay(),
@@ -231,10 +244,14 @@ pub struct TokenBudgets {
 impl Default for TokenBudgets {
     fn default() -> Self {
         TokenBudgets {
-            planning: 2000,
+            // Room for the size estimation, the planning answer and its one
+            // corrective re-ask (which sends the prompt and the first answer
+            // again): ~2 × (3k prompt + 1.5k answer) on top of the context.
+            planning: 12000,
             planning_context: 3000,
             reflection: 500,
-            task: 10000,
+            // Planning's 15 000 plus reflections and the executor's calls.
+            task: 40000,
             conversation: 8000,
             agent_step_cost_usd: 10.0,
             agent_step_turns: 400,

@@ -10,9 +10,39 @@ use serde::Serialize;
 use crate::error::LlmError;
 use crate::types::{Phase, Usage};
 
-/// Rough token count of text when a provider reports none: ~4 characters a token.
+/// Token count of text when a provider reports none, by script, erring high so
+/// that a budget the estimate admits is not overrun: English prose and
+/// identifiers run at ~4 characters a token, but punctuation and operators (code,
+/// JSON) at ~2, other alphabets (accented Latin, Cyrillic, Greek…) at ~2, and
+/// CJK ideographs, kana and Hangul at about one token each (a Japanese request
+/// counted at 4 characters a token was a quarter of its real size).
 pub fn estimate_tokens(text: &str) -> u64 {
-    (text.chars().count() as u64).div_ceil(4)
+    // Quarter-tokens per character.
+    let quarters: u64 = text
+        .chars()
+        .map(|c| match c {
+            c if c.is_ascii_alphanumeric() || c == ' ' => 1,
+            c if c.is_ascii() => 2,
+            c if is_cjk(c) => 4,
+            _ => 2,
+        })
+        .sum();
+    quarters.div_ceil(4)
+}
+
+/// CJK ideographs, kana, Hangul, and their punctuation and full-width forms.
+fn is_cjk(c: char) -> bool {
+    matches!(u32::from(c),
+        0x1100..=0x11FF        // Hangul Jamo
+        | 0x2E80..=0x2FFF      // radicals
+        | 0x3000..=0x30FF      // CJK punctuation, hiragana, katakana
+        | 0x3100..=0x31FF      // bopomofo, katakana extensions
+        | 0x3400..=0x4DBF      // extension A
+        | 0x4E00..=0x9FFF      // unified ideographs
+        | 0xAC00..=0xD7AF      // Hangul syllables
+        | 0xF900..=0xFAFF      // compatibility ideographs
+        | 0xFF00..=0xFFEF      // full-width forms
+        | 0x20000..=0x3FFFF) // supplementary ideographs
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -171,9 +201,16 @@ mod tests {
     }
 
     #[test]
-    fn estimates_four_chars_a_token() {
+    fn estimates_by_script() {
         assert_eq!(estimate_tokens(""), 0);
         assert_eq!(estimate_tokens("abcd"), 1);
         assert_eq!(estimate_tokens("abcde"), 2);
+        // Code: operators and brackets weigh more than letters.
+        assert_eq!(estimate_tokens("a(b);"), 2);
+        assert_eq!(estimate_tokens("{\"k\": [1, 2]}"), 6);
+        // Japanese: one token a character, not a quarter.
+        assert_eq!(estimate_tokens("ログイン機能を追加する"), 11);
+        assert_eq!(estimate_tokens("한국어"), 3);
+        assert_eq!(estimate_tokens("Привет"), 3);
     }
 }

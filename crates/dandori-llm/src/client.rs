@@ -1,8 +1,9 @@
 //! `Client`: one configured provider, with retries, time limits, cancellation and
 //! token budgets around each call.
 
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use dandori_config::{ProviderConfig, ProviderKind, TokenBudgets};
 use futures::StreamExt;
@@ -12,9 +13,10 @@ use tokio_util::sync::CancellationToken;
 use crate::agent_cli::{self, AgentRuntime};
 use crate::budget::{LedgerSnapshot, TokenLedger, estimate_tokens};
 use crate::error::{LlmError, RetryDecision};
+use crate::progress::{self, CallProgress, CallState};
 use crate::retry::{Backoff, server_hint};
 use crate::sse::SseParser;
-use crate::types::{ChatRequest, ChatResponse, RetryNote, Usage};
+use crate::types::{CallOutcome, CallRecord, ChatRequest, ChatResponse, RetryNote, Usage};
 use crate::wire::{self, Parsed, StreamAccumulator, WireError};
 
 /// An API key. `Debug` and `Display` never show it.
@@ -44,6 +46,8 @@ pub struct Client {
     ledger: Arc<Mutex<TokenLedger>>,
     /// `kind: agent_cli`: what the CLI runs with.
     agent: Option<Arc<AgentRuntime>>,
+    /// Every call made, whatever its outcome, until taken ([`Client::take_calls`]).
+    calls: Arc<Mutex<Vec<CallRecord>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -82,6 +86,7 @@ impl Client {
                     parent_env: std::env::vars().collect(),
                     ..AgentRuntime::default()
                 })),
+                calls: Arc::default(),
             });
         }
         if !(config.base_url.starts_with("http://") || config.base_url.starts_with("https://")) {
@@ -149,6 +154,7 @@ impl Client {
             http,
             ledger: Arc::new(Mutex::new(TokenLedger::new(budgets.clone()))),
             agent: None,
+            calls: Arc::default(),
         })
     }
 
@@ -192,16 +198,63 @@ impl Client {
             .await
     }
 
+    /// The calls made since the last take, oldest first: answered, failed and
+    /// abandoned ones alike (a call whose future was dropped is recorded as
+    /// abandoned).
+    pub fn take_calls(&self) -> Vec<CallRecord> {
+        let mut calls = match self.calls.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        std::mem::take(&mut *calls)
+    }
+
     /// One call with retries. Cancelling `cancel` stops it (also mid-backoff).
+    /// Progress goes to the process's observer ([`progress::set_observer`]), and
+    /// the call, whatever its outcome, to [`Client::take_calls`].
     pub async fn chat_cancellable(
         &self,
         request: &ChatRequest,
         cancel: &CancellationToken,
     ) -> Result<ChatResponse, LlmError> {
-        let started = std::time::SystemTime::now();
-        let clock = std::time::Instant::now();
-        let prompt_text = prompt_text(request);
-        let prompt_estimate = estimate_tokens(&prompt_text);
+        let prompt_estimate = estimate_tokens(&prompt_text(request));
+        let live = Arc::new(Live::new());
+        let mut journal = Journal {
+            client: self,
+            live: live.clone(),
+            number: progress::next_call_number(),
+            phase: request.phase,
+            purpose: request.purpose,
+            prompt_estimate,
+            open: true,
+        };
+        let result = {
+            let work = self.call(request, cancel, prompt_estimate, &journal);
+            tokio::pin!(work);
+            let every = progress::observer().map_or(progress::DEFAULT_INTERVAL, |(_, i)| i);
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+            loop {
+                tokio::select! {
+                    result = &mut work => break result,
+                    _ = tick.tick() => journal.report(CallState::Waiting {
+                        first_token: live.first_token_ms().is_some(),
+                    }),
+                }
+            }
+        };
+        journal.finish(&result);
+        result
+    }
+
+    async fn call(
+        &self,
+        request: &ChatRequest,
+        cancel: &CancellationToken,
+        prompt_estimate: u64,
+        journal: &Journal<'_>,
+    ) -> Result<ChatResponse, LlmError> {
+        let started = SystemTime::now();
+        let clock = Instant::now();
         let room = self.ledger().admit(request.phase, prompt_estimate)?;
         let wanted = request.max_tokens.unwrap_or(self.config.max_tokens);
         let max_tokens = u32::try_from(room).unwrap_or(u32::MAX).min(wanted).max(1);
@@ -214,14 +267,16 @@ impl Client {
         let cancelled = || LlmError::Cancelled {
             phase: request.phase.as_str(),
         };
-        let mut retries = Vec::new();
+        let live = &journal.live;
         let mut attempt: u32 = 0;
         let parsed = loop {
             attempt += 1;
+            live.start_attempt(attempt);
+            journal.report(CallState::Started { attempt });
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(cancelled()),
-                outcome = self.attempt(request, body_bytes.clone()) => outcome,
+                outcome = self.attempt(request, body_bytes.clone(), live) => outcome,
             };
             let error = match outcome {
                 Ok(parsed) => break parsed,
@@ -239,7 +294,7 @@ impl Client {
                 });
             }
             let delay = backoff.delay(attempt, hint);
-            retries.push(RetryNote {
+            live.retry(RetryNote {
                 attempt,
                 reason: error.to_string(),
                 delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
@@ -292,7 +347,7 @@ impl Client {
             finish_reason: parsed.finish_reason,
             model: parsed.model.unwrap_or_else(|| self.config.model.clone()),
             attempts: attempt,
-            retries,
+            retries: live.retries(),
             streamed: self.config.stream && self.agent.is_none(),
             started,
             duration_ms: u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -300,7 +355,12 @@ impl Client {
     }
 
     /// One HTTP exchange within the request timeout.
-    async fn attempt(&self, request: &ChatRequest, body: bytes::Bytes) -> Result<Parsed, LlmError> {
+    async fn attempt(
+        &self,
+        request: &ChatRequest,
+        body: bytes::Bytes,
+        live: &Live,
+    ) -> Result<Parsed, LlmError> {
         if let Some(runtime) = &self.agent {
             let (config, runtime, request) =
                 (self.config.clone(), runtime.clone(), request.clone());
@@ -316,7 +376,7 @@ impl Client {
             })?;
         }
         let limit = Duration::from_secs(self.config.request_timeout_secs);
-        match tokio::time::timeout(limit, self.exchange(body)).await {
+        match tokio::time::timeout(limit, self.exchange(request, body, live)).await {
             Ok(result) => result,
             Err(_) => Err(LlmError::Timeout {
                 provider: self.config.name.clone(),
@@ -326,15 +386,29 @@ impl Client {
         }
     }
 
-    async fn exchange(&self, body: bytes::Bytes) -> Result<Parsed, LlmError> {
-        let response = self
+    async fn exchange(
+        &self,
+        request: &ChatRequest,
+        body: bytes::Bytes,
+        live: &Live,
+    ) -> Result<Parsed, LlmError> {
+        // A streaming server may hold its headers until the first token: the
+        // first-token limit covers the wait for them too.
+        let first_token = self.config.first_token_timeout();
+        let send = self
             .http
             .post(&self.url)
             .header("content-type", "application/json")
             .body(body)
-            .send()
-            .await
-            .map_err(|e| self.connect_error(&e))?;
+            .send();
+        let sent = if self.config.stream {
+            tokio::time::timeout(first_token, send)
+                .await
+                .map_err(|_| self.first_token_timeout(first_token))?
+        } else {
+            send.await
+        };
+        let response = sent.map_err(|e| self.connect_error(&e))?;
         let status = response.status().as_u16();
         if !(200..300).contains(&status) {
             let hint = server_hint(response.headers());
@@ -347,7 +421,7 @@ impl Client {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if is_sse {
-            return self.read_stream(response).await;
+            return self.read_stream(response, request, live).await;
         }
         let bytes = response
             .bytes()
@@ -369,8 +443,16 @@ impl Client {
         wire::parse_json(self.config.kind, &value).map_err(|e| self.wire_error(e))
     }
 
-    async fn read_stream(&self, response: reqwest::Response) -> Result<Parsed, LlmError> {
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        request: &ChatRequest,
+        live: &Live,
+    ) -> Result<Parsed, LlmError> {
         let idle = Duration::from_secs(self.config.stream_idle_timeout_secs);
+        let first_token = self.config.first_token_timeout();
+        let first_deadline = live.attempt_started() + first_token;
+        let mut answer_deadline: Option<Instant> = None;
         let mut stream = response.bytes_stream();
         let mut parser = SseParser::default();
         let mut acc = StreamAccumulator::new(self.config.kind);
@@ -380,13 +462,28 @@ impl Client {
             message,
         };
         loop {
-            let next = match tokio::time::timeout(idle, stream.next()).await {
+            // Before the first token the server is reading the prompt: that is
+            // bounded by the first-token limit, not by stream idleness.
+            let now = Instant::now();
+            let wait = match answer_deadline {
+                None => first_deadline.saturating_duration_since(now),
+                Some(deadline) => idle.min(deadline.saturating_duration_since(now)),
+            };
+            let next = match tokio::time::timeout(wait, stream.next()).await {
                 Ok(next) => next,
                 Err(_) => {
-                    return Err(LlmError::IdleTimeout {
-                        provider: self.config.name.clone(),
-                        url: self.url.clone(),
-                        after: idle,
+                    return Err(match answer_deadline {
+                        None => self.first_token_timeout(first_token),
+                        Some(deadline) if Instant::now() >= deadline => LlmError::AnswerTimeout {
+                            provider: self.config.name.clone(),
+                            url: self.url.clone(),
+                            after: request.answer_timeout.unwrap_or_default(),
+                        },
+                        Some(_) => LlmError::IdleTimeout {
+                            provider: self.config.name.clone(),
+                            url: self.url.clone(),
+                            after: idle,
+                        },
                     });
                 }
             };
@@ -395,6 +492,16 @@ impl Client {
                     for event in parser.feed(&chunk) {
                         acc.on_event(&event).map_err(|e| self.wire_error(e))?;
                     }
+                    let bytes = acc.streamed_bytes();
+                    if bytes > 0 && answer_deadline.is_none() {
+                        live.first_token();
+                        // Far enough to never fire without an answer limit.
+                        let limit = request
+                            .answer_timeout
+                            .unwrap_or(Duration::from_secs(self.config.request_timeout_secs));
+                        answer_deadline = Some(Instant::now() + limit);
+                    }
+                    live.set_tokens((bytes as u64).div_ceil(4));
                     if acc.is_done() {
                         return Ok(acc.finish());
                     }
@@ -410,6 +517,14 @@ impl Client {
                     return Err(incomplete("the body ended".to_string()));
                 }
             }
+        }
+    }
+
+    fn first_token_timeout(&self, after: Duration) -> LlmError {
+        LlmError::FirstTokenTimeout {
+            provider: self.config.name.clone(),
+            url: self.url.clone(),
+            after,
         }
     }
 
@@ -494,4 +609,159 @@ fn prompt_text(request: &ChatRequest) -> String {
         text.push_str(&s.schema.to_string());
     }
     text
+}
+
+/// What the progress reports and the call record of one call in flight read.
+struct Live {
+    attempt_started: Mutex<Instant>,
+    first_token_ms: Mutex<Option<u64>>,
+    tokens: AtomicU64,
+    attempts: AtomicU32,
+    retries: Mutex<Vec<RetryNote>>,
+    started: SystemTime,
+    clock: Instant,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+impl Live {
+    fn new() -> Live {
+        Live {
+            attempt_started: Mutex::new(Instant::now()),
+            first_token_ms: Mutex::new(None),
+            tokens: AtomicU64::new(0),
+            attempts: AtomicU32::new(0),
+            retries: Mutex::new(Vec::new()),
+            started: SystemTime::now(),
+            clock: Instant::now(),
+        }
+    }
+    fn start_attempt(&self, attempt: u32) {
+        *lock(&self.attempt_started) = Instant::now();
+        *lock(&self.first_token_ms) = None;
+        self.tokens.store(0, Ordering::Relaxed);
+        self.attempts.store(attempt, Ordering::Relaxed);
+    }
+    fn attempt_started(&self) -> Instant {
+        *lock(&self.attempt_started)
+    }
+    fn first_token(&self) {
+        let ms = u64::try_from(self.attempt_started().elapsed().as_millis()).unwrap_or(u64::MAX);
+        *lock(&self.first_token_ms) = Some(ms);
+    }
+    fn first_token_ms(&self) -> Option<u64> {
+        *lock(&self.first_token_ms)
+    }
+    fn set_tokens(&self, tokens: u64) {
+        self.tokens.store(tokens, Ordering::Relaxed);
+    }
+    fn retry(&self, note: RetryNote) {
+        lock(&self.retries).push(note);
+    }
+    fn retries(&self) -> Vec<RetryNote> {
+        lock(&self.retries).clone()
+    }
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+}
+
+/// Reports a call's progress and records it when it ends, or, when its future
+/// is dropped first (a caller's own time limit), as abandoned.
+struct Journal<'a> {
+    client: &'a Client,
+    live: Arc<Live>,
+    number: u64,
+    phase: crate::types::Phase,
+    purpose: &'static str,
+    prompt_estimate: u64,
+    open: bool,
+}
+
+impl Journal<'_> {
+    fn progress(&self, state: CallState) -> CallProgress {
+        CallProgress {
+            call: self.number,
+            provider: self.client.config.name.clone(),
+            model: self.client.config.model.clone(),
+            phase: self.phase,
+            purpose: self.purpose,
+            elapsed_ms: self.live.elapsed_ms(),
+            tokens_streamed: self.live.tokens.load(Ordering::Relaxed),
+            state,
+        }
+    }
+
+    fn report(&self, state: CallState) {
+        progress::publish(&self.progress(state));
+    }
+
+    fn finish(&mut self, result: &Result<ChatResponse, LlmError>) {
+        self.open = false;
+        let (outcome, error) = match result {
+            Ok(_) => (CallOutcome::Ok, None),
+            Err(e @ LlmError::Cancelled { .. }) => (CallOutcome::Abandoned, Some(e)),
+            Err(e) => (CallOutcome::Failed, Some(e)),
+        };
+        if let Ok(r) = result {
+            self.live.set_tokens(r.usage.completion_tokens);
+        }
+        self.close(outcome, error, result.as_ref().ok());
+    }
+
+    fn close(&self, outcome: CallOutcome, error: Option<&LlmError>, answer: Option<&ChatResponse>) {
+        let message = error.map(|e| e.to_string());
+        self.report(CallState::Finished {
+            outcome,
+            error: message.clone(),
+        });
+        let attempts = self.live.attempts.load(Ordering::Relaxed);
+        // A call refused before anything was sent (its budget) reached no server.
+        if attempts == 0 {
+            return;
+        }
+        let streamed = self.live.tokens.load(Ordering::Relaxed);
+        let record = CallRecord {
+            purpose: self.purpose,
+            phase: self.phase,
+            outcome,
+            error_kind: error.map(LlmError::kind),
+            error: message,
+            usage: answer.map(|a| a.usage).unwrap_or(Usage {
+                prompt_tokens: if matches!(error, Some(LlmError::Connect { .. })) {
+                    0
+                } else {
+                    self.prompt_estimate
+                },
+                completion_tokens: streamed,
+                estimated: true,
+            }),
+            attempts,
+            retries: self.live.retries(),
+            model: answer
+                .map(|a| a.model.clone())
+                .unwrap_or_else(|| self.client.config.model.clone()),
+            streamed: self.client.config.stream && self.client.agent.is_none(),
+            finish_reason: answer.and_then(|a| a.finish_reason.clone()),
+            started_at: chrono::DateTime::<chrono::Utc>::from(self.live.started)
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            duration_ms: self.live.elapsed_ms(),
+            first_token_ms: self.live.first_token_ms(),
+        };
+        lock(&self.client.calls).push(record);
+    }
+}
+
+impl Drop for Journal<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            self.open = false;
+            self.close(CallOutcome::Abandoned, None, None);
+        }
+    }
 }

@@ -40,6 +40,23 @@ pub enum LlmError {
         url: String,
         after: Duration,
     },
+    #[error(
+        "provider `{provider}`: no first token from {url} within {}s (first_token_timeout_secs)",
+        after.as_secs_f64()
+    )]
+    FirstTokenTimeout {
+        provider: String,
+        url: String,
+        after: Duration,
+    },
+    /// The answer did not end within the call's own limit
+    /// (`ChatRequest::answer_timeout`) after its first token.
+    #[error("provider `{provider}`: the answer from {url} did not end within {}s of its first token", after.as_secs_f64())]
+    AnswerTimeout {
+        provider: String,
+        url: String,
+        after: Duration,
+    },
     #[error("provider `{provider}`: stream from {url} idle for {}s", after.as_secs_f64())]
     IdleTimeout {
         provider: String,
@@ -136,6 +153,7 @@ impl LlmError {
             }
             LlmError::Connect { .. }
             | LlmError::Timeout { .. }
+            | LlmError::FirstTokenTimeout { .. }
             | LlmError::IdleTimeout { .. }
             | LlmError::StreamIncomplete { .. }
             | LlmError::Decode { .. } => RetryDecision::Retry { server_hint: None },
@@ -146,7 +164,9 @@ impl LlmError {
                     RetryDecision::Fail
                 }
             }
-            LlmError::QuotaExhausted { .. }
+            // The phase's own limit: another attempt would be cut the same way.
+            LlmError::AnswerTimeout { .. }
+            | LlmError::QuotaExhausted { .. }
             | LlmError::MissingApiKey { .. }
             | LlmError::InvalidConfig { .. }
             | LlmError::Cancelled { .. }
@@ -165,6 +185,8 @@ impl LlmError {
             LlmError::QuotaExhausted { .. } => "quota_exhausted",
             LlmError::Connect { .. } => "connect",
             LlmError::Timeout { .. } => "timeout",
+            LlmError::FirstTokenTimeout { .. } => "first_token_timeout",
+            LlmError::AnswerTimeout { .. } => "answer_timeout",
             LlmError::IdleTimeout { .. } => "stream_idle_timeout",
             LlmError::StreamIncomplete { .. } => "stream_incomplete",
             LlmError::StreamError { .. } => "stream_error",
@@ -183,10 +205,41 @@ impl LlmError {
         }
     }
 
+    /// The config key a user changes about this error, when one fits.
+    pub fn config_key(&self) -> Option<&'static str> {
+        match self {
+            LlmError::Timeout { .. } => Some("llm.providers[].request_timeout_secs"),
+            LlmError::FirstTokenTimeout { .. } => Some("llm.providers[].first_token_timeout_secs"),
+            LlmError::IdleTimeout { .. } => Some("llm.providers[].stream_idle_timeout_secs"),
+            LlmError::BudgetExceeded { phase, scope, .. } => Some(match (*scope, phase) {
+                ("task", _) => "llm.budgets.task",
+                (_, Phase::Planning) => "llm.budgets.planning",
+                (_, Phase::Reflection) => "llm.budgets.reflection",
+                (_, Phase::Execution) => "llm.budgets.task",
+            }),
+            LlmError::Connect { .. } => Some("llm.providers[].base_url"),
+            LlmError::MissingApiKey { .. } => Some("llm.providers[].api_key_env"),
+            LlmError::InvalidStructuredOutput { .. } => Some("llm.providers[].structured_output"),
+            LlmError::RetriesExhausted { last, .. } => last.config_key(),
+            LlmError::AnswerTimeout { .. }
+            | LlmError::Http { .. }
+            | LlmError::QuotaExhausted { .. }
+            | LlmError::InvalidConfig { .. }
+            | LlmError::StreamIncomplete { .. }
+            | LlmError::StreamError { .. }
+            | LlmError::Decode { .. }
+            | LlmError::Cancelled { .. }
+            | LlmError::AgentCli { .. } => None,
+        }
+    }
+
     /// True for a time limit (request or stream idle), including after retries.
     pub fn is_timeout(&self) -> bool {
         match self {
-            LlmError::Timeout { .. } | LlmError::IdleTimeout { .. } => true,
+            LlmError::Timeout { .. }
+            | LlmError::IdleTimeout { .. }
+            | LlmError::FirstTokenTimeout { .. }
+            | LlmError::AnswerTimeout { .. } => true,
             LlmError::AgentCli { code, .. } => *code == crate::agent_cli::codes::AGENT_CLI_TIMEOUT,
             LlmError::RetriesExhausted { last, .. } => last.is_timeout(),
             _ => false,

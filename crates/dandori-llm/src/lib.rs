@@ -16,6 +16,7 @@ pub mod blocking;
 pub mod budget;
 mod client;
 mod error;
+pub mod progress;
 pub mod retry;
 mod sse;
 pub mod structured;

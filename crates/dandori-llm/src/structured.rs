@@ -430,6 +430,7 @@ pub async fn chat_structured(
         Err(problems) => problems,
     };
     let mut again = request.clone();
+    again.purpose = "corrective_reask";
     again
         .messages
         .push(Message::assistant(wire_truncate(first.answer_text())));

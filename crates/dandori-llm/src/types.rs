@@ -98,6 +98,14 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// Overrides the provider's `max_tokens` (still capped by the budget).
     pub max_tokens: Option<u32>,
+    /// What the call is for (`size_estimation`, `planning`, `reflection`, …), for
+    /// progress lines and call records; defaults to the phase.
+    pub purpose: &'static str,
+    /// Time allowed from the first token to the end of the answer (a phase's own
+    /// limit, such as `task_planning.size_estimation.timeout_ms`). The wait for
+    /// the first token is the provider's `first_token_timeout_secs`, and the whole
+    /// call stays within `request_timeout_secs`.
+    pub answer_timeout: Option<std::time::Duration>,
 }
 
 impl ChatRequest {
@@ -109,6 +117,8 @@ impl ChatRequest {
             response_schema: None,
             temperature: None,
             max_tokens: None,
+            purpose: phase.as_str(),
+            answer_timeout: None,
         }
     }
 }
@@ -172,4 +182,56 @@ impl ChatResponse {
             None => &self.text,
         }
     }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// An answer was received.
+    Ok,
+    /// It ended with an error (after its retries).
+    Failed,
+    /// The caller stopped waiting (cancelled, or its own time limit): the server
+    /// may still have worked on it.
+    Abandoned,
+}
+
+impl CallOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallOutcome::Ok => "ok",
+            CallOutcome::Failed => "failed",
+            CallOutcome::Abandoned => "abandoned",
+        }
+    }
+}
+
+/// One call as the client saw it, whatever its outcome: what the trace's
+/// `LLM_CALL` and `dandori metrics` count. `attempts` is the number of HTTP
+/// requests the server received for it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    pub purpose: &'static str,
+    pub phase: Phase,
+    pub outcome: CallOutcome,
+    /// `LlmError::kind` of a failed or abandoned call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Reported by the server, else estimated (prompt sent, text streamed).
+    pub usage: Usage,
+    pub attempts: u32,
+    pub retries: Vec<RetryNote>,
+    pub model: String,
+    pub streamed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// RFC 3339 start and the duration, retries included.
+    pub started_at: String,
+    pub duration_ms: u64,
+    /// From the start of the last attempt to its first streamed token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_token_ms: Option<u64>,
 }

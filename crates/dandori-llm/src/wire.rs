@@ -386,6 +386,16 @@ impl StreamAccumulator {
         self.done
     }
 
+    /// Bytes of answer (text and tool-call arguments) received so far.
+    pub fn streamed_bytes(&self) -> usize {
+        self.parsed.text.len()
+            + self
+                .calls
+                .values()
+                .map(|c| c.arguments.len())
+                .sum::<usize>()
+    }
+
     /// OpenAI-compatible servers that close after the finish reason without `[DONE]`
     /// (some local servers do) delivered a whole answer.
     pub fn finished_without_terminator(&self) -> bool {

@@ -45,7 +45,11 @@ async fn progress_ticker(
     loop {
         tokio::time::sleep(PROGRESS_EVERY).await;
         let elapsed = started.elapsed().as_secs();
-        let activity = run_dir.as_deref().and_then(last_activity);
+        // A model call in flight says what it is waiting for (planning, size
+        // estimation, reflection, the executor's tool loop).
+        let activity = dandori_llm::progress::latest()
+            .map(|p| dandori_llm::progress::render_line(&p))
+            .or_else(|| run_dir.as_deref().and_then(last_activity));
         let message = match activity {
             Some(a) => format!("{a} ({elapsed} s)"),
             None => format!("waiting ({elapsed} s)"),
@@ -250,21 +254,18 @@ impl ServerHandler for DandoriServer {
         request: CallToolRequestParam,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        // `next` may wait minutes (environment setup, the baseline, steps): a
-        // client that sent a progress token hears what the run is doing.
-        let ticker = context
-            .meta
-            .get_progress_token()
-            .filter(|_| request.name == "next")
-            .map(|token| {
-                let run_dir = request
-                    .arguments
-                    .as_ref()
-                    .and_then(|a| a.get("run_dir"))
-                    .and_then(|v| v.as_str())
-                    .map(PathBuf::from);
-                tokio::spawn(progress_ticker(context.peer.clone(), token, run_dir))
-            });
+        // `next` may wait minutes (environment setup, the baseline, steps), and
+        // `plan` on a model as long: a client that sent a progress token hears
+        // what the run or the model is doing.
+        let ticker = context.meta.get_progress_token().map(|token| {
+            let run_dir = request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("run_dir"))
+                .and_then(|v| v.as_str())
+                .map(PathBuf::from);
+            tokio::spawn(progress_ticker(context.peer.clone(), token, run_dir))
+        });
         let result = self
             .call(&request.name, request.arguments.unwrap_or_default())
             .await;

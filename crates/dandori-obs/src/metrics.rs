@@ -188,7 +188,15 @@ pub struct PhaseFigures {
     pub runs: u64,
     pub total_seconds: f64,
     pub mean_seconds: Option<f64>,
+    /// Model calls, whatever their outcome (answered, failed, abandoned).
     pub llm_calls: u64,
+    /// HTTP requests the provider received for them: every attempt, retries
+    /// included (`LLM_CALL.attempts`).
+    pub llm_requests: u64,
+    /// Calls that ended with an error after their retries.
+    pub failed_calls: u64,
+    /// Calls dandori stopped waiting for (cancelled, its own time limit).
+    pub abandoned_calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
     /// USD; None when a call of the phase used a model without a price.
@@ -336,6 +344,12 @@ fn millis_between(a: &str, b: &str) -> Option<f64> {
 
 /// Phase of a model call: planner calls carry no `step_id`.
 fn call_phase(e: &TraceEvent) -> &'static str {
+    match s(&e.data, "phase") {
+        Some("reflection") => return "reflection",
+        Some("execution") => return "execution",
+        Some("planning") => return "planning",
+        _ => {}
+    }
     match s(&e.data, "purpose") {
         Some("reflection") => "reflection",
         Some("execution") => "execution",
@@ -620,6 +634,12 @@ pub fn compute(
                     }
                     let f = phases.entry(phase).or_default();
                     f.llm_calls += 1;
+                    f.llm_requests += u(&e.data, "attempts").unwrap_or(1);
+                    match s(&e.data, "outcome") {
+                        Some("failed") => f.failed_calls += 1,
+                        Some("abandoned") => f.abandoned_calls += 1,
+                        _ => {}
+                    }
                     f.input_tokens += i;
                     f.output_tokens += o;
                     f.cost_usd = match (f.cost_usd, c) {
@@ -1189,7 +1209,7 @@ pub fn render_text(m: &Metrics) -> Vec<String> {
     for f in &m.phases {
         let name = f.phase;
         out.push(format!(
-            "  {:<18} {:>3} run(s) {:>9} total {:>9} mean  {:>4} call(s)  {:>8} in {:>8} out  {}",
+            "  {:<18} {:>3} run(s) {:>9} total {:>9} mean  {:>4} call(s){}  {:>8} in {:>8} out  {}",
             name,
             f.runs,
             format!("{:.1} s", f.total_seconds),
@@ -1197,6 +1217,14 @@ pub fn render_text(m: &Metrics) -> Vec<String> {
                 .map(|v| format!("{v:.1} s"))
                 .unwrap_or_else(|| "-".to_string()),
             f.llm_calls,
+            if f.llm_requests != f.llm_calls || f.failed_calls + f.abandoned_calls > 0 {
+                format!(
+                    " ({} request(s), {} failed, {} abandoned)",
+                    f.llm_requests, f.failed_calls, f.abandoned_calls
+                )
+            } else {
+                String::new()
+            },
             f.input_tokens,
             f.output_tokens,
             f.cost_usd

@@ -45,7 +45,12 @@ pub enum PlannerError {
     /// A draft planner could not produce a draft. The common code falls back to a
     /// single-step plan (fail-closed, seed 003 §9.2) when it sees this.
     #[error("planner {planner}: {message}")]
-    Draft { planner: String, message: String },
+    Draft {
+        planner: String,
+        message: String,
+        /// A model's failure: its reason code, cause and config key.
+        failure: Option<crate::llm::failure::ModelFailure>,
+    },
 
     /// The model found the goal unclear (seed 000 §10.1.1): planning stops with the
     /// clarification questions (exit status 3 in the CLI), it does not fall back.

@@ -50,7 +50,9 @@ pub use context::PlanningContext;
 pub use draft::{ChunkingSignals, Draft, DraftSubtask, SizeInputs};
 pub use error::PlannerError;
 pub use gathering::Progress;
-pub use pipeline::{PlanOptions, PlanOutcome, RequestSource, ValidationSummary, plan};
+pub use pipeline::{
+    PlanFallback, PlanOptions, PlanOutcome, RequestSource, ValidationSummary, plan,
+};
 pub use request::Request;
 
 /// A planner: decides the work for a request.

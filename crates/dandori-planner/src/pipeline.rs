@@ -14,6 +14,7 @@ use crate::assemble::{self, Skip};
 use crate::context::PlanningContext;
 use crate::error::PlannerError;
 use crate::gathering::{self, Progress, ScanOptions};
+use crate::llm::failure::ModelFailure;
 use crate::offline::SimplePlanner;
 use crate::request::Request;
 use crate::{DraftPlanner, run_dir};
@@ -88,6 +89,19 @@ pub struct PlanOutcome {
     pub skipped: Option<String>,
     /// The planner that drafted (`offline`, `llm:…`).
     pub planner: String,
+    /// The model could not plan and the offline planner's plan was used: why.
+    pub fallback: Option<PlanFallback>,
+}
+
+/// `dandori plan --json`'s `fallback`: the planner that failed, what replaced
+/// it, and the reason code, cause and config key of its failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanFallback {
+    pub planner: String,
+    /// `offline`: the offline planner's whole plan.
+    pub fallback: String,
+    #[serde(flatten)]
+    pub failure: ModelFailure,
 }
 
 pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
@@ -231,6 +245,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
     for (event, data) in planner.trace_events() {
         trace.emit(&event, data)?;
     }
+    let mut fallback = None;
     let (draft, skip) = match drafted {
         Ok(d) => match d.not_decomposable.clone() {
             Some(reason) => (
@@ -244,6 +259,35 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         },
         // Seed 000 §10.1.1: an unclear goal ends planning with the questions.
         Err(e @ PlannerError::UnclearGoal { .. }) => return Err(e),
+        // A model that cannot plan never makes the plan worse than no model: the
+        // offline planner's whole plan, and the cause said where the user looks.
+        Err(e) if opts.planner.is_some() => {
+            let mut base = crate::offline::SimplePlanner.draft(&ctx)?;
+            let failure = match &e {
+                PlannerError::Draft {
+                    failure: Some(f), ..
+                } => f.clone(),
+                other => ModelFailure::new(other.code(), other.to_string(), None),
+            };
+            base.assumptions.push(format!(
+                "The model's plan was not used ({}): this is the offline planner's plan.",
+                failure.line()
+            ));
+            trace.emit(
+                events::PLANNING_FALLBACK,
+                json!({"planner": planner_name, "fallback": "offline",
+                    "reason_code": failure.reason_code, "cause": failure.cause,
+                    "config_key": failure.config_key, "error_details": e.to_string(),
+                    "steps": base.subtasks.len()}),
+            )?;
+            fallback = Some(PlanFallback {
+                planner: planner_name.clone(),
+                fallback: "offline".to_string(),
+                failure,
+            });
+            (base, None)
+        }
+        // The offline planner itself failed: seed 003 §9's single step.
         Err(e) => {
             let base = crate::offline::SimplePlanner.draft(&ctx)?;
             (
@@ -330,6 +374,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         validation: summary,
         skipped: assembled.skipped,
         planner: planner_name,
+        fallback,
     })
 }
 

@@ -12,6 +12,9 @@ pub const PLANNING_SKIPPED: &str = "PLANNING_SKIPPED";
 /// broken file, a bad variable), recorded by `run` / `resume`; `plan` records them
 /// in `PLANNING_START.config_warnings`.
 pub const CONFIG_WARNING: &str = "CONFIG_WARNING";
+/// The model could not plan; the offline planner's whole plan was used
+/// (reason code, cause, config key).
+pub const PLANNING_FALLBACK: &str = "PLANNING_FALLBACK";
 
 /// Seed 003 §7.1 `Visibility` of a trace event: `summary` events tell what a
 /// phase decided (the conversation at a glance); `full` events carry the
@@ -55,6 +58,7 @@ const SUMMARY: &[&str] = &[
     PLANNING_END,
     // Extensions in the same style.
     PLANNING_SKIPPED,
+    PLANNING_FALLBACK,
     "PLAN_CACHE_HIT",
     "PLAN_VALIDATION",
     "ENVIRONMENT_SETUP",

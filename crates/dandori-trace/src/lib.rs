@@ -3,6 +3,7 @@
 //! event's seed 003 §7.1 `visibility` (`summary` | `full`, [`events::visibility_of`]).
 //! Every event passes through the secret masker before it reaches the disk.
 
+pub mod contract_codes;
 pub mod encodings;
 pub mod events;
 pub mod mask;

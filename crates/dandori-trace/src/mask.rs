@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use regex::{Captures, Regex};
 use serde_json::Value;
 
+use crate::contract_codes::is_contract_code;
 use crate::secret_names::is_secret_name;
 
 pub const MASK: &str = "***";
@@ -459,16 +460,35 @@ fn mask_assignments(re: &Regex, text: &str) -> String {
         let end = value.start() + value_end(value.as_str());
         let v = &text[value.start()..end];
         out.push_str(&text[pos..name.end()]);
-        out.push_str(if v.is_empty() || plain_value(v) {
-            v
-        } else {
-            MASK
-        });
+        // `TOKEN_BUDGET_EXCEEDED: budget exceeded` is a reason code and its
+        // message, and `reason=SECRET_DETECTED` a reason: never a secret.
+        let keep = v.is_empty()
+            || plain_value(v)
+            || is_contract_code(word_around(text, name.start(), name.end()))
+            || is_contract_code(v.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_'));
+        out.push_str(if keep { v } else { MASK });
         // Past the name at least: the loop always moves on.
         pos = end;
     }
     out.push_str(&text[pos..]);
     out
+}
+
+/// The identifier (letters, digits, `_`) that the name of an assignment
+/// found at `start..end` belongs to, the separator after it excluded.
+fn word_around(text: &str, start: usize, end: usize) -> &str {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let from = text[..start]
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| is_word(*c))
+        .last()
+        .map_or(start, |(i, _)| i);
+    let to = text[from..end]
+        .char_indices()
+        .find(|(_, c)| !is_word(*c))
+        .map_or(end, |(i, _)| from + i);
+    &text[from..to]
 }
 
 fn authorization_re() -> Option<&'static Regex> {

@@ -61,6 +61,9 @@ pub fn mcp(config: Option<&Path>, sets: &[String], args: &McpArgs) -> anyhow::Re
         ));
         return Ok(ExitCode::SUCCESS);
     }
+    // Model calls report on stderr (the log of an MCP client), and through the
+    // server's `notifications/progress` to a client that asked for them.
+    super::model_progress::install(false);
     let base_env: BTreeMap<String, String> = std::env::vars().collect();
     // The bearer token stays in base_env on purpose: a secret by its name, children
     // never get it and the runner masks its value wherever it would be written.

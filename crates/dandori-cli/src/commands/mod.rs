@@ -4,6 +4,7 @@ mod ci;
 mod eval;
 mod forge;
 mod locate;
+mod model_progress;
 mod plan;
 mod plan_llm;
 

@@ -78,8 +78,8 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         | Progress::Assembling { .. }
         | Progress::Writing { .. } => {}
     };
-    let model_configured =
-        loaded.config.llm.default_provider.is_some() || loaded.config.runner.agent_cmd.is_some();
+    let executes_with = executes_with(&loaded.config);
+    super::model_progress::install(args.json);
     let repo = args.repo.clone();
     let mut opts = PlanOptions::new(args.repo, request);
     opts.runs_root = args.runs_root;
@@ -129,6 +129,16 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         return Ok(code);
     }
     let llm_usage = llm.as_ref().map(|p| p.client().usage());
+    // The model could not plan: one line saying why and what to change, where
+    // the user looks (stderr), whatever the output format.
+    if let Some(f) = &outcome.fallback {
+        output::progress(&format!(
+            "warning: planner {} failed, using the offline planner's plan ({} steps): {}",
+            f.planner,
+            outcome.planning.steps.len(),
+            f.failure.line()
+        ));
+    }
     if args.json {
         output::json(&json!({
             "run_dir": outcome.run_dir,
@@ -140,12 +150,13 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
             "planner": outcome.planner,
             "steps": outcome.planning.steps.len(),
             "planning_skipped": outcome.skipped,
+            "fallback": outcome.fallback,
             "validation": outcome.validation,
             "llm_usage": llm_usage,
         }));
     } else {
         human(&outcome);
-        next_line(&outcome, &repo, model_configured);
+        next_line(&outcome, &repo, &executes_with);
         if let Some(usage) = &llm_usage {
             output::line(&format!(
                 "Model tokens: {} in {} call(s)",
@@ -329,8 +340,29 @@ fn ac_text(ac: &dandori_plan::AcceptanceCriterion) -> String {
     )
 }
 
+/// Who `dandori run` gives the steps to, by the loaded config: an agent
+/// (`runner.agent` / `runner.agent_cmd`), the model of `llm.default_provider`,
+/// or nobody (`None`).
+fn executes_with(config: &dandori_config::Config) -> Option<String> {
+    if let Some(agent) = config.runner.agent {
+        return Some(format!("the {} agent (runner.agent)", agent.name()));
+    }
+    if config.runner.agent_cmd.is_some() {
+        return Some("the agent command of runner.agent_cmd".to_string());
+    }
+    let name = config.llm.default_provider.as_ref()?;
+    let model = config
+        .llm
+        .providers
+        .iter()
+        .find(|p| &p.name == name)
+        .map(|p| p.model.as_str())
+        .unwrap_or("?");
+    Some(format!("the model {name}/{model} (llm.default_provider)"))
+}
+
 /// The `next:` line: the exact command that runs the plan, and what to expect.
-fn next_line(o: &PlanOutcome, repo: &Path, model_configured: bool) {
+fn next_line(o: &PlanOutcome, repo: &Path, executes_with: &Option<String>) {
     let toplevel = std::process::Command::new("git")
         .args(["rev-parse", "--show-toplevel"])
         .current_dir(repo)
@@ -357,12 +389,19 @@ fn next_line(o: &PlanOutcome, repo: &Path, model_configured: bool) {
         )),
     }
     let dir = from_here(&o.run_dir);
-    if model_configured {
-        output::line(&format!("next: dandori run {dir}"));
-    } else {
-        output::line(&format!(
+    match executes_with {
+        Some(who) => output::line(&format!("next: dandori run {dir}   (steps run by {who})")),
+        // A model given to `plan` alone (`--provider`) drafted the plan but does
+        // not run its steps: say so rather than "no model".
+        None if o.planner.starts_with("llm:") => output::line(&format!(
+            "next: dandori run {dir} --agent-cmd 'claude -p {{prompt}}'   (the plan was drafted \
+             with {}, but `dandori run` runs steps with llm.default_provider or an agent, and \
+             neither is configured; without one the steps wait, exit 3)",
+            o.planner.trim_start_matches("llm:")
+        )),
+        None => output::line(&format!(
             "next: dandori run {dir} --agent-cmd 'claude -p {{prompt}}'   (no model configured; \
              without --agent-cmd the steps wait for one, exit 3)"
-        ));
+        )),
     }
 }

@@ -124,6 +124,7 @@ fn execute(
     sets: &[String],
     inv: Invocation<'_>,
 ) -> anyhow::Result<ExitCode> {
+    super::model_progress::install(inv.json);
     let Invocation {
         target,
         repo,

@@ -21,6 +21,8 @@ mod help;
 // --
 mod locate;
 // --
+mod local_model;
+// --
 mod mcp;
 // --
 mod mcp_http;

@@ -241,9 +241,12 @@ fn unreachable_model_falls_back_to_the_offline_planner() {
         repo.path(),
         &[home_env],
     ));
-    assert_eq!(v["steps"], json!(1));
-    let skipped = v["planning_skipped"].as_str().unwrap();
-    assert_eq!(skipped, "planner llm:down/m failed: PLANNING_DRAFT_FAILED");
+    // The offline planner's whole plan, and why: the connection refused.
+    assert!(v["steps"].as_u64().unwrap() > 1, "{v}");
+    assert_eq!(v["planning_skipped"], Value::Null);
+    assert_eq!(v["fallback"]["planner"], "llm:down/m");
+    assert_eq!(v["fallback"]["reason_code"], "LLM_UNREACHABLE");
+    assert_eq!(v["fallback"]["config_key"], "llm.providers[].base_url");
 }
 
 #[test]
@@ -356,7 +359,8 @@ fn untrusted_repository_config_cannot_send_the_key_anywhere() {
 }
 
 /// Issue 10: a seed-format `decomposition_failed` answer on a one-line request
-/// still ends in a valid planning.json (one step, PLANNING_SKIPPED with the reason).
+/// still ends in a valid planning.json: the offline planner's plan (issue 38),
+/// PLANNING_FALLBACK with the reason.
 #[test]
 fn decomposition_failed_on_a_one_liner_fails_closed() {
     let repo = todo_api();
@@ -389,13 +393,14 @@ fn decomposition_failed_on_a_one_liner_fails_closed() {
     ));
     assert_eq!(v["steps"], json!(1));
     assert_eq!(v["validation"]["ok"], json!(true));
+    assert_eq!(v["fallback"]["reason_code"], "LLM_PLAN_INVALID");
     let text = std::fs::read_to_string(v["trace_jsonl"].as_str().unwrap()).unwrap();
     let skipped: Value = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|e| e["event"] == "PLANNING_SKIPPED")
-        .expect("PLANNING_SKIPPED in the trace");
-    assert_eq!(skipped["data"]["fallback_mode"], json!("single_task"));
+        .find(|e| e["event"] == "PLANNING_FALLBACK")
+        .expect("PLANNING_FALLBACK in the trace");
+    assert_eq!(skipped["data"]["fallback"], json!("offline"));
     assert!(
         skipped["data"]["error_details"]
             .as_str()

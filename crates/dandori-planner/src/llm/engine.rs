@@ -151,6 +151,7 @@ pub fn planning_request(messages: Vec<Message>) -> ChatRequest {
         schema: planning_schema(),
     });
     req.temperature = Some(0.0);
+    req.purpose = "planning";
     req
 }
 
@@ -200,18 +201,18 @@ pub async fn run(
         schema: size_estimation_schema(),
     });
     size_req.temperature = Some(0.0);
+    size_req.purpose = "size_estimation";
+    // `size_estimation.timeout_ms` bounds the answer, not the wait for its first
+    // token: a local model reads the prompt for seconds first, and that wait is
+    // the provider's `first_token_timeout_secs` (within `request_timeout_secs`).
+    size_req.answer_timeout = Some(inputs.size_timeout);
     let fallback = |reason: String, details: String| SizeOutcome::Fallback {
         category: inputs.fallback_category.to_string(),
         reason,
         error_details: details,
     };
-    let size = match tokio::time::timeout(
-        inputs.size_timeout,
-        chat_structured(size_client, &size_req, &|_| Vec::new()),
-    )
-    .await
-    {
-        Ok(Ok(out)) => {
+    let size = match chat_structured(size_client, &size_req, &|_| Vec::new()).await {
+        Ok(out) => {
             for r in &out.responses {
                 calls.push(record("size_estimation", r));
             }
@@ -220,7 +221,7 @@ pub async fn run(
                 Err(e) => fallback("size estimation answer unusable".into(), e.to_string()),
             }
         }
-        Ok(Err(e))
+        Err(e)
             if matches!(
                 e,
                 LlmError::BudgetExceeded { .. } | LlmError::Cancelled { .. }
@@ -228,7 +229,14 @@ pub async fn run(
         {
             return Err(e);
         }
-        Ok(Err(e)) => {
+        Err(e @ LlmError::AnswerTimeout { .. }) => fallback(
+            "LLM timeout during size estimation".to_string(),
+            format!(
+                "Timeout after {}ms (task_planning.size_estimation.timeout_ms): {e}",
+                inputs.size_timeout.as_millis()
+            ),
+        ),
+        Err(e) => {
             let reason = if e.is_timeout() {
                 "LLM timeout during size estimation"
             } else {
@@ -236,10 +244,6 @@ pub async fn run(
             };
             fallback(reason.to_string(), e.to_string())
         }
-        Err(_) => fallback(
-            "LLM timeout during size estimation".to_string(),
-            format!("Timeout after {}ms", inputs.size_timeout.as_millis()),
-        ),
     };
     let size_summary = match &size {
         SizeOutcome::Estimated(s) => format!(
@@ -278,6 +282,7 @@ pub async fn run(
                     .push(Message::assistant(last.answer_text().to_string()));
             }
             let list: String = findings.iter().map(|f| format!("- {f}\n")).collect();
+            again.purpose = "planning_validation_correction";
             again.messages.push(Message::user(prompt::render(
                 prompt::VALIDATION_CORRECTION,
                 &[("findings", &list)],

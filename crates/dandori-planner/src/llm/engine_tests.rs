@@ -113,8 +113,10 @@ fn plans_through_both_provider_kinds() {
         assert!(matches!(out.size, SizeOutcome::Estimated(ref s) if s.complexity_score == 4));
         assert_eq!(out.calls.len(), 2);
         assert_eq!(out.calls[1].purpose, "planning");
+        // Estimated by script, erring high (punctuation of the JSON schema
+        // counts double): ~2.2k where characters / 4 said ~1.7k.
         assert!(
-            out.prompt_tokens.planning_prompt < 2000,
+            out.prompt_tokens.planning_prompt < 2500,
             "{:?}",
             out.prompt_tokens
         );
@@ -135,23 +137,27 @@ fn size_estimation_timeout_falls_back_to_m() {
     let ctx = context();
     let none = |_: &PlanningResponse| Vec::new();
     let server = FakeLlmServer::start(vec![
-        Reply::slow(
-            Duration::from_secs(3),
-            Reply::openai_text(&size_answer().to_string()),
-        ),
+        // The answer starts, then stalls past `size_estimation.timeout_ms`.
+        Reply::openai_stream_stalled(&size_answer().to_string(), Duration::from_secs(3)),
         Reply::openai_stream(&plan_answer().to_string(), 4),
     ]);
     let client = client(ProviderKind::Openai, &server.base_url());
     let out = block_on(run(&client, &client, &inputs(&ctx, &[], &none)))
         .unwrap()
         .unwrap();
-    assert_eq!(
-        out.size,
-        SizeOutcome::Fallback {
-            category: "M".into(),
-            reason: "LLM timeout during size estimation".into(),
-            error_details: "Timeout after 500ms".into()
-        }
+    let SizeOutcome::Fallback {
+        category,
+        reason,
+        error_details,
+    } = &out.size
+    else {
+        panic!("{:?}", out.size)
+    };
+    assert_eq!(category, "M");
+    assert_eq!(reason, "LLM timeout during size estimation");
+    assert!(
+        error_details.starts_with("Timeout after 500ms (task_planning.size_estimation.timeout_ms)"),
+        "{error_details}"
     );
     assert_eq!(out.calls.len(), 1);
     let planning_body = server.requests()[1].body.to_string();

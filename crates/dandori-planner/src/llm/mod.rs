@@ -10,6 +10,7 @@
 pub mod cache;
 pub mod checks;
 pub mod engine;
+pub mod failure;
 pub mod planner;
 pub mod prompt;
 pub mod provider;

@@ -23,6 +23,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{CacheKey, Lookup, PlanCache, RepoState};
 use super::engine::{self, EngineInputs, EngineOutput, SizeOutcome};
+use super::failure::{self, ModelFailure};
 use super::prompt::{self, ContextFile, ContextSnippet, RepoContextInput};
 use super::response::{CheckOut, PlanningError, PlanningResponse, SizeEstimateOut, SubtaskOut};
 use crate::DraftPlanner;
@@ -254,15 +255,52 @@ impl LlmPlanner {
         }
     }
 
-    fn fail(&self, message: String) -> PlannerError {
+    fn fail(&self, message: String, failure: ModelFailure) -> PlannerError {
         self.emit(
             events::LLM_PLANNING_FAILED,
-            json!({"planner": self.name(), "error": message, "fallback": "offline"}),
+            json!({"planner": self.name(), "error": message, "fallback": "offline",
+                "reason_code": failure.reason_code, "cause": failure.cause,
+                "config_key": failure.config_key}),
         );
         PlannerError::Draft {
             planner: self.name(),
             message,
+            failure: Some(failure),
         }
+    }
+
+    /// A failure of the model's answer that is no model error (its plan, its
+    /// mapping onto a draft).
+    fn fail_plan(&self, message: String) -> PlannerError {
+        let failure = ModelFailure::new(failure::LLM_PLAN_INVALID, message.clone(), None);
+        self.fail(message, failure)
+    }
+
+    /// `LLM_CALL` for every call the client made since the last time: answered,
+    /// failed and abandoned alike, so the trace and `dandori metrics` count
+    /// every request the server saw.
+    fn call_events(&self) -> Vec<dandori_llm::CallRecord> {
+        let mut all = Vec::new();
+        for client in std::iter::once(&self.client).chain(self.size_client.as_ref()) {
+            all.extend(self.client_call_events(client));
+        }
+        all
+    }
+
+    fn client_call_events(&self, client: &Client) -> Vec<dandori_llm::CallRecord> {
+        let calls = client.take_calls();
+        let c = client.config();
+        for call in &calls {
+            let mut data = json!({"provider": c.name, "provider_kind": c.kind,
+                "request_model": c.model, "ok": call.outcome == dandori_llm::CallOutcome::Ok});
+            if let (Some(obj), Ok(serde_json::Value::Object(rec))) =
+                (data.as_object_mut(), serde_json::to_value(call))
+            {
+                obj.extend(rec);
+            }
+            self.emit(events::LLM_CALL, data);
+        }
+        calls
     }
 
     fn usage_event(&self, out: Option<&EngineOutput>) {
@@ -306,31 +344,22 @@ impl LlmPlanner {
             validate: &validate,
         };
         let size_client = self.size_client.as_ref().unwrap_or(&self.client);
-        let result = engine::block_on(engine::run(&self.client, size_client, &inputs))
-            .map_err(|e| self.fail(format!("cannot start the model call: {e}")))?;
+        let result = engine::block_on(engine::run(&self.client, size_client, &inputs)).map_err(|e| {
+            let message = format!("cannot start the model call: {e}");
+            self.fail(
+                message.clone(),
+                ModelFailure::new(failure::PLANNING_DRAFT_FAILED, message, None),
+            )
+        })?;
+        let calls = self.call_events();
         let out = match result {
             Ok(out) => out,
             Err(e) => {
                 self.usage_event(None);
-                return Err(self.fail(describe(&e)));
+                let failure = failure::of_error(&e, &calls, self.client.config());
+                return Err(self.fail(describe(&e), failure));
             }
         };
-        for call in &out.calls {
-            let provider = if call.purpose == "size_estimation" {
-                size_client.config()
-            } else {
-                self.client.config()
-            };
-            self.emit(
-                events::LLM_CALL,
-                json!({"purpose": call.purpose, "provider": provider.name,
-                    "provider_kind": provider.kind,
-                    "model": call.model, "request_model": provider.model,
-                    "usage": call.usage, "attempts": call.attempts,
-                    "retries": call.retries, "streamed": call.streamed,
-                    "started_at": call.started_at, "duration_ms": call.duration_ms, "ok": true}),
-            );
-        }
         self.usage_event(Some(&out));
         if let Some(problems) = &out.reasked_for {
             self.emit(
@@ -345,7 +374,7 @@ impl LlmPlanner {
             );
         }
         if !out.validation_remaining.is_empty() {
-            return Err(self.fail(format!(
+            return Err(self.fail_plan(format!(
                 "the model's plan still fails validation after one correction: {}",
                 out.validation_remaining.join("; ")
             )));
@@ -377,7 +406,7 @@ impl LlmPlanner {
                         "alternative_approaches": partial_plan.alternative_approaches}),
                 );
                 if partial_plan.feasible_subtasks.is_empty() {
-                    return Err(self.fail(format!(
+                    return Err(self.fail_plan(format!(
                         "decomposition_failed with no feasible subtask: {message}"
                     )));
                 }
@@ -397,11 +426,11 @@ impl LlmPlanner {
                         .assumptions
                         .push(format!("alternative approach: {}", value_text(item)));
                 }
-                to_draft(ctx, base, &partial, size_of(&out.size)).map_err(|m| self.fail(m))
+                to_draft(ctx, base, &partial, size_of(&out.size)).map_err(|m| self.fail_plan(m))
             }
             None => {
                 let mut draft = to_draft(ctx, base, &out.response, size_of(&out.size))
-                    .map_err(|m| self.fail(m))?;
+                    .map_err(|m| self.fail_plan(m))?;
                 if let SizeOutcome::Fallback { reason, .. } = &out.size {
                     // Seed 003 §9.1: timeout → category M, no chunking.
                     draft.not_decomposable = Some(reason.clone());

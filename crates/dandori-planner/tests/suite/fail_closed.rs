@@ -17,6 +17,7 @@ impl DraftPlanner for Failing {
         Err(PlannerError::Draft {
             planner: "llm:fake".into(),
             message: "timeout after 10000ms".into(),
+            failure: None,
         })
     }
 }
@@ -45,41 +46,53 @@ fn skipped_event(o: &dandori_planner::PlanOutcome) -> serde_json::Value {
     events[1].data.clone()
 }
 
+/// A model that cannot plan never makes the plan worse than no model: the
+/// offline planner's whole plan, `PLANNING_FALLBACK` with the reason code and
+/// cause, and an assumption saying so (issue 38).
 #[test]
-fn failing_planner_falls_back_to_one_step() {
+fn failing_planner_falls_back_to_the_offline_plan() {
     let repo = example_repo("todo-api");
-    let mut opts = PlanOptions::new(
-        repo.path(),
-        RequestSource::File(repo.path().join("requests/RQ-001.md")),
-    );
+    let request = RequestSource::File(repo.path().join("requests/RQ-001.md"));
+    let offline = dandori_planner::plan(&PlanOptions::new(repo.path(), request.clone())).unwrap();
+    let mut opts = PlanOptions::new(repo.path(), request);
     opts.planner = Some(&Failing);
     let o = dandori_planner::plan(&opts).unwrap();
     assert!(o.validation.ok, "{:?}", o.validation);
-    assert_eq!(o.planning.steps.len(), 1);
+    let titles = |p: &dandori_plan::Planning| -> Vec<String> {
+        p.steps.iter().map(|s| s.title.clone()).collect()
+    };
+    assert_eq!(titles(&o.planning), titles(&offline.planning));
+    assert!(o.planning.steps.len() > 1);
+    assert_eq!(o.skipped, None);
+    let fallback = o.fallback.clone().unwrap();
+    assert_eq!(fallback.planner, "llm:fake");
+    assert_eq!(fallback.fallback, "offline");
+    assert_eq!(fallback.failure.reason_code, "PLANNING_DRAFT_FAILED");
     assert_eq!(
-        o.planning.execution_plan.as_ref().unwrap().execution_mode,
-        dandori_plan::ExecutionMode::Single
-    );
-    let data = skipped_event(&o);
-    assert_eq!(data["fallback_mode"], "single_task");
-    assert_eq!(data["planning_skipped"], true);
-    assert_eq!(
-        data["reason"],
-        "planner llm:fake failed: PLANNING_DRAFT_FAILED"
-    );
-    assert_eq!(
-        data["error_details"],
+        fallback.failure.cause,
         "planner llm:fake: timeout after 10000ms"
     );
-    // Seed 003 §9.1: the fallback size category is M, no chunking.
-    let size = o.planning.size_estimation.as_ref().unwrap();
-    assert_eq!(size.size_category, dandori_plan::SizeCategory::M);
-    assert!(!o.planning.chunking_decision.as_ref().unwrap().should_chunk);
-    // The single step still covers every acceptance criterion.
-    let links = &o.planning.steps[0].links_to_ac;
-    for ac in &o.planning.context.acceptance_criteria {
-        assert!(links.contains(&ac.id), "{} not linked", ac.id);
-    }
+    let events = trace_events(&o);
+    let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert!(!names.contains(&"PLANNING_SKIPPED"), "{names:?}");
+    let data = &events
+        .iter()
+        .find(|e| e.event == "PLANNING_FALLBACK")
+        .unwrap()
+        .data;
+    assert_eq!(data["reason_code"], "PLANNING_DRAFT_FAILED");
+    assert_eq!(data["fallback"], "offline");
+    assert_eq!(data["steps"], o.planning.steps.len());
+    assert!(
+        o.planning
+            .assumptions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|a| a.contains("The model's plan was not used (PLANNING_DRAFT_FAILED")),
+        "{:?}",
+        o.planning.assumptions
+    );
 }
 
 #[test]

@@ -136,7 +136,8 @@ fn openai_plan_end_to_end() {
     let usage = &event(&o, "LLM_USAGE")[0];
     assert_eq!(usage["phases"]["planning"]["calls"], json!(2));
     let planning_prompt = usage["prompt_tokens"]["planning_prompt"].as_u64().unwrap();
-    assert!(planning_prompt < 2000, "{planning_prompt}");
+    // Estimated by script, erring high (docs/llm.md, "Measurements").
+    assert!(planning_prompt < 2500, "{planning_prompt}");
     // The repository context went with the planning call.
     let body = server.requests()[1].body.to_string();
     assert!(body.contains("todo/store.py"), "{body}");
@@ -205,7 +206,11 @@ fn recovers_from_every_fault() {
         "{reasons:?}"
     );
     assert!(reasons[3].contains("cannot decode"), "{reasons:?}");
-    assert!(reasons[4].contains("timed out after 1s"), "{reasons:?}");
+    // A silent server: the first-token limit (the request's 1 s by default).
+    assert!(
+        reasons[4].contains("no first token") && reasons[4].contains("within 1s"),
+        "{reasons:?}"
+    );
     assert!(reasons[5].contains("HTTP 429"), "{reasons:?}");
     // Retry-After: 1 was honoured.
     assert_eq!(calls[0]["retries"][0]["delay_ms"], json!(1000));
@@ -244,14 +249,16 @@ fn model_failure_falls_back_to_the_offline_planner() {
     let o = plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
     assert_eq!(server.request_count(), 2);
     assert!(o.validation.ok);
-    assert_eq!(o.planning.steps.len(), 1);
-    let skipped = &event(&o, "PLANNING_SKIPPED")[0];
-    assert_eq!(
-        skipped["reason"],
-        json!("planner llm:fake/fake-model failed: PLANNING_DRAFT_FAILED")
-    );
-    let details = skipped["error_details"].as_str().unwrap();
+    // The offline planner's whole plan (issue 38), and why.
+    assert!(o.planning.steps.len() > 1);
+    let fallback = &event(&o, "PLANNING_FALLBACK")[0];
+    assert_eq!(fallback["reason_code"], json!("LLM_HTTP_ERROR"));
+    let details = fallback["error_details"].as_str().unwrap();
     assert!(details.contains("quota exhausted"), "{details}");
+    // Both failed calls are in the trace.
+    let calls = event(&o, "LLM_CALL");
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().all(|c| c["outcome"] == json!("failed")));
     let failed = &event(&o, "LLM_PLANNING_FAILED")[0];
     assert_eq!(failed["fallback"], json!("offline"));
     // Nothing is cached from a failed plan.
@@ -273,10 +280,10 @@ fn budget_exceeded_falls_back_without_a_call() {
     let planner = planner_with(provider(ProviderKind::Openai, &server.base_url()), &budgets);
     let o = plan_with(repo.path(), &planner).unwrap();
     assert_eq!(server.request_count(), 0);
-    let details = event(&o, "PLANNING_SKIPPED")[0]["error_details"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let fallback = &event(&o, "PLANNING_FALLBACK")[0];
+    assert_eq!(fallback["reason_code"], json!("TOKEN_BUDGET_EXCEEDED"));
+    assert_eq!(fallback["config_key"], json!("llm.budgets.planning"));
+    let details = fallback["error_details"].as_str().unwrap().to_string();
     assert!(
         details.contains("token budget exceeded for planning"),
         "{details}"
@@ -338,7 +345,8 @@ fn decomposition_failed_keeps_the_partial_plan() {
 fn size_estimation_timeout_means_category_m_single_task() {
     let repo = example_repo("todo-api");
     let server = FakeLlmServer::start(vec![
-        Reply::slow(Duration::from_secs(3), Reply::openai_text("{}")),
+        // The size estimation's limit bounds its answer, from the first token.
+        Reply::openai_stream_stalled("{\"estimated_tokens\": 1", Duration::from_secs(3)),
         Reply::openai_stream(&plan_answer().to_string(), 4),
     ]);
     let mut p = provider(ProviderKind::Openai, &server.base_url());

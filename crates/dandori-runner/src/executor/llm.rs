@@ -764,6 +764,8 @@ fn model_failure(e: &LlmError) -> ExecOutcome {
         | LlmError::QuotaExhausted { .. }
         | LlmError::Connect { .. }
         | LlmError::Timeout { .. }
+        | LlmError::FirstTokenTimeout { .. }
+        | LlmError::AnswerTimeout { .. }
         | LlmError::IdleTimeout { .. }
         | LlmError::StreamIncomplete { .. }
         | LlmError::StreamError { .. }
