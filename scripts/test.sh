@@ -84,6 +84,21 @@ if ! command -v mvn >/dev/null 2>&1; then
   fi
 fi
 
+# Ruby (Bundler) and PHP (Composer): the ecosystem plugins shipped in plugins/ruby and
+# plugins/php are tested on real repositories (dandori-cli's env_plugins.rs) with gems
+# and Composer packages served from 127.0.0.1. Debian's ruby and php are built with
+# their library and extension paths compiled in, so they cannot run unpacked into
+# target/test-tools: a system install as root with apt like maven, announced first.
+if ! command -v bundle >/dev/null 2>&1 || ! command -v composer >/dev/null 2>&1 || ! command -v php >/dev/null 2>&1; then
+  if system_install_allowed; then
+    say "SYSTEM-WIDE INSTALL: apt-get install ruby bundler php-cli composer, outside this repository (the Ruby and PHP plugin tests; ~1 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."
+    apt_install ruby bundler php-cli composer \
+      || say "warning: could not install ruby, bundler, php-cli and composer; the Ruby and PHP plugin tests will fail"
+  else
+    say "warning: bundle, composer or php not found and not installed (apt-get install ruby bundler php-cli composer as root, without DANDORI_TEST_NO_SYSTEM_INSTALL=1); the Ruby and PHP plugin tests will fail"
+  fi
+fi
+
 # The MCP Inspector CLI (`dandori mcp` is listed and called through it).
 if [ ! -x "$TOOLS/node/node_modules/.bin/mcp-inspector" ]; then
   say "installing @modelcontextprotocol/inspector from npm into $TOOLS/node (dandori mcp tests)"

@@ -25,6 +25,24 @@ pub struct RunnerConfig {
     /// `.config/my-agent`) writable inside the sandbox, beside the built-in ones
     /// (`.claude`, `.claude.json`, `.codex`, `.gemini`, `.aider`, `.cache`, …).
     pub agent_state: Vec<String>,
+    /// Where each step runs: `pool` (default), a pool of git worktrees each
+    /// holding a checkout of every file, moved from step to step; `overlay`, a
+    /// copy-on-write view per step (overlayfs in a mount namespace) over one
+    /// shared checkout of the run's start, its change read from the upper layer
+    /// — falls back to the pool, with a `STEP_WORKSPACE` event saying why, where
+    /// overlayfs cannot be mounted (docs/runner.md).
+    pub step_workspace: StepWorkspaceKind,
+}
+
+/// `runner.step_workspace`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StepWorkspaceKind {
+    /// Pool worktrees: one full checkout per worker.
+    #[default]
+    Pool,
+    /// Copy-on-write overlays over one shared checkout.
+    Overlay,
 }
 
 impl Default for RunnerConfig {
@@ -36,6 +54,7 @@ impl Default for RunnerConfig {
             agent_model: None,
             agent_env: Vec::new(),
             agent_state: Vec::new(),
+            step_workspace: StepWorkspaceKind::Pool,
         }
     }
 }

@@ -275,6 +275,20 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
             "planning.environment_setup.security.forbidden_patterns",
             NarrowingList,
         ),
+        ("planning.environment_setup.plugins.enabled", Guard(false)),
+        ("planning.environment_setup.resources.cpu_limit", Limit),
+        ("planning.environment_setup.resources.memory_limit", Limit),
+        (
+            "planning.environment_setup.resources.timeout_seconds",
+            Limit,
+        ),
+        ("planning.environment_setup.resources.disk_limit", Limit),
+        (
+            "planning.environment_setup.network.allowed_domains",
+            Widening,
+        ),
+        ("planning.environment_setup.plugins.paths", Widening),
+        ("planning.environment_setup.plugins.timeout_seconds", Limit),
         ("planning.task_specific", Neutral),
         ("llm.default_provider", TrustedProvider),
         ("llm.providers", Widening),
@@ -293,6 +307,7 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
         ("runner.agent_model", Neutral),
         ("runner.agent_env", Widening),
         ("runner.agent_state", Widening),
+        ("runner.step_workspace", Neutral),
         ("mcp.servers", Widening),
         ("sandbox.mode", Widening),
         (
@@ -556,6 +571,17 @@ fn limit_not_above(value: &Value, trusted: &Value) -> bool {
         (Value::Object(v), Value::Object(t)) => v
             .iter()
             .all(|(k, v)| t.get(k).is_some_and(|t| limit_not_above(v, t))),
+        // Sizes (`resources.memory_limit: 2g` under a trusted `4g`).
+        (Value::String(_) | Value::Number(_), Value::String(_) | Value::Number(_)) => {
+            let size = |x: &Value| match x {
+                Value::String(s) => crate::ByteSize::parse(s).ok(),
+                Value::Number(n) => n
+                    .as_u64()
+                    .and_then(|n| crate::ByteSize::parse(&n.to_string()).ok()),
+                _ => None,
+            };
+            matches!((size(value), size(trusted)), (Some(v), Some(t)) if v.0 <= t.0)
+        }
         _ => false,
     }
 }

@@ -32,6 +32,8 @@ pub fn bin_dirs(repo: &Path, root: &str) -> Vec<PathBuf> {
             format!("{VENV_DIR}/bin"),
             format!("{CONDA_PREFIX_DIR}/bin"),
             "node_modules/.bin".to_string(),
+            // Composer's `bin` of the installed packages (phpunit, …).
+            "vendor/bin".to_string(),
         ] {
             let d = repo.join(join_rel(r, &sub));
             if d.is_dir() && !dirs.contains(&d) {

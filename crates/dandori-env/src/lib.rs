@@ -11,7 +11,9 @@ pub mod analyzer;
 pub mod classify;
 pub mod installer;
 pub mod lockfile;
+pub mod network;
 pub mod phase;
+pub mod plugins;
 pub mod records;
 pub mod regenerate;
 pub mod reuse;
@@ -34,4 +36,12 @@ pub enum EnvError {
     Record { path: String, message: String },
     #[error("command regeneration: {message}")]
     Regeneration { message: String },
+    /// An ecosystem plugin failed or answered outside the protocol.
+    #[error("plugin {plugin}: {function}: {message} ({code})")]
+    Plugin {
+        plugin: String,
+        function: &'static str,
+        code: &'static str,
+        message: String,
+    },
 }

@@ -10,7 +10,7 @@ use dandori_config::EnvironmentSetupConfig;
 use dandori_plan::SelectedEnvironment;
 
 use crate::EnvError;
-use crate::analyzer::{self, EnvironmentAnalysis};
+use crate::analyzer::EnvironmentAnalysis;
 use crate::records::{OverallStatus, SETUP_FILE, ToolBootstrap};
 use crate::selection::{self, Toolchain};
 use crate::setup::{self, CommandRegenerator, SetupOptions, SetupOutcome};
@@ -233,13 +233,30 @@ pub fn prepare_run(
             .and_then(|v| v.get("selected_environment").cloned())
             .and_then(|v| serde_json::from_value(v).ok())
             .filter(|s: &SelectedEnvironment| !s.setup_commands.is_empty());
-    let analysis = analyzer::analyze(repo, &config.analysis);
+    let registry = crate::plugins::discover(&config.plugins, repo, base_env, sandbox.clone());
+    let analysis = registry.analyze(repo, &config.analysis);
+    // The plugin that detects the planned environment now (`dandori plan`
+    // analyses without plugins): a plan made by another detector is generated again.
+    let plugin_of = |name: &str| {
+        analysis
+            .ecosystems
+            .iter()
+            .find(|e| e.name == name)
+            .and_then(|e| e.plugin.as_ref())
+            .map(|p| p.path.clone())
+    };
     let (selected, bootstrap) = match planned {
         // The analyser's own selection from `dandori plan`: its commands were
         // generated with the same installer decision; the bootstrap carries it
         // out, and when it fails the commands are generated again for the
         // tools that are there (the plan's assumed the tool).
-        Some(s) if s.extra.contains_key("root") => {
+        Some(s)
+            if s.extra.contains_key("root")
+                && plugin_of(&s.name).as_deref()
+                    == s.extra
+                        .get(crate::plugins::PLUGIN_KEY)
+                        .and_then(|v| v.as_str()) =>
+        {
             let (again, bootstrap) =
                 select_with_bootstrap(&analysis, Some(&s.name), base_env, progress)?;
             let failed = bootstrap.as_ref().is_some_and(|b| b.status == "failed");
@@ -286,6 +303,7 @@ pub fn prepare_run(
     opts.progress = Some(progress);
     opts.sandbox = sandbox;
     opts.tool_bootstrap = bootstrap;
+    opts.plugins = registry;
     let out = setup::run(&selected, &opts)?;
     let record = out.record_dir.join(SETUP_FILE);
     let status = run_status(&out);

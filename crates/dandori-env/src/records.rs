@@ -185,6 +185,10 @@ pub struct SetupRecord {
     pub variables: BTreeMap<String, String>,
     #[serde(default)]
     pub limits_applied: Vec<String>,
+    /// The hosts setup commands could reach through dandori's proxy (seed
+    /// 002 §11.3; empty: no filtering).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub network_allowed: Vec<String>,
     pub warnings: Vec<String>,
     pub errors: Vec<String>,
 }

@@ -177,7 +177,17 @@ pub fn choose<'a>(analysis: &'a EnvironmentAnalysis, target_language: Option<&st
     };
 
     // 1. The task's target language.
-    if let Some(t) = target_language.and_then(normalize_language)
+    // A plugin's environment type (`elixir`) is a language of its own.
+    let target = target_language.and_then(|t| {
+        normalize_language(t).or_else(|| {
+            analysis
+                .ecosystems
+                .iter()
+                .find(|e| e.name == t.trim())
+                .map(|e| language(&e.name))
+        })
+    });
+    if let Some(t) = target
         && let Some(e) = pick(t)
     {
         return Choice {
@@ -236,7 +246,8 @@ pub fn choose<'a>(analysis: &'a EnvironmentAnalysis, target_language: Option<&st
         let lang = with_build
             .first()
             .copied()
-            .or_else(|| ORDER.iter().copied().find(|l| langs.contains(l)));
+            .or_else(|| ORDER.iter().copied().find(|l| langs.contains(l)))
+            .or_else(|| langs.iter().next().copied());
         if let Some(e) = lang.and_then(pick) {
             return Choice {
                 ecosystem: Some(e),
@@ -330,6 +341,12 @@ pub fn select_environment_with(
     let mut extra = serde_json::Map::new();
     extra.insert("root".into(), json!(eco.dir));
     extra.insert("package_manager".into(), json!(eco.package_manager));
+    if let Some(p) = &eco.plugin {
+        extra.insert(crate::plugins::PLUGIN_KEY.into(), json!(p.path));
+        if !p.registries.is_empty() {
+            extra.insert(crate::network::REGISTRIES_KEY.into(), json!(p.registries));
+        }
+    }
     if let Some(v) = &eco.runtime_version {
         extra.insert("runtime_version".into(), json!(v.value));
     }
@@ -523,8 +540,15 @@ fn file_name_of(p: &str) -> &str {
     p.rsplit('/').next().unwrap_or(p)
 }
 
-/// Default commands for one ecosystem.
+/// The setup and verification commands of one ecosystem, from whoever
+/// detected it: a plugin's generated code, else the built-in commands.
 pub fn commands_for(e: &Ecosystem, tools: &Toolchain) -> Commands {
+    crate::plugins::generate(e, tools)
+}
+
+/// The built-in ecosystems' commands (`generate_setup_code` of
+/// [`crate::plugins::Builtin`]).
+pub fn builtin_commands(e: &Ecosystem, tools: &Toolchain) -> Commands {
     let mut c = Commands::default();
     let at = |cmd: String| cd_prefix(&e.dir, &cmd);
     match e.name.as_str() {

@@ -339,6 +339,9 @@ pub struct SetupOptions<'a> {
     /// What the package-manager bootstrap did before (`tool_bootstrap` of
     /// setup.json): `phase::select_with_bootstrap`'s report.
     pub tool_bootstrap: Option<crate::records::ToolBootstrap>,
+    /// The ecosystem plugins found for this repository: the one that detected
+    /// the environment (`extra.plugin`) runs `verify_environment`.
+    pub plugins: crate::plugins::Registry,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -361,6 +364,7 @@ impl<'a> SetupOptions<'a> {
             progress: None,
             sandbox: None,
             tool_bootstrap: None,
+            plugins: crate::plugins::Registry::default(),
         }
     }
 
@@ -372,9 +376,7 @@ impl<'a> SetupOptions<'a> {
 
     fn limits(&self) -> ResourceLimits {
         self.limits.clone().unwrap_or_else(|| {
-            ResourceLimits::seed_defaults(Duration::from_secs(
-                self.config.execution.command_timeout_seconds,
-            ))
+            ResourceLimits::configured(&self.config.resources, self.config.command_timeout())
         })
     }
 }
@@ -482,7 +484,7 @@ pub fn run(
     }
 
     let policy = CommandPolicy::new(&opts.config.security)?;
-    let timeout = Duration::from_secs(opts.config.execution.command_timeout_seconds);
+    let timeout = opts.config.command_timeout();
     let limits = opts.limits();
     let log_dir = opts.record_dir.join("logs");
     let mut setup = SetupRecord {
@@ -506,6 +508,7 @@ pub fn run(
         tool_bootstrap: None,
         variables: BTreeMap::new(),
         limits_applied: Vec::new(),
+        network_allowed: Vec::new(),
         warnings: Vec::new(),
         errors: Vec::new(),
     };
@@ -565,6 +568,26 @@ pub fn run(
         let v = skipped_verification(selected, opts, "a manifest does not parse");
         return finish(opts, &repo, selected, setup, v, false);
     }
+    // §11.3: with `network.allowed_domains`, setup traffic goes through a
+    // proxy on 127.0.0.1 that allows those hosts and the registries needed.
+    let proxy = match crate::network::allowed_hosts(&opts.config.network, selected, &opts.base_env)
+    {
+        Some(hosts) => {
+            let p =
+                dandori_exec::proxy::DomainProxy::start(hosts).map_err(|e| EnvError::Record {
+                    path: "127.0.0.1".into(),
+                    message: format!("starting the setup proxy: {e}"),
+                })?;
+            opts.say(&format!(
+                "network: setup traffic through {} (allowed: {})",
+                p.url(),
+                p.allowed().join(", ")
+            ));
+            setup.network_allowed = p.allowed().to_vec();
+            Some(p)
+        }
+        None => None,
+    };
     let mut commands = selected.setup_commands.clone();
     let mut i = 0;
     let mut setup_ok = true;
@@ -590,12 +613,16 @@ pub fn run(
                     }
                 }
             }
-            let env = activation::environment(&repo, &root, &setup.variables, &opts.base_env);
+            let mut env = activation::environment(&repo, &root, &setup.variables, &opts.base_env);
+            if let Some(p) = &proxy {
+                env.extend(p.env());
+            }
             let path = env.get("PATH").cloned().unwrap_or_default();
             let mut attempt: u32 = 0;
             loop {
                 attempt += 1;
                 step += 1;
+                let refused_before = proxy.as_ref().map_or(0, |p| p.refusals().len());
                 let mut record = CommandRecord {
                     command: line.clone(),
                     exit_code: None,
@@ -716,6 +743,29 @@ pub fn run(
                     continue 'commands;
                 };
                 let mut class = kind.class();
+                // §11.3: a host outside `allowed_domains` is not retried.
+                let refused: Vec<String> = proxy
+                    .as_ref()
+                    .map(|p| {
+                        let mut hosts: Vec<String> = p.refusals()[refused_before..]
+                            .iter()
+                            .map(|r| r.host.clone())
+                            .collect();
+                        hosts.dedup();
+                        hosts
+                    })
+                    .unwrap_or_default();
+                if let (false, Some(p)) = (refused.is_empty(), &proxy) {
+                    class = ErrorClass::Fatal;
+                    setup.blocked = Some(Blocked {
+                        code: dandori_exec::proxy::ENV_NETWORK_DOMAIN_REFUSED.to_string(),
+                        reason: format!(
+                            "`{line}` tried to reach `{}`, which is not in planning.environment_setup.network.allowed_domains (allowed: {}); add it there to allow it",
+                            refused.join("`, `"),
+                            p.allowed().join(", ")
+                        ),
+                    });
+                }
                 let retries_left = attempt <= opts.config.execution.max_retries;
                 if class == ErrorClass::Retryable && !retries_left {
                     if matches!(
@@ -875,7 +925,7 @@ pub fn run(
                 on_failure: opts.config.verification.on_failure(),
                 sandbox: opts.sandbox.clone(),
             };
-            verify::run(&verify::checks_from(&verification_cmds), &vopts)
+            verify::run_with_plugins(&verification_cmds, &vopts, &opts.plugins)
         };
         // §5.2: a failed verification that can be fixed goes back to regeneration.
         let regenerate = setup_ok

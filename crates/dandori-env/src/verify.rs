@@ -97,6 +97,35 @@ fn first_line(s: &str) -> String {
         .collect()
 }
 
+/// [`run`], then `verify_environment` of the plugin that detected `selected`
+/// (seed 002 §13.2), run in the same sandbox with the same environment; its
+/// results count as the checks' do.
+pub fn run_with_plugins(
+    selected: &SelectedEnvironment,
+    opts: &VerifyOptions,
+    registry: &crate::plugins::Registry,
+) -> VerificationRecord {
+    let record = run(&checks_from(selected), opts);
+    let extra = crate::plugins::verify(registry, selected, &opts.repo, &opts.env);
+    if extra.is_empty() {
+        return record;
+    }
+    let mut results = record.verification_results;
+    results.extend(extra);
+    // The checks' own warnings stay; errors are recounted from all results.
+    let warnings: Vec<String> = record
+        .warnings
+        .into_iter()
+        .filter(|w| !w.starts_with("optional verification `"))
+        .collect();
+    let errors: Vec<String> = record
+        .errors
+        .into_iter()
+        .filter(|e| !e.starts_with("verification `"))
+        .collect();
+    decide(results, warnings, errors, opts)
+}
+
 /// Runs the checks and decides the verification status (before `on_failure`).
 pub fn run(checks: &[VerificationCheck], opts: &VerifyOptions) -> VerificationRecord {
     let mut results = Vec::new();
@@ -199,6 +228,17 @@ pub fn run(checks: &[VerificationCheck], opts: &VerifyOptions) -> VerificationRe
         }
         results.push(result);
     }
+    decide(results, warnings, errors, opts)
+}
+
+/// The record of `results`: failed when a required one failed, partial when
+/// an optional one failed or warnings matter (§5.5.2, §5.5.3).
+fn decide(
+    results: Vec<VerificationResult>,
+    mut warnings: Vec<String>,
+    mut errors: Vec<String>,
+    opts: &VerifyOptions,
+) -> VerificationRecord {
     let required_failed = results.iter().any(|r| r.required && r.status != "success");
     let optional_failed = results.iter().any(|r| !r.required && r.status != "success");
     let overall_status = if required_failed {

@@ -103,6 +103,7 @@ const TOOLCHAIN_PREFIXES: &[&str] = &[
     "SDKMAN_",
     "DOTNET_",
     "GEM_",
+    "COMPOSER_",
     "BUNDLE_",
     "RBENV_",
     "RUBY",

@@ -103,6 +103,7 @@ pub enum GlobalConfig {
 pub fn git_command(dir: &Path, global: GlobalConfig) -> Command {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir).stdin(Stdio::null());
+    crate::overlay::enter(&mut cmd, dir);
     harden_env(&mut cmd, global);
     cmd.args(HARDENING_ARGS);
     cmd.args(driver_overrides(dir));
@@ -120,6 +121,7 @@ pub fn git_command_with_env(
         .stdin(Stdio::null())
         .env_clear()
         .envs(env);
+    crate::overlay::enter(&mut cmd, dir);
     harden_env(&mut cmd, global);
     cmd.args(HARDENING_ARGS);
     cmd.args(driver_overrides(dir));
@@ -151,6 +153,7 @@ pub fn harden_env(cmd: &mut Command, global: GlobalConfig) {
 pub fn driver_overrides(dir: &Path) -> Vec<String> {
     let mut cmd = Command::new("git");
     cmd.current_dir(dir).stdin(Stdio::null());
+    crate::overlay::enter(&mut cmd, dir);
     harden_env(&mut cmd, GlobalConfig::Keep);
     let out = cmd
         // The repository's own config (and the files it includes): drivers of the

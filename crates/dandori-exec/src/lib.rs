@@ -5,7 +5,9 @@
 
 pub mod child_env;
 pub mod git;
+pub mod overlay;
 pub mod policy;
+pub mod proxy;
 pub mod run;
 pub mod sandbox;
 

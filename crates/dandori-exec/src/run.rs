@@ -68,6 +68,19 @@ impl ResourceLimits {
         }
     }
 
+    /// The limits `planning.environment_setup.resources` configures for a
+    /// command that may run `timeout` (seed 002 §11.2).
+    pub fn configured(r: &dandori_config::ResourcesConfig, timeout: Duration) -> Self {
+        ResourceLimits {
+            memory_bytes: Some(r.memory_limit.0),
+            cpu_seconds: Some(
+                u64::from(r.cpu_limit.get()).saturating_mul(timeout.as_secs().max(1)),
+            ),
+            file_size_bytes: Some(r.disk_limit.0),
+            open_files: None,
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.memory_bytes.is_none()
             && self.cpu_seconds.is_none()
@@ -133,6 +146,9 @@ pub struct CommandSpec {
     pub inherit_output: bool,
     /// Run inside this sandbox under this policy.
     pub sandbox: Option<(Sandbox, SandboxPolicy, Origin)>,
+    /// Bytes written to the child's stdin, which is then closed (a protocol
+    /// request); `None`: stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 impl CommandSpec {
@@ -149,6 +165,7 @@ impl CommandSpec {
             masker: None,
             inherit_output: false,
             sandbox: None,
+            stdin: None,
         }
     }
 
@@ -203,6 +220,18 @@ impl CommandSpec {
     /// is refused when no sandbox mechanism works.
     pub fn sandbox(mut self, sandbox: Sandbox, policy: SandboxPolicy, origin: Origin) -> Self {
         self.sandbox = Some((sandbox, policy, origin));
+        self
+    }
+
+    /// Feeds `bytes` to the child's stdin (then closes it).
+    pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
+        self.stdin = Some(bytes);
+        self
+    }
+
+    /// Keeps up to `bytes` of each stream in memory (a protocol answer read whole).
+    pub fn tail_bytes(mut self, bytes: usize) -> Self {
+        self.tail_bytes = bytes;
         self
     }
 
@@ -446,6 +475,7 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
         c
     };
     cmd.current_dir(&spec.cwd).env_clear().envs(&spec.env);
+    crate::overlay::enter(&mut cmd, &spec.cwd);
     if spec.inherit_output {
         // Interactive use (`dandori env exec`): the child shares the terminal,
         // stays in the foreground process group and reads our stdin.
@@ -453,10 +483,14 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit());
     } else {
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+        cmd.stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
     }
     let out_log = open_log(&spec.stdout_log)?;
     let err_log = open_log(&spec.stderr_log)?;
@@ -468,6 +502,13 @@ pub fn run_command(spec: &CommandSpec) -> Result<CommandOutcome, ExecError> {
         source,
     })?;
     let guard = GroupGuard(Pid::from_raw(child.id() as i32));
+    if let (Some(bytes), Some(mut input)) = (spec.stdin.clone(), child.stdin.take()) {
+        // A child that exits without reading gets EPIPE here: not our error.
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = input.write_all(&bytes);
+        });
+    }
 
     let (tx, rx) = mpsc::channel::<(bool, String, Option<std::io::Error>)>();
     let mut readers = 0;

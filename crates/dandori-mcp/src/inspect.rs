@@ -420,6 +420,9 @@ pub struct TraceFilter {
     pub step: Option<String>,
     /// Only events at or after this time.
     pub since: Option<DateTime<Utc>>,
+    /// Seed 003 §7.1 view: `summary` keeps the summary events, `full` every
+    /// event (the details too); None = every event.
+    pub visibility: Option<dandori_trace::events::Visibility>,
 }
 
 impl TraceFilter {
@@ -430,6 +433,11 @@ impl TraceFilter {
         }
         if let Some(step) = &self.step
             && e.data.get("step_id").and_then(Value::as_str) != Some(step.as_str())
+        {
+            return false;
+        }
+        if self.visibility == Some(dandori_trace::events::Visibility::Summary)
+            && e.visibility() != dandori_trace::events::Visibility::Summary
         {
             return false;
         }
@@ -451,6 +459,16 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
 
 /// `--since`: an RFC 3339 time, or a duration back from `now` (`90s`, `15m`, `2h`,
 /// `1d`).
+/// `--visibility`: `summary` | `full` (seed 003 §7.1).
+pub fn parse_visibility(s: &str) -> Result<dandori_trace::events::Visibility, McpError> {
+    dandori_trace::events::Visibility::parse(s).ok_or_else(|| {
+        McpError::invalid(
+            reason::ARGUMENT_INVALID,
+            format!("visibility {s:?}: expected `summary` or `full`"),
+        )
+    })
+}
+
 pub fn parse_since(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, McpError> {
     if let Some(t) = parse_time(s) {
         return Ok(t);

@@ -429,6 +429,8 @@ impl Service {
             "target_paths": step.scope.target_paths,
             "max_diff_lines": step.scope.max_diff_lines,
             "unit_commands": step.commands.unit,
+            "suggested_tools": step.suggested_tools,
+            "suggested_persona": step.suggested_persona,
             "acceptance_criteria": acs,
             "prompt": prompt,
         }))
@@ -779,6 +781,9 @@ impl Service {
             step: opt_str(args, "step")?.map(str::to_string),
             since: opt_str(args, "since")?
                 .map(|s| inspect::parse_since(s, chrono::Utc::now()))
+                .transpose()?,
+            visibility: opt_str(args, "visibility")?
+                .map(inspect::parse_visibility)
                 .transpose()?,
         };
         let limit = opt_u64(args, "limit")?.unwrap_or(50).min(1000) as usize;

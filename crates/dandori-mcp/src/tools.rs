@@ -211,7 +211,9 @@ const DEFS: &[Def] = &[
         input: || {
             obj(
                 json!({"run_dir": run_dir(), "event": {"type": "string"}, "step": {"type": "string"},
-                       "since": {"type": "string", "description": "RFC 3339 or 15m"}, "limit": {"type": "integer"}}),
+                       "since": {"type": "string", "description": "RFC 3339 or 15m"},
+                       "visibility": {"enum": ["summary", "full"], "description": "seed 003 §7.1: summary events only, or every event"},
+                       "limit": {"type": "integer"}}),
                 &["run_dir"],
             )
         },

@@ -306,7 +306,7 @@ fn step_facts(run: &RunRecord) -> BTreeMap<String, StepFacts> {
         let Some(id) = step_of(e) else { continue };
         let Some(f) = out.get_mut(id) else { continue };
         match e.event.as_str() {
-            "STEP_TOO_LARGE" => f.revised = true,
+            "STEP_TOO_LARGE" | "PLAN_REVISION" => f.revised = true,
             "STEP_END" => {
                 if u(&e.data, "splits").unwrap_or(0) > 0 {
                     f.revised = true;
@@ -861,6 +861,7 @@ pub fn compute(
             xs.is_empty().then(|| empty.to_string()),
         ));
     }
+    measures.extend(time_targets(runs));
     // §16.2.2
     let calls: u64 = phases.values().map(|f| f.llm_calls).sum();
     let phases_out: Vec<PhaseFigures> =
@@ -1040,6 +1041,95 @@ pub fn compute(
     }
 }
 
+/// Seed 000 §13.4 time targets: each planning phase (from
+/// `PLANNING_END.phase_durations_ms`) and each whole task (planning +
+/// execution) by its size category. The value is the mean; the target is met
+/// only when every run meets it (the note names how many did not).
+fn time_targets(runs: &[RunRecord]) -> Vec<Measure> {
+    use dandori_plan::performance::{PLANNING_PHASES, TASK_TIMES, TimeTarget, task_time_target};
+    let mut phase_secs: Vec<Vec<f64>> = vec![Vec::new(); PLANNING_PHASES.len()];
+    let mut task_secs: Vec<Vec<f64>> = vec![Vec::new(); TASK_TIMES.len()];
+    for run in runs {
+        let end = run.events.iter().rev().find(|e| e.event == "PLANNING_END");
+        if let Some(d) = end.and_then(|e| e.data.get("phase_durations_ms")) {
+            for (i, (key, _)) in PLANNING_PHASES.iter().enumerate() {
+                if let Some(ms) = u(d, key) {
+                    phase_secs[i].push(ms as f64 / 1000.0);
+                }
+            }
+        }
+        let category = run
+            .events
+            .iter()
+            .find(|e| e.event == "SIZE_ESTIMATION")
+            .and_then(|e| s(&e.data, "size_category"));
+        let planning = end.and_then(|e| u(&e.data, "duration_ms"));
+        let mut execution: Option<f64> = None;
+        let mut open: Option<&str> = None;
+        for e in &run.events {
+            match e.event.as_str() {
+                "EXECUTION_START" | "EXECUTION_RESUME" => open = Some(&e.timestamp),
+                "EXECUTION_END" => {
+                    if let Some(start) = open.take()
+                        && let Some(ms) = millis_between(start, &e.timestamp)
+                    {
+                        execution = Some(execution.unwrap_or(0.0) + ms);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let (Some(t), Some(p), Some(x)) =
+            (category.and_then(task_time_target), planning, execution)
+            && let Some(i) = TASK_TIMES.iter().position(|k| k.name == t.name)
+        {
+            task_secs[i].push((p as f64 + x) / 1000.0);
+        }
+    }
+    let one = |t: &TimeTarget, xs: &[f64], empty: &str| {
+        let over = xs.iter().filter(|x| !t.met(**x)).count();
+        let mut m = measure(
+            MeasureSpec {
+                name: t.name,
+                section: "13.4",
+                description: t.description,
+                unit: "seconds",
+                target: Some(t.target),
+            },
+            mean(xs),
+            Some(xs.iter().fold(0.0, |a, b| a + b)),
+            Some(xs.len() as f64),
+            Some(if xs.is_empty() {
+                empty.to_string()
+            } else {
+                format!(
+                    "{over} of {} run(s) over {} s; slowest {:.1} s",
+                    xs.len(),
+                    t.target,
+                    xs.iter().fold(0.0_f64, |a, b| a.max(*b))
+                )
+            }),
+        );
+        if !xs.is_empty() {
+            m.met = Some(over == 0);
+        }
+        m
+    };
+    let mut out: Vec<Measure> = PLANNING_PHASES
+        .iter()
+        .zip(&phase_secs)
+        .map(|((_, t), xs)| one(t, xs, "no PLANNING_END with phase_durations_ms"))
+        .collect();
+    out.extend(TASK_TIMES.iter().zip(&task_secs).map(|(t, xs)| {
+        one(
+            t,
+            xs,
+            "no run of this size both planned and executed to the end",
+        )
+    }));
+    out
+}
+
 /// A measure's value for people: `75.0% (3/4)`, `12.3 s`, `$0.0123`.
 pub fn display_value(m: &Measure) -> String {
     let Some(v) = m.value else {
@@ -1066,6 +1156,7 @@ pub fn display_value(m: &Measure) -> String {
 /// titles; the section number stays in the JSON `section` field).
 fn section_title(section: &str) -> &'static str {
     match section {
+        "13.4" => "Time targets",
         "16.1.1" => "Planning accuracy",
         "16.1.2" => "Task decomposition",
         "16.2.1" => "Processing time",

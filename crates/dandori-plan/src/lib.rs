@@ -9,6 +9,7 @@
 
 pub mod graph;
 pub mod model;
+pub mod performance;
 pub mod reason_codes;
 pub mod repository;
 pub mod schema;

@@ -76,6 +76,11 @@ pub struct DraftSubtask {
     /// tests of its criteria before the change; they must fail on the base.
     #[serde(default)]
     pub test_first: bool,
+    /// Seed 000 §2.3 `action_plan.actions` the planner wrote for this subtask
+    /// (`task_id` = its key), kept as given; empty when it wrote none (the
+    /// common code then derives them from the subtask's tools).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<serde_json::Value>,
 }
 
 /// Seed 003 §3.4: the raw estimates.

@@ -201,6 +201,8 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         masker.clone(),
     )?;
 
+    // Seed 000 §13.4 goal understanding: intake and gathering, up to here.
+    let goal_understanding_ms = started.elapsed().as_millis() as u64;
     let offline = SimplePlanner;
     let planner: &dyn DraftPlanner = opts.planner.unwrap_or(&offline);
     let planner_name = planner.name();
@@ -298,9 +300,11 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         }
     };
 
+    let task_decomposition_ms = t.elapsed().as_millis() as u64;
     progress(Progress::Assembling {
-        draft_millis: t.elapsed().as_millis() as u64,
+        draft_millis: task_decomposition_ms,
     });
+    let t = Instant::now();
     let ids = assemble::Ids {
         request_id: ctx.request.id.clone(),
         run_id: rd.run_id.clone(),
@@ -309,6 +313,7 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         work_branch: run_dir::work_branch(&ctx.request.id, &rd.run_id),
     };
     let mut assembled = assemble::assemble(&ctx, draft, &ids, &rd, skip, &trace)?;
+    let action_plan_ms = t.elapsed().as_millis() as u64;
     let masked = serde_json::to_value(&assembled.planning)
         .map(|v| masker.mask_value(v))
         .and_then(serde_json::from_value)
@@ -349,6 +354,12 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
             "planning_json": assembled.planning.outputs.planning_json,
             "validation": { "ok": summary.ok, "fail": summary.fail, "warn": summary.warn },
             "duration_ms": started.elapsed().as_millis() as u64,
+            // Seed 000 §13.4, the three planning phases of §2 (docs/observability.md).
+            "phase_durations_ms": {
+                "goal_understanding": goal_understanding_ms,
+                "task_decomposition": task_decomposition_ms,
+                "action_plan": action_plan_ms,
+            },
         }),
     )?;
 

@@ -1,6 +1,7 @@
 //! A 40-step DAG (8 levels of 5 steps, each step depending on two steps of the level
 //! above) run by a fake executor of fixed latency, on real generated git
-//! repositories (40, 5 000 and 20 000 files) with real worktrees, commits and merges.
+//! repositories (500, 5 000, 50 000 and 100 000 files) with real step workspaces
+//! (pool worktrees or copy-on-write overlays), commits and merges.
 //!
 //! Reported (stderr, one run each, then criterion's timing of the smallest case):
 //! for every repository size, latency per step and worker count, the wall time and
@@ -8,10 +9,17 @@
 //! latency with 1 worker), and the CPU time of the run (this process, i.e. the
 //! runner, plus every child it waited for: git and the hooks) ÷ 40 steps — the
 //! figure a busy machine does not move; dandori's own overhead per step is the
-//! zero-latency run with one worker, wall ÷ 40.
+//! zero-latency run with one worker, wall ÷ 40. Beside the CPU per step of the
+//! whole run (÷ 40), the **marginal CPU per step**: (CPU of the 40-step run − CPU
+//! of a 1-step run of the same repository and settings) ÷ 39, what one more step
+//! costs once the run's fixed costs (gates, the first checkout) are paid. The
+//! run's extra disk use is the peak growth of the file system's used blocks while
+//! it runs (sampled every 20 ms; other writers on the same disk add noise).
 //!
-//! `DANDORI_BENCH_FILES` (default `40,5000,20000`), `DANDORI_BENCH_LATENCY_MS`
-//! (default `1000,200,0`) and `DANDORI_BENCH_WORKERS` (default `1,5`) choose the grid.
+//! `DANDORI_BENCH_FILES` (default `500,5000,50000,100000`),
+//! `DANDORI_BENCH_LATENCY_MS` (default `1000,200,0`), `DANDORI_BENCH_WORKERS`
+//! (default `1,5`) and `DANDORI_BENCH_WORKSPACE` (default `pool,overlay`:
+//! `runner.step_workspace`) choose the grid.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
@@ -21,7 +29,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use dandori_config::Config;
+use dandori_config::{Config, StepWorkspaceKind};
 use dandori_runner::executor::{ExecOutcome, ExecRequest, Executor, StepExecution, TokenUsage};
 use dandori_runner::{CompletionStatus, RunOptions, RunnerError};
 use serde_json::json;
@@ -66,17 +74,17 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(ok, "git {args:?}");
 }
 
-fn plan() -> serde_json::Value {
+fn plan(levels: usize, width: usize) -> serde_json::Value {
     let mut steps = Vec::new();
-    for l in 0..LEVELS {
-        for w in 0..WIDTH {
-            let id = format!("S{:02}", l * WIDTH + w + 1);
+    for l in 0..levels {
+        for w in 0..width {
+            let id = format!("S{:02}", l * width + w + 1);
             let deps: Vec<String> = if l == 0 {
                 Vec::new()
             } else {
-                [w, (w + 1) % WIDTH]
+                [w, (w + 1) % width]
                     .iter()
-                    .map(|p| format!("S{:02}", (l - 1) * WIDTH + p + 1))
+                    .map(|p| format!("S{:02}", (l - 1) * width + p + 1))
                     .collect()
             };
             steps.push(json!({
@@ -143,7 +151,7 @@ fn generate(files: usize) -> BenchRepo {
 }
 
 /// Back to `main` with no work branch and a fresh run directory.
-fn reset(r: &BenchRepo) {
+fn reset(r: &BenchRepo, steps: usize) {
     git(&r.repo, &["checkout", "-q", "main"]);
     let _ = Command::new("git")
         .args(["branch", "-q", "-D", "dandori/bench"])
@@ -152,7 +160,12 @@ fn reset(r: &BenchRepo) {
     let _ = std::fs::remove_dir_all(&r.run_dir);
     git(&r.repo, &["worktree", "prune"]);
     std::fs::create_dir_all(&r.run_dir).unwrap();
-    std::fs::write(r.run_dir.join("planning.json"), plan().to_string()).unwrap();
+    let planning = if steps == 1 {
+        plan(1, 1)
+    } else {
+        plan(LEVELS, WIDTH)
+    };
+    std::fs::write(r.run_dir.join("planning.json"), planning.to_string()).unwrap();
 }
 
 /// The time from the first step's end to the last one's, ÷ the steps after the
@@ -186,13 +199,36 @@ fn cpu_now() -> (Duration, Duration) {
     (of(UsageWho::RUSAGE_SELF), of(UsageWho::RUSAGE_CHILDREN))
 }
 
-/// One run: its wall time to the result and the CPU time it took (the runner
-/// and its waited-for children; the fixed-latency executor only sleeps).
-/// `(wall, (runner CPU, children CPU))`.
-fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> (Duration, (Duration, Duration)) {
-    reset(r);
+/// Used bytes of the file system holding `dir`.
+fn used_bytes(dir: &Path) -> u64 {
+    nix::sys::statvfs::statvfs(dir).map_or(0, |s| {
+        (s.blocks() as u64).saturating_sub(s.blocks_free() as u64) * s.fragment_size() as u64
+    })
+}
+
+/// What one run measured.
+struct Measured {
+    wall: Duration,
+    /// (runner CPU, children CPU).
+    cpu: (Duration, Duration),
+    /// Peak growth of the file system's used bytes during the run.
+    disk: u64,
+}
+
+/// One run of `steps` (40, or 1 for the fixed costs): its wall time to the
+/// result, the CPU time it took (the runner and its waited-for children; the
+/// fixed-latency executor only sleeps) and its peak extra disk use.
+fn run_once(
+    r: &BenchRepo,
+    latency: Duration,
+    workers: u32,
+    workspace: StepWorkspaceKind,
+    steps: usize,
+) -> Measured {
+    reset(r, steps);
     let mut config = Config::default();
     config.runner.max_parallel_workers = workers;
+    config.runner.step_workspace = workspace;
     config.planning.reflection.enabled = false;
     let mut env = BTreeMap::new();
     env.insert(
@@ -212,9 +248,23 @@ fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> (Duration, (Durat
         progress: None,
         dispatch: None,
     };
+    let before = used_bytes(&r.repo);
+    let done = std::sync::atomic::AtomicBool::new(false);
     let cpu0 = cpu_now();
     let start = Instant::now();
-    let out = dandori_runner::run(&opts).unwrap();
+    let (out, peak) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut peak = before;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                peak = peak.max(used_bytes(&r.repo));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            peak.max(used_bytes(&r.repo))
+        });
+        let out = dandori_runner::run(&opts).unwrap();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        (out, sampler.join().unwrap())
+    });
     let wall = start.elapsed();
     let cpu1 = cpu_now();
     let cpu = (cpu1.0.saturating_sub(cpu0.0), cpu1.1.saturating_sub(cpu0.1));
@@ -222,7 +272,23 @@ fn run_once(r: &BenchRepo, latency: Duration, workers: u32) -> (Duration, (Durat
     // CLI waits for that after printing); the next run starts once they are gone.
     dandori_runner::git::wait_for_removals();
     assert_eq!(out.completion.status, CompletionStatus::Completed);
-    (wall, cpu)
+    Measured {
+        wall,
+        cpu,
+        disk: peak.saturating_sub(before),
+    }
+}
+
+fn workspaces() -> Vec<StepWorkspaceKind> {
+    std::env::var("DANDORI_BENCH_WORKSPACE")
+        .unwrap_or_else(|_| "pool,overlay".to_string())
+        .split(',')
+        .filter_map(|w| match w.trim() {
+            "pool" => Some(StepWorkspaceKind::Pool),
+            "overlay" => Some(StepWorkspaceKind::Overlay),
+            _ => None,
+        })
+        .collect()
 }
 
 fn grid(var: &str, default: &str) -> Vec<u64> {
@@ -234,59 +300,78 @@ fn grid(var: &str, default: &str) -> Vec<u64> {
 }
 
 fn bench(c: &mut Criterion) {
-    let files = grid("DANDORI_BENCH_FILES", "40,5000,20000");
+    let files = grid("DANDORI_BENCH_FILES", "500,5000,50000,100000");
     let latencies = grid("DANDORI_BENCH_LATENCY_MS", "1000,200,0");
     let workers = grid("DANDORI_BENCH_WORKERS", "1,5");
     for &n in &files {
         let r = generate(n as usize);
         for &ms in &latencies {
             for &w in &workers {
-                let l = Duration::from_millis(ms);
-                let (wall, (own, children)) = run_once(&r, l, w as u32);
-                let cpu = own + children;
-                // The longest chain has LEVELS steps; one worker runs all 40 in a row.
-                let chain = if w as usize >= WIDTH {
-                    LEVELS
-                } else {
-                    LEVELS * WIDTH
-                };
-                let bound = l * chain as u32;
-                let ratio = if bound.is_zero() {
-                    "-".to_string()
-                } else {
-                    format!("{:.3}", wall.as_secs_f64() / bound.as_secs_f64())
-                };
-                eprintln!(
-                    "dag40: {n} files, latency {ms} ms, {w} workers: wall {:.2} s, bound {:.2} s, ratio {ratio}, cpu {:.2} s ({:.1} ms per step: runner {:.1}, children {:.1}){}",
-                    wall.as_secs_f64(),
-                    bound.as_secs_f64(),
-                    cpu.as_secs_f64(),
-                    cpu.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
-                    own.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
-                    children.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
-                    if ms == 0 && w == 1 {
-                        format!(
-                            ", overhead per step {:.1} ms (after the first step: {:.1} ms)",
-                            wall.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
-                            steady_per_step_ms(&r).unwrap_or(f64::NAN)
-                        )
+                for ws in workspaces() {
+                    let l = Duration::from_millis(ms);
+                    let one = run_once(&r, l, w as u32, ws, 1);
+                    let m = run_once(&r, l, w as u32, ws, LEVELS * WIDTH);
+                    let (wall, (own, children)) = (m.wall, m.cpu);
+                    let cpu = own + children;
+                    let fixed = one.cpu.0 + one.cpu.1;
+                    let marginal = cpu.saturating_sub(fixed).as_secs_f64() * 1000.0
+                        / (LEVELS * WIDTH - 1) as f64;
+                    // The longest chain has LEVELS steps; one worker runs all 40 in a row.
+                    let chain = if w as usize >= WIDTH {
+                        LEVELS
                     } else {
-                        String::new()
-                    }
-                );
+                        LEVELS * WIDTH
+                    };
+                    let bound = l * chain as u32;
+                    let ratio = if bound.is_zero() {
+                        "-".to_string()
+                    } else {
+                        format!("{:.3}", wall.as_secs_f64() / bound.as_secs_f64())
+                    };
+                    eprintln!(
+                        "dag40: {n} files, {} workspaces, latency {ms} ms, {w} workers: wall {:.2} s, bound {:.2} s, ratio {ratio}, cpu {:.2} s ({:.1} ms per step: runner {:.1}, children {:.1}; marginal {marginal:.1} ms per step over a 1-step run of {:.2} s cpu), extra disk {:.1} MB{}",
+                        match ws {
+                            StepWorkspaceKind::Pool => "pool",
+                            StepWorkspaceKind::Overlay => "overlay",
+                        },
+                        wall.as_secs_f64(),
+                        bound.as_secs_f64(),
+                        cpu.as_secs_f64(),
+                        cpu.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
+                        own.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
+                        children.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
+                        fixed.as_secs_f64(),
+                        m.disk as f64 / 1e6,
+                        if ms == 0 && w == 1 {
+                            format!(
+                                ", overhead per step {:.1} ms (after the first step: {:.1} ms)",
+                                wall.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
+                                steady_per_step_ms(&r).unwrap_or(f64::NAN)
+                            )
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
             }
         }
     }
-    let small = generate(40);
+    let small = generate(500);
     let mut g = c.benchmark_group("dag40");
     g.sample_size(10);
-    g.bench_function("zero_latency_1_worker_40_files", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| run_once(&small, Duration::ZERO, 1).0)
-                .sum()
-        })
-    });
+    for ws in workspaces() {
+        let name = match ws {
+            StepWorkspaceKind::Pool => "zero_latency_1_worker_500_files_pool",
+            StepWorkspaceKind::Overlay => "zero_latency_1_worker_500_files_overlay",
+        };
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| run_once(&small, Duration::ZERO, 1, ws, LEVELS * WIDTH).wall)
+                    .sum()
+            })
+        });
+    }
     g.finish();
 }
 

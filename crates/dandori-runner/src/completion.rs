@@ -21,6 +21,10 @@ use crate::plan::RunPaths;
 use crate::reason;
 use crate::step::{StepReport, StepResult};
 
+/// How a step's note starts when the runner replanned it (seed 004 §2,
+/// `crate::replan`); the summary's lessons repeat it.
+pub const REPLANNED: &str = "replanned after compound test failures";
+
 pub struct CompletionInput<'a> {
     pub planning: &'a Planning,
     pub stage: &'a Stage,
@@ -116,6 +120,10 @@ pub fn build(i: &CompletionInput<'_>) -> Completion {
     {
         if r.splits > 0 {
             lessons.push(format!("{} was split after STEP_TOO_LARGE", s.step_id));
+        }
+        // Seed 004 §2 replans (crate::replan), as the step noted them.
+        for n in r.notes.iter().filter(|n| n.starts_with(REPLANNED)) {
+            lessons.push(format!("{} was {n}", s.step_id));
         }
         if r.autofix_cycles > 0 {
             lessons.push(if s.status == StepStatus::Done {

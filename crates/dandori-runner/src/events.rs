@@ -6,6 +6,10 @@ pub const PLAN_VALIDATION: &str = "PLAN_VALIDATION";
 pub const GATE_CHECK: &str = "GATE_CHECK";
 pub const ENVIRONMENT_SETUP: &str = "ENVIRONMENT_SETUP";
 pub const STEP_START: &str = "STEP_START";
+/// Where the run's steps work (`runner.step_workspace`): `mechanism` (`pool` |
+/// `overlay`), `requested`, and `fallback_reason` when overlays were asked for and
+/// could not be mounted here.
+pub const STEP_WORKSPACE: &str = "STEP_WORKSPACE";
 pub const TOOLING: &str = "TOOLING";
 pub const STEP_ACTION: &str = "STEP_ACTION";
 pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
@@ -19,6 +23,10 @@ pub const SECRET_DETECTED: &str = "SECRET_DETECTED";
 pub const GIT_CONFIG_TAMPERED: &str = "GIT_CONFIG_TAMPERED";
 pub const STEP_END: &str = "STEP_END";
 pub const STEP_SKIPPED: &str = "STEP_SKIPPED";
+/// A plan revision the runner made itself (seed 004 §2 replan triggers,
+/// `crate::replan`): `step_id`, `trigger`, `revision`, `max_revisions`,
+/// `failures`, and the seed 000 `plan_revision` (`reason`, `changes`).
+pub const PLAN_REVISION: &str = "PLAN_REVISION";
 pub const REFLECTION: &str = "REFLECTION";
 pub const COVERAGE_EVALUATION: &str = "COVERAGE_EVALUATION";
 pub const EARLY_TERMINATION: &str = "EARLY_TERMINATION";

@@ -10,6 +10,7 @@ mod merge;
 pub mod never_committed;
 mod objects;
 pub mod touched;
+pub(crate) mod upper;
 
 /// Commit trailers that make a commit the proof of a step.
 pub const TRAILER_RUN: &str = "Dandori-Run";
@@ -24,7 +25,7 @@ pub const TRAILER_CHECK: &str = "Dandori-Check";
 /// merges that update the shared branch) take turns within the process.
 static WORKTREE_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn worktree_lock() -> std::sync::MutexGuard<'static, ()> {
     // Poisoning only means another thread panicked while holding it; git's own state
     // is what matters and every caller checks it.
     match WORKTREE_LOCK.lock() {
@@ -48,6 +49,18 @@ pub fn wait_for_removals() {
     };
     for h in handles {
         let _ = h.join();
+    }
+}
+
+/// Deletes `dir` (a directory the run no longer needs) in the background
+/// ([`wait_for_removals`] waits for it).
+pub(crate) fn remove_in_background(dir: PathBuf) {
+    let handle = std::thread::spawn(move || {
+        let _ = dandori_exec::overlay::remove_dir(&dir);
+    });
+    match REMOVALS.lock() {
+        Ok(mut g) => g.push(handle),
+        Err(p) => p.into_inner().push(handle),
     }
 }
 
@@ -313,6 +326,7 @@ impl Git {
         let mut cmd = std::process::Command::new("git");
         cmd.current_dir(&self.dir)
             .stdin(std::process::Stdio::null());
+        dandori_exec::overlay::enter(&mut cmd, &self.dir);
         dandori_exec::git::harden_env(&mut cmd, dandori_exec::git::GlobalConfig::Keep);
         cmd.args(dandori_exec::git::HARDENING_ARGS)
             .args(driver_overrides::for_dir(&self.dir).iter())
@@ -416,6 +430,16 @@ impl Git {
     /// Runs git with `input` on its stdin and returns stdout; a non-zero exit is an
     /// error carrying stderr.
     pub fn run_input(&self, args: &[&str], input: &[u8]) -> Result<String, RunnerError> {
+        self.run_input_allowing(args, input, &[0])
+    }
+
+    /// [`Git::run_input`] where every exit code of `ok` is a success.
+    pub(crate) fn run_input_allowing(
+        &self,
+        args: &[&str],
+        input: &[u8],
+        ok: &[i32],
+    ) -> Result<String, RunnerError> {
         use std::io::Write;
         let mut cmd = self.command(args);
         cmd.stdin(std::process::Stdio::piped())
@@ -433,7 +457,7 @@ impl Git {
             .wait_with_output()
             .map_err(|e| self.err(args, format!("git did not finish: {e}")))?;
         let written = writer.map(|w| w.join());
-        if !out.status.success() {
+        if !out.status.code().is_some_and(|c| ok.contains(&c)) {
             return Err(self.err(
                 args,
                 String::from_utf8_lossy(&out.stderr).trim().to_string(),

@@ -25,8 +25,10 @@ pub mod process;
 pub mod prompt;
 pub mod reason;
 pub mod reflection;
+pub mod replan;
 pub mod report;
 pub mod step;
+pub mod workspace;
 pub mod worktree;
 
 pub use completion::{Completion, CompletionStatus, exit};

@@ -84,20 +84,20 @@ pub fn run_hooked(
         .try_clone()
         .map_err(|e| dandori_fs::FsError::new("opening log", spec.log, e))?;
     let started = Instant::now();
-    let mut child = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .current_dir(spec.cwd)
         .env_clear()
         .envs(spec.env)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| RunnerError::Process {
-            command: display.clone(),
-            message: format!("could not start in {}: {e}", spec.cwd.display()),
-        })?;
+        .process_group(0);
+    dandori_exec::overlay::enter(&mut cmd, spec.cwd);
+    let mut child = cmd.spawn().map_err(|e| RunnerError::Process {
+        command: display.clone(),
+        message: format!("could not start in {}: {e}", spec.cwd.display()),
+    })?;
     let pid = child.id();
     let mut timed_out = false;
     // A blocking wait on a helper thread: the status arrives the moment the child

@@ -11,6 +11,15 @@ use dandori_plan::{Planning, Step};
 pub enum Feedback {
     /// Unit commands failed; the output tail is given back (seed 004 §5 autofix).
     UnitFailure { cycle: u64, output: String },
+    /// Seed 004 §2: the unit commands failed by several tests after every fix
+    /// attempt; the step's work was reset and it is done again from a new design
+    /// (plan revision `revision` of `max_revisions`).
+    Replan {
+        revision: u32,
+        max_revisions: u32,
+        failures: Vec<String>,
+        output: String,
+    },
     /// The step was split after STEP_TOO_LARGE: do only part `part` of `parts`.
     SplitPart {
         part: u32,
@@ -36,6 +45,11 @@ pub fn section<'a>(prompt: &'a str, heading: &str) -> &'a str {
     rest[..end].trim()
 }
 
+/// The heading of the step's `suggested_persona` (seed 001 §10.3).
+pub const PERSONA_HEADING: &str = "Persona";
+/// The heading of the step's `suggested_tools` (seed 001 §10.3).
+pub const TOOLS_HEADING: &str = "Suggested tools";
+
 /// The heading of the seed 002 §7.2 section.
 pub const ENVIRONMENT_HEADING: &str = "Execution environment";
 
@@ -51,6 +65,16 @@ pub fn build(
         "You are working on step {} of a plan: {}",
         step.step_id, step.title
     );
+    // Seed 001 §10.3 `SuggestedPersona` / `SuggestedTools`: the planner's advice
+    // on how to work this step.
+    if let Some(persona) = step
+        .suggested_persona
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let _ = writeln!(p, "\n## {PERSONA_HEADING}\nWork as: {persona}");
+    }
     let _ = writeln!(p, "\n## Request\n{}", planning.context.summary);
     let _ = writeln!(p, "\n## Intent\n{}", step.intent);
     let _ = writeln!(p, "\n## Scope");
@@ -86,6 +110,15 @@ pub fn build(
     }
     for f in step.inputs.code_files_hint.iter().flatten() {
         let _ = writeln!(p, "- code: {f}");
+    }
+    if let Some(tools) = step.suggested_tools.as_ref().filter(|t| !t.is_empty()) {
+        let _ = writeln!(
+            p,
+            "\n## {TOOLS_HEADING}\nThe plan suggests these tools for this step (others stay allowed):"
+        );
+        for t in tools {
+            let _ = writeln!(p, "- {t}");
+        }
     }
     let _ = writeln!(p, "\n## Success criteria");
     for c in &step.success_criteria {
@@ -125,6 +158,18 @@ pub fn build(
             let _ = writeln!(
                 p,
                 "\n## Fix attempt {cycle}\nThe unit commands failed after your change. Fix the code so they pass. Output:\n```\n{output}\n```"
+            );
+        }
+        Some(Feedback::Replan {
+            revision,
+            max_revisions,
+            failures,
+            output,
+        }) => {
+            let _ = writeln!(
+                p,
+                "\n## Replan (plan revision {revision} of {max_revisions})\nA previous attempt at this step kept failing several tests after every fix attempt: {}. Its design did not work, so its changes were discarded and the working tree is back at the step's starting commit. Design the change anew (another approach, not the same one again), then implement it so the tests pass. Last output:\n```\n{output}\n```",
+                failures.join(", ")
             );
         }
         Some(Feedback::SplitPart {

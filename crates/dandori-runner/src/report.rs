@@ -89,6 +89,80 @@ pub fn render_recorded(
     );
     md.push_str(&preexisting_section(baseline, &checks, run_dir));
     md.push_str(&crate::executor::agent_preset::report_section(run_dir));
+    md.push_str(&time_targets_section(run_dir));
+    md
+}
+
+/// Seed 000 §13.4: the planning phases and the whole task against their time
+/// targets (`dandori_plan::performance`), from the run's trace: the planning
+/// phases as `PLANNING_END.phase_durations_ms` recorded them, the task as
+/// planning plus execution (an execution still open counts up to the trace's
+/// last event).
+fn time_targets_section(run_dir: &Path) -> String {
+    use dandori_plan::performance::{PLANNING_PHASES, TimeTarget, task_time_target};
+    let events = dandori_trace::read_trace(run_dir.join("trace.jsonl")).unwrap_or_default();
+    let secs = |a: &str, b: &str| -> Option<f64> {
+        let a = chrono::DateTime::parse_from_rfc3339(a).ok()?;
+        let b = chrono::DateTime::parse_from_rfc3339(b).ok()?;
+        Some((b - a).num_milliseconds().max(0) as f64 / 1000.0)
+    };
+    let end = events.iter().rev().find(|e| e.event == "PLANNING_END");
+    let u = |v: Option<&serde_json::Value>, k: &str| {
+        v.and_then(|v| v.get(k)).and_then(serde_json::Value::as_u64)
+    };
+    let mut execution: Option<f64> = None;
+    let mut open: Option<&str> = None;
+    for e in &events {
+        match e.event.as_str() {
+            "EXECUTION_START" | "EXECUTION_RESUME" => open = Some(&e.timestamp),
+            "EXECUTION_END" => {
+                if let Some(s) = open.take().and_then(|s| secs(s, &e.timestamp)) {
+                    execution = Some(execution.unwrap_or(0.0) + s);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let (Some(s), Some(last)) = (open, events.last())
+        && let Some(x) = secs(s, &last.timestamp)
+    {
+        execution = Some(execution.unwrap_or(0.0) + x);
+    }
+    let category = events
+        .iter()
+        .find(|e| e.event == "SIZE_ESTIMATION")
+        .and_then(|e| e.data.get("size_category"))
+        .and_then(serde_json::Value::as_str);
+    let row = |label: &str, t: &TimeTarget, value: Option<f64>| match value {
+        Some(v) => format!(
+            "| {label} | {v:.1} s | {} s | {} |\n",
+            t.target,
+            if t.met(v) { "yes" } else { "**no**" }
+        ),
+        None => format!("| {label} | not recorded | {} s | — |\n", t.target),
+    };
+    let mut md = String::from(
+        "\n## Time targets\n\nSeed 000 §13.4: each planning phase and the whole task (planning + execution) against its target.\n\n| Measure | Time | Target | Met |\n|---|---|---|---|\n",
+    );
+    let durations = end.and_then(|e| e.data.get("phase_durations_ms"));
+    for (key, t) in &PLANNING_PHASES {
+        let label = key.replace('_', " ");
+        md.push_str(&row(
+            &label,
+            t,
+            u(durations, key).map(|ms| ms as f64 / 1000.0),
+        ));
+    }
+    let planning = u(end.map(|e| &e.data), "duration_ms").map(|ms| ms as f64 / 1000.0);
+    match category.and_then(|c| task_time_target(c).map(|t| (c, t))) {
+        Some((c, t)) => {
+            let total = planning.zip(execution).map(|(p, x)| p + x);
+            md.push_str(&row(&format!("whole task (size {c})"), &t, total));
+        }
+        None => {
+            md.push_str("| whole task | not recorded (no size estimation in the trace) | — | — |\n")
+        }
+    }
     md
 }
 

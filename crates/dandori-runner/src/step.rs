@@ -19,6 +19,7 @@ use crate::git::{Git, TRAILER_AC, TRAILER_CHECK, TRAILER_PART, TRAILER_RUN, TRAI
 use crate::plan::RunPaths;
 use crate::prompt::{self, Feedback};
 use crate::reflection::{self, ReflectionStatus, Trigger};
+use crate::workspace::StepWorkspace;
 use crate::worktree::PoolWorktree;
 use crate::{events, process, reason};
 
@@ -276,7 +277,7 @@ struct Worker<'c, 'a> {
     wt: &'c Path,
     /// What is known of the worktree's state (staging and the next move cost
     /// what the step touched).
-    pool: &'c mut PoolWorktree,
+    pool: &'c mut dyn StepWorkspace,
     report: StepReport,
     base: Option<String>,
     /// The patch of the index against `base` as last measured, while that is still
@@ -284,6 +285,8 @@ struct Worker<'c, 'a> {
     staged_patch: Option<String>,
     /// The step's last commit.
     head: Option<String>,
+    /// The output of the unit commands' last failing run (a replan shows it).
+    last_unit_failure: String,
 }
 
 /// Where a step starts: the commits it builds on, oldest dependency first, each
@@ -318,7 +321,7 @@ pub fn run_step_in_pool<'a>(
     index: usize,
     step: &'a Step,
     base: &StepBase<'_>,
-    pool: &mut PoolWorktree,
+    pool: &mut dyn StepWorkspace,
 ) -> StepReport {
     let prepared = fold_base(cx, step, base).and_then(|rev| match rev {
         Some(rev) => {
@@ -401,7 +404,7 @@ fn run_step_at<'a>(
     cx: &StepContext<'a>,
     index: usize,
     step: &'a Step,
-    pool: &mut PoolWorktree,
+    pool: &mut dyn StepWorkspace,
     at: Option<(&str, &Git)>,
 ) -> StepReport {
     let started = Instant::now();
@@ -430,6 +433,7 @@ fn run_step_at<'a>(
             },
             base,
         ),
+        last_unit_failure: String::new(),
     };
     let result = match w.run() {
         Ok(r) => r,
@@ -626,16 +630,21 @@ impl Worker<'_, '_> {
         let mut round: u64 = 0;
         let mut parts: u32 = 1;
         let mut commits: Vec<String>;
+        let mut replan: Option<Feedback> = None;
         'rounds: loop {
             commits = Vec::new();
             let this_round = parts;
             for part in 1..=this_round {
-                let feedback = (parts > 1).then(|| Feedback::SplitPart {
-                    part,
-                    parts,
-                    previous_lines: self.report.diff_lines,
-                    limit: self.limit(),
-                });
+                let feedback = if parts > 1 {
+                    Some(Feedback::SplitPart {
+                        part,
+                        parts,
+                        previous_lines: self.report.diff_lines,
+                        limit: self.limit(),
+                    })
+                } else {
+                    replan.take()
+                };
                 if let Some(r) = self.execute(feedback.as_ref(), "agent")? {
                     return Ok(r);
                 }
@@ -732,10 +741,25 @@ impl Worker<'_, '_> {
                     commits.push(self.commit(&message, true)?);
                 }
             }
-            break;
-        }
-        if let Some(r) = self.unit_and_autofix(parts, &base)? {
-            return Ok(r);
+            // Seed 004 §2: compound test failures replan the step (`crate::replan`).
+            match self.unit_and_autofix(parts, &base)? {
+                None => break,
+                Some(StepResult::Failed {
+                    reason_code: reason::UNIT_TEST_FAILED,
+                    message,
+                }) if parts == 1 => match self.replan(&base)? {
+                    Some(feedback) => {
+                        replan = Some(feedback);
+                        continue 'rounds;
+                    }
+                    None => return Ok(self.unit_test_failed(reason::UNIT_TEST_FAILED, message)),
+                },
+                Some(StepResult::Failed {
+                    reason_code: code @ (reason::UNIT_TEST_FAILED | reason::UNIT_TEST_TIMEOUT),
+                    message,
+                }) => return Ok(self.unit_test_failed(code, message)),
+                Some(r) => return Ok(r),
+            }
         }
         if self.git.detached_head().as_deref() != Some(base.as_str()) {
             // Something committed in the worktree: the patch is base..HEAD, taken below.
@@ -754,6 +778,81 @@ impl Worker<'_, '_> {
         // The patch of a committed change can be made again from the commit.
         dandori_fs::write_atomic_unsynced(self.cx.paths.patch(self.step_id()), patch)?;
         Ok(StepResult::Committed { commits })
+    }
+
+    /// The step ends on failing unit commands: what to do next, by hand.
+    fn unit_test_failed(&mut self, reason_code: &'static str, message: String) -> StepResult {
+        self.report.notes.push(format!(
+            "fix the failing unit commands of {} by hand ({}), then `dandori resume`",
+            self.step_id(),
+            self.step_commands().join("; ")
+        ));
+        StepResult::Failed {
+            reason_code,
+            message,
+        }
+    }
+
+    /// Seed 004 §2 (`crate::replan`): on compound test failures, with a plan
+    /// revision left, the step's work is reset to its base and the step is done
+    /// again from a new design. Returns the feedback of that attempt, or None
+    /// (not compound, or no revision left: the step fails as it is).
+    fn replan(&mut self, base: &str) -> Result<Option<Feedback>, RunnerError> {
+        let Some(failures) =
+            crate::replan::compound_failures(&self.report.test_runs, self.cx.baseline)
+        else {
+            return Ok(None);
+        };
+        let used = self.cx.revisions.load(Ordering::SeqCst);
+        if used >= self.cx.max_revisions {
+            self.report.notes.push(format!(
+                "{} failed by several tests ({}) after every fix attempt; no replan: planning.revision.max_revisions ({}) reached",
+                self.step_id(),
+                failures.join(", "),
+                self.cx.max_revisions
+            ));
+            return Ok(None);
+        }
+        let revision = self.cx.revisions.fetch_add(1, Ordering::SeqCst) + 1;
+        let output = std::mem::take(&mut self.last_unit_failure);
+        let reason = format!(
+            "compound test failures after {} fix attempt(s): {}",
+            self.report.autofix_cycles,
+            failures.join(", ")
+        );
+        self.reflect(
+            Trigger::Error,
+            ReflectionStatus::Failure,
+            &reason,
+            failures.clone(),
+            true,
+        );
+        self.emit(
+            events::PLAN_REVISION,
+            json!({"step_id": self.step_id(), "trigger": crate::replan::COMPOUND_TEST_FAILURE,
+                   "revision": revision, "max_revisions": self.cx.max_revisions,
+                   "failures": failures,
+                   "plan_revision": {
+                       "reason": reason,
+                       "changes": [format!("{}: its work is reset to the step's base commit and redone from a new design", self.step_id())],
+                   }}),
+        );
+        self.report.notes.push(format!(
+            "{} (plan revision {revision} of {})",
+            crate::completion::REPLANNED,
+            self.cx.max_revisions
+        ));
+        self.git.reset_hard(base)?;
+        self.pool.was_reset(base);
+        self.report.diff_lines = 0;
+        self.report.files_changed.clear();
+        self.report.unit_passed = None;
+        Ok(Some(Feedback::Replan {
+            revision,
+            max_revisions: self.cx.max_revisions,
+            failures,
+            output: tail(&output, 3000),
+        }))
     }
 
     /// Runs the executor once; `Some` when the step ends here.
@@ -810,6 +909,8 @@ impl Worker<'_, '_> {
             heartbeat: progress
                 .is_some()
                 .then_some(&heartbeat as &crate::process::Heartbeat<'_>),
+            suggested_tools: self.step.suggested_tools.as_deref().unwrap_or_default(),
+            suggested_persona: self.step.suggested_persona.as_deref(),
         })?;
         if let Some(r) = self.git_tampered("the agent")? {
             return Ok(Some(r));
@@ -1128,7 +1229,7 @@ impl Worker<'_, '_> {
         flagged.dedup();
         // Staging wrote the secret into blobs: found before the reset, deleted after
         // it (when nothing else reaches them).
-        let staged = self.git.staged_objects(&flagged)?;
+        let staged = self.pool.staged_objects(&self.git, &flagged)?;
         self.git.reset_hard(base)?;
         self.pool.was_reset(base);
         self.git.forget_objects(&staged)?;
@@ -1337,6 +1438,8 @@ impl Worker<'_, '_> {
             }));
         }
         let max_cycles = self.cx.planning.limits.max_autofix_cycles;
+        // A replanned step gets its own fix cycles.
+        let cycles_before = self.report.autofix_cycles;
         let mut last_failure: Option<(String, String)> = None;
         // A unit command may touch the index itself; the patch is taken afresh.
         self.staged_patch = None;
@@ -1384,18 +1487,14 @@ impl Worker<'_, '_> {
                 }));
             }
             last_failure = Some((tree, output.clone()));
-            if self.report.autofix_cycles >= max_cycles {
+            self.last_unit_failure = output.clone();
+            if self.report.autofix_cycles - cycles_before >= max_cycles {
                 if !self.cx.planning.gates.require_unit_pass {
                     self.report
                         .notes
                         .push("unit commands fail; gates.require_unit_pass is false".to_string());
                     return Ok(None);
                 }
-                self.report.notes.push(format!(
-                    "fix the failing unit commands of {} by hand ({}), then `dandori resume`",
-                    self.step_id(),
-                    commands.join("; ")
-                ));
                 return Ok(Some(StepResult::Failed {
                     reason_code: if timed_out {
                         reason::UNIT_TEST_TIMEOUT
@@ -1760,6 +1859,7 @@ fn feedback_kind(f: &Feedback) -> Value {
     match f {
         Feedback::UnitFailure { cycle, .. } => json!({"autofix_cycle": cycle}),
         Feedback::SplitPart { part, parts, .. } => json!({"split_part": part, "parts": parts}),
+        Feedback::Replan { revision, .. } => json!({"replan": revision}),
     }
 }
 

@@ -42,6 +42,21 @@ impl PackageIndex {
         }
     }
 
+    /// `http://127.0.0.1:PORT/<path>`: a file or directory of the served root
+    /// (a gem source under `gems/`, a Composer repository under `composer/`).
+    pub fn url(&self, path: &str) -> String {
+        format!(
+            "http://127.0.0.1:{}/{}",
+            self.port,
+            path.trim_start_matches('/')
+        )
+    }
+
+    /// The directory served.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// `http://127.0.0.1:PORT/simple/`: for `PIP_INDEX_URL`, `UV_DEFAULT_INDEX`.
     pub fn simple_url(&self) -> String {
         format!("http://127.0.0.1:{}/simple/", self.port)

@@ -1,5 +1,6 @@
 //! The conversation trace (`trace.jsonl`): one JSON event per line, in the shape of
-//! seed 003 §7.2 (`event`, `timestamp`, `session_id`, `task_id`, `data`).
+//! seed 003 §7.2 (`event`, `timestamp`, `session_id`, `task_id`, `data`) plus the
+//! event's seed 003 §7.1 `visibility` (`summary` | `full`, [`events::visibility_of`]).
 //! Every event passes through the secret masker before it reaches the disk.
 
 pub mod contract_codes;
@@ -51,8 +52,21 @@ pub struct TraceEvent {
     pub timestamp: String,
     pub session_id: String,
     pub task_id: String,
+    /// Seed 003 §7.1 `Visibility`. Written on every event; a trace written
+    /// before it existed reads back as its event's visibility
+    /// ([`TraceEvent::visibility`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<events::Visibility>,
     #[serde(default)]
     pub data: serde_json::Value,
+}
+
+impl TraceEvent {
+    /// The event's visibility: as recorded, else by its name.
+    pub fn visibility(&self) -> events::Visibility {
+        self.visibility
+            .unwrap_or_else(|| events::visibility_of(&self.event))
+    }
 }
 
 /// Appends masked events to a `trace.jsonl`. Cheap to share behind `&`.
@@ -102,6 +116,7 @@ impl TraceWriter {
             timestamp: now_rfc3339(),
             session_id: self.session_id.clone(),
             task_id: self.task_id.clone(),
+            visibility: Some(events::visibility_of(event)),
             data: self.masker.mask_value(data),
         };
         let mut line = serde_json::to_string(&ev).map_err(|e| {

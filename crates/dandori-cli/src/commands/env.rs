@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use dandori_config::{EnvironmentSetupConfig, OnFailure};
 use dandori_env::records::{OverallStatus, VerificationRecord};
@@ -37,9 +36,7 @@ pub fn env(config: Option<&Path>, sets: &[String], cmd: EnvCommand) -> anyhow::R
     };
     repo_dir(repo)?;
     match cmd {
-        EnvCommand::Detect(a) => {
-            detect(&load(config, sets, &a.repo)?.planning.environment_setup, &a)
-        }
+        EnvCommand::Detect(a) => detect(&load(config, sets, &a.repo)?, &a),
         EnvCommand::Setup(a) => setup_cmd(&load(config, sets, &a.common.repo)?, &a.common, a.force),
         EnvCommand::Verify(a) => verify_cmd(&load(config, sets, &a.repo)?, &a),
         EnvCommand::Exec(a) => exec(&load(config, sets, &a.repo)?, &a),
@@ -104,9 +101,23 @@ fn record_dir(a: &EnvArgs, repo: &Path) -> PathBuf {
         .unwrap_or_else(|| reuse::state_dir(repo))
 }
 
-fn detect(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode> {
+/// The built-in ecosystems and the plugins found for `repo` (seed 002 §13.2),
+/// run in `config`'s sandbox with the children's environment.
+fn plugins(config: &dandori_config::Config, repo: &Path) -> dandori_env::plugins::Registry {
+    let env = child_env(config);
+    let sandbox = detect_sandbox(config, &env);
+    dandori_env::plugins::discover(
+        &config.planning.environment_setup.plugins,
+        repo,
+        &env,
+        Some(sandbox),
+    )
+}
+
+fn detect(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<ExitCode> {
+    let cfg = &config.planning.environment_setup;
     let repo = repo_dir(&a.repo)?;
-    let analysis = analyzer::analyze(&repo, &cfg.analysis);
+    let analysis = plugins(config, &repo).analyze(&repo, &cfg.analysis);
     // The commands setup will run: with the tools it bootstraps.
     let selected = phase::select_expected(
         &analysis,
@@ -114,9 +125,17 @@ fn detect(cfg: &EnvironmentSetupConfig, a: &EnvArgs) -> anyhow::Result<ExitCode>
         &dandori_exec::run::base_env(),
     );
     if a.json {
+        // Seed 002 §3.5.1's return format beside the full analysis.
+        let info = dandori_env::analyzer::info::environment_info(
+            &analysis,
+            &selected,
+            &repo,
+            dandori_env::analyzer::info::INFO_FILE_BYTES,
+        );
         output::json(&serde_json::json!({
             "analysis": analysis,
             "selected_environment": selected,
+            "environment_info": info,
         }));
         return Ok(ExitCode::SUCCESS);
     }
@@ -172,7 +191,8 @@ fn setup_cmd(
 ) -> anyhow::Result<ExitCode> {
     let cfg = &config.planning.environment_setup;
     let repo = repo_dir(&a.repo)?;
-    let analysis = analyzer::analyze(&repo, &cfg.analysis);
+    let registry = plugins(config, &repo);
+    let analysis = registry.analyze(&repo, &cfg.analysis);
     let say = |s: &str| output::progress(s);
     let quiet = |_: &str| {};
     let base_env = dandori_exec::run::base_env();
@@ -204,6 +224,7 @@ fn setup_cmd(
     opts.regenerator = Some(&regen);
     opts.base_env = dandori_env::tools::with_tools_on_path(&child_env(config));
     opts.tool_bootstrap = bootstrap;
+    opts.plugins = registry;
     if !a.json {
         output::progress(&sandbox.status().summary());
     }
@@ -269,7 +290,8 @@ fn setup_exit_code(out: &dandori_env::setup::SetupOutcome) -> u8 {
 fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<ExitCode> {
     let cfg = &config.planning.environment_setup;
     let repo = repo_dir(&a.repo)?;
-    let analysis = analyzer::analyze(&repo, &cfg.analysis);
+    let registry = plugins(config, &repo);
+    let analysis = registry.analyze(&repo, &cfg.analysis);
     // The checks of the tools setup used (uv, the tool cache's pnpm and yarn).
     let selected = phase::select_expected(
         &analysis,
@@ -277,7 +299,7 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
         &dandori_exec::run::base_env(),
     );
     let dir = record_dir(a, &repo);
-    let timeout = Duration::from_secs(cfg.execution.command_timeout_seconds);
+    let timeout = cfg.command_timeout();
     let base = child_env(config);
     let sandbox = detect_sandbox(config, &base);
     let opts = VerifyOptions {
@@ -288,11 +310,11 @@ fn verify_cmd(config: &dandori_config::Config, a: &EnvArgs) -> anyhow::Result<Ex
         policy: dandori_exec::CommandPolicy::new(&cfg.security)?,
         log_dir: verify::log_dir(&dir),
         masker: env_masker(&std::env::vars().collect()),
-        limits: dandori_exec::ResourceLimits::seed_defaults(timeout),
+        limits: dandori_exec::ResourceLimits::configured(&cfg.resources, timeout),
         on_failure: cfg.verification.on_failure(),
         sandbox: Some(sandbox),
     };
-    let record: VerificationRecord = verify::run(&verify::checks_from(&selected), &opts);
+    let record: VerificationRecord = verify::run_with_plugins(&selected, &opts, &registry);
     dandori_env::records::write_json(&dir, dandori_env::records::VERIFICATION_FILE, &record)?;
     // The checks alone can pass where nothing works (`python3 --version` with
     // no `.venv`): the last setup's state decides too.

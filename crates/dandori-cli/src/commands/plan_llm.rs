@@ -35,9 +35,13 @@ pub fn select(
         return Ok(None);
     };
     let lookup = |name: &str| env.get(name).cloned();
-    LlmPlanner::new(&provider, &loaded.config.llm.budgets, &lookup).map(|planner| {
-        Some(
-            planner.with_agent_runtime(dandori_llm::AgentRuntime::from_config(&loaded.config, env)),
-        )
-    })
+    let planner = LlmPlanner::new(&provider, &loaded.config.llm.budgets, &lookup)?
+        .with_size_model(
+            &loaded.task_planning.size_estimation.llm_model,
+            &loaded.config.llm,
+            &lookup,
+        )?;
+    Ok(Some(planner.with_agent_runtime(
+        dandori_llm::AgentRuntime::from_config(&loaded.config, env),
+    )))
 }

@@ -197,10 +197,20 @@ pub fn trace(args: &TraceArgs) -> anyhow::Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return Ok(fail(&e)),
     };
+    let visibility = match args
+        .visibility
+        .as_deref()
+        .map(inspect::parse_visibility)
+        .transpose()
+    {
+        Ok(v) => v,
+        Err(e) => return Ok(fail(&e)),
+    };
     let filter = TraceFilter {
         events: args.event.clone(),
         step: args.step.clone(),
         since,
+        visibility,
     };
     let mut seen = 0usize;
     loop {

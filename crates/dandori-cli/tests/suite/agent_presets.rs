@@ -145,6 +145,15 @@ fn dandori_run(
     )
 }
 
+/// `-c runner.step_workspace=…` when `DANDORI_TEST_STEP_WORKSPACE` is set (read
+/// only): the presets' suite run in copy-on-write step workspaces.
+fn step_workspace() -> Vec<String> {
+    match std::env::var("DANDORI_TEST_STEP_WORKSPACE") {
+        Ok(ws) => vec!["-c".to_string(), format!("runner.step_workspace={ws}")],
+        Err(_) => Vec::new(),
+    }
+}
+
 /// `dandori run|resume RUN_DIR --agent NAME …` ready to start.
 fn dandori_command(
     p: &Project,
@@ -165,6 +174,7 @@ fn dandori_command(
         .args(["--agent", agent, "--repo"])
         .arg(&p.repo)
         .args(["-c", &format!("runner.agent_model={model}")])
+        .args(step_workspace())
         .current_dir(&p.repo)
         .env_clear()
         .env("PATH", path)

@@ -24,9 +24,11 @@ struct Case {
     home: tempfile::TempDir,
     run_dir: PathBuf,
     agent_cmd: String,
+    /// `runner.step_workspace`.
+    workspace: &'static str,
 }
 
-fn case() -> Case {
+fn case(workspace: &'static str) -> Case {
     let repo = TempGitRepo::with_files(&[
         ("README.md", "# demo\n"),
         ("src/hello.txt", "hello\n"),
@@ -65,13 +67,20 @@ fn case() -> Case {
         home,
         run_dir,
         agent_cmd,
+        workspace,
     }
 }
 
 fn args<'a>(c: &'a Case, verb: &'a str) -> Vec<&'a str> {
+    let workspace = match c.workspace {
+        "overlay" => "runner.step_workspace=overlay",
+        _ => "runner.step_workspace=pool",
+    };
     vec![
         "--sandbox",
         "off",
+        "-c",
+        workspace,
         verb,
         c.run_dir.to_str().unwrap(),
         "--agent-cmd",
@@ -150,8 +159,19 @@ fn is_main(p: &Path) -> bool {
 
 #[test]
 fn a_run_killed_anywhere_resumes_to_the_same_end() {
+    killed_anywhere("pool");
+}
+
+/// The same in copy-on-write step workspaces: a kill ends the workspace's
+/// mount with its holder; resume starts the step afresh.
+#[test]
+fn a_run_killed_anywhere_resumes_to_the_same_end_in_overlay_workspaces() {
+    killed_anywhere("overlay");
+}
+
+fn killed_anywhere(workspace: &'static str) {
     // The uninterrupted run, timed.
-    let reference = case();
+    let reference = case(workspace);
     let start = Instant::now();
     let status = spawn(&reference).wait().unwrap();
     let total = start.elapsed();
@@ -174,7 +194,7 @@ fn a_run_killed_anywhere_resumes_to_the_same_end() {
     let points = 12;
     for i in 0..points {
         let at = total.mul_f64(f64::from(i) / f64::from(points)) + Duration::from_millis(20);
-        let c = case();
+        let c = case(workspace);
         let mut child = spawn(&c);
         std::thread::sleep(at);
         let _ = child.kill();

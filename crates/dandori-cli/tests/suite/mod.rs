@@ -3,6 +3,8 @@ mod distributed;
 // --
 mod env;
 // --
+mod env_plugins;
+// --
 mod evidence;
 // --
 mod eval_localize;
@@ -47,6 +49,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod seed_rows;
+// --
 mod run_env;
 // --
 mod sandbox;
@@ -69,6 +73,8 @@ mod ci_bot;
 mod env_kill;
 // --
 mod kill_matrix;
+// --
+mod overlay_workspace;
 // --
 mod repl;
 // --

@@ -7,6 +7,7 @@
 //! (the planner's own scan) and only reads the environment files named in it.
 
 mod go;
+pub mod info;
 mod java;
 mod node;
 mod other;
@@ -177,10 +178,14 @@ pub struct Ecosystem {
     /// exists), so the members' dependencies are installed with the root's.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub workspaces: bool,
+    /// Detected by an ecosystem plugin (seed 002 §13.2) rather than built in:
+    /// the plugin and the setup code it generated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<crate::plugins::PluginEcosystem>,
 }
 
 impl Ecosystem {
-    pub(crate) fn new(name: &str, dir: &str) -> Self {
+    pub fn new(name: &str, dir: &str) -> Self {
         Ecosystem {
             name: name.to_string(),
             dir: dir.to_string(),
@@ -199,6 +204,7 @@ impl Ecosystem {
             needs_build: false,
             manifest_errors: Vec::new(),
             workspaces: false,
+            plugin: None,
         }
     }
 
@@ -434,6 +440,15 @@ fn config_globs(config: &AnalysisConfig) -> (GlobSet, Vec<String>) {
 /// Walks `root` (depth ≤ `max_search_depth`, skipping dependency and build
 /// directories and git-ignored files) and analyses what it finds.
 pub fn analyze(root: &Path, config: &AnalysisConfig) -> EnvironmentAnalysis {
+    let (paths, walk_warnings) = walk(root, config);
+    let mut a = analyze_inner(root, &paths, config);
+    a.warnings.splice(0..0, walk_warnings);
+    a
+}
+
+/// The relative (`/`-separated) paths of the files [`analyze`] looks at, and
+/// what could not be walked.
+pub fn walk(root: &Path, config: &AnalysisConfig) -> (Vec<String>, Vec<AnalysisWarning>) {
     let mut paths = Vec::new();
     let mut walk_warnings = Vec::new();
     let walker = ignore::WalkBuilder::new(root)
@@ -465,9 +480,7 @@ pub fn analyze(root: &Path, config: &AnalysisConfig) -> EnvironmentAnalysis {
             }),
         }
     }
-    let mut a = analyze_inner(root, &paths, config);
-    a.warnings.splice(0..0, walk_warnings);
-    a
+    (paths, walk_warnings)
 }
 
 /// Analyses a list of relative (`/`-separated) paths the caller already scanned,
@@ -498,7 +511,11 @@ pub fn analyze_paths_with<S: AsRef<str>>(
     analyze_inner(root, &paths, config)
 }
 
-fn analyze_inner(root: &Path, paths: &[String], config: &AnalysisConfig) -> EnvironmentAnalysis {
+pub(crate) fn analyze_inner(
+    root: &Path,
+    paths: &[String],
+    config: &AnalysisConfig,
+) -> EnvironmentAnalysis {
     let (globs, owners) = config_globs(config);
     let mut detected: Vec<DetectedFile> = Vec::new();
     let mut source_files: BTreeMap<String, usize> = BTreeMap::new();

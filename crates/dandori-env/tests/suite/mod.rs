@@ -3,6 +3,7 @@ mod bootstrap;
 mod classify;
 mod installer;
 mod lockfit;
+mod plugins;
 mod regenerate;
 mod setup;
 mod shapes;

@@ -78,6 +78,11 @@ const SETUP_HOME_CACHES: &[&str] = &[
     ".gradle",
     "go/pkg",
     ".bun/install/cache",
+    // Bundler's and Composer's own caches and settings (seed 002 §13.1.1).
+    ".bundle",
+    ".gem",
+    ".config/composer",
+    ".local/share/composer",
 ];
 /// Variables naming caches that environment setup may write.
 const SETUP_CACHE_VARS: &[&str] = &[
@@ -89,6 +94,9 @@ const SETUP_CACHE_VARS: &[&str] = &[
     "GOMODCACHE",
     "GOCACHE",
     "XDG_CACHE_HOME",
+    "COMPOSER_HOME",
+    "COMPOSER_CACHE_DIR",
+    "BUNDLE_USER_HOME",
 ];
 
 /// Makes this process unreadable to other processes of the same user: no
@@ -517,6 +525,24 @@ impl Sandbox {
         cwd: &Path,
         origin: Origin,
     ) -> Result<Vec<String>, ExecError> {
+        // A command in a copy-on-write step workspace runs in the workspace's
+        // mount namespace (`crate::overlay`): its paths as that namespace sees them.
+        let translated;
+        let (policy, cwd) = if cwd.starts_with("/proc") {
+            let map = |v: &[PathBuf]| v.iter().map(|p| crate::overlay::inner(p)).collect();
+            translated = (
+                SandboxPolicy {
+                    writable: map(&policy.writable),
+                    read_only: map(&policy.read_only),
+                    readable: map(&policy.readable),
+                    network: policy.network,
+                },
+                crate::overlay::inner(cwd),
+            );
+            (&translated.0, translated.1.as_path())
+        } else {
+            (policy, cwd)
+        };
         match &self.mechanism {
             Mechanism::Bubblewrap { bwrap, seccomp } => Ok(bwrap_argv(
                 bwrap,
@@ -734,7 +760,7 @@ impl SeccompFile {
 
 /// True when this process is root (bubblewrap keeps every capability for root
 /// unless told otherwise).
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 

@@ -23,6 +23,7 @@ fn since_takes_times_and_durations() {
 fn ev(event: &str, ts: &str, step: Option<&str>) -> TraceEvent {
     TraceEvent {
         event: event.to_string(),
+        visibility: None,
         timestamp: ts.to_string(),
         session_id: "r".to_string(),
         task_id: "t".to_string(),

@@ -9,6 +9,7 @@ use serde_json::json;
 fn ev(event: &str, data: serde_json::Value) -> TraceEvent {
     TraceEvent {
         event: event.to_string(),
+        visibility: None,
         timestamp: "2024-01-15T10:35:00.250+00:00".to_string(),
         session_id: "r".to_string(),
         task_id: "issue-123".to_string(),

@@ -113,6 +113,7 @@ fn bad_settings_name_the_problem_but_never_a_header_value() {
 fn ev(event: &str, ts: &str, data: serde_json::Value) -> TraceEvent {
     TraceEvent {
         event: event.to_string(),
+        visibility: None,
         timestamp: ts.to_string(),
         session_id: "20260101-000000-abcdef".to_string(),
         task_id: "RQ-1".to_string(),

@@ -7,6 +7,7 @@
 //! that fails validation becomes a single-step plan and `PLANNING_SKIPPED` is
 //! recorded. A dependency cycle falls back to sequential order (seed 003 §9.1).
 
+mod actions;
 pub mod order;
 
 use dandori_plan::graph::{self, GraphAnalysis};
@@ -410,6 +411,10 @@ fn build(
         crate::test_first::insert(ctx, &draft.acceptance_criteria, &mut final_owned);
     }
     let final_subtasks: Vec<&DraftSubtask> = final_owned.iter().collect();
+    let planned_actions: Vec<&[Value]> = final_subtasks
+        .iter()
+        .map(|s| s.actions.as_slice())
+        .collect();
     let key_to_step: std::collections::BTreeMap<&str, String> = final_subtasks
         .iter()
         .enumerate()
@@ -547,15 +552,7 @@ fn build(
         "action_plan".into(),
         json!({
             "execution_order": steps.iter().map(|s| s.step_id.clone()).collect::<Vec<_>>(),
-            "actions": steps.iter().map(|s| json!({
-                "task_id": s.step_id,
-                "action_type": "step",
-                "purpose": s.intent,
-                "expected_outcome": s.success_criteria.first(),
-                "fallback_strategy": "split the step when its diff exceeds the limit; fix and re-run unit tests up to max_autofix_cycles",
-                "can_parallelize": plan.execution_groups.iter().any(|g| g.step_ids.len() > 1 && g.step_ids.contains(&s.step_id)),
-                "parallel_group": plan.execution_groups.iter().find(|g| g.step_ids.contains(&s.step_id)).map(|g| g.group_index),
-            })).collect::<Vec<_>>(),
+            "actions": actions::actions(&steps, &planned_actions, &plan.execution_groups),
         }),
     );
 

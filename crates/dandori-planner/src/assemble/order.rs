@@ -3,8 +3,10 @@
 //! every artefact it consumes, otherwise in the planner's order.
 //!
 //! [`reasoned_dependencies`] keeps `depends_on` to logical reasons (seed 003 §5):
-//! a dependency that a data edge already carries is dropped (the graph draws the
-//! data edge), and a subtask that creates a path another deletes runs after it.
+//! a dependency that a data edge already carries, or that other dependencies
+//! already imply, is dropped (the graph draws the data edge; the order holds
+//! through the others), and a subtask that creates a path another deletes runs
+//! after it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,6 +64,29 @@ pub fn reasoned_dependencies(subtasks: &mut [DraftSubtask]) {
             .retain(|k| !data[i].iter().any(|&j| &keys[j] == k));
     }
     let n = subtasks.len();
+    // A dependency the others already imply (S03 on S01 when S03 waits for S02,
+    // which waits for S01) orders nothing more: dropped, so each logical edge
+    // left has a reason of its own.
+    let index: BTreeMap<String, usize> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.clone(), i))
+        .collect();
+    for i in 0..n {
+        for k in subtasks[i].depends_on.clone() {
+            let Some(&j) = index.get(&k) else { continue };
+            let others: Vec<usize> = subtasks[i]
+                .depends_on
+                .iter()
+                .filter_map(|o| index.get(o).copied())
+                .chain(data[i].iter().copied())
+                .filter(|&o| o != j && o != i)
+                .collect();
+            if others.iter().any(|&o| reaches(subtasks, o, j)) {
+                subtasks[i].depends_on.retain(|d| d != &k);
+            }
+        }
+    }
     for c in 0..n {
         for d in 0..n {
             if c == d || !deletes_what_creates(&subtasks[d], &subtasks[c]) {

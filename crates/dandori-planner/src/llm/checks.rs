@@ -98,6 +98,17 @@ pub fn check_planning(value: &Value, limits: &Limits<'_>) -> Vec<String> {
                 ));
             }
         }
+        for (i, a) in plan.actions.iter().enumerate() {
+            match a.get("task_id").and_then(serde_json::Value::as_str) {
+                Some(id) if ids.contains(id) => {}
+                Some(id) => problems.push(format!(
+                    "$.action_plan.actions[{i}].task_id: `{id}` is not a subtask id"
+                )),
+                None => problems.push(format!(
+                    "$.action_plan.actions[{i}].task_id: missing (the subtask id the action serves)"
+                )),
+            }
+        }
     }
     if let Some(env) = &response.selected_environment
         && !limits.environments.is_empty()

@@ -176,7 +176,13 @@ pub fn prompt_tokens(
     )
 }
 
-pub async fn run(client: &Client, inputs: &EngineInputs<'_>) -> Result<EngineOutput, LlmError> {
+/// `size_client` answers the size estimation (seed 003 §8.1
+/// `size_estimation.llm_model`), `client` the planning.
+pub async fn run(
+    client: &Client,
+    size_client: &Client,
+    inputs: &EngineInputs<'_>,
+) -> Result<EngineOutput, LlmError> {
     let mut calls = Vec::new();
 
     // Seed 003 §3.4.
@@ -205,7 +211,7 @@ pub async fn run(client: &Client, inputs: &EngineInputs<'_>) -> Result<EngineOut
         reason,
         error_details: details,
     };
-    let size = match chat_structured(client, &size_req, &|_| Vec::new()).await {
+    let size = match chat_structured(size_client, &size_req, &|_| Vec::new()).await {
         Ok(out) => {
             for r in &out.responses {
                 calls.push(record("size_estimation", r));

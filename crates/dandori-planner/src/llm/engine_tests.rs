@@ -98,7 +98,7 @@ fn plans_through_both_provider_kinds() {
         };
         let server = FakeLlmServer::start(script);
         let client = client(kind, &server.base_url());
-        let out = block_on(run(&client, &inputs(&ctx, &envs, &none)))
+        let out = block_on(run(&client, &client, &inputs(&ctx, &envs, &none)))
             .unwrap()
             .unwrap();
         assert_eq!(
@@ -142,7 +142,7 @@ fn size_estimation_timeout_falls_back_to_m() {
         Reply::openai_stream(&plan_answer().to_string(), 4),
     ]);
     let client = client(ProviderKind::Openai, &server.base_url());
-    let out = block_on(run(&client, &inputs(&ctx, &[], &none)))
+    let out = block_on(run(&client, &client, &inputs(&ctx, &[], &none)))
         .unwrap()
         .unwrap();
     let SizeOutcome::Fallback {
@@ -189,7 +189,7 @@ fn validation_findings_are_sent_back_once() {
         Reply::openai_stream(&fixed.to_string(), 4),
     ]);
     let client = client(ProviderKind::Openai, &server.base_url());
-    let out = block_on(run(&client, &inputs(&ctx, &[], &validate)))
+    let out = block_on(run(&client, &client, &inputs(&ctx, &[], &validate)))
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -231,7 +231,7 @@ fn unclear_goal_is_returned_typed() {
         Reply::openai_stream(&unclear.to_string(), 2),
     ]);
     let client = client(ProviderKind::Openai, &server.base_url());
-    let out = block_on(run(&client, &inputs(&ctx, &[], &none)))
+    let out = block_on(run(&client, &client, &inputs(&ctx, &[], &none)))
         .unwrap()
         .unwrap();
     assert_eq!(

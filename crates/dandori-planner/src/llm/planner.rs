@@ -61,6 +61,9 @@ struct CachedPlan {
 
 pub struct LlmPlanner {
     client: Client,
+    /// Seed 003 §8.1 `size_estimation.llm_model` when it names another provider
+    /// or model than the planning one ([`LlmPlanner::with_size_model`]).
+    size_client: Option<Client>,
     budgets: TokenBudgets,
     events: Mutex<Vec<(String, Value)>>,
 }
@@ -86,6 +89,7 @@ impl LlmPlanner {
             })?;
         Ok(LlmPlanner {
             client,
+            size_client: None,
             budgets: budgets.clone(),
             events: Mutex::new(Vec::new()),
         })
@@ -94,8 +98,40 @@ impl LlmPlanner {
     /// For an agent CLI provider: the sandbox, environment and command policy of
     /// the loaded configuration (see `dandori_llm::agent_cli`).
     pub fn with_agent_runtime(mut self, runtime: dandori_llm::AgentRuntime) -> LlmPlanner {
-        self.client = self.client.with_agent_runtime(runtime);
+        self.client = self.client.with_agent_runtime(runtime.clone());
+        self.size_client = self.size_client.map(|c| c.with_agent_runtime(runtime));
         self
+    }
+
+    /// Seed 003 §8.1 `size_estimation.llm_model`: the size estimation call goes
+    /// to the provider of that name in `llm.providers`, or else to the planning
+    /// provider with that model. `cheap` (the seed's default) and an empty value
+    /// keep the planning provider and model.
+    pub fn with_size_model(
+        mut self,
+        llm_model: &str,
+        llm: &dandori_config::LlmConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<LlmPlanner, PlannerError> {
+        let wanted = llm_model.trim();
+        let provider = match llm.providers.iter().find(|p| p.name == wanted) {
+            Some(p) => p.clone(),
+            None if wanted.is_empty() || wanted == "cheap" => return Ok(self),
+            None => ProviderConfig {
+                model: wanted.to_string(),
+                ..self.client.config().clone()
+            },
+        };
+        if &provider == self.client.config() {
+            return Ok(self);
+        }
+        let client = Client::from_config(&provider, &self.budgets, env).map_err(|e| {
+            PlannerError::Provider {
+                message: format!("task-planning.json size_estimation.llm_model `{wanted}`: {e}"),
+            }
+        })?;
+        self.size_client = Some(client);
+        Ok(self)
     }
 
     pub fn client(&self) -> &Client {
@@ -136,8 +172,13 @@ impl LlmPlanner {
             .take(8)
             .map(|b| format!("{b:02x}"))
             .collect();
+        let size = self
+            .size_client
+            .as_ref()
+            .map(|s| format!("|size:{}/{}", s.config().name, s.config().model))
+            .unwrap_or_default();
         format!(
-            "{:?}|{}|{}|{}|{:?}|{:?}|{}|{}",
+            "{:?}|{}|{}{size}|{}|{:?}|{:?}|{}|{}",
             c.kind,
             c.base_url,
             c.model,
@@ -171,11 +212,19 @@ impl LlmPlanner {
     fn context_input(ctx: &PlanningContext) -> RepoContextInput {
         let env = &ctx.selected_environment;
         let mut environment = format!("selected: {} ({})", env.name, env.reason);
-        if !env.detected_files.is_empty() {
-            environment.push_str(&format!(
-                "\ndetected files: {}",
-                env.detected_files.join(", ")
-            ));
+        // Seed 002 §3.5.2: each detected file with a summary of its contents.
+        let info = dandori_env::analyzer::info::environment_info(
+            &ctx.environment,
+            env,
+            &ctx.repo_root,
+            dandori_env::analyzer::info::INFO_FILE_BYTES,
+        );
+        let summaries = dandori_env::analyzer::info::file_summaries(&info, 6, 100);
+        if !summaries.is_empty() {
+            environment.push_str("\ndetected files:");
+            for line in summaries {
+                environment.push_str(&format!("\n- {line}"));
+            }
         }
         if !ctx.unit_commands.is_empty() {
             environment.push_str(&format!("\nunit tests: {}", ctx.unit_commands.join("; ")));
@@ -231,8 +280,16 @@ impl LlmPlanner {
     /// failed and abandoned alike, so the trace and `dandori metrics` count
     /// every request the server saw.
     fn call_events(&self) -> Vec<dandori_llm::CallRecord> {
-        let calls = self.client.take_calls();
-        let c = self.client.config();
+        let mut all = Vec::new();
+        for client in std::iter::once(&self.client).chain(self.size_client.as_ref()) {
+            all.extend(self.client_call_events(client));
+        }
+        all
+    }
+
+    fn client_call_events(&self, client: &Client) -> Vec<dandori_llm::CallRecord> {
+        let calls = client.take_calls();
+        let c = client.config();
         for call in &calls {
             let mut data = json!({"provider": c.name, "provider_kind": c.kind,
                 "request_model": c.model, "ok": call.outcome == dandori_llm::CallOutcome::Ok});
@@ -286,7 +343,8 @@ impl LlmPlanner {
             fallback_category: &ctx.task_planning.size_estimation.fallback_category,
             validate: &validate,
         };
-        let result = engine::block_on(engine::run(&self.client, &inputs)).map_err(|e| {
+        let size_client = self.size_client.as_ref().unwrap_or(&self.client);
+        let result = engine::block_on(engine::run(&self.client, size_client, &inputs)).map_err(|e| {
             let message = format!("cannot start the model call: {e}");
             self.fail(
                 message.clone(),
@@ -526,7 +584,18 @@ fn to_draft(
     let subtasks: Vec<DraftSubtask> = decomposition
         .subtasks
         .iter()
-        .map(|s| subtask(ctx, s))
+        .map(|s| {
+            let mut d = subtask(ctx, s);
+            // Seed 000 §2.3: the model's own actions for this subtask, as given.
+            d.actions = response
+                .action_plan
+                .iter()
+                .flat_map(|p| p.actions.iter())
+                .filter(|a| a.get("task_id").and_then(Value::as_str) == Some(s.id.as_str()))
+                .cloned()
+                .collect();
+            d
+        })
         .collect();
     let mut constraints = goal.constraints.clone();
     for c in &base.constraints {
@@ -641,5 +710,6 @@ fn subtask(ctx: &PlanningContext, s: &SubtaskOut) -> DraftSubtask {
         suggested_tools: s.suggested_tools.clone(),
         suggested_persona: s.suggested_persona.clone().filter(|p| !p.trim().is_empty()),
         test_first: false,
+        actions: Vec::new(),
     }
 }

@@ -138,6 +138,8 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         }
     }
 
+    new_files(ctx, items, subtasks);
+
     // Definitions before the implementations that share their subject. A
     // definition sharing nothing with an implementation orders nothing: a
     // dependency needs a reason (seed 003 §5).
@@ -215,6 +217,66 @@ pub fn assign(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtas
         s.produces.dedup();
         s.consumes.dedup();
     }
+}
+
+/// Seed 003 §5 data dependencies on new files: a subtask that creates a file
+/// the repository does not have yet (`todo/storage.py`) produces it; another
+/// subtask consumes it when its own words name the file (its path, or its stem
+/// as a word: "the storage"), or when it comes right after the creating one and
+/// refers back to it ("`TaskStore` uses it").
+fn new_files(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtask]) {
+    let n = subtasks.len();
+    let mut created: Vec<(usize, String)> = Vec::new();
+    for (i, s) in subtasks.iter().enumerate() {
+        for p in &s.target_paths {
+            let p = p.trim_end_matches('/');
+            let is_file = p.rsplit('/').next().is_some_and(|b| b.contains('.'));
+            if is_file
+                && !crate::gathering::has_file(&ctx.scan, p)
+                && !crate::gathering::has_dir(&ctx.scan, p)
+            {
+                created.push((i, p.to_string()));
+            }
+        }
+    }
+    for (c, path) in created {
+        let base = path.rsplit('/').next().unwrap_or(&path);
+        let stem = base.split('.').next().unwrap_or(base).to_lowercase();
+        for j in (0..n).filter(|&j| j != c) {
+            let text = items[j].intent();
+            let names = text.contains(&path)
+                || (stem.chars().count() >= 4
+                    && !KIND_WORDS.contains(&stem.as_str())
+                    && topic_tokens(&text).contains(&stem));
+            let refers_back = j == c + 1 && refers_back(&text);
+            if names || refers_back {
+                if !subtasks[c].produces.contains(&path) {
+                    subtasks[c].produces.push(path.clone());
+                }
+                if !subtasks[j].consumes.contains(&path) {
+                    subtasks[j].consumes.push(path.clone());
+                }
+            }
+        }
+    }
+}
+
+/// Words by which an item points at the one before it.
+fn refers_back(text: &str) -> bool {
+    let l = format!(" {} ", text.to_lowercase());
+    [
+        " it ",
+        " it.",
+        " it,",
+        " them ",
+        " them.",
+        " that module",
+        " this module",
+        "それ",
+        "これを",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
 }
 
 /// A docs item that speaks of the request's own work rather than of something

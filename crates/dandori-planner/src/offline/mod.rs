@@ -107,6 +107,7 @@ fn draft(ctx: &PlanningContext) -> Draft {
             suggested_tools: suggested_tools(item.kind, ctx),
             suggested_persona: None,
             test_first: false,
+            actions: Vec::new(),
         });
     }
 
@@ -502,6 +503,7 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
         suggested_tools: Vec::new(),
         suggested_persona: None,
         test_first: false,
+        actions: Vec::new(),
     };
     let mut intents = Vec::new();
     for s in subtasks {
@@ -517,6 +519,8 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
             m.suggested_persona = s.suggested_persona.clone();
         }
         uniq(&mut m.required_tools, &s.required_tools);
+        // The planner's actions stay, in order, now for the merged step.
+        m.actions.extend(s.actions.iter().cloned());
         m.complexity = m.complexity.max(s.complexity);
         m.estimated_lines += s.estimated_lines;
     }

@@ -396,7 +396,9 @@ pub(crate) fn is_entry_point_file(path: &str) -> bool {
 /// Whether the item may name files that do not exist yet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Creation {
-    /// Every named path must exist.
+    /// No word of making: a named path that does not exist is still a new file
+    /// when its directory exists below the root (`todo/storage.py` when `todo/`
+    /// does; seed 003 §5: the file a request names is where its work goes).
     No,
     /// A new file in a directory that exists ("add a CHANGELOG.md file").
     InExistingDir,
@@ -450,8 +452,9 @@ fn asks_to_create(text: &str) -> bool {
 /// A mentioned path as the repository has it: itself when it exists; else the one
 /// listed file whose path ends with it (`calc.py` → `src/calc.py`), or the best
 /// ranked of several by retrieval (`hits`), or the first by path; else the path
-/// itself only when the item asks to create it (in an existing directory, or
-/// anywhere in the repository for a move, rename or copy).
+/// itself as a new file: in an existing directory below the root, or also at the
+/// root when the item asks to create it, or anywhere in the repository for a
+/// move, rename or copy.
 pub(crate) fn resolve_mentioned(
     ctx: &PlanningContext,
     hits: &[Hit],
@@ -485,7 +488,7 @@ pub(crate) fn resolve_mentioned(
     // out of the repository.
     let safe = !p.starts_with('/') && !p.split('/').any(|c| c == "..");
     let place = match create {
-        Creation::No => false,
+        Creation::No => !dir.is_empty() && has_dir(&ctx.scan, dir),
         Creation::InExistingDir => dir.is_empty() || has_dir(&ctx.scan, dir),
         Creation::AnyDir => true,
     };

@@ -141,6 +141,11 @@ fn openai_plan_end_to_end() {
     // The repository context went with the planning call.
     let body = server.requests()[1].body.to_string();
     assert!(body.contains("todo/store.py"), "{body}");
+    // Seed 002 §3.5.2: each detected environment file with a summary of its contents.
+    assert!(
+        body.contains("detected files:\\n- pyproject.toml: [build-system]"),
+        "{body}"
+    );
     server.assert_no_violations();
 }
 

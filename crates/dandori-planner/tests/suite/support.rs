@@ -82,6 +82,10 @@ pub fn settings() -> insta::Settings {
         "[TIMESTAMP]",
     );
     s.add_filter(r#""duration_ms": \d+"#, r#""duration_ms": "[MS]""#);
+    s.add_filter(
+        r#""(goal_understanding|task_decomposition|action_plan)": \d+"#,
+        r#""$1": "[MS]""#,
+    );
     s.add_filter(r"/tmp/[^\s\x22]*", "[TMP]");
     s.set_prepend_module_to_snapshot(false);
     s

@@ -45,6 +45,7 @@ impl Coordinator<'_> {
         let exclude = self.runs_exclude();
         let dirty = self.main.dirty_paths(exclude.as_deref())?;
         let clean = dirty.is_empty();
+        self.user_checkout_clean = clean;
         // A half-made .venv is thousands of files: the event keeps the first
         // ones and the count, the message a summary by directory.
         self.emit(

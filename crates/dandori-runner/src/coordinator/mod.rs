@@ -145,6 +145,12 @@ struct Coordinator<'o> {
     /// A pool worktree could not be made in the background: steps make their
     /// own (and a failure is the step's).
     create_inline: bool,
+    /// `runner.step_workspace: overlay` where overlayfs works: the one checkout
+    /// every step's copy-on-write workspace shows (steps take no pool worktree).
+    overlay_base: Option<std::sync::Arc<crate::workspace::overlay::SharedBase>>,
+    /// The gate found the user's checkout clean (no tracked change, no untracked
+    /// file outside the run directory and `.gitignore`).
+    user_checkout_clean: bool,
     /// The work branch tip.
     tip: String,
     /// Per acceptance criterion, the verifications that cover it (or not).
@@ -247,6 +253,8 @@ impl<'o> Coordinator<'o> {
             in_use: BTreeMap::new(),
             pool_created: 0,
             create_inline: false,
+            overlay_base: None,
+            user_checkout_clean: false,
             tip: String::new(),
             ac_evidence: Vec::new(),
             work_start: String::new(),

@@ -94,7 +94,8 @@ impl Coordinator<'_> {
                 .insert("follow_ups".to_string(), json!(follow_ups));
         }
         if self.paths.worktrees.exists() {
-            std::fs::remove_dir_all(&self.paths.worktrees).map_err(|e| {
+            // `overlay::remove_dir`: copy-on-write workspaces leave a mode-0 scratch directory.
+            dandori_exec::overlay::remove_dir(&self.paths.worktrees).map_err(|e| {
                 dandori_fs::FsError::new("removing stale worktrees", &self.paths.worktrees, e)
             })?;
         }

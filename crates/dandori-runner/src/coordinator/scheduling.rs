@@ -15,8 +15,11 @@ use crate::error::RunnerError;
 use crate::executor::Executor;
 use crate::git::{Ancestry, WORK_START};
 use crate::step::{self, StepReport};
+use crate::workspace::Mechanism;
+use crate::workspace::overlay::{OverlayWorkspace, SharedBase};
 use crate::worktree::PoolWorktree;
 use crate::{events, reason};
+use dandori_config::StepWorkspaceKind;
 
 use super::Coordinator;
 
@@ -75,6 +78,9 @@ impl Coordinator<'_> {
             self.stage.extra.insert("engine".to_string(), d.record());
             self.progress(&format!("steps run on the {} engine", d.name()));
         }
+        if self.opts.dispatch.is_none() {
+            self.choose_workspace(executor)?;
+        }
         let shared = self.step_shared(revisions, self.opts.config.planning.revision.max_revisions);
         let cx = shared.context(executor, env);
         let planning = &shared.planning;
@@ -115,7 +121,12 @@ impl Coordinator<'_> {
                         continue;
                     }
                     let dispatch = self.opts.dispatch.clone();
-                    if dispatch.is_none() && self.idle.is_empty() && !self.create_inline {
+                    let overlay = self.overlay_base.clone().filter(|_| dispatch.is_none());
+                    if dispatch.is_none()
+                        && overlay.is_none()
+                        && self.idle.is_empty()
+                        && !self.create_inline
+                    {
                         // No free worktree: one is made in the background (at most
                         // MAX_CREATING at once, never more than the workers need);
                         // the step takes the first to be free, made or released.
@@ -138,7 +149,15 @@ impl Coordinator<'_> {
                         continue;
                     }
                     let commits = self.base_commits(i);
-                    let wt = self.start_step(i, dispatch.is_none())?;
+                    let overlay = match overlay {
+                        Some(base) => Some(OverlayWorkspace::new(base, self.next_overlay_path()?)),
+                        None => None,
+                    };
+                    let wt = self.start_step(
+                        i,
+                        dispatch.is_none() && overlay.is_none(),
+                        overlay.as_ref().map(|o| o.root()),
+                    )?;
                     let attempt = self.stage.steps[i].attempts;
                     running += 1;
                     started_here += 1;
@@ -148,6 +167,16 @@ impl Coordinator<'_> {
                     let known = &known;
                     scope.spawn(move || {
                         let r = match (dispatch, wt) {
+                            (None, _) if let Some(mut ws) = overlay => {
+                                let base = step::StepBase {
+                                    commits: &commits,
+                                    main: &main,
+                                    known,
+                                };
+                                let step = &cx.planning.steps[i];
+                                // Unmounted and deleted when `ws` is dropped.
+                                (step::run_step_in_pool(cx, i, step, &base, &mut ws), None)
+                            }
                             (Some(d), _) => (
                                 d.run_step(&StepCall {
                                     planning: cx.planning,
@@ -227,6 +256,9 @@ impl Coordinator<'_> {
         for wt in std::mem::take(&mut self.idle) {
             self.main.remove_worktree_in_background(wt.path())?;
         }
+        if let Some(base) = self.overlay_base.take() {
+            base.remove(&self.main)?;
+        }
         if started_here >= max_steps
             && self
                 .stage
@@ -292,6 +324,7 @@ impl Coordinator<'_> {
         &mut self,
         i: usize,
         pooled: bool,
+        overlay: Option<&std::path::Path>,
     ) -> Result<Option<PoolWorktree>, RunnerError> {
         let now = now_rfc3339();
         let s = &mut self.stage.steps[i];
@@ -310,8 +343,13 @@ impl Coordinator<'_> {
         } else {
             Some(PoolWorktree::new(self.next_pool_path()?))
         };
-        if let Some(wt) = &wt {
-            self.in_use.insert(i, wt.path().to_path_buf());
+        let path = wt
+            .as_ref()
+            .map(|w| w.path())
+            .or(overlay)
+            .map(|p| p.to_path_buf());
+        if let Some(p) = &path {
+            self.in_use.insert(i, p.clone());
         }
         self.timings.insert(
             step_id.clone(),
@@ -324,10 +362,84 @@ impl Coordinator<'_> {
         );
         self.emit(
             events::STEP_START,
-            json!({"step_id": step_id, "attempt": attempt, "worktree": wt.as_ref().map(|w| w.path())}),
+            json!({"step_id": step_id, "attempt": attempt, "worktree": path}),
         );
         self.progress(&format!("{step_id}: started (attempt {attempt})"));
         Ok(wt)
+    }
+
+    /// `runner.step_workspace`: with `overlay`, makes the shared checkout of the
+    /// run's tip when overlayfs can be mounted here, and says which mechanism the
+    /// steps use (`STEP_WORKSPACE`; a fallback also in the report's lessons).
+    fn choose_workspace(&mut self, executor: &dyn Executor) -> Result<(), RunnerError> {
+        let requested = self.opts.config.runner.step_workspace;
+        let mut fallback: Option<String> = None;
+        if requested == StepWorkspaceKind::Overlay && !executor.works_in_overlay() {
+            fallback = Some(format!(
+                "the {} executor edits files from the runner's own process",
+                executor.name()
+            ));
+        } else if requested == StepWorkspaceKind::Overlay && self.overlay_base.is_none() {
+            dandori_fs::create_dir_all(&self.paths.worktrees)?;
+            match dandori_exec::overlay::available(&self.paths.worktrees) {
+                Ok(()) => {
+                    // The user's checkout when the gate found it clean (the run's
+                    // directory and ignored files aside); otherwise one of the tip.
+                    let base = match self.user_checkout_clean {
+                        true => SharedBase::user_checkout(
+                            &self.main,
+                            self.runs_exclude().into_iter().collect(),
+                        )?,
+                        false => {
+                            let path = self
+                                .paths
+                                .worktrees
+                                .join(format!("base-{}", std::process::id()));
+                            SharedBase::create(&self.main, path, &self.tip)?
+                        }
+                    };
+                    self.overlay_base = Some(std::sync::Arc::new(base));
+                }
+                Err(why) => fallback = Some(why),
+            }
+        }
+        let mechanism = if self.overlay_base.is_some() {
+            Mechanism::Overlay
+        } else {
+            Mechanism::Pool
+        };
+        let requested_name = match requested {
+            StepWorkspaceKind::Pool => "pool",
+            StepWorkspaceKind::Overlay => "overlay",
+        };
+        self.emit(
+            events::STEP_WORKSPACE,
+            json!({"mechanism": mechanism.name(), "requested": requested_name,
+                   "fallback_reason": fallback}),
+        );
+        self.stage.extra.insert(
+            "step_workspace".to_string(),
+            json!({"mechanism": mechanism.name(), "fallback_reason": fallback}),
+        );
+        if let Some(why) = fallback {
+            let line = format!(
+                "runner.step_workspace: overlay not used ({why}); steps ran in pool worktrees"
+            );
+            self.progress(&line);
+            self.lessons.push(line);
+        } else if mechanism == Mechanism::Overlay {
+            self.progress("steps run in copy-on-write workspaces (overlayfs)");
+        }
+        Ok(())
+    }
+
+    /// The directory of the next copy-on-write workspace of this process.
+    fn next_overlay_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
+        self.pool_created += 1;
+        Ok(self
+            .paths
+            .worktrees
+            .join(format!("ovl-{}-{}", std::process::id(), self.pool_created)))
     }
 
     /// The path of the next pool worktree of this process.

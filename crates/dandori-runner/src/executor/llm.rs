@@ -51,6 +51,25 @@ When the step is finished, answer with:\n\
 {\"phase\": \"completion\", \"summary\": {\"goal_achieved\": true, \"tasks_completed\": 1, \"tasks_failed\": 0, \"key_outcomes\": [], \"lessons_learned\": []}, \"done\": true, \"comment\": \"...\"}\n\
 Never commit and never use gh: dandori commits the step after checking it.";
 
+/// [`SYSTEM_PROMPT`] with the step's seed 001 §10.3 `suggested_persona` as the
+/// role and its `suggested_tools` (those the registry has) named.
+fn system_prompt(persona: Option<&str>, tools: &[&str]) -> String {
+    let mut p = String::new();
+    if let Some(persona) = persona.map(str::trim).filter(|p| !p.is_empty()) {
+        p.push_str(&format!(
+            "## Persona\nFor this step you work as: {persona}\n"
+        ));
+    }
+    p.push_str(SYSTEM_PROMPT);
+    if !tools.is_empty() {
+        p.push_str(&format!(
+            "\n## Suggested tools\nThe plan suggests these tools for this step: {}. Prefer them; the other tools stay available.",
+            tools.join(", ")
+        ));
+    }
+    p
+}
+
 #[derive(Debug, Clone)]
 pub struct LlmLoopLimits {
     pub max_iterations: u32,
@@ -312,10 +331,17 @@ impl Executor for LlmExecutor {
         "llm"
     }
 
+    /// The tool loop's file tools confine paths by resolving them in the
+    /// runner's own mount namespace, where a copy-on-write workspace is not
+    /// mounted (its path reaches it through `/proc/<holder>/root`).
+    fn works_in_overlay(&self) -> bool {
+        false
+    }
+
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError> {
         let registry = self.registry(req)?;
         let sandbox = serde_json::to_value(registry.sandbox_status()).unwrap_or(Value::Null);
-        let specs: Vec<dandori_llm::ToolSpec> = registry
+        let mut specs: Vec<dandori_llm::ToolSpec> = registry
             .specs()
             .into_iter()
             .map(|s| dandori_llm::ToolSpec {
@@ -323,6 +349,15 @@ impl Executor for LlmExecutor {
                 description: s.description,
                 input_schema: s.input_schema,
             })
+            .collect();
+        // Seed 001 §10.3: the step's suggested tools come first (stable, so the
+        // rest keep their order); every tool stays available.
+        specs.sort_by_key(|s| !req.suggested_tools.contains(&s.name));
+        let suggested: Vec<&str> = req
+            .suggested_tools
+            .iter()
+            .filter(|t| specs.iter().any(|s| &&s.name == t))
+            .map(String::as_str)
             .collect();
         let mut st = LoopState {
             tokens: TokenUsage::default(),
@@ -336,7 +371,10 @@ impl Executor for LlmExecutor {
         let tooling = json!({"sandbox": sandbox,
             "tools": specs.iter().map(|s| s.name.clone()).collect::<Vec<_>>()});
         let mut messages = vec![
-            Message::system(SYSTEM_PROMPT),
+            Message::system(
+                req.masker
+                    .mask_str(&system_prompt(req.suggested_persona, &suggested)),
+            ),
             Message::user(req.masker.mask_str(req.prompt)),
         ];
         let mut nudged = false;

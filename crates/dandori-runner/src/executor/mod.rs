@@ -36,6 +36,11 @@ pub struct ExecRequest<'a> {
     /// Progress while an agent command runs (every [`crate::process::HEARTBEAT`]:
     /// elapsed time and its last output line, masked).
     pub heartbeat: Option<&'a crate::process::Heartbeat<'a>>,
+    /// The step's seed 001 §10.3 `suggested_tools` (empty when the plan names
+    /// none): the LLM executor offers them first and names them to the model.
+    pub suggested_tools: &'a [String],
+    /// The step's seed 001 §10.3 `suggested_persona`: the LLM executor's role.
+    pub suggested_persona: Option<&'a str>,
 }
 
 /// Tokens spent by a model-backed executor.
@@ -92,4 +97,9 @@ pub trait Executor: Send + Sync {
         None
     }
     fn execute(&self, req: &ExecRequest<'_>) -> Result<StepExecution, RunnerError>;
+    /// False when the executor cannot work in a copy-on-write step workspace
+    /// (`runner.step_workspace: overlay`): the runner then uses pool worktrees.
+    fn works_in_overlay(&self) -> bool {
+        true
+    }
 }

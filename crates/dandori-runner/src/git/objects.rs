@@ -225,6 +225,9 @@ pub struct ObjectReader {
     diff: LongLived,
     /// `git mktree --batch -z`.
     mktree: LongLived,
+    /// `git hash-object -w --no-filters --stdin-paths`: the blobs of a copy-on-write
+    /// workspace's change (`git/upper.rs`).
+    blobs: LongLived,
     /// The parents of each commit the run wrote (`git/merge.rs` walks them to
     /// find merge bases without git).
     parents: Mutex<std::collections::HashMap<String, Vec<String>>>,
@@ -279,6 +282,10 @@ impl ObjectReader {
                 ],
             ),
             mktree: LongLived::new(&dir, &["mktree", "--batch", "-z"]),
+            blobs: LongLived::new(
+                &dir,
+                &["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            ),
             parents: Mutex::new(std::collections::HashMap::new()),
             trees: Mutex::new(std::collections::HashMap::new()),
             commit_trees: Mutex::new(std::collections::HashMap::new()),
@@ -401,6 +408,46 @@ impl ObjectReader {
             s.stdout.read_line(&mut line).ok()?;
             let id = line.trim_end().to_string();
             is_full_hash(&id).then_some(id)
+        })
+    }
+
+    /// Writes the content of each file of `paths` (absolute, regular files) as a
+    /// blob, unfiltered, and returns their ids in order; `None` when git fails.
+    pub fn write_blobs(&self, paths: &[PathBuf]) -> Option<Vec<String>> {
+        if paths.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut input = Vec::new();
+        for p in paths {
+            let s = p.to_str()?;
+            if s.contains('\n') {
+                return None;
+            }
+            input.extend_from_slice(s.as_bytes());
+            input.push(b'\n');
+        }
+        self.blobs.with(|s| {
+            // Answers are read while paths are still written: a long list would
+            // otherwise fill both pipes.
+            let mut ids = Vec::with_capacity(paths.len());
+            let stdin = &mut s.stdin;
+            std::thread::scope(|scope| {
+                let writer = scope.spawn(move || {
+                    stdin.write_all(&input).ok()?;
+                    stdin.flush().ok()
+                });
+                for _ in 0..paths.len() {
+                    let mut line = String::new();
+                    s.stdout.read_line(&mut line).ok()?;
+                    let id = line.trim_end().to_string();
+                    if !is_full_hash(&id) {
+                        return None;
+                    }
+                    ids.push(id);
+                }
+                writer.join().ok()?
+            })?;
+            Some(ids)
         })
     }
 

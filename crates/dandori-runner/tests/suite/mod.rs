@@ -3,6 +3,7 @@ mod evidence;
 mod guardrails;
 mod llm_loop;
 mod merge;
+mod overlay;
 mod parallel;
 mod runner_hooks;
 mod secrets;

@@ -227,6 +227,11 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
     // the sandbox itself is tested end to end in the CLI and tools suites.
     let mut config = Config::default();
     config.sandbox.mode = dandori_config::SandboxMode::Off;
+    // The whole suite runs in copy-on-write step workspaces with this set (read
+    // only: the process environment is never changed by a test).
+    if std::env::var("DANDORI_TEST_STEP_WORKSPACE").as_deref() == Ok("overlay") {
+        config.runner.step_workspace = dandori_config::StepWorkspaceKind::Overlay;
+    }
     RunOptions {
         target: run_dir.to_path_buf(),
         repo: repo.path.clone(),

@@ -1,0 +1,117 @@
+//! `runner.step_workspace: overlay` end to end from the CLI, under each sandbox
+//! mechanism: the agent works in a copy-on-write view of the user's checkout
+//! (its prepared, ignored `.venv` visible without a copy), git works there, the
+//! step's change is committed, and nothing reaches the user's checkout.
+
+use std::path::PathBuf;
+
+use dandori_test_support::TempGitRepo;
+use serde_json::Value;
+
+use super::run_llm::dandori;
+
+const REQUEST: &str = "---\nid: RQ-7\ntitle: Greet\n---\n# Greet\n\n\
+## Requirements\n\n- Add `src/greet.txt` with a greeting\n\n\
+## Acceptance criteria\n\n- Given the repository, when src/greet.txt is read, then it greets (check: `grep -q hello src/greet.txt`)\n";
+
+fn run_in(mode: &str) {
+    let repo = TempGitRepo::with_files(&[
+        ("README.md", "# demo\n"),
+        (".gitignore", ".venv/\n"),
+        ("src/hello.txt", "hello\n"),
+        ("requests/RQ-7.md", REQUEST),
+    ]);
+    // An environment prepared once in the user's checkout (ignored).
+    std::fs::create_dir_all(repo.path().join(".venv/bin")).unwrap();
+    std::fs::write(repo.path().join(".venv/bin/tool"), "prepared\n").unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let o = dandori(
+        &["plan", "requests/RQ-7.md", "--json"],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    // The agent: reads the prepared environment, writes there and in the
+    // change, asks git what changed, and tries to write the user's checkout.
+    let agent = home.path().join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nset -e\ncat .venv/bin/tool > seen-venv.txt\necho more > .venv/bin/made-by-step\n\
+             mkdir -p src; echo 'hello, friend' > src/greet.txt\n\
+             git status --porcelain --untracked-files=all > git-status.txt\n\
+             git diff --stat HEAD >> git-status.txt\n\
+             echo escaped > {}/escaped.txt 2>/dev/null || true\n",
+            repo.path().display()
+        ),
+    )
+    .unwrap();
+    let agent_cmd = format!("sh {} {{step_id}}", agent.display());
+    let o = dandori(
+        &[
+            "--sandbox",
+            mode,
+            "-c",
+            "runner.step_workspace=overlay",
+            "run",
+            run_dir.to_str().unwrap(),
+            "--agent-cmd",
+            &agent_cmd,
+            "--json",
+        ],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    assert!(
+        o.status.success(),
+        "{mode}: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let trace = std::fs::read_to_string(run_dir.join("trace.jsonl")).unwrap();
+    let ws: Value = trace
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "STEP_WORKSPACE")
+        .unwrap();
+    assert_eq!(ws["data"]["mechanism"], "overlay", "{mode}: {ws}");
+    let planning: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
+            .unwrap();
+    let work = planning["work_branch"].as_str().unwrap();
+    let show = |p: &str| repo.git(&["show", &format!("{work}:{p}")]);
+    assert_eq!(show("src/greet.txt"), "hello, friend\n");
+    assert_eq!(
+        show("seen-venv.txt"),
+        "prepared\n",
+        "{mode}: the .venv was not visible"
+    );
+    let status = show("git-status.txt");
+    assert!(status.contains("?? src/greet.txt"), "{mode}: {status}");
+    assert!(!status.contains(".venv"), "{mode}: {status}");
+    assert!(!status.contains(".dandori"), "{mode}: {status}");
+    // Ignored files stay out of the commit; the user's checkout is untouched.
+    let files = repo.git(&["ls-tree", "-r", "--name-only", work]);
+    assert!(!files.contains(".venv"), "{mode}: {files}");
+    assert!(!repo.path().join(".venv/bin/made-by-step").exists());
+    assert!(
+        !repo.path().join("escaped.txt").exists(),
+        "{mode}: wrote the checkout"
+    );
+    assert!(!repo.path().join("src/greet.txt").exists());
+    assert_eq!(repo.git(&["branch", "--show-current"]).trim(), "main");
+}
+
+#[test]
+fn a_step_in_an_overlay_workspace_under_bubblewrap() {
+    run_in("bubblewrap");
+}
+
+#[test]
+fn a_step_in_an_overlay_workspace_under_the_builtin_fallback() {
+    run_in("landlock");
+}

@@ -1,0 +1,334 @@
+//! A copy-on-write step workspace: overlayfs over ONE checkout of the run's
+//! start ([`SharedBase`], a worktree of the repository made once per run and
+//! never written), an upper directory of the step's own that receives every
+//! change, mounted in a mount namespace of its own (`dandori_exec::overlay`).
+//!
+//! What a step costs no longer depends on the repository's size:
+//! * **making it**: a few directories, the step's git administrative directory
+//!   (`.git/worktrees/<name>`: `HEAD`, `commondir`, `gitdir`, and the shared
+//!   checkout's index as a hard link — git replaces an index by renaming a new
+//!   file over it, so the shared one is never written), the `.git` file in the
+//!   upper directory that names it, the mount; a step built on another commit
+//!   than the run's start gets the paths that differ written by one `git
+//!   checkout --no-overlay` (its index as the base's, for the agent's `git diff`);
+//! * **staging**: the upper directory *is* the change (`git/upper.rs`): its files
+//!   are written as blobs through the run's long-lived `hash-object`, new ones
+//!   checked against `.gitignore` (`check-ignore` of those paths only), the tree
+//!   built from the shared checkout's tree, diffed from HEAD through the run's
+//!   long-lived `diff-tree` (the secret scan reads that diff: the same blobs);
+//! * **removing it**: the mount ends with its holder; the directories go in the
+//!   background.
+//!
+//! Git inside the workspace is an ordinary linked worktree: `git status`, `git
+//! diff`, `git add`, `git commit`, `git stash` work as in a pool worktree, on
+//! the step's own index and HEAD.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dandori_exec::overlay::Overlay;
+
+use super::{Mechanism, StepWorkspace};
+use crate::error::RunnerError;
+use crate::git::Git;
+use crate::git::upper;
+
+/// The one checkout every overlay workspace shows: the user's own checkout
+/// when it is clean (its ignored files — a prepared `.venv`, `node_modules` —
+/// are then seen by every step without a copy), else a checkout the run makes.
+#[derive(Debug)]
+pub struct SharedBase {
+    path: PathBuf,
+    commit: String,
+    tree: String,
+    /// The index of that checkout (hard-linked into each step's administrative
+    /// directory).
+    index: PathBuf,
+    /// The repository's `worktrees` administrative directory.
+    worktrees: PathBuf,
+    /// Made by the run (removed at its end), not the user's.
+    owned: bool,
+    /// Directories of the checkout that steps do not see (the run directories
+    /// inside the user's checkout): empty, and never staged.
+    hidden: Vec<String>,
+}
+
+impl SharedBase {
+    /// The user's checkout of `main` at its HEAD: nothing is written. `hidden`:
+    /// directories steps must not see (relative, `/`-separated).
+    pub fn user_checkout(main: &Git, hidden: Vec<String>) -> Result<SharedBase, RunnerError> {
+        let commit = main.rev_parse("HEAD")?;
+        let mut base = Self::describe(main, main.dir().to_path_buf(), commit, false)?;
+        base.hidden = hidden;
+        Ok(base)
+    }
+
+    /// Checks out `commit` of `main`'s repository at `path` (a linked worktree).
+    pub fn create(main: &Git, path: PathBuf, commit: &str) -> Result<SharedBase, RunnerError> {
+        main.add_worktree_unlocked_checkout(&path, commit, true)?;
+        Self::describe(main, path, commit.to_string(), true)
+    }
+
+    fn describe(
+        main: &Git,
+        path: PathBuf,
+        commit: String,
+        owned: bool,
+    ) -> Result<SharedBase, RunnerError> {
+        let at = Git::new(&path);
+        let dirs = at.run(&["rev-parse", "--absolute-git-dir", "--git-common-dir"])?;
+        let mut lines = dirs.lines();
+        let (Some(git_dir), Some(common)) = (lines.next(), lines.next()) else {
+            return Err(RunnerError::Git {
+                args: "rev-parse --absolute-git-dir --git-common-dir".to_string(),
+                cwd: path.clone(),
+                message: format!("unexpected answer {dirs:?}"),
+            });
+        };
+        let common = path.join(common);
+        let tree = match main.tree_of(&commit) {
+            Some(t) => t,
+            None => main
+                .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
+                .trim()
+                .to_string(),
+        };
+        Ok(SharedBase {
+            index: PathBuf::from(git_dir).join("index"),
+            worktrees: common.join("worktrees"),
+            path,
+            commit,
+            tree,
+            owned,
+            hidden: Vec::new(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes what the run made: its checkout (in the background).
+    pub fn remove(&self, main: &Git) -> Result<(), RunnerError> {
+        if self.owned {
+            main.remove_worktree_in_background(&self.path)?;
+        }
+        Ok(())
+    }
+}
+
+/// One step's copy-on-write workspace (see the module documentation).
+#[derive(Debug)]
+pub struct OverlayWorkspace {
+    base: Arc<SharedBase>,
+    /// `<root>/{upper,work,mnt}`.
+    root: PathBuf,
+    /// Where the runner and the step see the merged directory.
+    view: PathBuf,
+    mount: Option<Overlay>,
+    /// The step's `.git/worktrees/<name>`.
+    admin: Option<PathBuf>,
+    /// HEAD: the base the workspace was put at, or the last part committed.
+    head: Option<String>,
+    staged: Option<upper::Staged>,
+    /// The last staging went through `git add -A` (an upper layer the runner
+    /// could not read, an object it could not write).
+    pub staged_by_git: bool,
+}
+
+impl OverlayWorkspace {
+    /// A workspace at `root` (made by [`StepWorkspace::prepare`]) over `base`.
+    pub fn new(base: Arc<SharedBase>, root: PathBuf) -> OverlayWorkspace {
+        OverlayWorkspace {
+            view: root.join("mnt"),
+            base,
+            root,
+            mount: None,
+            admin: None,
+            head: None,
+            staged: None,
+            staged_by_git: false,
+        }
+    }
+
+    /// The workspace's own directory (`upper`, `work`, `mnt` under it).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The step's upper directory: every file it wrote, whiteouts for removals.
+    pub fn upper(&self) -> PathBuf {
+        self.root.join("upper")
+    }
+
+    fn mount(&mut self) -> Result<(), RunnerError> {
+        let mnt = self.root.join("mnt");
+        for d in ["upper", "work", "mnt"] {
+            dandori_fs::create_dir_all(self.root.join(d))?;
+        }
+        let name = self
+            .root
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("overlay")
+            .to_string();
+        let admin = self.base.worktrees.join(&name);
+        {
+            let _turn = crate::git::worktree_lock();
+            dandori_fs::create_dir_all(&admin)?;
+            self.admin = Some(admin.clone());
+            let write = |file: &str, text: String| -> Result<(), RunnerError> {
+                let p = admin.join(file);
+                std::fs::write(&p, text)
+                    .map_err(|e| dandori_fs::FsError::new("writing", &p, e).into())
+            };
+            write("HEAD", format!("{}\n", self.base.commit))?;
+            write("commondir", "../..\n".to_string())?;
+            write("gitdir", format!("{}\n", mnt.join(".git").display()))?;
+            let index = admin.join("index");
+            if std::fs::hard_link(&self.base.index, &index).is_err() {
+                std::fs::copy(&self.base.index, &index)
+                    .map_err(|e| dandori_fs::FsError::new("copying the index", &index, e))?;
+            }
+        }
+        for h in &self.base.hidden {
+            let dir = self.root.join("upper").join(h);
+            dandori_fs::create_dir_all(&dir)?;
+            dandori_exec::overlay::make_opaque(&dir)
+                .map_err(|e| dandori_fs::FsError::new("hiding the run directory", &dir, e))?;
+        }
+        let dotgit = self.root.join("upper/.git");
+        std::fs::write(&dotgit, format!("gitdir: {}\n", admin.display()))
+            .map_err(|e| dandori_fs::FsError::new("writing", &dotgit, e))?;
+        let mount = Overlay::mount(
+            &self.base.path,
+            &self.root.join("upper"),
+            &self.root.join("work"),
+            &mnt,
+        )
+        .map_err(|e| RunnerError::Process {
+            command: "mounting the step's copy-on-write workspace".to_string(),
+            message: e.to_string(),
+        })?;
+        self.view = mount.view();
+        self.mount = Some(mount);
+        Ok(())
+    }
+
+    /// The handle of git in the workspace.
+    fn git(&self, main: &Git) -> Git {
+        Git::new(&self.view).pool_worktree().sharing_objects(main)
+    }
+}
+
+impl StepWorkspace for OverlayWorkspace {
+    fn path(&self) -> &Path {
+        &self.view
+    }
+
+    fn mechanism(&self) -> Mechanism {
+        Mechanism::Overlay
+    }
+
+    fn prepare(&mut self, main: &Git, rev: &str) -> Result<(), RunnerError> {
+        if self.mount.is_none() {
+            self.mount()?;
+            self.head = Some(self.base.commit.clone());
+        }
+        if self.head.as_deref() == Some(rev) {
+            return Ok(());
+        }
+        let git = self.git(main);
+        let from = self
+            .head
+            .clone()
+            .unwrap_or_else(|| self.base.commit.clone());
+        match main.changed_paths(&from, rev) {
+            Some(paths) => {
+                if !paths.is_empty() {
+                    let spec: Vec<&str> = paths.iter().map(String::as_str).collect();
+                    git.checkout_paths(rev, &spec)?;
+                }
+                git.set_head(rev)?;
+            }
+            None => git.move_worktree(rev)?,
+        }
+        self.head = Some(rev.to_string());
+        self.staged = None;
+        Ok(())
+    }
+
+    fn stage(&mut self, git: &Git) -> Result<(u64, Vec<String>, String), RunnerError> {
+        self.staged = None;
+        self.staged_by_git = false;
+        // HEAD as git has it: the agent may have committed in the workspace.
+        let head = match git.detached_head().or_else(|| self.head.clone()) {
+            Some(h) => h,
+            None => git.rev_parse("HEAD")?,
+        };
+        if let Some(head_tree) = git.tree_of(&head)
+            && let Some(staged) = upper::stage(
+                git,
+                &self.upper(),
+                &self.base.tree,
+                &head_tree,
+                &self.base.hidden,
+            )
+            && let Some(out) = git.tree_numstat(&head_tree, &staged.tree)
+            && !out
+                .1
+                .iter()
+                .any(|p| p.rsplit('/').next() == Some(".gitattributes"))
+        {
+            self.staged = Some(staged);
+            return Ok(out);
+        }
+        // A changed `.gitattributes` may change how a file diffs: git's own
+        // staging and diff in the workspace read it.
+        self.staged_by_git = true;
+        git.staged_numstat()
+    }
+
+    fn staged_tree(&self) -> Option<&str> {
+        self.staged.as_ref().map(|s| s.tree.as_str())
+    }
+
+    fn committed(&mut self, commit: &str, head_moved: bool) {
+        self.staged = None;
+        if head_moved {
+            self.head = Some(commit.to_string());
+        }
+    }
+
+    fn was_reset(&mut self, rev: &str) {
+        // The upper layer shows what the reset left; nothing else to forget.
+        self.staged = None;
+        self.head = Some(rev.to_string());
+    }
+
+    fn staged_objects(&self, git: &Git, files: &[&str]) -> Result<Vec<String>, RunnerError> {
+        match &self.staged {
+            Some(s) => {
+                let mut oids: Vec<String> = files
+                    .iter()
+                    .filter_map(|f| s.blobs.get(*f).cloned())
+                    .collect();
+                oids.push(s.tree.clone());
+                Ok(oids)
+            }
+            None => git.staged_objects(files),
+        }
+    }
+}
+
+impl Drop for OverlayWorkspace {
+    fn drop(&mut self) {
+        // The mount ends with its holder; then nothing names the step's files.
+        self.mount = None;
+        if let Some(admin) = self.admin.take() {
+            let _turn = crate::git::worktree_lock();
+            let _ = std::fs::remove_dir_all(admin);
+        }
+        crate::git::remove_in_background(self.root.clone());
+    }
+}
