@@ -16,9 +16,11 @@
 #              binary already built and only packs it. A fresh build from an earlier
 #              `cargo build` (same profile, same flags) is reused the same way.
 #   --out      where the artefacts go (default: target/package)
-# Honours CARGO_TARGET_DIR. Needs cargo, node/npm and maturin (on PATH, or
-# MATURIN=/path/to/maturin; `pip install maturin` in a venv: scripts/test.sh puts
-# one in target/test-tools/venv).
+# Honours CARGO_TARGET_DIR. Needs cargo, node/npm and python3; maturin is taken
+# from MATURIN=/path/to/maturin, else PATH, else installed from PyPI into
+# target/package-tools/maturin. The npm packages are `dandori` and
+# `dandori-<os>-<cpu>`; the wheel is the PyPI distribution `dandori-cli`
+# (`dandori` on PyPI is an unrelated project), which installs the `dandori` command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -30,13 +32,23 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --no-restate) FEATURES=(); shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "package.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 say() { echo "package.sh: $*" >&2; }
 MATURIN="${MATURIN:-$(command -v maturin || true)}"
-[ -n "$MATURIN" ] || { say "maturin not found: pip install maturin (or set MATURIN=/path/to/maturin)"; exit 2; }
+if [ -z "$MATURIN" ]; then
+  # No maturin on PATH: one of our own, in a virtual environment under target/.
+  MATURIN_VENV="$ROOT/target/package-tools/maturin"
+  if [ ! -x "$MATURIN_VENV/bin/maturin" ]; then
+    say "maturin not found: installing it from PyPI into $MATURIN_VENV (~10 s)"
+    python3 -m venv "$MATURIN_VENV" \
+      && "$MATURIN_VENV/bin/pip" install --quiet --disable-pip-version-check 'maturin>=1.9,<2' \
+      || { say "could not install maturin (python3 -m venv, pip install maturin); set MATURIN=/path/to/maturin"; exit 2; }
+  fi
+  MATURIN="$MATURIN_VENV/bin/maturin"
+fi
 command -v npm >/dev/null || { say "npm not found: install Node.js"; exit 2; }
 
 TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
@@ -109,4 +121,4 @@ say "maturin build --profile $PROFILE ${FEATURES[*]} (reuses the binary just bui
   --manifest-path crates/dandori-cli/Cargo.toml --out "$OUT" >&2
 
 say "artefacts in $OUT:"
-ls -l "$OUT/$PLATFORM_PKG-$VERSION.tgz" "$OUT/dandori-$VERSION.tgz" "$OUT"/dandori-"$VERSION"-*.whl >&2
+ls -l "$OUT/$PLATFORM_PKG-$VERSION.tgz" "$OUT/dandori-$VERSION.tgz" "$OUT"/dandori_cli-"$VERSION"-*.whl >&2

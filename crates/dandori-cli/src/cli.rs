@@ -109,6 +109,9 @@ pub struct CiArgs {
     /// (default: config `runner.agent_cmd`).
     #[arg(long)]
     pub agent_cmd: Option<String>,
+    /// An agent CLI preset for the run: `claude`, `codex` or `gemini`.
+    #[arg(long, value_enum, conflicts_with = "agent_cmd")]
+    pub agent: Option<AgentCli>,
     /// Run without pushing the branch or opening a pull / merge request.
     #[arg(long)]
     pub no_open_pr: bool,
@@ -143,7 +146,14 @@ pub struct InitArgs {
     /// The label that asks dandori to plan an issue.
     #[arg(long, default_value = "dandori")]
     pub label: String,
-    /// The agent command the workflow runs steps with, e.g. `claude -p {prompt}`.
+    /// The agent CLI the workflow installs (npm) and runs the steps with; its key
+    /// comes from the repository secret (GitHub) / CI/CD variable (GitLab) named
+    /// after its variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`).
+    /// Default: claude.
+    #[arg(long, value_enum, conflicts_with = "agent_cmd")]
+    pub agent: Option<AgentCli>,
+    /// An agent command the workflow runs steps with instead, e.g. `my-agent {prompt}`
+    /// (you install it and pass its key).
     #[arg(long)]
     pub agent_cmd: Option<String>,
     /// Replace an existing file.

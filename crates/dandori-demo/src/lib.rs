@@ -32,8 +32,12 @@ pub mod reason {
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {
     #[error(
-        "{}: {} exists and is not empty; pass a new directory (dandori demo DIR)",
+        "{}: {} exists and is not empty. To start again: `rm -rf {}` and run `dandori demo {}` again, or pass a new directory (`dandori demo NEW_DIR`); an earlier demo's runs are in {}/.dandori/runs (`dandori runs --repo {}`)",
         reason::DEMO_DIR_NOT_EMPTY,
+        .0.display(),
+        .0.display(),
+        .0.display(),
+        .0.display(),
         .0.display()
     )]
     DirNotEmpty(PathBuf),

@@ -3,9 +3,10 @@
 //!
 //! * GitHub: `GET /repos/{o}/{r}/pulls?state=open&head=OWNER:BRANCH`,
 //!   `POST /repos/{o}/{r}/pulls` (`draft` when the goal is not achieved),
-//!   `PATCH /repos/{o}/{r}/pulls/{n}` (title and body; the REST API cannot turn
-//!   a draft into a ready pull request, so a draft stays one until a person
-//!   marks it ready).
+//!   `PATCH /repos/{o}/{r}/pulls/{n}` (title and body: the REST API cannot turn
+//!   a draft into a ready pull request), and the GraphQL mutation
+//!   `markPullRequestReadyForReview` (`POST /graphql`; GitHub Enterprise:
+//!   `/api/graphql`) when the goal is achieved.
 //! * GitLab: `GET /projects/:id/merge_requests?state=opened&source_branch=B`,
 //!   `POST /projects/:id/merge_requests`, `PUT /projects/:id/merge_requests/:iid`;
 //!   a draft is a title starting `Draft: ` (so an edit can make it ready).
@@ -24,6 +25,10 @@ pub struct ChangeRequest {
     /// The head commit the forge knows (the lease of the next push).
     pub head_sha: String,
     pub draft: bool,
+    /// GitHub's GraphQL node id (the ready-for-review mutation's input); empty
+    /// on GitLab.
+    #[serde(default)]
+    pub node_id: String,
 }
 
 /// What to open or edit.
@@ -159,7 +164,64 @@ impl ForgeClient {
                 .unwrap_or_default()
                 .to_string(),
             draft: v.get("draft").and_then(Value::as_bool).unwrap_or(false),
+            node_id: v
+                .get("node_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
         })
+    }
+
+    /// Marks a draft pull request ready for review: GitHub's GraphQL mutation
+    /// `markPullRequestReadyForReview` (the REST API cannot). On GitLab the draft
+    /// is the title's `Draft: `, which [`Self::update_change_request`] drops.
+    pub fn mark_ready(&self, cr: &ChangeRequest) -> Result<ChangeRequest, ForgeError> {
+        if self.settings().forge == Forge::GitLab || !cr.draft {
+            return Ok(cr.clone());
+        }
+        let url = graphql_url(&self.settings().api_url);
+        let query = "mutation($id: ID!) { markPullRequestReadyForReview(input: {pullRequestId: $id}) { pullRequest { isDraft } } }";
+        let v = block_on(self.send_json(
+            "POST",
+            &url,
+            Some(json!({"query": query, "variables": {"id": cr.node_id}})),
+        ))?;
+        if let Some(errors) = v.get("errors").and_then(Value::as_array) {
+            let message = errors
+                .iter()
+                .filter_map(|e| e.get("message").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(ForgeError::Http {
+                method: "POST".into(),
+                path: "/graphql (markPullRequestReadyForReview)".into(),
+                status: 200,
+                message,
+            });
+        }
+        let draft = v
+            .pointer("/data/markPullRequestReadyForReview/pullRequest/isDraft")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| ForgeError::InvalidResponse {
+                method: "POST".into(),
+                path: "/graphql".into(),
+                at: "data.markPullRequestReadyForReview.pullRequest.isDraft".into(),
+                message: "missing or not a boolean".into(),
+            })?;
+        Ok(ChangeRequest {
+            draft,
+            ..cr.clone()
+        })
+    }
+}
+
+/// GitHub's GraphQL endpoint for a REST API root: `https://api.github.com` →
+/// `https://api.github.com/graphql`; GitHub Enterprise's `https://HOST/api/v3` →
+/// `https://HOST/api/graphql`.
+pub fn graphql_url(api_url: &str) -> String {
+    match api_url.strip_suffix("/api/v3") {
+        Some(host) => format!("{host}/api/graphql"),
+        None => format!("{api_url}/graphql"),
     }
 }
 
@@ -174,4 +236,19 @@ fn gitlab_title(text: &ChangeRequestText<'_>) -> String {
 
 fn strip_query(path: &str) -> String {
     path.split('?').next().unwrap_or(path).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_graphql_endpoint_of_github_and_github_enterprise() {
+        assert_eq!(
+            super::graphql_url("https://api.github.com"),
+            "https://api.github.com/graphql"
+        );
+        assert_eq!(
+            super::graphql_url("https://ghe.example.com/api/v3"),
+            "https://ghe.example.com/api/graphql"
+        );
+    }
 }

@@ -27,6 +27,9 @@ pub enum CiCommand {
     Approve,
     Revise,
     Run,
+    /// A comment that looks meant for dandori but is no command of it (a bare
+    /// `/approve`, `/dandori go`): answered with what to type, never ignored.
+    Help,
 }
 
 impl CiCommand {
@@ -46,6 +49,7 @@ impl CiCommand {
             CiCommand::Approve => "approve",
             CiCommand::Revise => "revise",
             CiCommand::Run => "run",
+            CiCommand::Help => "help",
         }
     }
 }
@@ -62,6 +66,9 @@ pub struct CiEvent {
     pub association: Option<String>,
     /// The issue's author.
     pub issue_author: String,
+    /// The comment's first line (empty for a label): what a [`CiCommand::Help`]
+    /// reply quotes.
+    pub said: String,
 }
 
 /// Why an event is not for dandori, or cannot be read.
@@ -82,6 +89,44 @@ pub fn command_in(body: &str) -> Option<CiCommand> {
         return None;
     }
     CiCommand::parse(rest.split_whitespace().next()?)
+}
+
+/// What a comment asks of dandori in CI: [`command_in`], else
+/// [`CiCommand::Help`] for a first line that is `/dandori` with no or another
+/// word, or a bare `/plan`, `/approve`, `/revise`, `/run`; else nothing.
+pub fn ci_command_in(body: &str) -> Option<CiCommand> {
+    if let Some(c) = command_in(body) {
+        return Some(c);
+    }
+    let line = body.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let first = line.split_whitespace().next()?.to_ascii_lowercase();
+    let bare = first
+        .strip_prefix('/')
+        .is_some_and(|w| CiCommand::parse(w).is_some());
+    (first == "/dandori" || bare).then_some(CiCommand::Help)
+}
+
+/// The first non-empty line of a comment, clipped.
+fn first_line(body: &str) -> String {
+    let line = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    crate::intake::cut_chars(line, 80).0.to_string()
+}
+
+/// The reply to a [`CiCommand::Help`] comment: what was not understood and the
+/// commands there are.
+pub fn help_reply(said: &str) -> String {
+    let said = said.replace('`', "'");
+    format!(
+        "dandori did not act on `{said}`: a command is `/dandori` and one word, on the comment's first line.\n\n\
+         - `/dandori approve`: run the plan; the run ends in a pull / merge request.\n\
+         - `/dandori revise` and, on the next lines, your changes: a revised plan.\n\
+         - `/dandori plan`: plan the issue again.\n\
+         - `/dandori run`: run the newest plan as it is.\n"
+    )
 }
 
 fn s<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -127,6 +172,7 @@ pub fn github_event(name: &str, payload: &Value, label: &str) -> Result<CiEvent,
                 // Labelling needs triage access to the repository.
                 association: Some("MEMBER".to_string()),
                 issue_author,
+                said: String::new(),
             })
         }
         "issue_comment" => {
@@ -140,7 +186,8 @@ pub fn github_event(name: &str, payload: &Value, label: &str) -> Result<CiEvent,
             if bot {
                 return Err(CiSkip::Ignored(format!("a comment by the bot {actor}")));
             }
-            let Some(command) = command_in(s(payload, "/comment/body")) else {
+            let body = s(payload, "/comment/body");
+            let Some(command) = ci_command_in(body) else {
                 return Err(CiSkip::Ignored(
                     "a comment without `/dandori plan|approve|revise|run`".to_string(),
                 ));
@@ -151,6 +198,7 @@ pub fn github_event(name: &str, payload: &Value, label: &str) -> Result<CiEvent,
                 actor: actor.to_string(),
                 association: Some(s(payload, "/comment/author_association").to_string()),
                 issue_author,
+                said: first_line(body),
             })
         }
         other => Err(CiSkip::Ignored(format!(
@@ -201,7 +249,8 @@ pub fn gitlab_event(
                 if actor.contains("_bot") && actor.starts_with(['p', 'g']) {
                     return Err(CiSkip::Ignored(format!("a note by the bot {actor}")));
                 }
-                let Some(command) = command_in(s(p, "/object_attributes/note")) else {
+                let note = s(p, "/object_attributes/note");
+                let Some(command) = ci_command_in(note) else {
                     return Err(CiSkip::Ignored(
                         "a note without `/dandori plan|approve|revise|run`".to_string(),
                     ));
@@ -212,6 +261,7 @@ pub fn gitlab_event(
                     actor,
                     association: None,
                     issue_author: String::new(),
+                    said: first_line(note),
                 })
             }
             "issue" => {
@@ -241,6 +291,7 @@ pub fn gitlab_event(
                     actor,
                     association: None,
                     issue_author: String::new(),
+                    said: String::new(),
                 })
             }
             other => Err(CiSkip::Ignored(format!("the {other:?} webhook"))),
@@ -270,6 +321,7 @@ pub fn gitlab_event(
             actor: get("GITLAB_USER_LOGIN").to_string(),
             association: None,
             issue_author: String::new(),
+            said: String::new(),
         })
     }
 }
@@ -306,6 +358,23 @@ mod tests {
         assert_eq!(command_in("/dandorix run"), None);
         assert_eq!(command_in("hello\n/dandori run"), None);
         assert_eq!(command_in("/dandori dance"), None);
+    }
+
+    #[test]
+    fn a_bare_or_unknown_command_asks_for_help_and_prose_is_ignored() {
+        assert_eq!(ci_command_in("/dandori approve"), Some(CiCommand::Approve));
+        assert_eq!(ci_command_in("/approve"), Some(CiCommand::Help));
+        assert_eq!(ci_command_in("  /Run now"), Some(CiCommand::Help));
+        assert_eq!(ci_command_in("/dandori dance"), Some(CiCommand::Help));
+        assert_eq!(ci_command_in("/dandori"), Some(CiCommand::Help));
+        assert_eq!(ci_command_in("/approved by me"), None);
+        assert_eq!(ci_command_in("looks good, /approve"), None);
+        assert_eq!(ci_command_in("/cc @bob"), None);
+        let reply = help_reply("/approve");
+        assert!(
+            reply.contains("`/approve`") && reply.contains("`/dandori approve`"),
+            "{reply}"
+        );
     }
 
     #[test]

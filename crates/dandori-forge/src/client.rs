@@ -212,9 +212,9 @@ pub struct ForgeClient {
     identity: Mutex<Option<Identity>>,
 }
 
-struct Reply {
-    headers: HeaderMap,
-    body: Value,
+pub(crate) struct Reply {
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Value,
 }
 
 impl ForgeClient {
@@ -635,13 +635,19 @@ impl ForgeClient {
         Ok(self.send(method, path, body).await?.body)
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         method: &str,
         path: &str,
         body: Option<Value>,
     ) -> Result<Reply, ForgeError> {
-        let url = format!("{}{path}", self.settings.api_url);
+        // A path under the API root, or (GitHub's GraphQL endpoint, outside the
+        // REST root on GitHub Enterprise) a whole URL.
+        let url = if path.starts_with("http://") || path.starts_with("https://") {
+            path.to_string()
+        } else {
+            format!("{}{path}", self.settings.api_url)
+        };
         let shown = path.split('?').next().unwrap_or(path).to_string();
         let m = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|e| ForgeError::Internal(e.to_string()))?;

@@ -25,6 +25,9 @@
 //! * [`model_revision`]: the model's seed-format `plan_revision` answer,
 //!   checked (shape, steps, paths, commands, validation) before it is applied.
 //!
+//! * [`workflow`]: the CI files of `dandori init github-action | gitlab-ci`
+//!   (audited: pinned actions, the job gated before it starts, least privilege).
+//!
 //! Reason codes: [`reason`], documented in docs/forges.md.
 
 pub mod change_request;
@@ -41,6 +44,8 @@ pub mod record;
 pub mod reference;
 pub mod report;
 pub mod revise;
+pub mod scopes;
+pub mod workflow;
 
 pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Identity, Issue};
 pub use error::ForgeError;

@@ -14,6 +14,13 @@
 //!   git's messages are masked before they are shown.
 //! * The push is leased on the head the open pull request has (`--force-with-lease`):
 //!   a branch someone else pushed to is not overwritten (`FORGE_PUSH_REJECTED`).
+//! * A ready (not draft) pull request is the last green run's, and nothing is
+//!   pushed over it: a later run that achieves the goal and builds on its head
+//!   goes on top; any other run goes to a branch of its own
+//!   (`dandori-pr/REQUEST_ID-RUN_ID`), as a draft that names the green one.
+//! * A run that has not achieved the goal opens a real draft (GitHub's `draft`;
+//!   GitLab's `Draft: ` title); once one achieves it, the draft is marked ready
+//!   (GitHub's GraphQL `markPullRequestReadyForReview`; GitLab's title edit).
 //! * Any failure leaves the work branch where it is, in the local repository.
 
 use std::path::Path;
@@ -46,14 +53,20 @@ pub struct Published {
     pub action: &'static str,
     pub change_request: ChangeRequest,
     pub branch: String,
+    /// The ready pull request of an earlier green run this run left alone (its
+    /// work went to `branch` instead).
+    pub kept_green: Option<ChangeRequest>,
 }
 
 /// Checks, before the run's slow work, that publishing can work: the operation
-/// is permitted, a token is there, and the repository has an `origin`.
+/// is permitted, a token is there, the repository has an `origin` the token can
+/// read, and the token has the scopes the forge reports as needed
+/// ([`crate::scopes`]).
 pub fn preflight(
     client: &ForgeClient,
     config: &ForgesConfig,
     repo: &Path,
+    project: &str,
 ) -> Result<(), ForgeError> {
     check_operation(config, ForgeOperation::PullRequest)?;
     if client.settings().token_value().is_none() {
@@ -78,6 +91,8 @@ pub fn preflight(
             mask(&m, client.settings().token_value())
         ))
     })?;
+    // The token's scopes, where the forge says them: a missing one named now.
+    crate::scopes::check(client, project)?;
     Ok(())
 }
 
@@ -139,7 +154,20 @@ pub fn publish(
         )));
     }
     let project = record.reference.project.clone();
-    let existing = client.find_change_request(&project, &branch)?;
+    let goal = completion
+        .pointer("/summary/goal_achieved")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let mut branch = branch;
+    let mut existing = client.find_change_request(&project, &branch)?;
+    let mut kept_green = None;
+    if let Some(green) = existing.clone().filter(|c| !c.draft)
+        && !(goal && builds_on(repo, &green.head_sha, &local))
+    {
+        branch = format!("{branch}-{}", planning.run_id);
+        existing = client.find_change_request(&project, &branch)?;
+        kept_green = Some(green);
+    }
     push(
         repo,
         client,
@@ -147,18 +175,20 @@ pub fn publish(
         &branch,
         existing.as_ref().map(|c| c.head_sha.as_str()),
     )?;
-    let goal = completion
-        .pointer("/summary/goal_achieved")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
     let title = format!("dandori: {}", one_line(&record.title));
-    let body = body(record, planning, completion);
+    let mut body = body(record, planning, completion);
+    if let Some(g) = &kept_green {
+        body = format!(
+            "_Another attempt: {} stays as the last run that achieved the goal; this run's work is here._\n\n{body}",
+            g.web_url
+        );
+    }
     let text = ChangeRequestText {
         title: &title,
         body: &body,
         draft: !goal,
     };
-    let (action, cr) = match existing {
+    let (action, mut cr) = match existing {
         Some(c) => (
             "updated",
             client.update_change_request(&project, c.number, &text)?,
@@ -168,6 +198,9 @@ pub fn publish(
             client.create_change_request(&project, &branch, &planning.base_branch, &text)?,
         ),
     };
+    if goal && cr.draft {
+        cr = client.mark_ready(&cr)?;
+    }
     let head_sha = git(repo, &["rev-parse", &format!("refs/heads/{local}")], &[])
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| cr.head_sha.clone());
@@ -182,7 +215,25 @@ pub fn publish(
         action,
         change_request: cr,
         branch,
+        kept_green,
     })
+}
+
+/// Whether the local branch `local` contains `sha` (a fast-forward of it). A
+/// commit the repository does not have is not built on.
+fn builds_on(repo: &Path, sha: &str, local: &str) -> bool {
+    !sha.is_empty()
+        && git(
+            repo,
+            &[
+                "merge-base",
+                "--is-ancestor",
+                sha,
+                &format!("refs/heads/{local}"),
+            ],
+            &[],
+        )
+        .is_ok()
 }
 
 /// `git push` of `local` to `origin`'s `branch`, with the token in the push's
@@ -418,6 +469,7 @@ pub fn body(record: &ForgeRecord, planning: &Planning, completion: &Value) -> St
             cell_text
         ));
     }
+    evidence_table(&mut s, planning, completion);
     s.push_str("\n**Steps**\n\n| Step | Title | Status | Commit |\n| --- | --- | --- | --- |\n");
     for st in &steps {
         let g = |k: &str| st.get(k).and_then(Value::as_str).unwrap_or_default();
@@ -468,6 +520,94 @@ pub fn body(record: &ForgeRecord, planning: &Planning, completion: &Value) -> St
         )
     } else {
         s
+    }
+}
+
+/// The runner's evidence per criterion (`completion.evidence.acceptance_criteria`,
+/// as report.md has it): the check on the base commit (red) and after the steps
+/// (green), the commit that turned it, and the commands that reproduce both.
+fn evidence_table(s: &mut String, planning: &Planning, completion: &Value) {
+    let Some(items) = completion
+        .pointer("/evidence/acceptance_criteria")
+        .and_then(Value::as_array)
+        .filter(|a| !a.is_empty())
+    else {
+        return;
+    };
+    s.push_str(
+        "\n**Evidence** (red on the base commit → green after the steps)\n\n\
+         | AC | Verdict | Check | Base | After | Turned green by |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut commands: Vec<String> = Vec::new();
+    for e in items {
+        let g = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+        let or_dash = |v: &str| {
+            if v.is_empty() {
+                "—".to_string()
+            } else {
+                cell(v)
+            }
+        };
+        let green = match (g("green_step"), g("green_commit")) {
+            ("", _) => "—".to_string(),
+            (step, "") => step.to_string(),
+            (step, c) => format!("{step} `{}`", c.chars().take(12).collect::<String>()),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {green} |\n",
+            g("ac"),
+            or_dash(g("status")),
+            or_dash(g("check")),
+            or_dash(g("base_result")),
+            or_dash(g("after_result")),
+        ));
+        // The check itself (`command `…``), else, for a named test, the unit
+        // commands of the steps linking the criterion, and any recorded command.
+        let mut add = |c: String| {
+            if !c.is_empty() && !commands.contains(&c) {
+                commands.push(c);
+            }
+        };
+        let check = g("check");
+        if let Some(cmd) = check
+            .strip_prefix("command `")
+            .and_then(|c| c.strip_suffix('`'))
+        {
+            add(one_line(cmd));
+        } else if check.starts_with("test ") {
+            for st in planning
+                .steps
+                .iter()
+                .filter(|st| st.links_to_ac.iter().any(|a| a == g("ac")))
+            {
+                for c in st.commands.unit.iter().flatten() {
+                    add(one_line(c));
+                }
+            }
+        }
+        for item in e
+            .get("evidence")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            add(one_line(
+                item.get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+            ));
+        }
+    }
+    if !commands.is_empty() {
+        s.push_str(&format!(
+            "\nTo reproduce: on `{}` (red) and on this branch (green), run\n\n```sh\n",
+            planning.base_branch
+        ));
+        for c in &commands {
+            s.push_str(c);
+            s.push('\n');
+        }
+        s.push_str("```\n");
     }
 }
 

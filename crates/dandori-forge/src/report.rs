@@ -94,8 +94,12 @@ pub fn plan_comment(p: &Planning, revision: u64) -> String {
         s.push_str(dandori_plan::graph::to_mermaid(a, &p.steps).trim_end());
         s.push_str("\n```\n");
     }
-    let reply = "\nReply with changes (for example `add file src/x.rs`, `drop S02`, `add step: …`, \
-         `language: go`) and run `dandori revise RUN_DIR --from-issue`.\n";
+    let reply = "\n**What to reply** (a permitted user; the command on the comment's first line):\n\n\
+         - `/dandori approve`: run this plan; the run ends in a pull / merge request.\n\
+         - `/dandori revise` and, on the next lines, your changes (for example `add file src/x.rs`, \
+         `drop S02`, `add step: …`, `language: go`): a revised plan, posted here.\n\
+         - `/dandori plan`: plan the issue again from its current text.\n\n\
+         Without CI: `dandori revise RUN_DIR --from-issue`, `dandori run RUN_DIR --open-pr`.\n";
     cap(s, &p.run_id, reply)
 }
 
@@ -252,8 +256,10 @@ pub fn revision_comment(
     }
     if let Some(timeout) = awaiting_approval {
         s.push_str(&format!(
-            "\nThis revision waits for approval: reply `/approve` (a permitted user) or run \
-             `dandori approve RUN_DIR` within {timeout} s.\n"
+            "\nThis revision waits for approval: comment `/dandori approve` (a permitted user; \
+             `dandori approve RUN_DIR --from-issue` reads a bare `/approve` too) or run \
+             `dandori approve RUN_DIR` within {timeout} s; `/dandori revise` with more changes \
+             revises it again.\n"
         ));
     }
     s

@@ -11,9 +11,10 @@ use std::process::{Command, ExitCode, Stdio};
 use dandori_forge::ci::{self, CiCommand, CiEvent, CiSkip};
 use dandori_forge::permissions::Permissions;
 use dandori_forge::reason;
+use dandori_forge::workflow;
 use serde_json::{Value, json};
 
-use crate::cli::{CiArgs, InitArgs, InitCommand};
+use crate::cli::{CiArgs, InitCommand};
 use crate::output;
 
 /// Exit status of an event that cannot be read (no payload, broken JSON).
@@ -84,6 +85,27 @@ pub fn ci(config: Option<&Path>, sets: &[String], args: &CiArgs) -> anyhow::Resu
             }
         ));
         return Ok(forge_fail(args.json, &e));
+    }
+    if event.command == CiCommand::Help {
+        // Never silence: the comment gets the commands there are.
+        let body = ci::help_reply(&event.said);
+        let posted = dandori_forge::permissions::check_operation(
+            &cfg.forges,
+            dandori_config::ForgeOperation::Comment,
+        )
+        .and_then(|()| client.create_comment(&event.reference, &body));
+        if let Err(e) = posted {
+            return Ok(forge_fail(args.json, &e));
+        }
+        output::progress(&format!(
+            "ci: `{}` is not a dandori command; replied on {reference}",
+            event.said
+        ));
+        if args.json {
+            output::json(&json!({"status": "replied", "command": "help",
+                "reference": reference, "actor": event.actor, "said": event.said}));
+        }
+        return Ok(ExitCode::SUCCESS);
     }
     let steps = Steps {
         args,
@@ -182,6 +204,8 @@ impl Steps<'_> {
         };
         match event.command {
             CiCommand::Plan => (step("plan", self.plan_argv()), done),
+            // Answered before the steps.
+            CiCommand::Help => (0, done),
             CiCommand::Revise => match self.latest_run() {
                 Some(run) => {
                     let mut argv = vec!["revise".into(), path(&run), "--from-issue".into()];
@@ -238,6 +262,10 @@ impl Steps<'_> {
                 if let Some(a) = &self.args.agent_cmd {
                     argv.push("--agent-cmd".into());
                     argv.push(a.clone());
+                }
+                if let Some(a) = self.args.agent {
+                    argv.push("--agent".into());
+                    argv.push(a.preset().name().into());
                 }
                 (step("run", argv), done)
             }
@@ -301,14 +329,53 @@ fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// `dandori init github-action | gitlab-ci`: the workflow file, least privilege.
-pub fn init(cmd: &InitCommand) -> anyhow::Result<ExitCode> {
-    let (args, rel, text) = match cmd {
-        InitCommand::GithubAction(a) => (a, ".github/workflows/dandori.yml", github_workflow(a)),
-        InitCommand::GitlabCi(a) => (a, ".gitlab/dandori.gitlab-ci.yml", gitlab_ci(a)),
+/// `dandori init github-action | gitlab-ci`: the workflow file
+/// ([`dandori_forge::workflow`]), then what to set up on the forge.
+pub fn init(config: Option<&Path>, sets: &[String], cmd: &InitCommand) -> anyhow::Result<ExitCode> {
+    let (args, github) = match cmd {
+        InitCommand::GithubAction(a) => (a, true),
+        InitCommand::GitlabCi(a) => (a, false),
     };
-    let file = args.repo.join(rel);
-    if file.exists() && !args.force {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let cfg = super::load_config(config, sets, &args.repo, &env)?.config;
+    let options = workflow::WorkflowOptions {
+        label: args.label.clone(),
+        agent: match (&args.agent_cmd, args.agent) {
+            (Some(c), _) => workflow::WorkflowAgent::Command(c.clone()),
+            (None, a) => workflow::WorkflowAgent::Preset(
+                a.map(crate::cli::AgentCli::preset)
+                    .unwrap_or(dandori_config::AgentPreset::Claude),
+            ),
+        },
+        dandori_version: env!("CARGO_PKG_VERSION").to_string(),
+        allowed_users: cfg.planning.permissions.allowed_users.clone(),
+    };
+    let (rel, text, next, pkg_dir) = if github {
+        (
+            ".github/workflows/dandori.yml",
+            workflow::github_actions(&options),
+            workflow::next_steps_github(&options),
+            workflow::GITHUB_PACKAGE_DIR,
+        )
+    } else {
+        (
+            ".gitlab/dandori.gitlab-ci.yml",
+            workflow::gitlab_ci(&options),
+            workflow::next_steps_gitlab(&options),
+            workflow::GITLAB_PACKAGE_DIR,
+        )
+    };
+    // The workflow and the npm manifest of what it installs.
+    let files = [
+        (args.repo.join(rel), text),
+        (
+            args.repo.join(pkg_dir).join("package.json"),
+            workflow::package_json(&options),
+        ),
+    ];
+    if !args.force
+        && let Some((file, _)) = files.iter().find(|(f, _)| f.exists())
+    {
         output::error(&format!(
             "{}: {} exists; pass --force to replace it",
             dandori_report::reason::USAGE_ERROR,
@@ -316,121 +383,16 @@ pub fn init(cmd: &InitCommand) -> anyhow::Result<ExitCode> {
         ));
         return Ok(ExitCode::from(2));
     }
-    if let Some(dir) = file.parent() {
-        dandori_fs::create_dir_all(dir)?;
+    for (file, text) in &files {
+        if let Some(dir) = file.parent() {
+            dandori_fs::create_dir_all(dir)?;
+        }
+        dandori_fs::write_atomic(file, text)?;
+        output::line(&file.display().to_string());
     }
-    dandori_fs::write_atomic(&file, text)?;
-    output::line(&file.display().to_string());
+    output::progress("next steps:");
+    for (i, step) in next.iter().enumerate() {
+        output::progress(&format!("  {}. {step}", i + 1));
+    }
     Ok(ExitCode::SUCCESS)
-}
-
-/// YAML single-quoted scalar.
-fn yq(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "''"))
-}
-
-fn github_workflow(a: &InitArgs) -> String {
-    let agent = a
-        .agent_cmd
-        .as_deref()
-        .map(|c| format!(" --agent-cmd {}", shell_quote(c)))
-        .unwrap_or_default();
-    format!(
-        r#"# dandori: label an issue `{label}` to get a plan; reply `/dandori approve`
-# (or `/dandori run`, `/dandori revise`, `/dandori plan`) to steer it; the run
-# ends in a pull request. Written by `dandori init github-action`; see
-# docs/forges.md ("CI").
-name: dandori
-on:
-  issues:
-    types: [labeled]
-  issue_comment:
-    types: [created]
-# Least privilege for GITHUB_TOKEN: push the dandori-pr/* branch, comment and
-# label issues, open the pull request. Nothing else.
-permissions:
-  contents: write
-  issues: write
-  pull-requests: write
-# One job per issue at a time; a second comment waits for the first.
-concurrency:
-  group: dandori-${{{{ github.event.issue.number }}}}
-  cancel-in-progress: false
-jobs:
-  dandori:
-    if: >-
-      (github.event_name == 'issues' && github.event.label.name == {label_q}) ||
-      (github.event_name == 'issue_comment' && startsWith(github.event.comment.body, '/dandori '))
-    runs-on: ubuntu-latest
-    timeout-minutes: 60
-    steps:
-      - uses: actions/checkout@v4
-        with:
-          fetch-depth: 0
-          # dandori passes the token to its own push only; a persisted
-          # credential would send a second Authorization header.
-          persist-credentials: false
-      # The runs of earlier jobs (plans, revisions), so `/dandori approve` runs
-      # the plan that was commented.
-      - uses: actions/cache@v4
-        with:
-          path: .dandori/runs
-          key: dandori-runs-${{{{ github.event.issue.number }}}}-${{{{ github.run_id }}}}
-          restore-keys: dandori-runs-${{{{ github.event.issue.number }}}}-
-      - name: Install dandori
-        env:
-          DANDORI_GIT: ${{{{ vars.DANDORI_GIT }}}}
-        run: cargo install --locked --git "$DANDORI_GIT" dandori
-      - name: Git identity for the step commits
-        run: |
-          git config user.name 'github-actions[bot]'
-          git config user.email '41898282+github-actions[bot]@users.noreply.github.com'
-      - name: dandori ci
-        env:
-          GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}
-        run: dandori ci --label {label_q}{agent}
-"#,
-        label = a.label,
-        label_q = yq(&a.label),
-        agent = agent,
-    )
-}
-
-fn gitlab_ci(a: &InitArgs) -> String {
-    let agent = a
-        .agent_cmd
-        .as_deref()
-        .map(|c| format!(" --agent-cmd {}", shell_quote(c)))
-        .unwrap_or_default();
-    format!(
-        r#"# dandori on GitLab CI: include this file from .gitlab-ci.yml, add a project
-# webhook (issue and comment events) to the pipeline trigger URL, and store a
-# project access token (role Developer, scopes api and write_repository) as the
-# masked CI/CD variable DANDORI_GITLAB_TOKEN. Label an issue `{label}` or comment
-# `/dandori approve|run|revise|plan`. Written by `dandori init gitlab-ci`; see
-# docs/forges.md ("CI"). CI_JOB_TOKEN cannot post notes or open merge requests.
-dandori:
-  rules:
-    - if: '$CI_PIPELINE_SOURCE == "trigger" && $TRIGGER_PAYLOAD'
-  variables:
-    GIT_DEPTH: "0"
-    GITLAB_TOKEN: $DANDORI_GITLAB_TOKEN
-  cache:
-    key: dandori-runs
-    paths: [.dandori/runs]
-  script:
-    - git config user.name 'dandori'
-    - git config user.email 'dandori@noreply.invalid'
-    - git remote set-url origin "$CI_PROJECT_URL.git"
-    - dandori ci --label {label_q}{agent}
-"#,
-        label = a.label,
-        label_q = yq(&a.label),
-        agent = agent,
-    )
-}
-
-/// POSIX shell single quotes.
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }

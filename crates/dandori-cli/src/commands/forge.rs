@@ -306,7 +306,12 @@ impl Publisher {
             message: "the run was not planned from an issue (dandori plan --issue REF): --open-pr has no forge to open a pull request on".to_string(),
         })?;
         let client = client_for(&record.reference, &config.forges, env)?;
-        dandori_forge::publish::preflight(&client, &config.forges, repo)?;
+        dandori_forge::publish::preflight(
+            &client,
+            &config.forges,
+            repo,
+            &record.reference.project,
+        )?;
         Ok(Publisher {
             run_dir,
             repo: repo.to_path_buf(),
@@ -343,6 +348,12 @@ impl Publisher {
                     dandori_forge::Forge::GitHub => "pull request",
                     dandori_forge::Forge::GitLab => "merge request",
                 };
+                if let Some(g) = &p.kept_green {
+                    output::progress(&format!(
+                        "{kind} {} ({}) is the last run that achieved the goal: left as it is, this run went to {}",
+                        g.number, g.web_url, p.branch
+                    ));
+                }
                 output::progress(&format!(
                     "{} {kind} {}{} ({}) from {}",
                     p.action,
@@ -358,7 +369,8 @@ impl Publisher {
                 (
                     serde_json::json!({"status": p.action, "number": p.change_request.number,
                         "url": p.change_request.web_url, "branch": p.branch,
-                        "draft": p.change_request.draft}),
+                        "draft": p.change_request.draft,
+                        "kept_green": p.kept_green.as_ref().map(|g| g.number)}),
                     true,
                 )
             }

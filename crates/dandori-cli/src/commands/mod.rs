@@ -190,6 +190,6 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         // --
         Command::Ci(args) => ci::ci(cli.config.as_deref(), &cli.set, &args),
         // --
-        Command::Init(cmd) => ci::init(&cmd),
+        Command::Init(cmd) => ci::init(cli.config.as_deref(), &cli.set, &cmd),
     }
 }

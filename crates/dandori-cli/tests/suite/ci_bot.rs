@@ -12,27 +12,27 @@ use dandori_test_support::fake_forge::{Api, FakeForge, ItemKind};
 use dandori_test_support::git::git;
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+pub(super) const BIN: &str = env!("CARGO_BIN_EXE_dandori");
 /// An installation token, as GitHub Actions' `GITHUB_TOKEN` is.
-const TOKEN: &str = "ghs_ciInstallationToken0123456789";
-const BOT: &str = "github-actions[bot]";
+pub(super) const TOKEN: &str = "ghs_ciInstallationToken0123456789";
+pub(super) const BOT: &str = "github-actions[bot]";
 
-const ISSUE_BODY: &str = "Add a greeting module.\n\n\
+pub(super) const ISSUE_BODY: &str = "Add a greeting module.\n\n\
 ## Requirements\n\n- Add `src/greet.txt` with a greeting\n- Describe `src/greet.txt` in `README.md`\n\n\
 ## Acceptance criteria\n\n- Given the repository, when src/greet.txt is read, then it greets (check: `grep -q hello src/greet.txt`)\n\
 - Given the README, when it is read, then it mentions the greeting (check: `grep -q greet README.md`)\n\
 - Given the repository, when it is checked out, then nothing else changed\n";
 
-struct Fx {
+pub(super) struct Fx {
     _dir: tempfile::TempDir,
-    root: PathBuf,
-    repo: PathBuf,
-    remote: PathBuf,
-    home: PathBuf,
-    forge: FakeForge,
+    pub(super) root: PathBuf,
+    pub(super) repo: PathBuf,
+    pub(super) remote: PathBuf,
+    pub(super) home: PathBuf,
+    pub(super) forge: FakeForge,
 }
 
-fn fixture() -> Fx {
+pub(super) fn fixture() -> Fx {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     let repo = root.join("repo");
@@ -78,7 +78,7 @@ fn fixture() -> Fx {
 }
 
 /// `dandori ci` as a GitHub Actions job would run it, for one event.
-fn ci(f: &Fx, event_name: &str, payload: &Value, extra: &[&str]) -> Output {
+pub(super) fn ci(f: &Fx, event_name: &str, payload: &Value, extra: &[&str]) -> Output {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = f.root.join(format!("event-{n}.json"));
@@ -111,16 +111,20 @@ fn agent(f: &Fx) -> PathBuf {
     let agent = f.home.join("agent.sh");
     std::fs::write(
         &agent,
-        "#!/bin/sh\nset -e\ncase \"$1\" in\n\
+        format!(
+            "#!/bin/sh\nset -e\ncase \"$1\" in\n\
          S01) mkdir -p src; echo 'hello, friend' > src/greet.txt ;;\n\
          S03) mkdir -p docs; echo 'greeting' > docs/greeting.md ;;\n\
-         *) echo \"see src/greet.txt ($1)\" >> README.md ;;\nesac\n",
+         *) if [ -e {fail} ]; then echo 'the README step fails' >&2; exit 1; fi\n\
+            echo \"see src/greet.txt ($1)\" >> README.md ;;\nesac\n",
+            fail = f.root.join("fail-readme").display()
+        ),
     )
     .unwrap();
     agent
 }
 
-fn text(o: &Output) -> String {
+pub(super) fn text(o: &Output) -> String {
     format!(
         "stdout:\n{}\nstderr:\n{}",
         String::from_utf8_lossy(&o.stdout),
@@ -145,13 +149,13 @@ fn all_text(dir: &Path) -> String {
     out
 }
 
-fn labeled() -> Value {
+pub(super) fn labeled() -> Value {
     json!({"action": "labeled", "label": {"name": "dandori"},
         "issue": {"number": 7, "title": "Add a greeting", "user": {"login": "alice", "type": "User"}},
         "repository": {"full_name": "octo/app"}, "sender": {"login": "alice", "type": "User"}})
 }
 
-fn comment(f: &Fx, who: &str, association: &str, body: &str) -> Value {
+pub(super) fn comment(f: &Fx, who: &str, association: &str, body: &str) -> Value {
     let id = f.forge.add_comment(Api::GitHub, "octo/app", 7, who, body);
     json!({"action": "created",
         "issue": {"number": 7, "title": "Add a greeting", "user": {"login": "alice", "type": "User"}},
@@ -160,7 +164,7 @@ fn comment(f: &Fx, who: &str, association: &str, body: &str) -> Value {
         "repository": {"full_name": "octo/app"}, "sender": {"login": who, "type": "User"}})
 }
 
-fn pulls(f: &Fx) -> Vec<(u64, dandori_test_support::fake_forge::FakeItem)> {
+pub(super) fn pulls(f: &Fx) -> Vec<(u64, dandori_test_support::fake_forge::FakeItem)> {
     f.forge.change_requests(Api::GitHub, "octo/app")
 }
 
@@ -427,8 +431,9 @@ fn plan_json_failure_prints_json_and_init_writes_a_least_privilege_workflow() {
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let wf = std::fs::read_to_string(f.repo.join(".github/workflows/dandori.yml")).unwrap();
+    assert!(wf.contains("permissions: {}\n"), "{wf}");
     assert!(
-        wf.contains("permissions:\n  contents: write\n  issues: write\n  pull-requests: write\n"),
+        wf.contains("    permissions:\n      contents: write # push the dandori-pr/* branch\n"),
         "{wf}"
     );
     assert!(wf.contains("persist-credentials: false"), "{wf}");
@@ -477,11 +482,11 @@ fn base64_of(s: &str) -> String {
     out
 }
 
-const GL_TOKEN: &str = "glpat-projectBotToken0123456789";
-const GL_BOT: &str = "project_7_bot_1a2b3c";
+pub(super) const GL_TOKEN: &str = "glpat-projectBotToken0123456789";
+pub(super) const GL_BOT: &str = "project_7_bot_1a2b3c";
 
 /// `dandori ci` as a GitLab CI job triggered by a project webhook would run it.
-fn ci_gitlab(f: &Fx, payload: &Value) -> Output {
+pub(super) fn ci_gitlab(f: &Fx, payload: &Value) -> Output {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let path = f.root.join(format!("hook-{n}.json"));
@@ -508,7 +513,7 @@ fn ci_gitlab(f: &Fx, payload: &Value) -> Output {
         .unwrap()
 }
 
-fn note(f: &Fx, who: &str, body: &str) -> Value {
+pub(super) fn note(f: &Fx, who: &str, body: &str) -> Value {
     f.forge.add_comment(Api::GitLab, "grp/app", 3, who, body);
     json!({"object_kind": "note", "user": {"username": who},
         "project": {"path_with_namespace": "grp/app"},

@@ -171,7 +171,9 @@ fn demo_runs_the_whole_loop_with_commits_and_a_report() {
     let again = dandori(tmp.path(), &["demo", "demo-repo"]);
     assert_eq!(again.status.code(), Some(2));
     assert!(
-        text(&again.stderr).contains("DEMO_DIR_NOT_EMPTY"),
+        text(&again.stderr).contains("DEMO_DIR_NOT_EMPTY")
+            && text(&again.stderr).contains("To start again: `rm -rf ")
+            && text(&again.stderr).contains("` and run `dandori demo "),
         "{}",
         text(&again.stderr)
     );

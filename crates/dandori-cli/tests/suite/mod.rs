@@ -1,6 +1,12 @@
 #[cfg(feature = "restate")]
 mod distributed;
 // --
+mod ci_init;
+// --
+mod ci_lifecycle;
+// --
+mod workflow_gate;
+// --
 mod env;
 // --
 mod env_plugins;

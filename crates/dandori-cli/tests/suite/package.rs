@@ -222,7 +222,7 @@ fn npm_and_python_packages_install_and_run_dandori() {
         .to_string_lossy()
         .into_owned();
     assert!(
-        wheel_name.starts_with(&format!("dandori-{VERSION}-py3-none-manylinux_"))
+        wheel_name.starts_with(&format!("dandori_cli-{VERSION}-py3-none-manylinux_"))
             && wheel_name.ends_with("_x86_64.whl"),
         "{wheel_name}"
     );

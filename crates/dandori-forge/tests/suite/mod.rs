@@ -4,3 +4,4 @@ mod model_revision;
 mod openapi;
 mod reference;
 mod revise;
+mod scopes;

@@ -119,6 +119,8 @@ fn exercise() -> dandori_test_support::fake_forge::FakeForge {
         };
         assert!(c.is_member(team, "carol").unwrap());
         assert!(!c.is_member(team, "mallory").unwrap());
+        // The token's scopes (GitLab: `personal_access_tokens/self`).
+        dandori_forge::scopes::check(&c, &r.project).unwrap();
         // A missing item: the 404 answer is checked too.
         let missing = ForgeRef::parse(&reference.replace(['1', '3', '2', '4'], "9")).unwrap();
         assert!(c.issue(&missing).is_err());

@@ -135,6 +135,10 @@ struct Shared {
     projects: BTreeMap<(Api, String), FakeProject>,
     tokens: BTreeMap<String, String>,
     token_kinds: BTreeMap<String, TokenKind>,
+    /// A token's scopes: GitHub's classic tokens report them in `X-OAuth-Scopes`
+    /// on every answer; GitLab's in `GET /personal_access_tokens/self` (a token
+    /// without an entry there has `api`, `read_repository`, `write_repository`).
+    scopes: BTreeMap<String, Vec<String>>,
     /// Bare git repositories standing for the projects' remotes.
     remotes: BTreeMap<(Api, String), PathBuf>,
     git_requests: Vec<git_http::GitRequest>,
@@ -248,6 +252,14 @@ impl FakeForge {
             .lock()
             .tokens
             .insert(token.to_string(), user.to_string());
+    }
+
+    /// The scopes of a (GitHub classic or GitLab) token, as the forge reports them.
+    pub fn set_token_scopes(&self, token: &str, scopes: &[&str]) {
+        self.state.lock().scopes.insert(
+            token.to_string(),
+            scopes.iter().map(|x| x.to_string()).collect(),
+        );
     }
 
     /// A GitHub App installation token (`github-actions` for GitHub Actions'
@@ -561,6 +573,21 @@ async fn handle(
                 .unwrap_or(TokenKind::User);
             if token.is_some() && user.is_none() {
                 answer(401, json!({"message": "Bad credentials"}))
+            } else if api == Api::GitLab
+                && path == "/personal_access_tokens/self"
+                && let Some(t) = &token
+            {
+                let scopes = s.scopes.get(t).cloned().unwrap_or_else(|| {
+                    ["api", "read_repository", "write_repository"]
+                        .map(str::to_string)
+                        .to_vec()
+                });
+                answer(
+                    200,
+                    json!({"id": 42, "name": "dandori", "revoked": false, "active": true,
+                           "created_at": "2026-01-01T00:00:00.000Z", "scopes": scopes,
+                           "user_id": 1, "last_used_at": null, "expires_at": null}),
+                )
             } else if api == Api::GitHub
                 && let Some(a) = github_identity(&kind, &path, user.as_deref(), &host)
             {
@@ -580,6 +607,11 @@ async fn handle(
         }
     };
     let mut a = a;
+    if api == Api::GitHub
+        && let Some(scopes) = token_of(&hdrs).and_then(|t| s.scopes.get(&t))
+    {
+        a.headers.push(("x-oauth-scopes".into(), scopes.join(", ")));
+    }
     if api == Api::GitHub && a.status >= 400 {
         // GitHub's error bodies (`basic-error`, `validation-error`) carry the
         // documentation link.
@@ -600,6 +632,16 @@ async fn handle(
     });
     drop(s);
     respond(&a)
+}
+
+/// The GitHub token of a request's `authorization` header.
+fn token_of(hdrs: &BTreeMap<String, String>) -> Option<String> {
+    hdrs.get("authorization")
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("token "))
+        })
+        .map(str::to_string)
 }
 
 fn respond(a: &Answer) -> Response {
@@ -710,6 +752,16 @@ fn route(
             (Some(u), Api::GitHub) => answer(200, gh_private_user(u, host)),
             (Some(u), Api::GitLab) => answer(200, json!({"username": u, "id": 1, "name": u})),
             (None, _) => answer(401, json!({"message": "Requires authentication"})),
+        };
+    }
+    if api == Api::GitHub && segs == ["graphql"] {
+        return match (method, user) {
+            ("POST", Some(_)) => pulls::github_graphql(s, body, host),
+            ("POST", None) => answer(
+                401,
+                json!({"message": "This endpoint requires you to be authenticated."}),
+            ),
+            _ => not_found(),
         };
     }
     match api {

@@ -162,6 +162,54 @@ pub(super) fn github(
     }
 }
 
+/// A pull request's GraphQL node id (opaque, unique over the fake's projects).
+fn pull_node_id(project: &str, n: u64) -> String {
+    format!("PR_{}_{n}", project.replace('/', "__"))
+}
+
+/// `POST /graphql`, the one mutation dandori sends: GitHub's
+/// `markPullRequestReadyForReview(input: {pullRequestId})` (the REST API has no
+/// way to turn a draft ready: `PATCH /pulls/{n}` takes no `draft`). Errors as
+/// GitHub answers them: HTTP 200 with `errors`.
+pub(super) fn github_graphql(s: &mut Shared, body: &Value, _host: &str) -> Answer {
+    let query = body
+        .get("query")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let gql_error =
+        |message: String| answer(200, json!({"data": null, "errors": [{"message": message}]}));
+    if !query.contains("markPullRequestReadyForReview") {
+        return gql_error(format!(
+            "the fake forge answers markPullRequestReadyForReview only, not: {query}"
+        ));
+    }
+    let Some(id) = body.pointer("/variables/id").and_then(Value::as_str) else {
+        return gql_error("Variable $id of type ID! was provided invalid value".into());
+    };
+    for ((api, project), p) in s.projects.iter_mut() {
+        if *api != Api::GitHub {
+            continue;
+        }
+        for (n, item) in p.items.iter_mut() {
+            if pull_node_id(project, *n) != id {
+                continue;
+            }
+            let Some(pr) = item.pr.as_mut() else { continue };
+            if !pr.draft {
+                return gql_error("Pull request is not in draft state".into());
+            }
+            pr.draft = false;
+            return answer(
+                200,
+                json!({"data": {"markPullRequestReadyForReview": {"pullRequest": {"id": id, "isDraft": false, "number": n}}}}),
+            );
+        }
+    }
+    gql_error(format!(
+        "Could not resolve to a node with the global id of '{id}'"
+    ))
+}
+
 fn invalid(field: &str, code: &str) -> Answer {
     answer(
         422,
@@ -263,7 +311,7 @@ fn gh_pull(project: &str, n: u64, item: &FakeItem, host: &str) -> Value {
         "statuses": link(format!("{api}/statuses/{}", pr.head_sha)),
     });
     let mut v = json!({
-        "id": 900 + n, "node_id": format!("PR_{n}"), "number": n,
+        "id": 900 + n, "node_id": pull_node_id(project, n), "number": n,
         "url": format!("{api}/pulls/{n}"), "html_url": html,
         "diff_url": format!("{html}.diff"), "patch_url": format!("{html}.patch"),
         "issue_url": format!("{api}/issues/{n}"),
