@@ -110,22 +110,25 @@ fn time_targets_section(run_dir: &Path) -> String {
     let u = |v: Option<&serde_json::Value>, k: &str| {
         v.and_then(|v| v.get(k)).and_then(serde_json::Value::as_u64)
     };
+    // An invocation counts up to its last event before `EXECUTION_END`: the run
+    // writes report.md just before that event, and `dandori report` re-renders
+    // the same figure from the finished trace.
     let mut execution: Option<f64> = None;
     let mut open: Option<&str> = None;
+    let mut last: Option<&str> = None;
     for e in &events {
         match e.event.as_str() {
             "EXECUTION_START" | "EXECUTION_RESUME" => open = Some(&e.timestamp),
             "EXECUTION_END" => {
-                if let Some(s) = open.take().and_then(|s| secs(s, &e.timestamp)) {
-                    execution = Some(execution.unwrap_or(0.0) + s);
+                if let Some(x) = open.take().zip(last).and_then(|(s, l)| secs(s, l)) {
+                    execution = Some(execution.unwrap_or(0.0) + x);
                 }
             }
             _ => {}
         }
+        last = Some(&e.timestamp);
     }
-    if let (Some(s), Some(last)) = (open, events.last())
-        && let Some(x) = secs(s, &last.timestamp)
-    {
+    if let Some(x) = open.zip(last).and_then(|(s, l)| secs(s, l)) {
         execution = Some(execution.unwrap_or(0.0) + x);
     }
     let category = events
