@@ -143,7 +143,8 @@ fn openai_plan_end_to_end() {
     assert!(body.contains("todo/store.py"), "{body}");
     // Seed 002 §3.5.2: each detected environment file with a summary of its contents.
     assert!(
-        body.contains("detected files:\\n- pyproject.toml: [build-system]"),
+        body.contains("detected files:\\n- README.md: A tiny task-list")
+            && body.contains("\\n- pyproject.toml: [build-system]; requires"),
         "{body}"
     );
     server.assert_no_violations();
