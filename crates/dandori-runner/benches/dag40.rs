@@ -202,7 +202,7 @@ fn cpu_now() -> (Duration, Duration) {
 /// Used bytes of the file system holding `dir`.
 fn used_bytes(dir: &Path) -> u64 {
     nix::sys::statvfs::statvfs(dir).map_or(0, |s| {
-        (s.blocks() as u64).saturating_sub(s.blocks_free() as u64) * s.fragment_size() as u64
+        s.blocks().saturating_sub(s.blocks_free()) * s.fragment_size()
     })
 }
 
