@@ -1,6 +1,8 @@
 #[cfg(feature = "restate")]
 mod distributed;
 // --
+mod corpus;
+// --
 mod env;
 // --
 mod evidence;
@@ -28,6 +30,8 @@ mod metrics;
 mod otel;
 // --
 mod package;
+// --
+mod resume_work;
 // --
 mod runs;
 // --

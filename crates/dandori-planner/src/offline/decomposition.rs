@@ -144,6 +144,9 @@ const DOC_WORDS: &[&str] = &[
     "document",
     "docs",
     "changelog",
+    // A titled section ("a \"Lengths\" section") is a section of a document.
+    "\" section",
+    "\u{201d} section",
     "ドキュメント",
     "文書",
     "説明書",

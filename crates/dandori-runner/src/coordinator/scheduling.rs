@@ -312,6 +312,11 @@ impl Coordinator<'_> {
         };
         if let Some(wt) = &wt {
             self.in_use.insert(i, wt.path().to_path_buf());
+            // Where its uncommitted work is, should this process be killed
+            // (`crate::interrupted`): saved with the round, before the agent runs.
+            self.stage.steps[i]
+                .extra
+                .insert("worktree".to_string(), json!(wt.path()));
         }
         self.timings.insert(
             step_id.clone(),
