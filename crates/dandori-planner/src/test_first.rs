@@ -32,23 +32,33 @@ pub fn split_check(text: &str) -> (String, Option<Value>) {
     let Some(body) = t.strip_suffix(')') else {
         return (text.to_string(), None);
     };
-    let Some(open) = body.rfind('(') else {
-        return (text.to_string(), None);
-    };
-    let inner = body[open + 1..].trim();
-    let Some((label, rest)) = inner.split_once(':') else {
-        return (text.to_string(), None);
-    };
-    let value = rest.trim().trim_matches('`').trim();
-    if value.is_empty() || value.contains('`') {
-        return (text.to_string(), None);
+    // The command itself may hold parentheses (`sys.exit(hasattr(m, 'x'))`):
+    // the check opens at the rightmost `(` followed by a known label and a
+    // backticked value running to the end.
+    for (open, _) in body.rmatch_indices('(') {
+        let inner = body[open + 1..].trim();
+        let Some((label, rest)) = inner.split_once(':') else {
+            continue;
+        };
+        let rest = rest.trim();
+        let Some(value) = rest
+            .strip_prefix('`')
+            .and_then(|r| r.strip_suffix('`'))
+            .map(str::trim)
+        else {
+            continue;
+        };
+        if value.is_empty() || value.contains('`') {
+            continue;
+        }
+        let check = match label.trim().to_ascii_lowercase().as_str() {
+            "check" | "command" | "検証" => json!({ "command": value }),
+            "test" | "テスト" => json!({ "test": value }),
+            _ => continue,
+        };
+        return (body[..open].trim_end().to_string(), Some(check));
     }
-    let check = match label.trim().to_ascii_lowercase().as_str() {
-        "check" | "command" | "検証" => json!({ "command": value }),
-        "test" | "テスト" => json!({ "test": value }),
-        _ => return (text.to_string(), None),
-    };
-    (body[..open].trim_end().to_string(), Some(check))
+    (text.to_string(), None)
 }
 
 /// Whether the criterion must be proven red → green.
@@ -311,6 +321,18 @@ mod tests {
             (
                 "it returns 2".to_string(),
                 Some(json!({"test": "tests/test_calc.py::test_subtract"}))
+            )
+        );
+        // A command holding parentheses of its own.
+        assert_eq!(
+            split_check(
+                "it is gone (check: `python -c \"import sys, m; sys.exit(hasattr(m, 'old'))\"`)"
+            ),
+            (
+                "it is gone".to_string(),
+                Some(
+                    json!({"command": "python -c \"import sys, m; sys.exit(hasattr(m, 'old'))\""})
+                )
             )
         );
         // Parentheses that are not a check stay.

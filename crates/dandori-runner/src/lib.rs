@@ -20,6 +20,7 @@ pub mod events;
 pub mod evidence;
 pub mod executor;
 pub mod git;
+pub mod interrupted;
 pub mod plan;
 pub mod process;
 pub mod prompt;

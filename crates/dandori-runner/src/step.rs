@@ -287,6 +287,9 @@ struct Worker<'c, 'a> {
     head: Option<String>,
     /// The output of the unit commands' last failing run (a replan shows it).
     last_unit_failure: String,
+    /// The work of this step's killed run put back into the worktree (told to
+    /// the agent in its first prompt).
+    restored: crate::interrupted::Restored,
 }
 
 /// Where a step starts: the commits it builds on, oldest dependency first, each
@@ -425,6 +428,7 @@ fn run_step_at<'a>(
         base: base.map(str::to_string),
         staged_patch: None,
         head: None,
+        restored: crate::interrupted::Restored::Nothing,
         report: StepReport::new(
             index,
             &step.step_id,
@@ -626,6 +630,7 @@ impl Worker<'_, '_> {
                 b
             }
         };
+        self.restore_interrupted_work(&base);
         let max_retries = self.cx.planning.gates.max_step_too_large_retries;
         let mut round: u64 = 0;
         let mut parts: u32 = 1;
@@ -855,6 +860,34 @@ impl Worker<'_, '_> {
         }))
     }
 
+    /// A run of this step was killed with changes in its worktree: they go into
+    /// this worktree again (`crate::interrupted`). Failing to, the step starts
+    /// afresh and its agent is told so.
+    fn restore_interrupted_work(&mut self, base: &str) {
+        use crate::interrupted::{self, Restored};
+        let step_id = self.step_id().to_string();
+        self.restored = match interrupted::restore(
+            &self.git,
+            &self.cx.planning.run_id,
+            &step_id,
+            base,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                self.report.notes.push(format!(
+                        "the work of the interrupted run could not be put back ({e}); the step starts afresh"
+                    ));
+                Restored::Reset
+            }
+        };
+        if let Restored::Carried(files) = &self.restored {
+            self.report.notes.push(format!(
+                "the interrupted run's uncommitted changes were put back: {}",
+                files.join(", ")
+            ));
+        }
+    }
+
     /// Runs the executor once; `Some` when the step ends here.
     fn execute(
         &mut self,
@@ -867,12 +900,16 @@ impl Worker<'_, '_> {
                 message: over,
             }));
         }
-        let prompt = prompt::build(
+        let mut prompt = prompt::build(
             self.cx.planning,
             self.step,
             feedback,
             self.cx.environment_summary,
         );
+        let restored = std::mem::replace(&mut self.restored, crate::interrupted::Restored::Nothing);
+        if let Some(section) = crate::interrupted::prompt_section(self.wt, &restored) {
+            prompt.push_str(&section);
+        }
         let prompt_file = self
             .cx
             .paths

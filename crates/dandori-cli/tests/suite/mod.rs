@@ -7,6 +7,8 @@ mod ci_lifecycle;
 // --
 mod workflow_gate;
 // --
+mod corpus;
+// --
 mod env;
 // --
 mod env_plugins;
@@ -38,6 +40,8 @@ mod metrics;
 mod otel;
 // --
 mod package;
+// --
+mod resume_work;
 // --
 mod runs;
 // --

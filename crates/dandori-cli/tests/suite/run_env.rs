@@ -131,6 +131,28 @@ fn a_failed_environment_stops_the_run_unless_warn_is_explicit() {
     let event = environment_event(&run_dir);
     assert_eq!(event["status"], "failed");
     assert_eq!(event["on_failure"], Value::Null);
+    // stage.json, `status` and `runs` say the run was refused, not `planned`.
+    let stage: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
+            .unwrap();
+    assert_eq!(stage["status"], "failed", "{stage:#}");
+    assert_eq!(stage["reason_code"], "ENVIRONMENT_FAILED", "{stage:#}");
+    let status = dandori(
+        &["status", "--json", &run_dir.to_string_lossy()],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["status"], "failed", "{status:#}");
+    let runs = dandori(
+        &["runs", "--json", "--repo", &repo.path().to_string_lossy()],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    let runs: Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(runs[0]["status"], "failed", "{runs:#}");
     // The human-readable form says the same.
     let plain = dandori(
         &[

@@ -144,6 +144,9 @@ const DOC_WORDS: &[&str] = &[
     "document",
     "docs",
     "changelog",
+    // A titled section ("a \"Lengths\" section") is a section of a document.
+    "\" section",
+    "\u{201d} section",
     "ドキュメント",
     "文書",
     "説明書",
@@ -208,11 +211,11 @@ pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
     } else {
         let details = req.requirements.clone();
         let mut item = Item::new(req.title.clone(), details);
-        // The request as one item holds all of its summary, not only the title
-        // (the first line, cut at 80 characters): "… Export it from the package."
-        // is part of the work.
+        // The request as one item holds all of its prose, not only the title
+        // (the first line, cut at 80 characters) nor only the summary's first
+        // three sentences: "… Export it from the package." is part of the work.
         item.context = req
-            .summary
+            .prose
             .lines()
             .map(str::trim)
             .filter(|l| !l.is_empty() && *l != req.title)

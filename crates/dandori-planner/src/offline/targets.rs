@@ -59,10 +59,12 @@ pub fn for_item(
 
     // Paths the item names: existing files and dirs, a file name that exists deeper
     // in the tree (`calc.py` → `src/calc.py`), or a new file the item asks to create.
-    for p in crate::text::path_like_tokens(&text) {
+    // The request as one item names its paths anywhere in its summary.
+    let full = item.full_text();
+    for p in crate::text::path_like_tokens(&full) {
         // A test id names its file: `tests/test_x.py::test_y`.
         let p = p.split("::").next().unwrap_or(&p).to_string();
-        if let Some(resolved) = resolve_mentioned(ctx, &hits, &p, creation(&text)) {
+        if let Some(resolved) = resolve_mentioned(ctx, &hits, &p, creation(&full)) {
             push(&mut targets, resolved);
         }
     }
@@ -505,7 +507,10 @@ fn is_test(ctx: &PlanningContext, path: &str) -> bool {
 ///   when `pkg/__init__.py` exists;
 /// * the package's `__init__.py` when the item exports something ("export it
 ///   from the package", "`__all__`", "importable from `pkg`", "`from pkg import
-///   x` raises ImportError"): the package of `from pkg import` / `import pkg`,
+///   x` raises ImportError", "パッケージから公開", "import できる"): the package
+///   of `from pkg import` / `import pkg`, or JavaScript's entry point
+///   (package.json `main`, else `index.js`) for JS/TS targets, the crate root
+///   `src/lib.rs` for Rust targets,
 ///   else the package of the first targeted module;
 /// * the file that parses the command line when the item is about a flag,
 ///   option or subcommand and no target does (a file using argparse, click,
@@ -548,11 +553,22 @@ fn implied_targets(ctx: &PlanningContext, text: &str, targets: &[String]) -> Vec
         "export",
         "exports",
         "exported",
+        "re-export",
+        "re-exported",
+        "reexport",
         "__all__",
         "importable",
         "importerror",
     ];
-    if words.iter().any(|w| EXPORT.contains(w)) {
+    // Japanese: "エクスポート", "公開する", "import できる" / "インポートできる".
+    const EXPORT_JA: &[&str] = &[
+        "エクスポート",
+        "公開",
+        "インポートでき",
+        "importでき",
+        "import でき",
+    ];
+    if words.iter().any(|w| EXPORT.contains(w)) || EXPORT_JA.iter().any(|m| lower.contains(m)) {
         let imported = words
             .windows(2)
             .find(|w| w[0] == "from" || w[0] == "import")
@@ -569,6 +585,29 @@ fn implied_targets(ctx: &PlanningContext, text: &str, targets: &[String]) -> Vec
             if has_file(&ctx.scan, &init) {
                 out.push(init);
             }
+        }
+        // JavaScript / TypeScript: the package's entry point (package.json's
+        // `main`, else `index.js` / `index.ts`); Rust: the crate root.
+        let code = |exts: &[&str]| targets.iter().any(|t| exts.iter().any(|e| t.ends_with(e)));
+        if code(&[".js", ".mjs", ".cjs", ".ts", ".mts", ".cts"]) {
+            let main = std::fs::read_to_string(ctx.repo_root.join("package.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|v| v.get("main")?.as_str().map(str::to_string))
+                .map(|m| m.trim_start_matches("./").to_string());
+            let entry = main
+                .into_iter()
+                .chain(["index.js", "index.ts", "src/index.js", "src/index.ts"].map(String::from))
+                .find(|p| has_file(&ctx.scan, p));
+            out.extend(entry);
+        }
+        if code(&[".rs"]) {
+            out.extend(
+                ["src/lib.rs"]
+                    .into_iter()
+                    .filter(|p| has_file(&ctx.scan, p))
+                    .map(String::from),
+            );
         }
     }
     // A named method that delegates: `Catalogue.find` calls `b.matches(text)` and

@@ -186,13 +186,28 @@ fn split_english(s: &str) -> Vec<String> {
         }
     }
     parts.retain(|p| !p.is_empty());
+    // "Add `a` and `b` to `x.py`": the place the last item names is every
+    // item's that names none.
+    if let Some(place) = parts
+        .last()
+        .and_then(|l| trailing_place(l))
+        .map(str::to_string)
+    {
+        let n = parts.len();
+        for p in parts.iter_mut().take(n - 1) {
+            if trailing_place(p).is_none() && !names_a_place(p) {
+                p.push_str(&place);
+            }
+        }
+    }
     if let Some(m) = &shared {
         for p in &mut parts {
             p.push_str(", ");
             p.push_str(m);
         }
     }
-    // A trailing participle ("…, sorted") qualifies the item before it.
+    // A trailing participle ("…, sorted") qualifies the item before it; so does
+    // an appositive ("`fromMeters`, the inverse of `toMeters`, …").
     let mut merged: Vec<String> = Vec::new();
     for p in parts {
         let p = p
@@ -200,7 +215,7 @@ fn split_english(s: &str) -> Vec<String> {
             .or_else(|| p.strip_prefix("or "))
             .map_or(p.clone(), str::to_string);
         match merged.last_mut() {
-            Some(prev) if !p.contains(' ') && p.ends_with("ed") => {
+            Some(prev) if (!p.contains(' ') && p.ends_with("ed")) || is_appositive(&p) => {
                 prev.push_str(", ");
                 prev.push_str(&p);
             }
@@ -237,6 +252,23 @@ fn split_english(s: &str) -> Vec<String> {
             })
             .collect()
     }
+}
+
+/// The " to `path`" / " in `path`" / " into `path`" that ends an item, when
+/// the backticked place looks like a file or directory (`words.py`, `src/`).
+fn trailing_place(part: &str) -> Option<&str> {
+    [" to `", " in `", " into `"].iter().find_map(|prep| {
+        let at = part.rfind(prep)?;
+        let place = part[at + prep.len()..].strip_suffix('`')?;
+        (!place.is_empty() && !place.contains(['`', ' ']) && place.contains(['/', '.']))
+            .then_some(&part[at..])
+    })
+}
+
+/// Whether an item names a place of its own (" in a new file `x.js`").
+fn names_a_place(part: &str) -> bool {
+    let lower = part.to_lowercase();
+    [" to ", " in ", " into "].iter().any(|p| lower.contains(p))
 }
 
 /// A modifier of every item of a list ("with tests for both", "each with a
@@ -286,6 +318,20 @@ fn introduces_list(head: &str) -> bool {
                 "following" | "these" | "items" | "features" | "options" | "commands" | "fields"
             )
         })
+}
+
+/// A noun phrase naming what the item before it is ("the inverse of `f`", "a
+/// shorthand for `g`"): a determiner, a few words, " of " / " for ", no verb of
+/// its own.
+fn is_appositive(part: &str) -> bool {
+    let lower = part.trim().to_lowercase();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    matches!(words.first(), Some(&("the" | "a" | "an")))
+        && words.len() <= 6
+        && words[1..].iter().any(|w| matches!(*w, "of" | "for"))
+        && !words[1..]
+            .iter()
+            .any(|w| EN_VERBS.contains(w) || EXTRA_VERBS.contains(w))
 }
 
 /// A part that is a clause or a modifier of the item before it, not an item.
@@ -349,12 +395,35 @@ fn is_clause(part: &str) -> bool {
             "that" | "who" | "returning" | "taking" | "accepting" | "giving" | "yielding"
         )
     });
-    pronoun || participle_by || modifier || relative
+    // A past participle leading the part describes the item before it
+    // ("…, built on the factors of `x.js`, …", "…, based on …").
+    let participle = words.first().is_some_and(|w| {
+        matches!(
+            *w,
+            "built"
+                | "based"
+                | "made"
+                | "written"
+                | "kept"
+                | "given"
+                | "derived"
+                | "computed"
+                | "backed"
+                | "driven"
+                | "modelled"
+                | "modeled"
+                | "shared"
+                | "stored"
+                | "named"
+        )
+    });
+    pronoun || participle_by || modifier || relative || participle
 }
 
 /// Verbs that start a clause of their own inside a list but do not lead one.
 const EXTRA_VERBS: &[&str] = &[
-    "describe", "explain", "mention", "rename", "delete", "make", "handle", "validate",
+    "describe", "explain", "mention", "rename", "delete", "make", "handle", "validate", "list",
+    "show",
 ];
 
 fn upper_first(s: &str) -> String {
@@ -498,6 +567,40 @@ mod tests {
 
     #[test]
     fn english_prose_is_not_split() {
+        // An appositive describes the item before it.
+        let parts = split_inline(
+            "Add `fromMeters(value, unit)` to `src/length.js`, the inverse of `toMeters`, and export it from the package",
+        );
+        assert!(
+            parts
+                .first()
+                .is_some_and(|p| p.contains("the inverse of `toMeters`"))
+                && !parts.iter().any(|p| p.starts_with("Add the inverse")),
+            "{parts:?}"
+        );
+        // A participle phrase describes the item: not an enumeration.
+        assert!(
+            split_inline(
+                "Add `convert(v, a, b)` in a new file `src/convert.js`, built on the factors of `src/length.js`, and export it from `index.js`"
+            )
+            .is_empty()
+        );
+        // The place the last item names is the others' too.
+        assert_eq!(
+            split_inline("Add `first(s)` and `last(s)` to `pkg/words.py`, with tests for both"),
+            vec![
+                "Add `first(s)` to `pkg/words.py`, with tests",
+                "Add `last(s)` to `pkg/words.py`, with tests"
+            ]
+        );
+        // An item naming its own place keeps it.
+        assert_eq!(
+            split_inline("Add `area` in `src/area.js`, and `liters` to `src/volume.js`"),
+            vec![
+                "Add `area` in `src/area.js`",
+                "Add `liters` to `src/volume.js`"
+            ]
+        );
         assert!(split_inline("Sort tasks by due date and priority").is_empty());
         assert!(split_inline("Make the cache faster").is_empty());
         assert!(split_inline("Add `a, b` handling").is_empty());

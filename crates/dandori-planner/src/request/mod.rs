@@ -67,6 +67,11 @@ pub struct Request {
     pub title: String,
     /// 1–3 lines.
     pub summary: String,
+    /// Every paragraph of the request's prose (not its criteria, constraints or
+    /// out-of-scope list), one per line: what the request as one unit of work
+    /// reads for its targets, beyond the summary's first three sentences.
+    #[serde(skip)]
+    pub prose: String,
     pub constraints: Vec<String>,
     pub acceptance_criteria: Vec<RequestCriterion>,
     /// Enumerated requirements in request order.
@@ -227,10 +232,12 @@ pub fn parse(
     }
 
     let mentioned_paths = mentioned_paths(body);
+    let prose = summary_parts.join("\n");
     Ok(Request {
         id,
         title,
         summary,
+        prose,
         constraints: dedup(constraints),
         acceptance_criteria: criteria,
         requirements: items.iter().map(|r| r.text.clone()).collect(),

@@ -292,9 +292,17 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     // Before the gates: a run refused here leaves no work branch behind.
     c.preflight(executor.as_ref())?;
     c.gates(stage_exists)?;
-    let activation = c.environment_phase()?;
+    let activation = match c.environment_phase() {
+        Ok(a) => a,
+        Err(e) => {
+            c.refused(&e);
+            return Err(e);
+        }
+    };
     c.reconcile()?;
     c.stage.status = RunStatus::Running;
+    c.stage.extra.remove("reason_code");
+    c.stage.extra.remove("message");
     c.save()?;
     let env = c.step_env(activation)?;
     if executor.can_execute() || opts.dispatch.is_some() {
@@ -670,6 +678,21 @@ impl Coordinator<'_> {
             .iter()
             .position(|s| s.status != StepStatus::Done)
             .unwrap_or(self.stage.steps.len());
+    }
+
+    /// A gate refused the run before its steps: `stage.json` (and so `status`
+    /// and `runs`) says so, with the gate's reason code, instead of `planned`.
+    pub(super) fn refused(&mut self, e: &RunnerError) {
+        self.stage.status = RunStatus::Failed;
+        self.stage
+            .extra
+            .insert("reason_code".to_string(), json!(e.reason_code()));
+        self.stage
+            .extra
+            .insert("message".to_string(), json!(e.to_string()));
+        if let Err(w) = self.save() {
+            self.progress(&format!("stage.json could not be written: {w}"));
+        }
     }
 
     pub(super) fn stop(&mut self, code: &'static str, message: String) {

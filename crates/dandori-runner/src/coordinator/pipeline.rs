@@ -20,6 +20,15 @@ impl Coordinator<'_> {
         r: StepReport,
         pool: Option<PoolWorktree>,
     ) -> Result<(), RunnerError> {
+        if let Some(s) = self
+            .stage
+            .steps
+            .get_mut(r.index)
+            .filter(|s| s.step_id == r.step_id)
+        {
+            // Its worktree matters only while it runs (`crate::interrupted`).
+            s.extra.remove("worktree");
+        }
         self.tokens.add(r.tokens);
         self.agent_tokens += r.agent.tokens;
         let budget = self.opts.config.llm.budgets.task;

@@ -47,6 +47,37 @@ impl Coordinator<'_> {
         }
         let now = now_rfc3339();
         let mut changes = Vec::new();
+        // A step killed mid-way keeps what its worktree held (`crate::interrupted`).
+        let (mut kept, mut lost) = (Vec::new(), Vec::new());
+        for s in &mut self.stage.steps {
+            let worktree = s.extra.remove("worktree");
+            let Some(path) = worktree
+                .as_ref()
+                .and_then(|w| w.as_str())
+                .map(std::path::PathBuf::from)
+                .filter(|p| {
+                    s.status == StepStatus::Running
+                        && !finals.contains_key(&s.step_id)
+                        && p.starts_with(&self.paths.worktrees)
+                        && p.is_dir()
+                })
+            else {
+                continue;
+            };
+            match crate::interrupted::snapshot(&path, &run_id, &s.step_id) {
+                Ok(Some((commit, files))) => {
+                    kept.push(json!({"step_id": s.step_id, "commit": commit, "files": files}));
+                }
+                Ok(None) => {}
+                Err(e) => lost.push(format!(
+                    "{}: the uncommitted work of the interrupted step could not be kept ({e}); it starts afresh",
+                    s.step_id
+                )),
+            }
+        }
+        for line in &lost {
+            self.progress(line);
+        }
         for s in &mut self.stage.steps {
             match finals.get(&s.step_id) {
                 Some(hash) => {
@@ -100,8 +131,11 @@ impl Coordinator<'_> {
             })?;
         }
         self.main.run(&["worktree", "prune"])?;
-        if !changes.is_empty() {
-            self.emit(events::EXECUTION_RESUME, json!({"reconciled": changes}));
+        if !changes.is_empty() || !kept.is_empty() {
+            self.emit(
+                events::EXECUTION_RESUME,
+                json!({"reconciled": changes, "kept_uncommitted": kept}),
+            );
         }
         self.update_index();
         self.tip = self.main.rev_parse(&format!("refs/heads/{work}"))?;

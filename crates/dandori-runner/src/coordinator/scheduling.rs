@@ -351,6 +351,13 @@ impl Coordinator<'_> {
         if let Some(p) = &path {
             self.in_use.insert(i, p.clone());
         }
+        if let Some(wt) = &wt {
+            // Where its uncommitted work is, should this process be killed
+            // (`crate::interrupted`): saved with the round, before the agent runs.
+            self.stage.steps[i]
+                .extra
+                .insert("worktree".to_string(), json!(wt.path()));
+        }
         self.timings.insert(
             step_id.clone(),
             StepTiming {

@@ -791,7 +791,12 @@ impl Executor for AgentExecutor {
         // worktree: say so plainly before anything else.
         let restarted_prompt;
         let restarted_req;
-        let req = if resumed.is_some() && used_before_a_restart(&session_path) {
+        // The step's prompt says where the agent is when the run kept the
+        // interrupted work (`crate::interrupted`); else the tree was reset.
+        let told = req
+            .prompt
+            .contains(&format!("## {}", crate::interrupted::HEADING));
+        let req = if resumed.is_some() && used_before_a_restart(&session_path) && !told {
             restarted_prompt = format!(
                 "dandori was interrupted and has restarted this step. The working tree was reset to the step's starting commit: none of the edits you made before exist any more. You are now working in {}; work only there and make your changes again.\n\n{}",
                 req.workdir.display(),
