@@ -5,6 +5,7 @@
 pub mod encodings;
 pub mod events;
 pub mod mask;
+pub mod normalise;
 pub mod secret_names;
 pub mod secret_scan;
 

@@ -37,7 +37,9 @@ pub fn select(
     let lookup = |name: &str| env.get(name).cloned();
     LlmPlanner::new(&provider, &loaded.config.llm.budgets, &lookup).map(|planner| {
         Some(
-            planner.with_agent_runtime(dandori_llm::AgentRuntime::from_config(&loaded.config, env)),
+            planner
+                .with_agent_runtime(dandori_llm::AgentRuntime::from_config(&loaded.config, env))
+                .with_secret_env(env),
         )
     })
 }

@@ -5,6 +5,7 @@ mod llm_loop;
 mod merge;
 mod parallel;
 mod runner_hooks;
+mod secret_forms;
 mod secrets;
 mod snapshots_report;
 mod support;

@@ -1,2 +1,3 @@
 mod mask;
 mod secret_scan;
+mod normalised;
