@@ -71,7 +71,10 @@ fn case(c: &mut Criterion, name: &str, file: &Path) {
         size as f64 / 1e6,
         peak as f64 / 1e6
     );
-    assert!(ratio < 4.0, "{name}: peak {peak} bytes is {ratio:.2}× the file");
+    assert!(
+        ratio < 4.0,
+        "{name}: peak {peak} bytes is {ratio:.2}× the file"
+    );
 }
 
 fn bench(c: &mut Criterion) {

@@ -83,7 +83,10 @@ impl Matcher<'_> {
             }
         }
         let (loose, shapes) = byte_shapes();
-        let loose = loose.iter().filter(|_| self.loose).map(|re| ("credential", re));
+        let loose = loose
+            .iter()
+            .filter(|_| self.loose)
+            .map(|re| ("credential", re));
         for (kind, re) in shapes.iter().map(|(k, re)| (*k, re)).chain(loose) {
             for m in re.find_iter(bytes) {
                 out.push(ViewMatch {
@@ -99,7 +102,10 @@ impl Matcher<'_> {
 /// [`VALUE_PATTERNS`] and [`KEY_SHAPES`] (by kind) over bytes: a view may hold
 /// decoded bytes that are not UTF-8.
 #[allow(clippy::type_complexity)]
-fn byte_shapes() -> &'static (Vec<regex::bytes::Regex>, Vec<(&'static str, regex::bytes::Regex)>) {
+fn byte_shapes() -> &'static (
+    Vec<regex::bytes::Regex>,
+    Vec<(&'static str, regex::bytes::Regex)>,
+) {
     static RES: std::sync::OnceLock<(
         Vec<regex::bytes::Regex>,
         Vec<(&'static str, regex::bytes::Regex)>,

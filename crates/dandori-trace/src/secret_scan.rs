@@ -158,7 +158,10 @@ pub fn scan_diff(patch: &str, secrets: &[(String, String)]) -> Vec<SecretFinding
     for (file, first, _, run) in &runs {
         for f in view_findings(file, *first, run, secrets) {
             let end = f.end_line.unwrap_or(f.line);
-            if !findings.iter().any(|h| h.covers(&f.file, f.line) && h.covers(&f.file, end)) {
+            if !findings
+                .iter()
+                .any(|h| h.covers(&f.file, f.line) && h.covers(&f.file, end))
+            {
                 findings.push(f);
             }
         }
@@ -187,8 +190,7 @@ fn view_findings(
     for m in matcher.find(&view) {
         let text = &view.bytes()[m.range.clone()];
         let shape = !m.kind.starts_with("env_value:");
-        if shape && m.kind != "private_key" && !letters_and_digits(&String::from_utf8_lossy(text))
-        {
+        if shape && m.kind != "private_key" && !letters_and_digits(&String::from_utf8_lossy(text)) {
             continue;
         }
         let span = view.origin(m.range);

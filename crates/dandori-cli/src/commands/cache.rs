@@ -10,7 +10,11 @@ use dandori_planner::llm::cache_seal::{Seal, key_path};
 use crate::cli::CacheCommand;
 use crate::output;
 
-pub fn cache(config: Option<&Path>, sets: &[String], cmd: CacheCommand) -> anyhow::Result<ExitCode> {
+pub fn cache(
+    config: Option<&Path>,
+    sets: &[String],
+    cmd: CacheCommand,
+) -> anyhow::Result<ExitCode> {
     let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
     let (args, expired_only) = match &cmd {
         CacheCommand::List(a) => (a, false),
@@ -23,7 +27,12 @@ pub fn cache(config: Option<&Path>, sets: &[String], cmd: CacheCommand) -> anyho
         let key = key_path(&|k| env.get(k).cloned())
             .ok_or(dandori_planner::llm::cache_seal::SealError::NoDataDir)?;
         let seal = Seal::open_or_create(&key, &args.repo)?;
-        Ok(PlanCache::new(dir.clone(), cfg.ttl, cfg.similarity_threshold, seal))
+        Ok(PlanCache::new(
+            dir.clone(),
+            cfg.ttl,
+            cfg.similarity_threshold,
+            seal,
+        ))
     };
     match cmd {
         CacheCommand::List(_) => {

@@ -148,7 +148,8 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
     }
     // A mistyped `-c` is refused by every command, also by those that read no
     // configuration (validate, graph, status, locate, trust --list, …).
-    dandori_config::check_overrides(&cli.set).map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
+    dandori_config::check_overrides(&cli.set)
+        .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     // The human log and the OpenTelemetry export of what this command traces.
     let _obs = obs::Session::start();
     // One arm per command, separated so that each command's owner edits one line.

@@ -27,7 +27,10 @@ fn stderr(o: &Output) -> String {
 fn planned() -> (TempGitRepo, String) {
     let repo = TempGitRepo::with_files(&[
         ("src/app.py", "def add(a, b):\n    return a + b\n"),
-        ("tests/test_app.py", "from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"),
+        (
+            "tests/test_app.py",
+            "from src.app import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        ),
         (
             "requests/RQ-1.md",
             "# Add subtraction\n\nAdd a sub function to src/app.py with a test.\n",
@@ -104,7 +107,8 @@ fn a_wrong_override_type_stops_validate() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("CONFIG_INVALID: -c task_planning.execution.max_parallel_workers=four"),
+        stderr(&out)
+            .contains("CONFIG_INVALID: -c task_planning.execution.max_parallel_workers=four"),
         "{}",
         stderr(&out)
     );
@@ -130,6 +134,9 @@ fn a_broken_task_planning_json_stops_plan() {
         let out = dandori(&["plan", "requests/RQ-1.md"], repo.path());
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         let err = stderr(&out);
-        assert!(err.contains("CONFIG_INVALID: ") && err.contains(want), "{err}");
+        assert!(
+            err.contains("CONFIG_INVALID: ") && err.contains(want),
+            "{err}"
+        );
     }
 }

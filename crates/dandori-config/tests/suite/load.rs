@@ -317,7 +317,10 @@ fn task_planning_json() {
     write(dir.path(), ".claude/task-planning.json", "{ broken");
     let err = load(&opts(dir.path())).unwrap_err();
     let msg = err.to_string();
-    assert!(matches!(err, ConfigError::File { line: Some(1), .. }), "{msg}");
+    assert!(
+        matches!(err, ConfigError::File { line: Some(1), .. }),
+        "{msg}"
+    );
     assert!(msg.contains("task-planning.json:1: not JSON"), "{msg}");
     write(
         dir.path(),
@@ -350,7 +353,8 @@ fn overrides_are_checked_without_a_file() {
     );
     let err = dandori_config::check_overrides(&["planning.max_subtask=5".into()]).unwrap_err();
     assert!(
-        err.to_string().contains("did you mean `planning.max_subtasks`?"),
+        err.to_string()
+            .contains("did you mean `planning.max_subtasks`?"),
         "{err}"
     );
     assert!(matches!(

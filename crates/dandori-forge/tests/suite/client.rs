@@ -312,7 +312,11 @@ fn comment_bodies_are_masked_in_every_form() {
             let body = format!("dandori status (SECRET_DETECTED):\n{text}\n");
             let posted = client.create_comment(&r, &body).unwrap();
             let updated = client
-                .update_comment(&r, posted.id, &format!("{body}\nedited ghp_secret_bot_token"))
+                .update_comment(
+                    &r,
+                    posted.id,
+                    &format!("{body}\nedited ghp_secret_bot_token"),
+                )
                 .unwrap();
             let stored = f.item(api, project, number);
             let kept = stored
@@ -323,7 +327,10 @@ fn comment_bodies_are_masked_in_every_form() {
                 .unwrap();
             assert!(!masker.holds_secret(&kept), "{reference} {name}: {kept}");
             assert!(!kept.contains("ghp_secret_bot_token"), "{kept}");
-            assert!(kept.contains("SECRET_DETECTED") && kept.contains("***"), "{kept}");
+            assert!(
+                kept.contains("SECRET_DETECTED") && kept.contains("***"),
+                "{kept}"
+            );
         }
     }
 }

@@ -61,7 +61,10 @@ pub fn check(bytes: &[u8]) -> Option<Finding> {
             // A number, true, false, null: one value per run of such bytes.
             _ => !in_scalar,
         };
-        in_scalar = !matches!(b, b'"' | b'[' | b'{' | b']' | b'}' | b',' | b':' | b' ' | b'\n' | b'\r' | b'\t');
+        in_scalar = !matches!(
+            b,
+            b'"' | b'[' | b'{' | b']' | b'}' | b',' | b':' | b' ' | b'\n' | b'\r' | b'\t'
+        );
         if starts_value {
             values += 1;
             if values > MAX_PLAN_VALUES {
@@ -91,15 +94,28 @@ mod tests {
 
     #[test]
     fn counts_values_depth_and_size() {
-        assert_eq!(check(br#"{"a": [1, 2.5, true, null, "x,[{"], "b": {}}"#), None);
+        assert_eq!(
+            check(br#"{"a": [1, 2.5, true, null, "x,[{"], "b": {}}"#),
+            None
+        );
         let many = format!("[{}1]", "1,".repeat(MAX_PLAN_VALUES));
         assert_eq!(check(many.as_bytes()).unwrap().code, rc::PLAN_TOO_LARGE);
         let fits = format!("[{}1]", "1,".repeat(MAX_PLAN_VALUES - 2));
         assert_eq!(check(fits.as_bytes()), None);
         let deep = "[".repeat(MAX_PLAN_DEPTH + 1);
-        assert!(check(deep.as_bytes()).unwrap().message.contains("nested deeper"));
+        assert!(
+            check(deep.as_bytes())
+                .unwrap()
+                .message
+                .contains("nested deeper")
+        );
         let big = vec![b' '; MAX_PLAN_BYTES + 1];
-        assert!(check(&big).unwrap().message.contains("bytes, over the limit"));
+        assert!(
+            check(&big)
+                .unwrap()
+                .message
+                .contains("bytes, over the limit")
+        );
         // Strings with escaped quotes and brackets count once.
         assert_eq!(check(br#"["a\"[[[", "b\\"]"#), None);
     }

@@ -378,7 +378,12 @@ impl PlanCache {
                     expired: age_secs.is_none_or(|a| a > self.ttl_secs),
                     bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
                     request: entry.as_ref().map(|e| {
-                        e.key.request.split(' ').take(12).collect::<Vec<_>>().join(" ")
+                        e.key
+                            .request
+                            .split(' ')
+                            .take(12)
+                            .collect::<Vec<_>>()
+                            .join(" ")
                     }),
                     planner: entry.as_ref().and_then(|e| {
                         e.payload
@@ -403,7 +408,10 @@ pub fn clear(dir: &Path) -> Result<usize, dandori_fs::FsError> {
     let mut removed = 0;
     for item in read.flatten() {
         let path = item.path();
-        if matches!(path.extension().and_then(|e| e.to_str()), Some(EXT | "json")) {
+        if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some(EXT | "json")
+        ) {
             dandori_fs::remove_file(&path)?;
             removed += 1;
         }
@@ -463,7 +471,11 @@ mod tests {
         let cache = PlanCache::new(plans.clone(), 100, 0.8, seal(data.path()));
         let key = CacheKey::new("add a verbose flag", state(), "llm:a".into());
         let path = cache
-            .store_at(&key, &json!({"planner": "llm:a", "goal": "verbose flag"}), 1000)
+            .store_at(
+                &key,
+                &json!({"planner": "llm:a", "goal": "verbose flag"}),
+                1000,
+            )
             .unwrap();
         use std::os::unix::fs::PermissionsExt;
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
@@ -485,7 +497,10 @@ mod tests {
         let other_key = CacheKey::new("rewrite the parser", state(), "llm:a".into());
         cache.store_at(&other_key, &json!({}), 1200).unwrap();
         assert!(!path.exists(), "the expired entry outlived a write");
-        assert!(!plans.join("old.json").exists(), "an entry in clear was kept");
+        assert!(
+            !plans.join("old.json").exists(),
+            "an entry in clear was kept"
+        );
         assert_eq!(cache.list_at(1200).len(), 1);
         // The sweep is bounded and removes what has expired.
         assert_eq!(cache.sweep_at(1200, 0), Swept::default());

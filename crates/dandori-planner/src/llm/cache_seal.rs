@@ -25,7 +25,9 @@ const AAD: &[u8] = b"dandori plan cache v2";
 /// Why the cache key cannot be used (the cache is then off).
 #[derive(Debug, thiserror::Error)]
 pub enum SealError {
-    #[error("CACHE_KEY_UNAVAILABLE: no user data directory: set {DANDORI_DATA_HOME}, XDG_DATA_HOME or HOME to an absolute path")]
+    #[error(
+        "CACHE_KEY_UNAVAILABLE: no user data directory: set {DANDORI_DATA_HOME}, XDG_DATA_HOME or HOME to an absolute path"
+    )]
     NoDataDir,
     #[error("CACHE_KEY_INSECURE: {}: {reason}", path.display())]
     Insecure { path: PathBuf, reason: String },
@@ -70,7 +72,9 @@ impl Seal {
             reason: e.to_string(),
         };
         let canon_repo = std::fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
-        let dir = path.parent().ok_or_else(|| insecure("no parent directory"))?;
+        let dir = path
+            .parent()
+            .ok_or_else(|| insecure("no parent directory"))?;
         let canon_dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
         if canon_dir.starts_with(&canon_repo) || path.starts_with(repo) {
             return Err(insecure(
@@ -80,15 +84,17 @@ impl Seal {
         let rng = SystemRandom::new();
         let bytes = match read_key(path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key(path, &rng).map_err(io)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                create_key(path, &rng).map_err(io)?
+            }
             Err(e) => return Err(io(e)),
         };
         check_mode(path).map_err(|r| insecure(&r))?;
         if bytes.len() != KEY_LEN {
             return Err(insecure("not a key of 32 bytes"));
         }
-        let key = UnboundKey::new(&AES_256_GCM, &bytes)
-            .map_err(|_| insecure("not an AES-256 key"))?;
+        let key =
+            UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| insecure("not an AES-256 key"))?;
         Ok(Seal {
             key: LessSafeKey::new(key),
             rng,
@@ -121,7 +127,10 @@ impl Seal {
         let (nonce, rest) = sealed.split_at(NONCE_LEN);
         let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
         let mut data = rest.to_vec();
-        let plain = self.key.open_in_place(nonce, Aad::from(AAD), &mut data).ok()?;
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::from(AAD), &mut data)
+            .ok()?;
         Some(plain.to_vec())
     }
 }
@@ -218,10 +227,19 @@ mod tests {
     #[test]
     fn key_path_order() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
         assert_eq!(
-            key_path(&env(&[("HOME", "/h"), ("XDG_DATA_HOME", "/x"), (DANDORI_DATA_HOME, "/d")])),
+            key_path(&env(&[
+                ("HOME", "/h"),
+                ("XDG_DATA_HOME", "/x"),
+                (DANDORI_DATA_HOME, "/d")
+            ])),
             Some(PathBuf::from("/d/cache.key"))
         );
         assert_eq!(

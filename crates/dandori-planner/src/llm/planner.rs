@@ -101,7 +101,10 @@ impl LlmPlanner {
 
     /// The secret variables of `env` count as secrets the plan cache never keeps
     /// a request or a plan with (the binary passes the process environment).
-    pub fn with_secret_env(mut self, env: &std::collections::BTreeMap<String, String>) -> LlmPlanner {
+    pub fn with_secret_env(
+        mut self,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> LlmPlanner {
         self.masker = self.masker.with_env_secrets(env);
         self
     }
@@ -180,9 +183,11 @@ impl LlmPlanner {
             );
             return None;
         }
-        let seal = match self.cache_key_file.as_deref().map(|key| {
-            crate::llm::cache_seal::Seal::open_or_create(key, &ctx.repo_root)
-        }) {
+        let seal = match self
+            .cache_key_file
+            .as_deref()
+            .map(|key| crate::llm::cache_seal::Seal::open_or_create(key, &ctx.repo_root))
+        {
             Some(Ok(seal)) => seal,
             Some(Err(e)) => {
                 self.emit(events::PLAN_CACHE_MISS, json!({"reason": e.to_string()}));

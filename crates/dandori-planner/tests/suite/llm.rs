@@ -410,8 +410,15 @@ fn the_cache_is_sealed_and_never_keeps_a_secret() {
             "{name}: stored"
         );
         let miss = &event(&o, "PLAN_CACHE_MISS")[0];
-        assert_eq!(miss["reason"], json!("the request holds a secret: not cached"), "{name}");
-        assert!(!plans.exists() || std::fs::read_dir(&plans).unwrap().next().is_none(), "{name}");
+        assert_eq!(
+            miss["reason"],
+            json!("the request holds a secret: not cached"),
+            "{name}"
+        );
+        assert!(
+            !plans.exists() || std::fs::read_dir(&plans).unwrap().next().is_none(),
+            "{name}"
+        );
     }
 }
 

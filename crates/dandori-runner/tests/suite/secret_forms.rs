@@ -28,10 +28,10 @@ fn files_holding_secret(dir: &Path, m: &Masker, out: &mut Vec<String>) {
         let p = e.path();
         if p.is_dir() {
             files_holding_secret(&p, m, out);
-        } else if let Ok(bytes) = std::fs::read(&p) {
-            if m.holds_secret(&String::from_utf8_lossy(&bytes)) {
-                out.push(p.display().to_string());
-            }
+        } else if let Ok(bytes) = std::fs::read(&p)
+            && m.holds_secret(&String::from_utf8_lossy(&bytes))
+        {
+            out.push(p.display().to_string());
         }
     }
 }

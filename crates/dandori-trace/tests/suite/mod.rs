@@ -1,3 +1,3 @@
 mod mask;
-mod secret_scan;
 mod normalised;
+mod secret_scan;

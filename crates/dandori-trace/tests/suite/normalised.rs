@@ -48,12 +48,18 @@ fn every_form_is_refused_before_a_commit() {
                     || f.kind == "high_entropy_assignment",
                 "{name}: {f:?}"
             );
-            assert!(f.line >= 2 && f.end_line.unwrap_or(f.line) <= lines + 1, "{name}: {f:?}");
+            assert!(
+                f.line >= 2 && f.end_line.unwrap_or(f.line) <= lines + 1,
+                "{name}: {f:?}"
+            );
         }
         // The patch kept for review loses every line the secret is on.
         let kept = redact_patch(&diff, &findings, &m);
         assert!(!holds_secret(&kept), "{name} kept in the patch:\n{kept}");
-        assert!(kept.contains("+first line") && kept.contains("+last line"), "{kept}");
+        assert!(
+            kept.contains("+first line") && kept.contains("+last line"),
+            "{kept}"
+        );
     }
 }
 
@@ -100,14 +106,20 @@ fn every_form_is_held() {
     for (name, text) in forms(SECRET) {
         assert!(holds_secret(&text), "{name}: {text}");
     }
-    assert!(!holds_secret("TOKEN_BUDGET_EXCEEDED: nothing secret %41 \\u0041"));
+    assert!(!holds_secret(
+        "TOKEN_BUDGET_EXCEEDED: nothing secret %41 \\u0041"
+    ));
 }
 
 #[test]
 fn reason_codes_and_ordinary_text_are_left_alone() {
     let m = masker();
-    let text = "SECRET_DETECTED: S01\nPOLICY_SECRET_READ \"a\" + \"b\"\n100% done, see %PATH% and \\n";
+    let text =
+        "SECRET_DETECTED: S01\nPOLICY_SECRET_READ \"a\" + \"b\"\n100% done, see %PATH% and \\n";
     assert_eq!(m.mask_str(text), text);
-    let diff = new_file_diff("README.md", "encoded %41%42 and \\u0041 are fine\n\"ab\" \"cd\"");
+    let diff = new_file_diff(
+        "README.md",
+        "encoded %41%42 and \\u0041 are fine\n\"ab\" \"cd\"",
+    );
     assert_eq!(scan_diff(&diff, &m.literal_secrets()), vec![]);
 }
