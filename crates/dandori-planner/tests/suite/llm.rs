@@ -393,7 +393,7 @@ fn the_cache_is_sealed_and_never_keeps_a_secret() {
     let request = std::fs::read_to_string(repo.path().join("requests/RQ-001.md")).unwrap();
     let env = BTreeMap::from([(SECRET_VAR.to_string(), SECRET.to_string())]);
     for (name, form) in forms(SECRET) {
-        std::fs::remove_dir_all(&plans).unwrap();
+        let _ = std::fs::remove_dir_all(&plans);
         std::fs::write(
             repo.path().join("requests/RQ-001.md"),
             format!("{request}\nUse this credential:\n{form}\n"),
