@@ -63,7 +63,7 @@ fn a_mistyped_override_stops_every_command() {
         vec!["trust", "--list"],
         vec!["schema", "planning"],
         vec!["metrics"],
-        vec!["policy", "check", "pytest -q"],
+        vec!["policy", "check", "--", "pytest -q"],
         vec!["env", "detect"],
         vec!["completions", "bash"],
         vec!["plan", "requests/RQ-1.md"],
@@ -71,8 +71,9 @@ fn a_mistyped_override_stops_every_command() {
     ];
     let mut failures = Vec::new();
     for args in &commands {
-        let mut with = args.clone();
-        with.extend(["-c", TYPO]);
+        // `-c` is global: before the command, so it stays out of `--` arguments.
+        let mut with = vec!["-c", TYPO];
+        with.extend(args.iter().copied());
         let out = dandori(&with, repo.path());
         let err = stderr(&out);
         if out.status.code() != Some(2) || !err.contains(WANT) {
@@ -80,8 +81,8 @@ fn a_mistyped_override_stops_every_command() {
         }
         // The same command with a valid override does not stop on it.
         if !matches!(args[0], "run" | "plan") {
-            let mut valid = args.clone();
-            valid.extend(["-c", "planning.max_subtasks=1"]);
+            let mut valid = vec!["-c", "planning.max_subtasks=1"];
+            valid.extend(args.iter().copied());
             let out = dandori(&valid, repo.path());
             if stderr(&out).contains("CONFIG_INVALID") {
                 failures.push(format!("{args:?} refused a valid -c: {}", stderr(&out)));
