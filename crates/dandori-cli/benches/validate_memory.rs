@@ -51,7 +51,9 @@ fn validate(file: &Path) -> (Duration, u64) {
     (start.elapsed(), peak_kb * 1024)
 }
 
-fn case(c: &mut Criterion, name: &str, file: &Path) {
+/// `target`: whether the 4× target applies (it does to the 50 MB input; within
+/// the bounds the binary's own baseline of ~19 MB weighs on an 8 MB file).
+fn case(c: &mut Criterion, name: &str, file: &Path, target: bool) {
     let size = std::fs::metadata(file).unwrap().len();
     let mut peak = 0u64;
     c.bench_function(&format!("validate_memory/{name}"), |b| {
@@ -96,8 +98,8 @@ fn bench(c: &mut Criterion) {
     let text = format!("[{}1]", "1,".repeat(MAX_PLAN_VALUES - 2));
     std::fs::write(&values, &text).unwrap();
 
-    case(c, "array_50mb", &array);
-    case(c, "strings_8mb", &strings);
+    case(c, "array_50mb", &array, true);
+    case(c, "strings_8mb", &strings, false);
     // Baseline RSS of the binary dominates a small file: the bound there is the
     // absolute figure printed, not the ratio.
     let (_, peak) = validate(&values);
