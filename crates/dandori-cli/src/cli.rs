@@ -95,6 +95,39 @@ pub enum Command {
     /// Write a CI workflow file for dandori (least-privilege permissions).
     #[command(subcommand)]
     Init(InitCommand),
+    /// The plan cache (sealed with the user's key): list or clear its entries.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// The entries of the repository's plan cache, newest first (age, expiry,
+    /// the first words of the request, the planner).
+    List(CacheArgs),
+    /// Remove every entry of the repository's plan cache (or only the expired and
+    /// unreadable ones with --expired).
+    Clear(CacheClearArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// The repository whose cache to read.
+    #[arg(long, value_parser = existing_path, default_value = ".")]
+    pub repo: PathBuf,
+    /// Print the result as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CacheClearArgs {
+    #[command(flatten)]
+    pub common: CacheArgs,
+    /// Only the expired entries, those the user's key does not open and those kept
+    /// in clear by an earlier version.
+    #[arg(long)]
+    pub expired: bool,
 }
 
 #[derive(Debug, Args)]

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use environment_setup::*;
 pub use forges::*;
 pub use llm::*;
-pub use load::{ConfigWarning, LoadOptions, Loaded, load};
+pub use load::{ConfigWarning, LoadOptions, Loaded, check_overrides, load};
 pub use mcp::*;
 pub use planning::*;
 pub use runner::*;

@@ -26,9 +26,10 @@
 //! `task-planning.json` (seed 003 §8.1) is read the same way (defaults < file <
 //! `-c task_planning.…`), from the first of `task-planning.json`,
 //! `.dandori/task-planning.json`, `.claude/task-planning.json` in the repository.
-//! It alone keeps seed 003 §9.1's "broken file → defaults + warning": its keys are
-//! planning knobs whose defaults are the safe side of its limits. An untrusted
-//! repository's copy can only narrow too.
+//! It fails closed like `config.yaml`: JSON that cannot be read, an unknown key or
+//! a wrong value is a [`ConfigError::File`] naming the file, the line and the key
+//! (the CLI's `CONFIG_INVALID`, exit 2). An untrusted repository's copy can only
+//! narrow too.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -197,8 +198,9 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
     }
 
     // ---- task-planning.json ----
-    // Seed 003 §9.1 (設定ファイル破損 → default config) holds for this file only:
-    // its keys are planning knobs, and its defaults are the safe side of its limits.
+    // Fails closed like config.yaml: a file that is not JSON, has an unknown key or a
+    // wrong value is an error naming the file, the line and the key. Seed 003 §9.1's
+    // "broken file → defaults" would drop the file's narrowing keys with the broken one.
     let mut task_planning = to_json(&TaskPlanningConfig::default())?;
     let task_planning_file = match &opts.task_planning_path {
         Some(p) => {
@@ -208,40 +210,50 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         None => first_existing(&opts.repo, DEFAULT_TASK_PLANNING_FILES),
     };
     if let Some(path) = &task_planning_file {
-        let read = dandori_fs::read_to_string(path)
-            .map_err(|e| e.to_string())
-            .and_then(|text| {
-                let file = serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())?;
-                diagnostic::check::<TaskPlanningConfig>(&file).map_err(|invalid| {
-                    match diagnostic::line_of(&text, &invalid.key) {
-                        Some(line) => format!("line {line}: {invalid}"),
-                        None => invalid.to_string(),
-                    }
-                })?;
-                Ok(file)
-            });
-        match read {
-            Ok(file) => {
-                // Only the repository's own file is filtered: `--task-planning` is the user's.
-                let file = if listed || opts.task_planning_path.is_some() {
-                    file
-                } else {
-                    let (kept, refused) =
-                        trust::filter_untrusted_task_planning(file, &task_planning);
-                    warnings.extend(refused.into_iter().map(|r| untrusted_warning(path, r)));
-                    kept
-                };
-                merge(&mut task_planning, file);
-            }
-            Err(message) => warnings.push(ConfigWarning {
-                source: path.display().to_string(),
-                message: format!("{message}; using the default task-planning configuration"),
-            }),
-        }
+        let file = read_task_planning_file(path)?;
+        // Only the repository's own file is filtered: `--task-planning` is the user's.
+        let file = if listed || opts.task_planning_path.is_some() {
+            file
+        } else {
+            let (kept, refused) = trust::filter_untrusted_task_planning(file, &task_planning);
+            warnings.extend(refused.into_iter().map(|r| untrusted_warning(path, r)));
+            kept
+        };
+        merge(&mut task_planning, file);
     }
 
     // ---- -c key=value ----
-    for arg in &opts.overrides {
+    apply_overrides(&mut config, &mut task_planning, &opts.overrides)?;
+
+    Ok(Loaded {
+        config: from_json(config)?,
+        task_planning: from_json(task_planning)?,
+        warnings,
+        config_file,
+        task_planning_file,
+        user_config_file,
+        repo_trusted,
+    })
+}
+
+/// Whether `overrides` (`-c key=value`) apply to the defaults: a malformed
+/// argument, an unknown key or a wrong type is the error [`load`] gives. For the
+/// commands that read no configuration file (`validate`, `graph`, `status`,
+/// `trust --list`, …): a mistyped `-c` is refused there too, never ignored.
+pub fn check_overrides(overrides: &[String]) -> Result<(), ConfigError> {
+    let mut config = to_json(&Config::default())?;
+    let mut task_planning = to_json(&TaskPlanningConfig::default())?;
+    apply_overrides(&mut config, &mut task_planning, overrides)
+}
+
+/// Applies `-c key=value` arguments over `config` and `task_planning` (keys
+/// starting with `task_planning.`), each checked as it is applied.
+fn apply_overrides(
+    config: &mut Value,
+    task_planning: &mut Value,
+    overrides: &[String],
+) -> Result<(), ConfigError> {
+    for arg in overrides {
         let (key, raw) = arg
             .split_once('=')
             .map(|(k, v)| (k.trim(), v))
@@ -259,8 +271,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             })?;
         let known = {
             let (target, rel) = match key.strip_prefix("task_planning.") {
-                Some(rel) => (&task_planning, rel),
-                None => (&config, key),
+                Some(rel) => (&*task_planning, rel),
+                None => (&*config, key),
             };
             path_exists(target, rel)
                 || MAP_PREFIXES
@@ -269,8 +281,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
         };
         if !known {
             let mut keys = Vec::new();
-            crate::edit::leaf_keys(&config, "", &mut keys);
-            crate::edit::leaf_keys(&task_planning, "task_planning", &mut keys);
+            crate::edit::leaf_keys(config, "", &mut keys);
+            crate::edit::leaf_keys(task_planning, "task_planning", &mut keys);
             return Err(ConfigError::UnknownKey {
                 key: key.to_string(),
                 suggestion: diagnostic::nearest(key, keys.iter().map(String::as_str), usize::MAX)
@@ -278,8 +290,8 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             });
         }
         let (target, rel) = match key.strip_prefix("task_planning.") {
-            Some(rel) => (&mut task_planning, rel),
-            None => (&mut config, key),
+            Some(rel) => (&mut *task_planning, rel),
+            None => (&mut *config, key),
         };
         let mut merged = target.clone();
         set_path(&mut merged, rel, value)
@@ -297,16 +309,45 @@ pub fn load(opts: &LoadOptions) -> Result<Loaded, ConfigError> {
             })?;
         *target = merged;
     }
+    Ok(())
+}
 
-    Ok(Loaded {
-        config: from_json(config)?,
-        task_planning: from_json(task_planning)?,
-        warnings,
-        config_file,
-        task_planning_file,
-        user_config_file,
-        repo_trusted,
-    })
+/// `task-planning.json` as a value that reads as a [`TaskPlanningConfig`]: JSON
+/// that cannot be read, an unknown key or a wrong value is a [`ConfigError::File`]
+/// naming the file, the line and the JSON path of the key.
+fn read_task_planning_file(path: &Path) -> Result<Value, ConfigError> {
+    let text = dandori_fs::read_to_string(path)?;
+    let error = |line: Option<usize>, invalid: diagnostic::Invalid| ConfigError::File {
+        path: path.to_path_buf(),
+        line,
+        invalid,
+    };
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(error(
+            None,
+            diagnostic::Invalid {
+                key: String::new(),
+                reason: format!(
+                    "CONFIG_TOO_LARGE: {} bytes exceeds the limit of {MAX_CONFIG_BYTES}",
+                    text.len()
+                ),
+                suggestion: None,
+            },
+        ));
+    }
+    let file = serde_json::from_str::<Value>(&text).map_err(|e| {
+        error(
+            Some(e.line()),
+            diagnostic::Invalid {
+                key: String::new(),
+                reason: format!("not JSON: {e}"),
+                suggestion: None,
+            },
+        )
+    })?;
+    diagnostic::check::<TaskPlanningConfig>(&file)
+        .map_err(|invalid| error(diagnostic::line_of(&text, &invalid.key), invalid))?;
+    Ok(file)
 }
 
 /// A config file's text and value; YAML that cannot be read is an error naming

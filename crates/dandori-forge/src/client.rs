@@ -103,6 +103,9 @@ pub struct ForgeSettings {
     /// The variable the token was read from.
     pub token_var: Option<String>,
     pub rate_limit_wait: Duration,
+    /// Masks every comment body before it is posted: the token, the secret
+    /// variables of the environment and credential shapes, in every form.
+    masker: dandori_trace::Masker,
 }
 
 impl std::fmt::Debug for ForgeSettings {
@@ -173,6 +176,9 @@ impl ForgeSettings {
             api_url: api_url.trim_end_matches('/').to_string(),
             api_url_origin: origin,
             token_var: found.as_ref().map(|(_, v)| v.clone()),
+            masker: dandori_trace::Masker::default()
+                .with_env_secrets(env)
+                .with_literal_secrets(found.as_ref().map(|(t, _)| t.clone())),
             token: found.map(|(t, _)| t),
             rate_limit_wait: Duration::from_secs(config.rate_limit_wait),
         })
@@ -313,6 +319,7 @@ impl ForgeClient {
     pub fn create_comment(&self, r: &ForgeRef, body: &str) -> Result<Comment, ForgeError> {
         block_on(async {
             let path = format!("{}/{}", self.item_path(r), self.comments_segment());
+            let body = self.settings.masker.mask_str(body);
             let reply = self
                 .send("POST", &path, Some(json!({ "body": body })))
                 .await?;
@@ -329,6 +336,7 @@ impl ForgeClient {
                 ),
                 Forge::GitLab => ("PUT", format!("{}/notes/{id}", self.item_path(r))),
             };
+            let body = self.settings.masker.mask_str(body);
             let reply = self
                 .send(method, &path, Some(json!({ "body": body })))
                 .await?;

@@ -51,6 +51,10 @@ pub struct Service {
     known: Mutex<Vec<PathBuf>>,
     /// The repository of each run this server planned.
     repos: Mutex<BTreeMap<PathBuf, PathBuf>>,
+    /// Masks every answer: the secret variables of the server's environment and
+    /// credential shapes, in every form (a run's files are masked when written;
+    /// a repository's own text, a plan or a locate hit may still hold one).
+    masker: dandori_trace::Masker,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -101,6 +105,7 @@ pub fn file_uri(p: &Path) -> String {
 impl Service {
     pub fn new(opts: ServiceOptions) -> Self {
         Service {
+            masker: dandori_trace::Masker::default().with_env_secrets(&opts.base_env),
             opts,
             active: Mutex::new(BTreeMap::new()),
             known: Mutex::new(Vec::new()),
@@ -158,8 +163,29 @@ impl Service {
         lock(&self.known).clone()
     }
 
-    /// Runs a tool. Unknown names are the caller's concern (tool sets).
+    /// Runs a tool; its answer, or its error's message, masked. Unknown names are
+    /// the caller's concern (tool sets).
     pub fn call(&self, name: &str, args: &Map<String, Value>) -> Result<Value, McpError> {
+        match self.answer(name, args) {
+            Ok(v) => Ok(self.masker.mask_strings(v)),
+            Err(McpError::Invalid { code, message }) => Err(McpError::Invalid {
+                code,
+                message: self.masker.mask_str(&message),
+            }),
+            Err(McpError::Path {
+                code,
+                path,
+                message,
+            }) => Err(McpError::Path {
+                code,
+                path,
+                message: self.masker.mask_str(&message),
+            }),
+            Err(other) => Err(other),
+        }
+    }
+
+    fn answer(&self, name: &str, args: &Map<String, Value>) -> Result<Value, McpError> {
         match name {
             "plan" => self.plan(args),
             "next" => self.next(args),

@@ -45,7 +45,12 @@ pub const TOO_MANY_STEPS: &str = "TOO_MANY_STEPS";
 /// More than 8 assumptions (WARN).
 pub const TOO_MANY_ASSUMPTIONS: &str = "TOO_MANY_ASSUMPTIONS";
 
-/// Every code above, in the order of `docs/REASON_CODES.md`.
+/// The document is too large to be a plan (bytes, JSON values or nesting over
+/// the bounds of `validation::bounds`): refused before it is parsed (FAIL).
+pub const PLAN_TOO_LARGE: &str = "PLAN_TOO_LARGE";
+
+/// Every code above but [`PLAN_TOO_LARGE`] (its fixture would be megabytes), in
+/// the order of `docs/REASON_CODES.md`.
 pub const ALL: &[&str] = &[
     JSON_PARSE_ERROR,
     MISSING_REQUIRED_KEY,

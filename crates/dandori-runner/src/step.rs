@@ -1143,7 +1143,12 @@ impl Worker<'_, '_> {
             already_satisfied: self.report.already_satisfied,
             vacuous: self.vacuous_tests(),
         };
-        let text = serde_json::to_string_pretty(&e).unwrap_or_default();
+        // Masked like every artefact: a unit command may carry a secret.
+        let masked = self
+            .cx
+            .masker
+            .mask_strings(serde_json::to_value(&e).unwrap_or_default());
+        let text = serde_json::to_string_pretty(&masked).unwrap_or_default();
         dandori_fs::write_atomic(self.cx.paths.evidence(self.step_id()), text)?;
         Ok(())
     }
@@ -1744,9 +1749,17 @@ impl Worker<'_, '_> {
             m.push_str(&format!("{TRAILER_AC}: {acs}\n"));
         }
         for c in &self.report.checks {
-            m.push_str(&format!("{TRAILER_CHECK}: {}\n", c.trailer()));
+            // The command is masked before the trailer folds its line breaks: a
+            // secret split over two lines is one there.
+            let masked = Check {
+                command: self.cx.masker.mask_str(&c.command),
+                ..c.clone()
+            };
+            m.push_str(&format!("{TRAILER_CHECK}: {}\n", masked.trailer()));
         }
-        m
+        // The message is history: a secret in a title, an intent or a unit
+        // command (the `Dandori-Check` trailers) is masked there.
+        self.cx.masker.mask_str(&m)
     }
 }
 

@@ -14,6 +14,7 @@ pub mod openapi;
 pub mod otlp_receiver;
 pub mod package_index;
 pub mod plans;
+pub mod secret_forms;
 mod serve;
 pub mod tool_cache;
 

@@ -7,6 +7,7 @@ pub mod contract_codes;
 pub mod encodings;
 pub mod events;
 pub mod mask;
+pub mod normalise;
 pub mod secret_names;
 pub mod secret_scan;
 

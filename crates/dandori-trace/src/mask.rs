@@ -8,6 +8,14 @@
 //! The literal values are also hidden in their encoded forms (base64 in every
 //! alignment, hex, URL-encoded, reversed: [`crate::encodings`]).
 //!
+//! Literal values, their encoded forms and the credential shapes are looked for
+//! twice: in the text, and in its normalised view ([`crate::normalise`]: lines and
+//! string literals joined, `%XX` and `\uXXXX` / `\xNN` escapes decoded), whose
+//! matches are masked where they came from in the text. The pre-commit scan
+//! ([`crate::secret_scan`]) searches the same view with the same [`Matcher`].
+//! An upper-case reason code (`TOKEN_BUDGET_EXCEEDED`) is never masked by a match
+//! of the view.
+//!
 //! [`is_secret_env`] is the one definition of "a secret variable": the masker
 //! hides their values, the pre-commit scan looks for them, and the child
 //! environment filter drops them.
@@ -39,6 +47,81 @@ pub struct Masker {
     encoded: Vec<(String, String, &'static str)>,
     /// Secret value → the variable it came from, for findings that name it.
     sources: BTreeMap<String, String>,
+    /// [`Masker::literal_secrets`], kept for the search of the view.
+    named: Vec<(String, String)>,
+}
+
+/// The one search for secrets in a normalised view ([`crate::normalise::View`]):
+/// literal values (and their encoded forms) and credential shapes. The masker
+/// and the pre-commit scan use it.
+#[derive(Debug, Clone, Copy)]
+pub struct Matcher<'a> {
+    /// `(name, value)`: what [`Masker::literal_secrets`] returns.
+    pub literals: &'a [(String, String)],
+    /// Also the looser masking shapes ([`VALUE_PATTERNS`]), not only [`KEY_SHAPES`].
+    pub loose: bool,
+}
+
+/// One match of [`Matcher::find`] in a view: its range in the view and what it is
+/// (`env_value:NAME` for a literal, else a [`KEY_SHAPES`] kind, `credential` for a
+/// looser shape).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViewMatch {
+    pub range: std::ops::Range<usize>,
+    pub kind: String,
+}
+
+impl Matcher<'_> {
+    pub fn find(&self, view: &crate::normalise::View) -> Vec<ViewMatch> {
+        let bytes = view.bytes();
+        let mut out = Vec::new();
+        for (name, value) in self.literals {
+            for at in memchr::memmem::find_iter(bytes, value.as_bytes()) {
+                out.push(ViewMatch {
+                    range: at..at + value.len(),
+                    kind: format!("env_value:{name}"),
+                });
+            }
+        }
+        let (loose, shapes) = byte_shapes();
+        let loose = loose
+            .iter()
+            .filter(|_| self.loose)
+            .map(|re| ("credential", re));
+        for (kind, re) in shapes.iter().map(|(k, re)| (*k, re)).chain(loose) {
+            for m in re.find_iter(bytes) {
+                out.push(ViewMatch {
+                    range: m.range(),
+                    kind: kind.to_string(),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// [`VALUE_PATTERNS`] and [`KEY_SHAPES`] (by kind) over bytes: a view may hold
+/// decoded bytes that are not UTF-8.
+#[allow(clippy::type_complexity)]
+fn byte_shapes() -> &'static (
+    Vec<regex::bytes::Regex>,
+    Vec<(&'static str, regex::bytes::Regex)>,
+) {
+    static RES: std::sync::OnceLock<(
+        Vec<regex::bytes::Regex>,
+        Vec<(&'static str, regex::bytes::Regex)>,
+    )> = std::sync::OnceLock::new();
+    RES.get_or_init(|| {
+        let loose = VALUE_PATTERNS
+            .iter()
+            .filter_map(|p| regex::bytes::Regex::new(p).ok())
+            .collect();
+        let shapes = KEY_SHAPES
+            .iter()
+            .filter_map(|(k, p)| regex::bytes::Regex::new(p).ok().map(|re| (*k, re)))
+            .collect();
+        (loose, shapes)
+    })
 }
 
 /// Names that mark a secret ([`is_secret_name`]) whose values are socket
@@ -279,6 +362,7 @@ impl Masker {
             literals: Vec::new(),
             encoded: Vec::new(),
             sources: BTreeMap::new(),
+            named: Vec::new(),
         }
     }
 
@@ -302,6 +386,7 @@ impl Masker {
         }
         encoded.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.0.cmp(&b.0)));
         self.encoded = encoded;
+        self.named = self.literal_secrets();
         self
     }
 
@@ -367,6 +452,9 @@ impl Masker {
                 out = re.replace_all(&out, MASK).into_owned();
             }
         }
+        // Before the assignments: a value split over two literals is masked whole,
+        // not its first half alone.
+        out = self.mask_view(out);
         if let Some(re) = authorization_re()
             && re.is_match(&out)
         {
@@ -395,6 +483,80 @@ impl Masker {
                 out = mask_assignments(re, &out);
             }
         }
+        out
+    }
+
+    /// Whether `text` holds a secret this masker hides: a literal value or one of
+    /// its encoded forms, or a credential shape ([`KEY_SHAPES`]), as written or in
+    /// the normalised view. Reason codes do not count. Whatever `enabled` says:
+    /// this is for deciding what may be kept (the plan cache), not for display.
+    pub fn holds_secret(&self, text: &str) -> bool {
+        let raw = self.named.iter().any(|(_, v)| text.contains(v.as_str()))
+            || shape_res().iter().any(|re| {
+                re.find_iter(text).any(|m| {
+                    !crate::normalise::is_reason_code(crate::normalise::word_around(
+                        text,
+                        m.range(),
+                    ))
+                })
+            });
+        raw || crate::normalise::View::of(text).is_some_and(|view| {
+            Matcher {
+                literals: &self.named,
+                loose: false,
+            }
+            .find(&view)
+            .into_iter()
+            .any(|m| {
+                !crate::normalise::is_reason_code(crate::normalise::word_around(
+                    text,
+                    view.origin(m.range),
+                ))
+            })
+        })
+    }
+
+    /// `text` with what [`Matcher::find`] finds in its normalised view masked where
+    /// it came from, except inside a reason code ([`crate::normalise::is_reason_code`]).
+    fn mask_view(&self, text: String) -> String {
+        let Some(view) = crate::normalise::View::of(&text) else {
+            return text;
+        };
+        let matcher = Matcher {
+            literals: &self.named,
+            loose: true,
+        };
+        let mut spans: Vec<std::ops::Range<usize>> = matcher
+            .find(&view)
+            .into_iter()
+            .map(|m| char_span(&text, view.origin(m.range)))
+            .filter(|s| {
+                !s.is_empty()
+                    && text.get(s.clone()) != Some(MASK)
+                    && !crate::normalise::is_reason_code(crate::normalise::word_around(
+                        &text,
+                        s.clone(),
+                    ))
+            })
+            .collect();
+        if spans.is_empty() {
+            return text;
+        }
+        spans.sort_by_key(|s| (s.start, s.end));
+        let mut out = String::with_capacity(text.len());
+        let mut pos = 0;
+        for s in spans {
+            if s.end <= pos {
+                continue;
+            }
+            let start = s.start.max(pos);
+            out.push_str(&text[pos..start]);
+            if start == s.start {
+                out.push_str(MASK);
+            }
+            pos = s.end;
+        }
+        out.push_str(&text[pos..]);
         out
     }
 
@@ -443,6 +605,18 @@ impl Masker {
             other => other,
         }
     }
+}
+
+/// `span` widened to the characters it touches.
+fn char_span(text: &str, span: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let (mut start, mut end) = (span.start.min(text.len()), span.end.min(text.len()));
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    start..end
 }
 
 /// `text` with the value of every assignment `re` finds (group 1 the name with

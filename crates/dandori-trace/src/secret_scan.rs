@@ -17,6 +17,13 @@
 //!    (`example`, `dummy`, `fake`, `placeholder`, `changeme`, `redacted`, `xxxx`,
 //!    `your_`, `test`, `sample`, `mock`).
 //!
+//! Rules 1 and 2 are also checked in the normalised view ([`crate::normalise`])
+//! of each run of consecutive added lines of a file, with the masker's own
+//! [`crate::mask::Matcher`]: a value split over lines or string literals, fully
+//! `%XX`-encoded, written with `\uXXXX` / `\xNN` escapes or base64-wrapped at 76
+//! columns is found there; the finding names the lines it spans (`line` to
+//! `end_line`).
+//!
 //! Rules 3 and 4 are skipped in lock files (`Cargo.lock`, `package-lock.json`,
 //! `yarn.lock`, `poetry.lock`, `uv.lock`, `go.sum`, …), whose hashes are not
 //! secrets. Binary files are not scanned. A finding gives the file, the line in the
@@ -35,14 +42,26 @@ pub struct SecretFinding {
     pub file: String,
     /// 1-based line number in the new file.
     pub line: u64,
+    /// The last line of a secret found over several lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
     /// What was found: a [`KEY_SHAPES`] kind, `url_credentials`,
     /// `high_entropy_assignment` or `env_value:<VARIABLE>`.
     pub kind: String,
 }
 
+impl SecretFinding {
+    fn covers(&self, file: &str, line: u64) -> bool {
+        self.file == file && (self.line..=self.end_line.unwrap_or(self.line)).contains(&line)
+    }
+}
+
 impl std::fmt::Display for SecretFinding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{} ({})", self.file, self.line, self.kind)
+        match self.end_line {
+            Some(end) => write!(f, "{}:{}-{end} ({})", self.file, self.line, self.kind),
+            None => write!(f, "{}:{} ({})", self.file, self.line, self.kind),
+        }
     }
 }
 
@@ -110,18 +129,87 @@ const PLACEHOLDER_WORDS: &[&str] = &[
 pub fn scan_diff(patch: &str, secrets: &[(String, String)]) -> Vec<SecretFinding> {
     let rules = Rules::get();
     let mut findings = Vec::new();
+    // Runs of consecutive added lines: (file, first line, last line, text).
+    let mut runs: Vec<(String, u64, u64, String)> = Vec::new();
     walk(patch, |_, added| {
-        if let Some((file, line, text)) = added
-            && let Some(kind) = rules.check_line(text, file, secrets)
-        {
+        let Some((file, line, text)) = added else {
+            return;
+        };
+        if let Some(kind) = rules.check_line(text, file, secrets) {
             findings.push(SecretFinding {
                 file: file.to_string(),
                 line,
+                end_line: None,
                 kind,
             });
         }
+        // What the line shows as written is out of the view's way: a token found
+        // here must not be found again running on into the next line.
+        let text = rules.blank_raw(text, secrets);
+        match runs.last_mut() {
+            Some((f, _, last, run)) if f == file && *last + 1 == line => {
+                run.push('\n');
+                run.push_str(&text);
+                *last = line;
+            }
+            _ => runs.push((file.to_string(), line, line, text)),
+        }
     });
+    for (file, first, _, run) in &runs {
+        for f in view_findings(file, *first, run, secrets) {
+            let end = f.end_line.unwrap_or(f.line);
+            if !findings
+                .iter()
+                .any(|h| h.covers(&f.file, f.line) && h.covers(&f.file, end))
+            {
+                findings.push(f);
+            }
+        }
+    }
+    findings.sort_by(|a, b| (&a.file, a.line).cmp(&(&b.file, b.line)));
     findings
+}
+
+/// What the masker's [`crate::mask::Matcher`] finds in the normalised view of
+/// `run` (added lines of `file` from line `first` on), one finding per start line.
+fn view_findings(
+    file: &str,
+    first: u64,
+    run: &str,
+    secrets: &[(String, String)],
+) -> Vec<SecretFinding> {
+    let Some(view) = crate::normalise::View::of(run) else {
+        return Vec::new();
+    };
+    let matcher = crate::mask::Matcher {
+        literals: secrets,
+        loose: false,
+    };
+    let line_of = |at: usize| first + run[..at.min(run.len())].matches('\n').count() as u64;
+    let mut out: Vec<SecretFinding> = Vec::new();
+    for m in matcher.find(&view) {
+        let text = &view.bytes()[m.range.clone()];
+        let shape = !m.kind.starts_with("env_value:");
+        if shape && m.kind != "private_key" && !letters_and_digits(&String::from_utf8_lossy(text)) {
+            continue;
+        }
+        let span = view.origin(m.range);
+        let word = crate::normalise::word_around(run, span.clone());
+        if crate::normalise::is_reason_code(word) {
+            continue;
+        }
+        let (line, end) = (line_of(span.start), line_of(span.end.saturating_sub(1)));
+        if out.iter().any(|f| f.line == line) {
+            continue;
+        }
+        out.push(SecretFinding {
+            file: file.to_string(),
+            line,
+            end_line: (end > line).then_some(end),
+            kind: m.kind,
+        });
+    }
+    out
 }
 
 /// Calls `f` with every line of `patch` (newline included) and, for an added line
@@ -196,6 +284,23 @@ impl Rules {
             .filter_map(|p| Regex::new(p).ok())
             .collect(),
         })
+    }
+
+    /// `line` with the secret values and credential shapes it holds as written
+    /// replaced by `***`.
+    fn blank_raw(&self, line: &str, secrets: &[(String, String)]) -> String {
+        let mut out = line.to_string();
+        for (_, value) in secrets {
+            if out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), crate::mask::MASK);
+            }
+        }
+        for (_, re) in &self.shapes {
+            if re.is_match(&out) {
+                out = re.replace_all(&out, crate::mask::MASK).into_owned();
+            }
+        }
+        out
     }
 
     fn check_line(&self, line: &str, file: &str, secrets: &[(String, String)]) -> Option<String> {
@@ -303,8 +408,7 @@ fn entropy(s: &str) -> f64 {
 pub fn redact_patch(patch: &str, findings: &[SecretFinding], masker: &crate::Masker) -> String {
     let mut out = String::with_capacity(patch.len());
     walk(patch, |raw, added| {
-        let hit = added
-            .and_then(|(file, line, _)| findings.iter().find(|f| f.file == file && f.line == line));
+        let hit = added.and_then(|(file, line, _)| findings.iter().find(|f| f.covers(file, line)));
         match hit {
             Some(f) => out.push_str(&format!("+[line removed by dandori: {}]\n", f.kind)),
             None => out.push_str(raw),

@@ -1,5 +1,6 @@
 //! One module per subcommand, each a thin adapter over the library crates.
 
+mod cache;
 mod ci;
 mod eval;
 mod forge;
@@ -90,6 +91,19 @@ pub fn read_planning(path: &Path) -> anyhow::Result<(std::path::PathBuf, Vec<u8>
     } else {
         path.to_path_buf()
     };
+    // Hostile input: a file far larger than any plan is refused before it is read
+    // (dandori_plan::validation::bounds bounds what is parsed).
+    let max = dandori_plan::validation::bounds::MAX_PLAN_BYTES;
+    if let Ok(meta) = std::fs::metadata(&file)
+        && meta.len() > max as u64
+    {
+        anyhow::bail!(
+            "{}: {} is {} bytes, over the limit of {max} for a plan; not read",
+            dandori_plan::reason_codes::PLAN_TOO_LARGE,
+            file.display(),
+            meta.len()
+        );
+    }
     match dandori_fs::read(&file) {
         Ok(bytes) => Ok((file, bytes)),
         Err(e) if e.is_not_found() => anyhow::bail!(
@@ -133,6 +147,10 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
     {
         cli.set.push(format!("sandbox.mode={name}"));
     }
+    // A mistyped `-c` is refused by every command, also by those that read no
+    // configuration (validate, graph, status, locate, trust --list, …).
+    dandori_config::check_overrides(&cli.set)
+        .map_err(|e| anyhow::anyhow!("CONFIG_INVALID: {e}"))?;
     // The human log and the OpenTelemetry export of what this command traces.
     let _obs = obs::Session::start();
     // One arm per command, separated so that each command's owner edits one line.
@@ -191,5 +209,7 @@ pub fn dispatch(mut cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Ci(args) => ci::ci(cli.config.as_deref(), &cli.set, &args),
         // --
         Command::Init(cmd) => ci::init(cli.config.as_deref(), &cli.set, &cmd),
+        // --
+        Command::Cache(cmd) => cache::cache(cli.config.as_deref(), &cli.set, cmd),
     }
 }

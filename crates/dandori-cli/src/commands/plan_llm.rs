@@ -43,5 +43,5 @@ pub fn select(
         )?;
     Ok(Some(planner.with_agent_runtime(
         dandori_llm::AgentRuntime::from_config(&loaded.config, env),
-    )))
+    ).with_secret_env(env)))
 }

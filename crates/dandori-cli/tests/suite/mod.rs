@@ -72,6 +72,8 @@ mod schema;
 // --
 mod validate;
 // --
+mod config_fail_closed;
+// --
 mod trust;
 // --
 mod agent_cli;

@@ -96,7 +96,10 @@ fn ad_hoc_openai_endpoint_then_a_cache_hit() {
         "--model",
         "qwen2.5-coder",
     ];
-    let first = json_out(&dandori(&args, repo.path(), &[]));
+    // The plan cache's key lives in the user's data directory (never the repository).
+    let data = tempfile::tempdir().unwrap();
+    let env = [("DANDORI_DATA_HOME", data.path().to_str().unwrap())];
+    let first = json_out(&dandori(&args, repo.path(), &env));
     assert_eq!(first["planner"], json!("llm:openai/qwen2.5-coder"));
     // The model's three steps; each writes its criteria's tests first (issue 36).
     assert_eq!(first["steps"], json!(3));
@@ -105,7 +108,7 @@ fn ad_hoc_openai_endpoint_then_a_cache_hit() {
     assert_eq!(first["llm_usage"]["phases"]["planning"]["calls"], json!(2));
     assert_eq!(server.request_count(), 2);
 
-    let second = json_out(&dandori(&args, repo.path(), &[]));
+    let second = json_out(&dandori(&args, repo.path(), &env));
     assert_eq!(server.request_count(), 2, "a cache hit makes no model call");
     assert_eq!(second["steps"], json!(3));
     assert_eq!(second["llm_usage"]["phases"], json!({}));
@@ -113,6 +116,49 @@ fn ad_hoc_openai_endpoint_then_a_cache_hit() {
     assert!(names.iter().any(|n| n == "PLAN_CACHE_HIT"), "{names:?}");
     assert!(!names.iter().any(|n| n == "LLM_CALL"), "{names:?}");
     server.assert_no_violations();
+
+    // Seed 000 §12.2.2: sealed at rest with a 0600 key outside the repository,
+    // listed and cleared by `dandori cache`.
+    use std::os::unix::fs::PermissionsExt;
+    let key = data.path().join("cache.key");
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let listed = json_out(&dandori(&["cache", "list", "--json"], repo.path(), &env));
+    let entries = listed["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{listed}");
+    assert_eq!(entries[0]["planner"], json!("llm:openai/qwen2.5-coder"));
+    assert_eq!(entries[0]["expired"], json!(false));
+    let file = repo
+        .path()
+        .join(".dandori/cache/plans")
+        .join(format!("{}.plan", entries[0]["entry"].as_str().unwrap()));
+    let request_word = entries[0]["request"]
+        .as_str()
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    let sealed = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+    assert!(
+        !sealed.contains(&request_word) && !sealed.contains("qwen"),
+        "in clear: {sealed}"
+    );
+    // Without the user's key (another HOME) nothing reads: a miss, then the model.
+    let other = tempfile::tempdir().unwrap();
+    let stranger = [("DANDORI_DATA_HOME", other.path().to_str().unwrap())];
+    let listed = json_out(&dandori(
+        &["cache", "list", "--json"],
+        repo.path(),
+        &stranger,
+    ));
+    assert_eq!(listed["entries"][0]["request"], Value::Null, "{listed}");
+    let cleared = json_out(&dandori(&["cache", "clear", "--json"], repo.path(), &env));
+    assert_eq!(cleared["removed"], json!(1));
+    let listed = json_out(&dandori(&["cache", "list", "--json"], repo.path(), &env));
+    assert_eq!(listed["entries"], json!([]));
 }
 
 #[test]

@@ -312,26 +312,55 @@ fn task_planning_json() {
         5
     );
 
-    // Seed 003 §9.1 for this file of planning knobs only: defaults, with a
-    // warning naming the line, the key and the nearest valid one.
+    // Fails closed like config.yaml: not JSON, an unknown key, a wrong type are
+    // errors naming the file, the line and the key (the nearest valid one too).
     write(dir.path(), ".claude/task-planning.json", "{ broken");
-    let loaded = load(&opts(dir.path())).unwrap();
-    assert_eq!(loaded.task_planning, TaskPlanningConfig::default());
-    assert!(loaded.warnings[0].source.ends_with("task-planning.json"));
+    let err = load(&opts(dir.path())).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, ConfigError::File { line: Some(1), .. }),
+        "{msg}"
+    );
+    assert!(msg.contains("task-planning.json:1: not JSON"), "{msg}");
     write(
         dir.path(),
         ".claude/task-planning.json",
         "{\n  \"chunking\": {\n    \"max_subtask\": 3\n  }\n}\n",
     );
-    let loaded = load(&opts(dir.path())).unwrap();
-    assert_eq!(loaded.task_planning, TaskPlanningConfig::default());
-    let w = loaded.warnings[0].message.clone();
+    let msg = load(&opts(dir.path())).unwrap_err().to_string();
     assert!(
-        w.starts_with("line 3: chunking.max_subtask: unknown key")
-            && w.contains("did you mean `chunking.max_subtasks`?")
-            && w.ends_with("using the default task-planning configuration"),
-        "{w}"
+        msg.contains("task-planning.json:3: chunking.max_subtask: unknown key")
+            && msg.contains("did you mean `chunking.max_subtasks`?"),
+        "{msg}"
     );
+    write(
+        dir.path(),
+        ".claude/task-planning.json",
+        "{\n  \"execution\": {\n    \"max_parallel_workers\": \"four\"\n  }\n}\n",
+    );
+    let msg = load(&opts(dir.path())).unwrap_err().to_string();
+    assert!(
+        msg.contains("task-planning.json:3: execution.max_parallel_workers: invalid type"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn overrides_are_checked_without_a_file() {
+    assert!(dandori_config::check_overrides(&["planning.max_subtasks=5".into()]).is_ok());
+    assert!(
+        dandori_config::check_overrides(&["task_planning.chunking.max_subtasks=4".into()]).is_ok()
+    );
+    let err = dandori_config::check_overrides(&["planning.max_subtask=5".into()]).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("did you mean `planning.max_subtasks`?"),
+        "{err}"
+    );
+    assert!(matches!(
+        dandori_config::check_overrides(&["planning.max_subtasks=many".into()]).unwrap_err(),
+        ConfigError::InvalidOverride { .. }
+    ));
 }
 
 #[test]

@@ -290,3 +290,47 @@ fn team_membership_is_asked_of_the_forge() {
     assert!(c.is_member("grp/maintainers", "dave").unwrap());
     assert!(!c.is_member("grp/maintainers", "dav").unwrap());
 }
+
+/// Issue 39: a comment body holding a secret (the token, a secret variable of the
+/// environment) in any of its forms is masked before it reaches the forge, on
+/// GitHub and GitLab, when created and when updated.
+#[test]
+fn comment_bodies_are_masked_in_every_form() {
+    use dandori_test_support::secret_forms::{SECRET, SECRET_VAR, forms};
+    let f = seeded();
+    let mut env = env_for(&f);
+    env.insert(SECRET_VAR.to_string(), SECRET.to_string());
+    let masker = dandori_trace::Masker::default().with_env_secrets(&env);
+    for (reference, api, project, number) in [
+        ("github:octo/app#1", Api::GitHub, "octo/app", 1),
+        ("gitlab:grp/sub/app#2", Api::GitLab, "grp/sub/app", 2),
+    ] {
+        let r = ForgeRef::parse(reference).unwrap();
+        let s = ForgeSettings::resolve(&r, &ForgesConfig::default(), &env).unwrap();
+        let client = ForgeClient::new(s).unwrap();
+        for (name, text) in forms(SECRET) {
+            let body = format!("dandori status (SECRET_DETECTED):\n{text}\n");
+            let posted = client.create_comment(&r, &body).unwrap();
+            let updated = client
+                .update_comment(
+                    &r,
+                    posted.id,
+                    &format!("{body}\nedited ghp_secret_bot_token"),
+                )
+                .unwrap();
+            let stored = f.item(api, project, number);
+            let kept = stored
+                .comments
+                .iter()
+                .find(|c| c.id == updated.id)
+                .map(|c| c.body.clone())
+                .unwrap();
+            assert!(!masker.holds_secret(&kept), "{reference} {name}: {kept}");
+            assert!(!kept.contains("ghp_secret_bot_token"), "{kept}");
+            assert!(
+                kept.contains("SECRET_DETECTED") && kept.contains("***"),
+                "{kept}"
+            );
+        }
+    }
+}

@@ -315,3 +315,53 @@ fn env_detect_sees_the_tool_cache_like_setup() {
     let without = detect(empty_cache.path());
     assert!(!without.iter().any(|c| c.starts_with("uv ")), "{without:?}");
 }
+
+/// Issue 39: what a tool answers is masked with the server's secrets, in every
+/// form: here a trace holding them (written by hand, or by an older dandori),
+/// read back through the `trace` tool.
+#[test]
+fn answers_are_masked_in_every_form() {
+    use dandori_test_support::secret_forms::{SECRET, SECRET_VAR, forms};
+    let repo = dandori_test_support::TempGitRepo::with_files(&[(
+        "src/app.py",
+        "def add(a, b):\n    return a + b\n",
+    )]);
+    let env = BTreeMap::from([(SECRET_VAR.to_string(), SECRET.to_string())]);
+    let masker = dandori_trace::Masker::default().with_env_secrets(&env);
+    let rt = rt();
+    let s = server_with_env(ToolSet::All, repo.path(), env);
+    let planned = rt.block_on(s.call(
+        "plan",
+        args(json!({"text": "Add a sub function to src/app.py"})),
+    ));
+    let run_dir = planned.structured_content.unwrap()["run_dir"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut trace = std::fs::OpenOptions::new()
+        .append(true)
+        .open(Path::new(&run_dir).join("trace.jsonl"))
+        .unwrap();
+    for (name, text) in forms(SECRET) {
+        let event = json!({"event": "NOTE", "timestamp": "2026-01-01T00:00:00Z",
+            "session_id": "s", "task_id": "t", "data": {"form": name, "text": text}});
+        use std::io::Write;
+        writeln!(trace, "{event}").unwrap();
+    }
+    drop(trace);
+    let answer = rt.block_on(s.call(
+        "trace",
+        args(json!({"run_dir": run_dir, "event": "NOTE", "limit": 100})),
+    ));
+    let v = answer.structured_content.unwrap();
+    let events = v["events"].as_array().unwrap();
+    assert_eq!(events.len(), forms(SECRET).len(), "{v}");
+    for e in events {
+        let text = e["data"]["text"].as_str().unwrap();
+        assert!(!masker.holds_secret(text), "{}: {text}", e["data"]["form"]);
+        assert!(text.contains("***"), "{text}");
+    }
+    // The text form of the answer too.
+    let shown = serde_json::to_string(&answer.content).unwrap();
+    assert!(!masker.holds_secret(&shown), "{shown}");
+}

@@ -10,6 +10,7 @@
 //! for array positions, e.g. `steps[1].scope.max_diff_lines`; the root itself is
 //! `$`. A missing key's path is the path the key should have.
 
+pub mod bounds;
 mod fast;
 mod sanitise;
 mod shape;
@@ -132,6 +133,9 @@ impl ValidationReport {
 /// [`validate_bytes`] plus plan sanitisation ([`sanitise`]) with `judge` as the
 /// command policy: what `dandori validate` and the runner use.
 pub fn validate_bytes_with(bytes: &[u8], judge: &dyn CommandJudge) -> ValidationReport {
+    if let Some(f) = bounds::check(bytes) {
+        return ValidationReport { findings: vec![f] };
+    }
     let mut report = validate_bytes(bytes);
     if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
         report.findings.extend(sanitise(&value, judge).findings);
@@ -142,6 +146,9 @@ pub fn validate_bytes_with(bytes: &[u8], judge: &dyn CommandJudge) -> Validation
 /// Validates `planning.json` given as bytes (any bytes: invalid UTF-8 or JSON is a
 /// `JSON_PARSE_ERROR`).
 pub fn validate_bytes(bytes: &[u8]) -> ValidationReport {
+    if let Some(f) = bounds::check(bytes) {
+        return ValidationReport { findings: vec![f] };
+    }
     match std::str::from_utf8(bytes) {
         Ok(text) => validate_str(text),
         Err(_) => validate_bytes_slow(bytes),
@@ -171,6 +178,9 @@ fn validate_bytes_slow(bytes: &[u8]) -> ValidationReport {
 
 /// Validates `planning.json` given as text.
 pub fn validate_str(text: &str) -> ValidationReport {
+    if let Some(f) = bounds::check(text.as_bytes()) {
+        return ValidationReport { findings: vec![f] };
+    }
     if let Some(report) = validate_fast(text) {
         return report;
     }
@@ -214,6 +224,12 @@ pub struct Checked {
 /// come from that plan. Otherwise the text becomes a `Value` once, the findings
 /// come from it and the typed plan is read from it.
 pub fn check(text: &str) -> Checked {
+    if let Some(f) = bounds::check(text.as_bytes()) {
+        return Checked {
+            report: ValidationReport { findings: vec![f] },
+            planning: None,
+        };
+    }
     if let Ok(plan) = serde_json::from_str::<typed::PlanningT>(text) {
         let mut report = ValidationReport::default();
         {
@@ -951,7 +967,15 @@ mod fast_path_tests {
         if let Some(fast) = &fast {
             assert_eq!(Some(fast), slow.as_ref(), "fast path differs on {text}");
         }
-        assert_eq!(check(text), check_slow(text), "check differs on {text}");
+        // A document past the bounds is refused before either path parses it.
+        if super::bounds::check(text.as_bytes()).is_none() {
+            assert_eq!(check(text), check_slow(text), "check differs on {text}");
+        } else {
+            assert_eq!(
+                check(text).report.codes(),
+                vec![crate::reason_codes::PLAN_TOO_LARGE]
+            );
+        }
         fast.is_some()
     }
 

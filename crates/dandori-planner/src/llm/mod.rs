@@ -8,6 +8,7 @@
 //! * [`cache`]: the plan cache of seed 000 §11.1.1.
 
 pub mod cache;
+pub mod cache_seal;
 pub mod checks;
 pub mod engine;
 pub mod failure;

@@ -47,6 +47,8 @@ pub mod events {
     pub const PLAN_CACHE_HIT: &str = "PLAN_CACHE_HIT";
     pub const PLAN_CACHE_MISS: &str = "PLAN_CACHE_MISS";
     pub const PLAN_CACHE_STORE: &str = "PLAN_CACHE_STORE";
+    /// Expired, unreadable or clear-text entries removed when planning starts.
+    pub const PLAN_CACHE_SWEEP: &str = "PLAN_CACHE_SWEEP";
 }
 
 /// Number of retrieved files offered as context.
@@ -66,6 +68,10 @@ pub struct LlmPlanner {
     size_client: Option<Client>,
     budgets: TokenBudgets,
     events: Mutex<Vec<(String, Value)>>,
+    /// The plan cache's key (outside the repository); None = no cache.
+    cache_key_file: Option<std::path::PathBuf>,
+    /// What counts as a secret a request or plan must not be cached with.
+    masker: dandori_trace::Masker,
 }
 
 impl std::fmt::Debug for LlmPlanner {
@@ -87,12 +93,25 @@ impl LlmPlanner {
             Client::from_config(provider, budgets, env).map_err(|e| PlannerError::Provider {
                 message: e.to_string(),
             })?;
+        let api_key = provider.api_key_env.as_deref().and_then(env);
         Ok(LlmPlanner {
             client,
             size_client: None,
             budgets: budgets.clone(),
             events: Mutex::new(Vec::new()),
+            cache_key_file: crate::llm::cache_seal::key_path(env),
+            masker: dandori_trace::Masker::default().with_literal_secrets(api_key),
         })
+    }
+
+    /// The secret variables of `env` count as secrets the plan cache never keeps
+    /// a request or a plan with (the binary passes the process environment).
+    pub fn with_secret_env(
+        mut self,
+        env: &std::collections::BTreeMap<String, String>,
+    ) -> LlmPlanner {
+        self.masker = self.masker.with_env_secrets(env);
+        self
     }
 
     /// For an agent CLI provider: the sandbox, environment and command policy of
@@ -190,23 +209,54 @@ impl LlmPlanner {
         )
     }
 
+    /// The plan cache and this request's key; None when the cache is off, when
+    /// the user's key cannot be used (the cache is never written in clear), or
+    /// when the request holds a secret (it is never cached). A bounded sweep of
+    /// expired entries runs first.
     fn cache(&self, ctx: &PlanningContext) -> Option<(PlanCache, CacheKey)> {
         let cfg = &ctx.config.planning.cache;
         if !cfg.enabled {
             return None;
         }
-        let dir = match &cfg.dir {
-            Some(d) if std::path::Path::new(d).is_absolute() => std::path::PathBuf::from(d),
-            Some(d) => ctx.repo_root.join(d),
-            None => ctx.repo_root.join(".dandori/cache"),
+        if self.masker.holds_secret(&ctx.request.raw) {
+            self.emit(
+                events::PLAN_CACHE_MISS,
+                json!({"reason": "the request holds a secret: not cached"}),
+            );
+            return None;
+        }
+        let seal = match self
+            .cache_key_file
+            .as_deref()
+            .map(|key| crate::llm::cache_seal::Seal::open_or_create(key, &ctx.repo_root))
+        {
+            Some(Ok(seal)) => seal,
+            Some(Err(e)) => {
+                self.emit(events::PLAN_CACHE_MISS, json!({"reason": e.to_string()}));
+                return None;
+            }
+            None => {
+                self.emit(
+                    events::PLAN_CACHE_MISS,
+                    json!({"reason": crate::llm::cache_seal::SealError::NoDataDir.to_string()}),
+                );
+                return None;
+            }
         };
+        let cache = PlanCache::new(
+            crate::llm::cache::cache_dir(cfg, &ctx.repo_root),
+            cfg.ttl,
+            cfg.similarity_threshold,
+            seal,
+        );
+        let swept = cache.sweep(crate::llm::cache::SWEEP_LIMIT);
+        if swept.removed > 0 {
+            self.emit(events::PLAN_CACHE_SWEEP, json!(swept));
+        }
         let exclude = vec![".dandori".to_string(), ctx.config.runs.root.clone()];
         let state = RepoState::read(&ctx.repo_root, &exclude);
         let key = CacheKey::new(&ctx.request.raw, state, self.settings(ctx));
-        Some((
-            PlanCache::new(dir.join("plans"), cfg.ttl, cfg.similarity_threshold),
-            key,
-        ))
+        Some((cache, key))
     }
 
     fn context_input(ctx: &PlanningContext) -> RepoContextInput {
@@ -478,7 +528,8 @@ impl DraftPlanner for LlmPlanner {
             }
         }
         let draft = self.draft_uncached(ctx, &base)?;
-        // Only a complete plan is worth reusing.
+        // Only a complete plan is worth reusing; one that holds a secret (the
+        // model's answer may quote one) is not kept.
         if let Some((cache, key)) = &cache
             && draft.not_decomposable.is_none()
         {
@@ -486,6 +537,13 @@ impl DraftPlanner for LlmPlanner {
                 planner: self.name(),
                 draft: draft.clone(),
             });
+            if self.masker.holds_secret(&payload.to_string()) {
+                self.emit(
+                    events::PLAN_CACHE_STORE,
+                    json!({"entry": key.digest(), "skipped": "the plan holds a secret: not cached"}),
+                );
+                return Ok(draft);
+            }
             match cache.store(key, &payload) {
                 Ok(path) => self.emit(
                     events::PLAN_CACHE_STORE,

@@ -32,8 +32,21 @@ fn planner(kind: ProviderKind, server: &FakeLlmServer) -> LlmPlanner {
     planner_with(provider(kind, &server.base_url()), &TokenBudgets::default())
 }
 
+/// The user's data directory of these tests (the plan cache's key), outside
+/// every repository.
+fn data_home() -> String {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+        .display()
+        .to_string()
+}
+
 fn planner_with(p: ProviderConfig, budgets: &TokenBudgets) -> LlmPlanner {
-    let env = BTreeMap::from([("FAKE_KEY".to_string(), KEY.to_string())]);
+    let env = BTreeMap::from([
+        ("FAKE_KEY".to_string(), KEY.to_string()),
+        ("DANDORI_DATA_HOME".to_string(), data_home()),
+    ]);
     LlmPlanner::new(&p, budgets, &|k| env.get(k).cloned()).unwrap()
 }
 
@@ -369,6 +382,58 @@ fn size_estimation_timeout_means_category_m_single_task() {
     );
     let size = &event(&o, "SIZE_ESTIMATION")[0];
     assert_eq!(size["size_category"], json!("M"));
+}
+
+/// Seed 000 §12.2.2: cache entries are sealed with the user's key (no request
+/// word, no plan text in clear on disk), and a request holding a secret (in any
+/// form) is never cached: no entry, no store event, the model asked each time.
+#[test]
+fn the_cache_is_sealed_and_never_keeps_a_secret() {
+    use dandori_test_support::secret_forms::{SECRET, SECRET_VAR, forms};
+    let repo = example_repo("todo-api");
+    let server = FakeLlmServer::start(vec![
+        Reply::openai_stream(&size_answer().to_string(), 2),
+        Reply::openai_stream(&plan_answer().to_string(), 6),
+    ]);
+    plan_with(repo.path(), &planner(ProviderKind::Openai, &server)).unwrap();
+    let plans = repo.path().join(".dandori/cache/plans");
+    let entries: Vec<_> = std::fs::read_dir(&plans).unwrap().flatten().collect();
+    assert_eq!(entries.len(), 1);
+    let on_disk = std::fs::read(entries[0].path()).unwrap();
+    let shown = String::from_utf8_lossy(&on_disk);
+    for word in ["todo", "request", "steps", "planner", "version"] {
+        assert!(!shown.contains(word), "{word} in clear: {shown}");
+    }
+    let request = std::fs::read_to_string(repo.path().join("requests/RQ-001.md")).unwrap();
+    let env = BTreeMap::from([(SECRET_VAR.to_string(), SECRET.to_string())]);
+    for (name, form) in forms(SECRET) {
+        let _ = std::fs::remove_dir_all(&plans);
+        std::fs::write(
+            repo.path().join("requests/RQ-001.md"),
+            format!("{request}\nUse this credential:\n{form}\n"),
+        )
+        .unwrap();
+        server.push(vec![
+            Reply::openai_stream(&size_answer().to_string(), 2),
+            Reply::openai_stream(&plan_answer().to_string(), 6),
+        ]);
+        let p = planner(ProviderKind::Openai, &server).with_secret_env(&env);
+        let o = plan_with(repo.path(), &p).unwrap();
+        assert!(
+            !names(&o).iter().any(|n| n == "PLAN_CACHE_STORE"),
+            "{name}: stored"
+        );
+        let miss = &event(&o, "PLAN_CACHE_MISS")[0];
+        assert_eq!(
+            miss["reason"],
+            json!("the request holds a secret: not cached"),
+            "{name}"
+        );
+        assert!(
+            !plans.exists() || std::fs::read_dir(&plans).unwrap().next().is_none(),
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -6,6 +6,7 @@ mod merge;
 mod overlay;
 mod parallel;
 mod runner_hooks;
+mod secret_forms;
 mod secrets;
 mod snapshots_report;
 mod support;

@@ -1,2 +1,3 @@
 mod mask;
+mod normalised;
 mod secret_scan;
