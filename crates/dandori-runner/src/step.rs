@@ -773,13 +773,13 @@ impl Worker<'_, '_> {
         let part = (parts > 1).then_some((parts, parts));
         let message = self.message(part);
         let proof = self.commit(&message, false)?;
-        self.write_evidence(&proof)?;
-        commits.push(proof.clone());
         let patch = match self.staged_patch.take() {
             // HEAD was `base` when the index was measured and the commit holds that index.
             Some(p) if parts == 1 => p,
             _ => self.git.run(&["diff", "--binary", &base, &proof])?,
         };
+        self.write_evidence(&proof, &patch)?;
+        commits.push(proof.clone());
         // The patch of a committed change can be made again from the commit.
         dandori_fs::write_atomic_unsynced(self.cx.paths.patch(self.step_id()), patch)?;
         Ok(StepResult::Committed { commits })
@@ -1079,7 +1079,7 @@ impl Worker<'_, '_> {
         let message = self.message(None);
         let proof = self.commit(&message, false)?;
         dandori_fs::write_atomic_unsynced(self.cx.paths.patch(self.step_id()), "")?;
-        self.write_evidence(&proof)?;
+        self.write_evidence(&proof, "")?;
         Ok(StepResult::Committed {
             commits: vec![proof],
         })
@@ -1133,10 +1133,36 @@ impl Worker<'_, '_> {
         out
     }
 
+    /// Tests that passed at the base, are missing from the step's last run of
+    /// their command, and whose names the step's change took out of the sources
+    /// (a test the request renamed or deleted, not one that was lost).
+    fn removed_tests(&self, patch: &str) -> Vec<String> {
+        let Some(baseline) = self.cx.baseline else {
+            return Vec::new();
+        };
+        let mut last: BTreeMap<&str, &crate::evidence::CommandRun> = BTreeMap::new();
+        for r in &self.report.test_runs {
+            last.insert(r.command.as_str(), r);
+        }
+        let mut out = Vec::new();
+        for (command, r) in last {
+            let Some(base) = baseline.run_of(command) else {
+                continue;
+            };
+            for (id, passed) in &base.tests {
+                if *passed && !r.tests.contains_key(id) && crate::evidence::removed_by(patch, id) {
+                    out.push(id.clone());
+                }
+            }
+        }
+        out
+    }
+
     /// `evidence/Sxx.json`: the test runs behind the step's proof commit, read by
     /// the coverage judgement (also after a resume).
-    fn write_evidence(&self, commit: &str) -> Result<(), RunnerError> {
+    fn write_evidence(&self, commit: &str, patch: &str) -> Result<(), RunnerError> {
         let e = crate::evidence::StepEvidence {
+            removed_tests: self.removed_tests(patch),
             step_id: self.step_id().to_string(),
             commit: commit.to_string(),
             runs: self.report.test_runs.clone(),

@@ -41,7 +41,9 @@ pub fn select(
             &loaded.config.llm,
             &lookup,
         )?;
-    Ok(Some(planner.with_agent_runtime(
-        dandori_llm::AgentRuntime::from_config(&loaded.config, env),
-    ).with_secret_env(env)))
+    Ok(Some(
+        planner
+            .with_agent_runtime(dandori_llm::AgentRuntime::from_config(&loaded.config, env))
+            .with_secret_env(env),
+    ))
 }

@@ -394,13 +394,14 @@ impl LlmPlanner {
             validate: &validate,
         };
         let size_client = self.size_client.as_ref().unwrap_or(&self.client);
-        let result = engine::block_on(engine::run(&self.client, size_client, &inputs)).map_err(|e| {
-            let message = format!("cannot start the model call: {e}");
-            self.fail(
-                message.clone(),
-                ModelFailure::new(failure::PLANNING_DRAFT_FAILED, message, None),
-            )
-        })?;
+        let result =
+            engine::block_on(engine::run(&self.client, size_client, &inputs)).map_err(|e| {
+                let message = format!("cannot start the model call: {e}");
+                self.fail(
+                    message.clone(),
+                    ModelFailure::new(failure::PLANNING_DRAFT_FAILED, message, None),
+                )
+            })?;
         let calls = self.call_events();
         let out = match result {
             Ok(out) => out,

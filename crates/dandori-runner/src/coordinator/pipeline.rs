@@ -180,6 +180,7 @@ impl Coordinator<'_> {
                     already_satisfied: r.already_satisfied,
                     // Not carried by a remote step's report yet (docs/runner.md).
                     vacuous: Vec::new(),
+                    removed_tests: Vec::new(),
                 };
                 dandori_fs::write_atomic(
                     self.paths.evidence(&r.step_id),

@@ -299,6 +299,60 @@ pub struct StepEvidence {
     /// test targets: they pass on the code as it was and prove nothing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub vacuous: Vec<String>,
+    /// Tests that passed at the base and that the step's change took out of the
+    /// sources (renamed or deleted, [`removed_by`]): gone on purpose, not broken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_tests: Vec<String>,
+}
+
+/// The name a test id gives its test in the sources: `path::mod::name[param]`
+/// (pytest, cargo) → `name`; `name (module.Class)` (unittest) → `name`;
+/// `suite > name` (jest, vitest, node) → `name`; `Class.name` (JUnit) → `name`;
+/// `TestX/sub` (go) → `sub`.
+fn test_name(id: &str) -> &str {
+    let id = id.split('[').next().unwrap_or(id);
+    let id = id.split(" (").next().unwrap_or(id);
+    let id = id.rsplit("::").next().unwrap_or(id);
+    let id = id.rsplit(" > ").next().unwrap_or(id);
+    let id = if id.contains(' ') {
+        id
+    } else {
+        id.rsplit(['.', '/']).next().unwrap_or(id)
+    };
+    id.trim()
+}
+
+/// Whether `patch` (a unified diff) took the test `id` out of the sources: a
+/// removed line names it and no added line does. A test that disappears while
+/// its definition stays (a collection error, a lost file) is not removed.
+pub fn removed_by(patch: &str, id: &str) -> bool {
+    let name = test_name(id);
+    if name.len() < 3 {
+        return false;
+    }
+    let mut removed = false;
+    for line in patch.lines() {
+        if line.starts_with("+++") || line.starts_with("---") {
+            continue;
+        }
+        if let Some(l) = line.strip_prefix('+') {
+            if names(l, name) {
+                return false;
+            }
+        } else if let Some(l) = line.strip_prefix('-') {
+            removed |= names(l, name);
+        }
+    }
+    removed
+}
+
+/// `line` holds `name` as a whole word.
+fn names(line: &str, name: &str) -> bool {
+    let word = |c: char| c.is_alphanumeric() || c == '_';
+    line.match_indices(name).any(|(i, _)| {
+        !line[..i].chars().next_back().is_some_and(word)
+            && !line[i + name.len()..].chars().next().is_some_and(word)
+    })
 }
 
 /// The step credited with making a check green that `steps[i]` first saw green:
@@ -612,7 +666,12 @@ fn judge_regression(
             last.insert(r.command.as_str(), (r, s));
         }
     }
+    let removed: std::collections::BTreeSet<&str> = steps
+        .iter()
+        .flat_map(|s| s.removed_tests.iter().map(String::as_str))
+        .collect();
     let mut broken = Vec::new();
+    let mut gone = Vec::new();
     let mut checked = 0;
     for (t, cmd) in &passing_at_base {
         if let Some((r, _)) = last.get(cmd) {
@@ -622,11 +681,27 @@ fn judge_regression(
             } else {
                 r.tests.get(t) == Some(&true)
             };
-            if !still {
+            let taken_out =
+                !r.tests.is_empty() && !r.tests.contains_key(t) && removed.contains(t.as_str());
+            if still {
+                continue;
+            }
+            if taken_out {
+                gone.push(t.as_str());
+            } else {
                 broken.push(t.as_str());
             }
         }
     }
+    let gone_note = if gone.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; {} taken out of the sources by the change: {}",
+            gone.len(),
+            gone.join(", ")
+        )
+    };
     if checked == 0 {
         return j;
     }
@@ -635,10 +710,10 @@ fn judge_regression(
     j.green_commit = Some(latest.commit.clone());
     j.log = latest.runs.first().map(|r| r.log.clone());
     if broken.is_empty() {
-        j.after_result = format!("{checked} still passing");
+        j.after_result = format!("{} still passing{gone_note}", checked - gone.len());
         j.status = AcStatus::Covered;
     } else {
-        j.after_result = format!("{} broken: {}", broken.len(), broken.join(", "));
+        j.after_result = format!("{} broken: {}{gone_note}", broken.len(), broken.join(", "));
         j.status = AcStatus::NotCovered;
         j.green_step = None;
         j.green_commit = None;
@@ -653,6 +728,27 @@ pub fn exit_str(code: Option<i32>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_test_the_change_renamed_is_removed_and_a_lost_one_is_not() {
+        let patch = "--- a/src/stats.rs\n+++ b/src/stats.rs\n@@ -1 +1 @@\n-    fn total_of_three() {\n+    fn sum_of_three() {\n";
+        assert!(removed_by(patch, "stats::tests::total_of_three"));
+        assert!(!removed_by(patch, "stats::tests::sum_of_three"));
+        assert!(!removed_by(patch, "stats::tests::mean_of_two"));
+        // A test renamed back and forth in one patch stays named by an added line.
+        let kept = "-def test_total():\n+def test_total():  # faster\n";
+        assert!(!removed_by(kept, "tests/test_s.py::test_total"));
+        assert!(removed_by(
+            "-    def test_product(self):\n",
+            "test_product (tests.test_core.MulTest.test_product)"
+        ));
+        assert!(removed_by("-  it('adds two', () => {\n", "math > adds two"));
+        // A longer name holding the test's name is another test.
+        assert!(!removed_by(
+            "-fn total_of_three_more() {\n",
+            "m::total_of_three"
+        ));
+    }
 
     fn run(cmd: &str, exit: i32, tests: &[(&str, bool)]) -> CommandRun {
         CommandRun {
@@ -731,6 +827,7 @@ mod tests {
             runs,
             already_satisfied: false,
             vacuous: Vec::new(),
+            removed_tests: Vec::new(),
         };
         let only_grep = vec![step(vec![
             run(grep, 0, &[]),
