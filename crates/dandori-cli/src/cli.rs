@@ -389,7 +389,7 @@ pub struct TraceArgs {
     /// Only events since an RFC 3339 time or a duration back from now (`15m`, `2h`).
     #[arg(long)]
     pub since: Option<String>,
-    /// Seed 003 §7.1 view: `summary` (each phase's start, decisions and end) or
+    /// Which events: `summary` (each phase's start, decisions and end) or
     /// `full` (every event, the details too).
     #[arg(long, value_name = "summary|full")]
     pub visibility: Option<String>,

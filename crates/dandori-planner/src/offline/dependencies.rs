@@ -231,9 +231,12 @@ fn new_files(ctx: &PlanningContext, items: &[Item], subtasks: &mut [DraftSubtask
         for p in &s.target_paths {
             let p = p.trim_end_matches('/');
             let is_file = p.rsplit('/').next().is_some_and(|b| b.contains('.'));
+            // The first subtask (plan order) that targets a new file creates
+            // it; a later one that targets it too edits what the first made.
             if is_file
                 && !crate::gathering::has_file(&ctx.scan, p)
                 && !crate::gathering::has_dir(&ctx.scan, p)
+                && !created.iter().any(|(_, q)| q == p)
             {
                 created.push((i, p.to_string()));
             }

@@ -222,16 +222,30 @@ impl LlmExecutor {
         let clock = std::time::Instant::now();
         let out = self.runtime.block_on(self.client.chat(request));
         let config = self.client.config();
-        let mut data = json!({
-            "step_id": step_id,
-            "purpose": purpose,
-            "provider": config.name,
-            "provider_kind": config.kind,
-            "request_model": config.model,
-            "started_at": started_at,
-            "duration_ms": clock.elapsed().as_millis() as u64,
-            "ok": out.is_ok(),
-        });
+        // The client's own record of the call, whatever its outcome: attempts,
+        // retries, first token, and the usage a failed call still spent
+        // (reported, else estimated).
+        let mut data = match self
+            .client
+            .take_calls()
+            .pop()
+            .and_then(|r| serde_json::to_value(r).ok())
+        {
+            Some(record @ Value::Object(_)) => record,
+            _ => json!({}),
+        };
+        for (key, value) in [
+            ("step_id", json!(step_id)),
+            ("purpose", json!(purpose)),
+            ("provider", json!(config.name)),
+            ("provider_kind", json!(config.kind)),
+            ("request_model", json!(config.model)),
+            ("started_at", json!(started_at)),
+            ("duration_ms", json!(clock.elapsed().as_millis() as u64)),
+            ("ok", json!(out.is_ok())),
+        ] {
+            data[key] = value;
+        }
         match &out {
             Ok(r) => {
                 data["model"] = json!(r.model);
