@@ -139,8 +139,9 @@ fn every_readme_command_runs() {
                 // into a fresh prefix and venv): checked, the path is where they are.
                 let artefact = words.last().map(String::as_str).unwrap_or_default();
                 assert!(
-                    artefact.starts_with("target/package/dandori-")
-                        && (artefact.ends_with(".tgz") || artefact.ends_with(".whl")),
+                    (artefact.starts_with("target/package/dandori-") && artefact.ends_with(".tgz"))
+                        || (artefact.starts_with("target/package/dandori_cli-")
+                            && artefact.ends_with(".whl")),
                     "README.md:{line}: `{cmd}`"
                 );
                 continue;

@@ -330,17 +330,24 @@ impl LlmPlanner {
     /// failed and abandoned alike, so the trace and `dandori metrics` count
     /// every request the server saw.
     fn call_events(&self) -> Vec<dandori_llm::CallRecord> {
-        let mut all = Vec::new();
+        // Both clients' calls (the size estimation may have its own), in the
+        // order they started.
+        let mut all: Vec<(dandori_llm::CallRecord, &Client)> = Vec::new();
         for client in std::iter::once(&self.client).chain(self.size_client.as_ref()) {
-            all.extend(self.client_call_events(client));
+            all.extend(client.take_calls().into_iter().map(|r| (r, client)));
         }
-        all
+        all.sort_by(|a, b| a.0.started_at.cmp(&b.0.started_at));
+        let mut calls = Vec::new();
+        for (call, client) in all {
+            self.call_event(&call, client);
+            calls.push(call);
+        }
+        calls
     }
 
-    fn client_call_events(&self, client: &Client) -> Vec<dandori_llm::CallRecord> {
-        let calls = client.take_calls();
+    fn call_event(&self, call: &dandori_llm::CallRecord, client: &Client) {
         let c = client.config();
-        for call in &calls {
+        {
             let mut data = json!({"provider": c.name, "provider_kind": c.kind,
                 "request_model": c.model, "ok": call.outcome == dandori_llm::CallOutcome::Ok});
             if let (Some(obj), Ok(serde_json::Value::Object(rec))) =
@@ -350,7 +357,6 @@ impl LlmPlanner {
             }
             self.emit(events::LLM_CALL, data);
         }
-        calls
     }
 
     fn usage_event(&self, out: Option<&EngineOutput>) {
