@@ -222,7 +222,9 @@ fn recovers_from_every_fault() {
     assert!(reasons[3].contains("cannot decode"), "{reasons:?}");
     // A silent server: the first-token limit (the request's 1 s by default).
     assert!(
-        reasons[4].contains("no first token") && reasons[4].contains("within 1s"),
+        // The first-token and request limits are both 1 s here: either may fire.
+        (reasons[4].contains("no first token") && reasons[4].contains("within 1s"))
+            || reasons[4].contains("timed out after 1s"),
         "{reasons:?}"
     );
     assert!(reasons[5].contains("HTTP 429"), "{reasons:?}");
