@@ -68,7 +68,17 @@ fn audit_github(file: &Path) -> String {
     std::fs::create_dir_all(&home).unwrap();
     // The auditor persona: every audit, pedantic ones included.
     let z = Command::new(ci_lint("zizmor"))
-        .args(["--offline", "--persona", "auditor", "--format", "plain"])
+        // `--color never`: zizmor colours its output whenever `CI` is set,
+        // as it is in CI, and the report is matched as text below.
+        .args([
+            "--offline",
+            "--persona",
+            "auditor",
+            "--format",
+            "plain",
+            "--color",
+            "never",
+        ])
         .arg(file)
         .env("HOME", &home)
         .env("XDG_CACHE_HOME", &home)
