@@ -83,6 +83,19 @@ impl Default for EnvironmentSetupConfig {
 pub struct EnvExecutionConfig {
     pub command_timeout_seconds: u64,
     pub max_retries: u32,
+    /// Which index an install without a lock resolves against: `base_commit`
+    /// (the default), the packages published by the base commit's date, the
+    /// versions the project was developed and tested with; `now`, today's.
+    pub resolve_as_of: ResolveAsOf,
+}
+
+/// `planning.environment_setup.execution.resolve_as_of`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolveAsOf {
+    #[default]
+    BaseCommit,
+    Now,
 }
 
 impl Default for EnvExecutionConfig {
@@ -90,6 +103,7 @@ impl Default for EnvExecutionConfig {
         EnvExecutionConfig {
             command_timeout_seconds: 1800,
             max_retries: 2,
+            resolve_as_of: ResolveAsOf::BaseCommit,
         }
     }
 }

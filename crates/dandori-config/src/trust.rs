@@ -264,6 +264,10 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
             Limit,
         ),
         ("planning.environment_setup.execution.max_retries", Limit),
+        (
+            "planning.environment_setup.execution.resolve_as_of",
+            Neutral,
+        ),
         ("planning.environment_setup.verification", Neutral),
         ("planning.environment_setup.regeneration", Neutral),
         ("planning.environment_setup.analysis", Neutral),

@@ -172,6 +172,10 @@ pub struct SetupRecord {
     /// `dependencies_without_project` after the editable install failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub install_rung: Option<String>,
+    /// The date unlocked requirements were resolved as of
+    /// (`execution.resolve_as_of: base_commit`), when that resolution held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_as_of: Option<String>,
     /// Untracked paths the setup created, excluded in `.git/info/exclude` and
     /// left out of the reuse fingerprint.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -166,13 +166,15 @@ pub fn choose<'a>(analysis: &'a EnvironmentAnalysis, target_language: Option<&st
         }
     };
     let describe = |e: &Ecosystem| {
-        let files: Vec<&str> = e
+        // The root's own files first, then members', shallowest first.
+        let mut files: Vec<&str> = e
             .files
             .iter()
             .filter(|f| !f.ends_with(".lock") || e.files.len() < 4)
             .map(String::as_str)
-            .take(3)
             .collect();
+        files.sort_by_key(|f| (f.matches('/').count(), *f));
+        files.truncate(3);
         files.join(", ")
     };
 
@@ -769,14 +771,14 @@ fn pip_commands(
         c.setup.push(at(format!("{py} -m venv {VENV_DIR}")));
     }
     let mut args: Vec<String> = Vec::new();
-    let mut req_files: Vec<String> = e
-        .files
-        .iter()
-        .filter(|f| f.ends_with(".txt") && !f.ends_with("runtime.txt"))
-        .filter(|f| analyzer_dir_of(f, e))
-        .map(|f| rel_in(e, f))
-        .collect();
-    req_files.sort_by_key(|f| (f != "requirements.txt", f.clone()));
+    let req_files = requirement_files(
+        e.files
+            .iter()
+            .filter(|f| f.ends_with(".txt") && !f.ends_with("runtime.txt"))
+            .filter(|f| analyzer_dir_of(f, e))
+            .map(|f| rel_in(e, f))
+            .collect(),
+    );
     for f in &req_files {
         // A constraints file limits versions; it does not ask for packages.
         let constraints = file_name_of(f).contains("constraint");
@@ -1071,6 +1073,43 @@ fn pep508_without_marker(d: &analyzer::Dependency) -> Option<String> {
 fn importable_from_source(py_bin: &str) -> String {
     let code = "import os, sysconfig; d = os.getcwd(); s = os.path.join(d, 'src'); paths = [d] + ([s] if os.path.isdir(s) else []); open(os.path.join(sysconfig.get_paths()['purelib'], '_dandori_project.pth'), 'w').write(chr(10).join(paths) + chr(10)); print('OK')";
     format!("{py_bin} -c {}", dq(code))
+}
+
+/// The requirement files a test run needs: all of this directory's but those
+/// whose names give them to another job of the project's matrix (docs, build,
+/// typing, lint, release) or to its oldest-version run (`tests-min.txt`), whose
+/// pins conflict with the others'. The base `requirements.txt` first.
+fn requirement_files(mut files: Vec<String>) -> Vec<String> {
+    const OTHER_JOBS: &[&str] = &[
+        "doc",
+        "docs",
+        "build",
+        "typing",
+        "mypy",
+        "lint",
+        "linting",
+        "style",
+        "release",
+        "publish",
+        "min",
+        "minimum",
+        "lowest",
+        "oldest",
+        "bench",
+        "benchmark",
+        "precommit",
+        "upload",
+        "deploy",
+    ];
+    let other_job = |f: &String| {
+        let name = file_name_of(f)
+            .trim_end_matches(".txt")
+            .to_ascii_lowercase();
+        name.split(['-', '_', '.']).any(|w| OTHER_JOBS.contains(&w))
+    };
+    files.sort_by_key(|f| (f != "requirements.txt", f.clone()));
+    let chosen: Vec<String> = files.iter().filter(|f| !other_job(f)).cloned().collect();
+    if chosen.is_empty() { files } else { chosen }
 }
 
 fn analyzer_dir_of(f: &str, e: &Ecosystem) -> bool {

@@ -504,6 +504,7 @@ pub fn run(
         blocked: None,
         regenerations: Vec::new(),
         install_rung: None,
+        resolved_as_of: None,
         created_files: Vec::new(),
         tool_bootstrap: None,
         variables: BTreeMap::new(),
@@ -545,6 +546,15 @@ pub fn run(
             ))
         });
     let mut constraints_written = false;
+    // Installs without a lock resolve as of the base commit's date.
+    let mut as_of = resolve_as_of(&repo, selected, &opts.config, &opts.base_env)
+        .filter(|_| lock_constraints.is_none());
+    if let Some(date) = &as_of {
+        opts.say(&format!(
+            "environment: resolving unlocked requirements as of {date}, the base commit's date (execution.resolve_as_of: now for today's index)"
+        ));
+        setup.resolved_as_of = Some(date.clone());
+    }
     // A manifest of the environment that does not parse: setup would install
     // something other than what the project declares.
     let manifest_errors: Vec<String> = selected
@@ -621,6 +631,12 @@ pub fn run(
             let mut attempt: u32 = 0;
             loop {
                 attempt += 1;
+                let dated = as_of.as_ref().filter(|_| line.contains("uv pip install"));
+                match dated {
+                    Some(date) => env.insert(UV_EXCLUDE_NEWER.to_string(), date.clone()),
+                    None => env.remove(UV_EXCLUDE_NEWER),
+                };
+                let dated = dated.is_some();
                 step += 1;
                 let refused_before = proxy.as_ref().map_or(0, |p| p.refusals().len());
                 let mut record = CommandRecord {
@@ -765,6 +781,24 @@ pub fn run(
                             p.allowed().join(", ")
                         ),
                     });
+                }
+                // Nothing published by the base commit's date satisfies the
+                // requirements (a pin newer than the commit): today's index.
+                if dated && class != ErrorClass::Retryable && refused.is_empty() {
+                    let date = as_of.take().unwrap_or_default();
+                    opts.say(&format!(
+                        "`{line}` found no solution as of {date}: resolving with today's index"
+                    ));
+                    setup.warnings.push(format!(
+                        "`{line}` failed ({}) resolving as of {date}; resolved with today's index",
+                        kind.as_str()
+                    ));
+                    setup.resolved_as_of = None;
+                    record.error_kind = Some(kind);
+                    record.error_class = Some(class);
+                    setup.blocked = None;
+                    setup.commands_executed.push(record);
+                    continue;
                 }
                 let retries_left = attempt <= opts.config.execution.max_retries;
                 if class == ErrorClass::Retryable && !retries_left {
@@ -1166,6 +1200,36 @@ fn git(repo: &Path, args: &[&str], base: &BTreeMap<String, String>) -> Option<St
 }
 
 /// Untracked paths of the work tree (`None` outside a git repository).
+/// uv's variable for `--exclude-newer`.
+const UV_EXCLUDE_NEWER: &str = "UV_EXCLUDE_NEWER";
+
+/// The date a Python project's unlocked install resolves as of
+/// (`execution.resolve_as_of: base_commit`): the committer date of the
+/// checkout's HEAD, the commit being set up. `None` for a lock-driven install
+/// (uv.lock, poetry.lock, Pipfile.lock pin everything already), another
+/// ecosystem, no git, or `resolve_as_of: now`.
+fn resolve_as_of(
+    repo: &Path,
+    selected: &SelectedEnvironment,
+    config: &EnvironmentSetupConfig,
+    base: &BTreeMap<String, String>,
+) -> Option<String> {
+    let pip = selected
+        .extra
+        .get("package_manager")
+        .and_then(|v| v.as_str())
+        == Some("pip");
+    if config.execution.resolve_as_of != dandori_config::ResolveAsOf::BaseCommit
+        || selected.name != crate::analyzer::PYTHON
+        || !pip
+    {
+        return None;
+    }
+    let date = git(repo, &["log", "-1", "--format=%cI", "HEAD"], base)?;
+    let date = date.trim();
+    (date.len() >= 20 && date.as_bytes()[4] == b'-').then(|| date.to_string())
+}
+
 fn git_untracked(repo: &Path, base: &BTreeMap<String, String>) -> Option<Vec<String>> {
     let out = git(
         repo,

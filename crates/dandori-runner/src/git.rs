@@ -383,6 +383,26 @@ impl Git {
         Ok(ok)
     }
 
+    /// The plan's base: a branch, or the commit a detached HEAD was at when
+    /// the plan was made (a CI checkout, a bisect): a full commit id that exists.
+    pub fn base_exists(&self, base: &str) -> Result<bool, RunnerError> {
+        if self.branch_exists(base)? {
+            return Ok(true);
+        }
+        let commit_id =
+            matches!(base.len(), 40 | 64) && base.chars().all(|c| c.is_ascii_hexdigit());
+        if !commit_id {
+            return Ok(false);
+        }
+        let (ok, _, _) = self.output(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{base}^{{commit}}"),
+        ])?;
+        Ok(ok)
+    }
+
     pub fn current_branch(&self) -> Result<Option<String>, RunnerError> {
         let (ok, out, _) = self.output(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
         Ok(ok.then(|| out.trim().to_string()))

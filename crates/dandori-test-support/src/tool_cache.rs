@@ -34,3 +34,24 @@ pub fn with_program(program: &str) -> tempfile::TempDir {
         .unwrap_or_else(|e| panic!("linking {program} in the cache: {e}"));
     cache
 }
+
+/// A PATH of the system's programs without `tool`, whatever this machine has
+/// installed (CI installs go for the `go test` runner tests, say): a directory
+/// of links to everything in /usr/local/bin, /usr/bin and /bin but `tool`,
+/// alive as long as the returned guard.
+pub fn path_without(tool: &str) -> (String, tempfile::TempDir) {
+    let bin = tempfile::tempdir().unwrap_or_else(|e| panic!("a temporary directory: {e}"));
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let link = bin.path().join(&name);
+            if name != tool && !link.exists() {
+                let _ = std::os::unix::fs::symlink(e.path(), link);
+            }
+        }
+    }
+    (bin.path().display().to_string(), bin)
+}

@@ -73,10 +73,8 @@ fn detect_reports_every_ecosystem_and_the_selection() {
 fn blocked_environment_exits_3_with_a_report() {
     let repo = fixture_copy("blocked_go");
     let r = repo_arg(repo.path());
-    let (code, out, _) = dandori(
-        &["env", "setup", "--repo", &r, "--json"],
-        Some("/usr/bin:/bin"),
-    );
+    let (path, _bin) = dandori_test_support::tool_cache::path_without("go");
+    let (code, out, _) = dandori(&["env", "setup", "--repo", &r, "--json"], Some(&path));
     assert_eq!(code, 3);
     let v: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["overall_status"], "blocked");
@@ -306,7 +304,8 @@ fn a_missing_repo_path_is_named_with_a_reason_code_by_every_command() {
 fn verify_fails_after_a_blocked_setup() {
     let repo = fixture_copy("blocked_go");
     let r = repo_arg(repo.path());
-    let path = Some("/usr/bin:/bin");
+    let (path, _bin) = dandori_test_support::tool_cache::path_without("go");
+    let path = Some(path.as_str());
     let (code, _, _) = dandori(&["env", "setup", "--repo", &r, "--json"], path);
     assert_eq!(code, 3);
     let (code, out, err) = dandori(&["env", "verify", "--repo", &r, "--json"], path);

@@ -196,11 +196,10 @@ fn outcome(f: &Fixture) -> Outcome {
     (commits, steps)
 }
 
-#[test]
-fn run_json_prints_the_completion_summary() {
-    let f = fixture();
-    let args = run_args(&f);
-    let out = dandori(&f, &args.iter().map(String::as_str).collect::<Vec<_>>())
+/// `dandori run --json` of the fixture's plan, which must exit 0: its summary.
+fn run_ok(f: &Fixture) -> Value {
+    let args = run_args(f);
+    let out = dandori(f, &args.iter().map(String::as_str).collect::<Vec<_>>())
         .output()
         .unwrap();
     assert_eq!(
@@ -209,7 +208,13 @@ fn run_json_prints_the_completion_summary() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn run_json_prints_the_completion_summary() {
+    let f = fixture();
+    let v = run_ok(&f);
     assert_eq!(v["phase"], "completion");
     assert_eq!(v["status"], "completed");
     assert_eq!(v["summary"]["goal_achieved"], true);
@@ -235,6 +240,23 @@ fn run_json_prints_the_completion_summary() {
             "S03: Write S03"
         ]
     );
+}
+
+/// A plan made on a detached HEAD (a CI checkout, a bisect, a tag) has the
+/// commit id as its base: the run branches from that commit.
+#[test]
+fn a_plan_on_a_detached_head_runs_from_its_commit() {
+    let f = fixture();
+    let head = git(&f.repo, &["rev-parse", "HEAD"]).trim().to_string();
+    git(&f.repo, &["checkout", "-q", "--detach", "HEAD"]);
+    let planning = f.run_dir.join("planning.json");
+    let mut plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(&planning).unwrap()).unwrap();
+    plan["base_branch"] = Value::String(head.clone());
+    std::fs::write(&planning, serde_json::to_string_pretty(&plan).unwrap()).unwrap();
+    run_ok(&f);
+    let base = git(&f.repo, &["merge-base", &head, "dandori/RQ-9/run-9"]);
+    assert_eq!(base.trim(), head);
 }
 
 #[test]

@@ -633,7 +633,14 @@ pub(crate) fn analyze_inner(
                 m.files.extend(e.files);
                 m.files.sort();
                 m.files.dedup();
-                m.dependencies.extend(e.dependencies);
+                // A Python project nested in another (`examples/celery`,
+                // `docs/tutorial`) is a project of its own unless the outer one
+                // names it (a uv workspace member, a path dependency): its
+                // dependencies (often the outer package itself, from the index)
+                // are not the outer project's.
+                if e.name != PYTHON || python_member(m, &e.dir, &mut reader) {
+                    m.dependencies.extend(e.dependencies);
+                }
                 m.members.push(e.dir);
                 m.has_build_file |= e.has_build_file;
                 // A member's pin stands for the project when it has none; a
@@ -660,9 +667,33 @@ pub(crate) fn analyze_inner(
     }
 }
 
+/// Whether the Python project in `dir` belongs to `host`: the host has no
+/// project of its own, or its `pyproject.toml` names the directory (a workspace
+/// member, `members = ["packages/*"]`, or a path dependency).
+fn python_member(host: &Ecosystem, dir: &str, reader: &mut Reader<'_>) -> bool {
+    if !host.has_build_file {
+        return true;
+    }
+    let Some(text) = reader.read(&host.rel("pyproject.toml")) else {
+        return false;
+    };
+    let rel = if host.dir == "." {
+        dir
+    } else {
+        dir.strip_prefix(&format!("{}/", host.dir)).unwrap_or(dir)
+    };
+    let parent = parent_dir(rel);
+    text.contains(rel) || (parent != "." && text.contains(&format!("{parent}/*")))
+}
+
 /// Splits a PEP 508 requirement (`name[extra]>=1; marker`) into name and spec.
 pub(crate) fn split_requirement(req: &str) -> Option<(String, Option<String>, Option<String>)> {
     let req = req.trim();
+    // A bare URL or path (`https://…/main.tar.gz`, `./vendor/pkg`) names no
+    // distribution; `name @ https://…` does.
+    if (req.contains("://") && !req.contains(" @ ")) || req.starts_with(['.', '/']) {
+        return None;
+    }
     let (body, marker) = match req.split_once(';') {
         Some((b, m)) => (b.trim(), Some(m.trim().to_string())),
         None => (req, None),

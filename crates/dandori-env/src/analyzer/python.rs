@@ -735,8 +735,12 @@ fn tox_testenv_values(text: &str, key: &str) -> Vec<String> {
 }
 
 /// `tox.ini` `[testenv]` `deps` (the simple cases): requirement lines, and
-/// `-r{toxinidir}/file` includes; lines with other substitutions are skipped,
-/// factor prefixes (`py311: pytest`) are dropped. Dev dependencies.
+/// `-r{toxinidir}/file` includes; lines with other substitutions are skipped.
+/// A factor-conditional line counts only when its factors are Python versions
+/// (`py311: pytest` → `pytest`): `min: -r requirements/min.txt` or
+/// `dev: https://…/main.tar.gz` belong to other environments of the matrix
+/// (oldest pins, development heads), not to the one a plain run uses. Dev
+/// dependencies.
 fn parse_tox(
     text: &str,
     rel: &str,
@@ -749,9 +753,14 @@ fn parse_tox(
         if value.is_empty() {
             continue;
         }
-        // `py38,py39: pytest<8` → `pytest<8`.
+        // `py38,py39: pytest<8` → `pytest<8`; `min: …` → skipped.
         let value = match value.split_once(": ") {
-            Some((factors, dep)) if !factors.contains(' ') => dep.trim(),
+            Some((factors, dep)) if !factors.contains(' ') => {
+                if !factors.split([',', '-']).all(is_python_factor) {
+                    continue;
+                }
+                dep.trim()
+            }
             _ => value,
         };
         if let Some(inc) = value.strip_prefix("-r") {
@@ -771,6 +780,16 @@ fn parse_tox(
             out.push(dep(name, spec, DependencyKind::Dev, false, None, rel));
         }
     }
+}
+
+/// A tox factor naming a Python version: `py`, `py3`, `py311`, `pypy39`, `py3.12`.
+fn is_python_factor(f: &str) -> bool {
+    let f = f.trim();
+    let rest = f
+        .strip_prefix("pypy")
+        .or_else(|| f.strip_prefix("py"))
+        .unwrap_or("x");
+    rest.chars().all(|c| c.is_ascii_digit() || c == '.')
 }
 
 /// `noxfile.py`: the `session.install(…)` string arguments of the test sessions

@@ -55,8 +55,11 @@ impl FileServer {
                     let path = path.replace("%2f", "/").replace("%2F", "/");
                     let mut file = root.join(path.trim_start_matches('/'));
                     if file.is_dir() {
-                        // A PEP 503 page, or an npm packument.
-                        file = if file.join("index.json").is_file() {
+                        // A PEP 691 page (with PEP 700 upload times), a PEP
+                        // 503 one, or an npm packument.
+                        file = if file.join("index.v1.json").is_file() {
+                            file.join("index.v1.json")
+                        } else if file.join("index.json").is_file() {
                             file.join("index.json")
                         } else {
                             file.join("index.html")
@@ -66,7 +69,9 @@ impl FileServer {
                         Ok(b) => (
                             "200 OK",
                             b,
-                            if file.extension().is_some_and(|e| e == "html") {
+                            if file.ends_with("index.v1.json") {
+                                "application/vnd.pypi.simple.v1+json"
+                            } else if file.extension().is_some_and(|e| e == "html") {
                                 "text/html"
                             } else if file.extension().is_some_and(|e| e == "json") {
                                 "application/json"
@@ -94,7 +99,7 @@ impl FileServer {
 }
 
 /// A PEP 503 index in `root` (`simple/<name>/`, `files/`) with real wheels.
-struct Index {
+pub(super) struct Index {
     root: PathBuf,
     server: FileServer,
 }
@@ -123,7 +128,7 @@ print(whl)
 "#;
 
 impl Index {
-    fn new(root: &Path) -> Index {
+    pub(super) fn new(root: &Path) -> Index {
         std::fs::create_dir_all(root.join("files")).unwrap();
         Index {
             root: root.to_path_buf(),
@@ -132,7 +137,7 @@ impl Index {
     }
 
     /// Builds `name`-`version` as a wheel and lists it in the index.
-    fn publish(&self, name: &str, version: &str) {
+    pub(super) fn publish(&self, name: &str, version: &str) {
         let out = std::process::Command::new("python3")
             .args(["-c", WHEEL_PY])
             .arg(self.root.join("files"))
@@ -156,6 +161,43 @@ impl Index {
         .unwrap();
     }
 
+    /// The project's page as PyPI's JSON API serves it (PEP 691), each wheel
+    /// with its upload time (PEP 700): what `--exclude-newer` reads.
+    pub(super) fn publish_dated(&self, name: &str, versions: &[(&str, &str)]) {
+        let mut files = Vec::new();
+        for (version, uploaded) in versions {
+            self.publish(name, version);
+            let f = format!("{}-{version}-py3-none-any.whl", name.replace('-', "_"));
+            let bytes = std::fs::read(self.root.join("files").join(&f)).unwrap();
+            let out = std::process::Command::new("python3")
+                .args([
+                    "-c",
+                    "import hashlib,sys; print(hashlib.sha256(open(sys.argv[1],'rb').read()).hexdigest())",
+                ])
+                .arg(self.root.join("files").join(&f))
+                .output()
+                .unwrap();
+            assert!(out.status.success() && !bytes.is_empty());
+            files.push(serde_json::json!({
+                "filename": f,
+                "url": self.server.url(&format!("files/{f}")),
+                "hashes": {"sha256": String::from_utf8_lossy(&out.stdout).trim()},
+                "upload-time": uploaded,
+            }));
+        }
+        let page = serde_json::json!({
+            "meta": {"api-version": "1.1"},
+            "name": name,
+            "files": files,
+            "versions": versions.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
+        });
+        std::fs::write(
+            self.root.join("simple").join(name).join("index.v1.json"),
+            page.to_string(),
+        )
+        .unwrap();
+    }
+
     fn simple(&self) -> String {
         self.server.url("simple/")
     }
@@ -163,7 +205,7 @@ impl Index {
 
 /// The system PATH plus uv, the index as the only registry, the package caches
 /// in `tmp` (nothing of the user's is touched).
-fn index_env(index: &Index, tmp: &Path) -> BTreeMap<String, String> {
+pub(super) fn index_env(index: &Index, tmp: &Path) -> BTreeMap<String, String> {
     require_tool("uv");
     let path = std::env::var("PATH").unwrap_or_default();
     let uv = dandori_exec::run::find_program("uv", &path, Path::new("/")).unwrap();
@@ -197,7 +239,7 @@ fn run(repo: &Path, env: &BTreeMap<String, String>, argv: &[&str]) {
     assert!(o.success(), "{argv:?}: {}{}", o.stdout_tail, o.stderr_tail);
 }
 
-fn setup_in(
+pub(super) fn setup_in(
     repo: &Path,
     env: &BTreeMap<String, String>,
     tools: &[&str],
@@ -420,14 +462,16 @@ fn a_pin_the_index_lacks_blocks_the_setup_naming_package_and_version() {
     git_init(&repo);
     let (_, out) = setup_in(&repo, &env, &["uv", "python3"]);
     assert_blocked_on(&out, "`demo-lib` 9.9.9");
-    // Not retried, not regenerated: one attempt.
+    // Not retried, not regenerated: one attempt as of the commit's date (the
+    // pin may be newer than the commit), one against today's index.
     let attempts = out
         .setup_result
         .commands_executed
         .iter()
         .filter(|c| c.command.contains("requirements.txt"))
         .count();
-    assert_eq!(attempts, 1, "{:#?}", out.setup_result.commands_executed);
+    assert_eq!(attempts, 2, "{:#?}", out.setup_result.commands_executed);
+    assert_eq!(out.setup_result.resolved_as_of, None);
 }
 
 /// `npm ci` with a lock whose pinned tarball the registry answers with 404 (what

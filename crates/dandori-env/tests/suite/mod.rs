@@ -1,4 +1,5 @@
 mod analysis;
+mod as_of;
 mod bootstrap;
 mod classify;
 mod installer;
@@ -52,6 +53,15 @@ pub fn system_env() -> BTreeMap<String, String> {
     let mut env = dandori_exec::run::base_env();
     env.insert("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into());
     env
+}
+
+/// `system_env()` with a PATH that has no `tool` on it, whatever this machine
+/// has installed; the PATH's directory lives as long as the returned guard.
+pub fn env_without(tool: &str) -> (BTreeMap<String, String>, tempfile::TempDir) {
+    let (path, guard) = dandori_test_support::tool_cache::path_without(tool);
+    let mut env = system_env();
+    env.insert("PATH".into(), path);
+    (env, guard)
 }
 
 /// `git init` + one commit of everything in `dir`.

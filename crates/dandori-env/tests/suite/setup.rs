@@ -13,7 +13,7 @@ use dandori_env::{EnvError, EnvironmentAnalysis, Toolchain, analyze, select_envi
 use dandori_exec::{CommandSpec, run_command};
 use pretty_assertions::assert_eq;
 
-use super::{copy_fixture, git_init, require_tool, system_env};
+use super::{copy_fixture, git_init, require_tool};
 
 fn analysis(dir: &std::path::Path) -> EnvironmentAnalysis {
     analyze(dir, &AnalysisConfig::default())
@@ -252,7 +252,10 @@ fn detected_go_without_a_toolchain_is_blocked_at_once() {
     let sel = select_environment_with(&a, None, &Toolchain::with(&[]));
     assert_eq!(sel.name, "go");
     let mut opts = SetupOptions::new(repo.path());
-    opts.base_env = system_env();
+    // No toolchain, even where the machine has one (CI installs go for the
+    // runner's `go test` tests).
+    let (env, _bin) = super::env_without("go");
+    opts.base_env = env;
     let out = setup::run(&sel, &opts).unwrap();
     assert_eq!(out.overall_status, OverallStatus::Blocked);
     let b = out.setup_result.blocked.clone().unwrap();

@@ -176,6 +176,69 @@ fn requirement_files_of_other_python_versions_and_constraints() {
     assert!(!install.contains("requirements/3.3"), "{install}");
 }
 
+/// The shape of Flask 2.3's checkout: pip-compile-multi files per job under
+/// `requirements/` (one of them the oldest supported pins), a tox matrix whose
+/// `min:` and `dev:` factors belong to other environments, and example projects
+/// of their own under `examples/` that depend on the package from the index.
+#[test]
+fn other_jobs_requirement_files_tox_factors_and_example_projects_stay_out() {
+    let dir = repo(&[
+        (
+            "pyproject.toml",
+            "[project]\nname = \"demo\"\ndependencies = [\"click>=8.0\"]\n\n[build-system]\nrequires = [\"setuptools\"]\n",
+        ),
+        ("src/demo/__init__.py", ""),
+        ("tests/test_a.py", "def test_x():\n    assert 1\n"),
+        ("requirements/tests.txt", "pytest==7.2.0\n"),
+        ("requirements/tests-pallets-min.txt", "click==8.0.0\n"),
+        ("requirements/dev.txt", "-r tests.txt\ntox==4.4.0\n"),
+        ("requirements/docs.txt", "sphinx==6.1.0\n"),
+        ("requirements/typing.txt", "mypy==1.0.0\n"),
+        ("requirements/build.txt", "build==0.10.0\n"),
+        (
+            "tox.ini",
+            "[testenv]\ndeps =\n    -r requirements/tests.txt\n    min: -r requirements/tests-pallets-min.txt\n    dev: https://example.org/click/main.tar.gz\n    py311: coverage\ncommands = pytest -v {posargs:tests}\n",
+        ),
+        (
+            "examples/celery/pyproject.toml",
+            "[project]\nname = \"flask-example-celery\"\ndependencies = [\"demo\", \"celery>=5.2.7\"]\n\n[project.optional-dependencies]\ntest = [\"pytest\"]\n",
+        ),
+        ("examples/celery/requirements.txt", "celery==5.2.7\n"),
+    ]);
+    let sel = selected(dir.path());
+    let all = sel.setup_commands.join("\n");
+    let install = pip_install_line(dir.path());
+    for wanted in [
+        "-r requirements/tests.txt",
+        "-r requirements/dev.txt",
+        "-e .",
+    ] {
+        assert!(install.contains(wanted), "{wanted}: {install}");
+    }
+    for unwanted in [
+        "tests-pallets-min",
+        "docs.txt",
+        "typing.txt",
+        "build.txt",
+        "https",
+        "celery",
+        "examples",
+        "[test]",
+    ] {
+        assert!(!all.contains(unwanted), "{unwanted}: {all}");
+        let fallback = serde_json::to_string(&sel.extra).unwrap();
+        assert!(!fallback.contains(unwanted), "{unwanted}: {fallback}");
+    }
+    // A Python-version factor is the plain run's: `py311: coverage` counts.
+    assert!(install.contains("coverage"), "{install}");
+    // The reason names the root's own files first.
+    assert!(
+        sel.reason.starts_with("pyproject.toml, tox.ini"),
+        "{}",
+        sel.reason
+    );
+}
+
 #[test]
 fn engines_node_is_an_advisory_check_and_nvmrc_a_required_one() {
     let optional = |files: &[(&str, &str)]| {

@@ -158,6 +158,16 @@ pub fn parse(
     };
     check_id(&id, origin)?;
 
+    // An issue's title line directly above its body ("Require a non-empty name
+    // for Blueprints\nThings do not work…") is its heading, not the start of a
+    // paragraph the next sentence runs on from.
+    let titled;
+    let body = if !front.contains_key("title") && title_line(body) {
+        titled = format!("# {body}");
+        titled.as_str()
+    } else {
+        body
+    };
     let doc = markdown::parse(body, body_line);
     let language = detect_language(body);
 
@@ -374,6 +384,45 @@ fn check_id(id: &str, origin: &str) -> Result<(), PlannerError> {
 
 /// Splits YAML front matter (`---` … `---` at the very start) from the body. Returns
 /// the scalar keys, the body and the 1-based line the body starts on.
+/// The first line of `body` when it reads as a title standing on its own line
+/// above the text: short, plain (no Markdown syntax), no closing punctuation,
+/// not cut mid-phrase (no trailing "the", "in", "and"…), and the next line
+/// starts a sentence of its own.
+fn title_line(body: &str) -> bool {
+    const RUN_ON: &[&str] = &[
+        "a", "an", "the", "in", "of", "to", "and", "or", "for", "with", "that", "is", "are", "be",
+        "on", "at", "by", "from", "as", "if", "when", "which", "this", "it", "not", "but",
+    ];
+    let Some((first, rest)) = body.split_once('\n') else {
+        return false;
+    };
+    let line = first.trim();
+    let next = rest.lines().next().unwrap_or("").trim();
+    let plain = |s: &str| !s.starts_with(['#', '-', '*', '+', '>', '|', '`', '<', '[', '!']);
+    let numbered = line
+        .split_once(['.', ')'])
+        .is_some_and(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+    let last_word = line
+        .rsplit(char::is_whitespace)
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let starts_sentence = next
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_uppercase() || c == '`' || !c.is_alphabetic());
+    !line.is_empty()
+        && line.chars().count() <= 100
+        && plain(line)
+        && !numbered
+        && !line.ends_with([
+            '.', '!', '?', ':', ',', ';', '。', '：', '、', '，', '！', '？',
+        ])
+        && !RUN_ON.contains(&last_word.as_str())
+        && !next.is_empty()
+        && starts_sentence
+}
+
 fn split_front_matter<'a>(
     raw: &'a str,
     origin: &str,

@@ -22,6 +22,33 @@ fn front_matter_id_and_title_win() {
     );
 }
 
+/// An issue as trackers export it: the title on the first line, the body
+/// right under it (SWE-bench's `problem_statement`, `gh issue view`).
+#[test]
+fn an_issue_title_line_above_its_body_is_the_title() {
+    let r = req(
+        "Require a non-empty name for Blueprints\nThings do not work correctly if a Blueprint is given an empty name (e.g. #4944).\nIt would be helpful if a `ValueError` was raised when trying to do that.\n",
+    );
+    assert_eq!(r.title, "Require a non-empty name for Blueprints");
+    assert!(
+        r.summary.contains("Things do not work correctly"),
+        "{}",
+        r.summary
+    );
+    let r = req(
+        "Getting http://.example.com raises UnicodeError\n`requests.get(\"http://.example.com\")` raises.\n",
+    );
+    assert_eq!(r.title, "Getting http://.example.com raises UnicodeError");
+    // Prose wrapped mid-sentence is one paragraph, not a title and a body.
+    for text in [
+        "Add a function that counts the words in\nthe text and returns them.\n",
+        "Add a function that counts the words of the\nText class.\n",
+    ] {
+        let r = req(text);
+        assert_ne!(r.title, text.lines().next().unwrap(), "{text}");
+    }
+}
+
 #[test]
 fn english_bullets_numbered_and_nested() {
     let r = req(

@@ -65,7 +65,7 @@ impl Coordinator<'_> {
                 ),
             });
         }
-        if !self.main.branch_exists(&base)? {
+        if !self.main.base_exists(&base)? {
             return Err(RunnerError::Gate {
                 gate: "base_branch",
                 reason_code: reason::BASE_BRANCH_MISSING,
