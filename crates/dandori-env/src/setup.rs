@@ -551,7 +551,7 @@ pub fn run(
         .filter(|_| lock_constraints.is_none());
     if let Some(date) = &as_of {
         opts.say(&format!(
-            "environment: resolving unlocked requirements as of {date}, the base commit's date (execution.resolve_as_of: now for today's index)"
+            "resolving unlocked requirements as of {date}, the base commit's date (execution.resolve_as_of: now for today's index)"
         ));
         setup.resolved_as_of = Some(date.clone());
     }
