@@ -24,6 +24,7 @@ pub mod interrupted;
 pub mod plan;
 pub mod process;
 pub mod prompt;
+pub mod pythonpath;
 pub mod reason;
 pub mod reflection;
 pub mod replan;

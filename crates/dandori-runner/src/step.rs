@@ -54,6 +54,9 @@ pub struct StepContext<'a> {
     /// Seed 002 §7.2: the prepared environment, for the prompt (`None` when the
     /// environment sub-phase did not run).
     pub environment_summary: Option<&'a str>,
+    /// The prepared environment's import roots in the user's checkout, mapped
+    /// into the step's worktree for its agent and tests ([`crate::pythonpath`]).
+    pub import_roots: &'a [std::path::PathBuf],
     /// What the test commands said on the run's base commit (issue 20): failures
     /// already there are never the step's. `None`: no baseline ran.
     pub baseline: Option<&'a crate::evidence::Baseline>,
@@ -918,6 +921,7 @@ impl Worker<'_, '_> {
         let log = self.cx.paths.step_log(self.step_id(), log);
         let mut env = self.cx.env.clone();
         env.insert("DANDORI_STEP_ID".to_string(), self.step_id().to_string());
+        crate::pythonpath::apply(&mut env, self.wt, self.cx.import_roots);
         let step_id = self.step_id().to_string();
         let progress = self.cx.progress;
         let heartbeat = move |elapsed: Duration, last: &str| {
@@ -1643,6 +1647,7 @@ impl Worker<'_, '_> {
                 run_dir: &self.cx.paths.run_dir,
                 command: cmd,
                 env: self.cx.env,
+                import_roots: self.cx.import_roots,
                 timeout,
                 log: &log,
                 masker: self.cx.masker,
@@ -1838,6 +1843,8 @@ pub struct TestCommand<'a> {
     pub run_dir: &'a Path,
     pub command: &'a str,
     pub env: &'a BTreeMap<String, String>,
+    /// Mapped into `dir` on `PYTHONPATH` ([`crate::pythonpath`]).
+    pub import_roots: &'a [std::path::PathBuf],
     pub timeout: Duration,
     pub log: &'a Path,
     pub masker: &'a dandori_trace::Masker,
@@ -1863,6 +1870,7 @@ pub fn run_test_command(
             message: e.to_string(),
         })?;
     let mut env = t.env.clone();
+    crate::pythonpath::apply(&mut env, t.dir, t.import_roots);
     let hooks = crate::evidence::runner_hooks::Hooks::prepare(t.run_dir, &mut env)?;
     let start = std::fs::metadata(t.log).map(|m| m.len()).unwrap_or(0);
     let reports = crate::evidence::junit::Reports::before(t.dir, t.command);

@@ -94,6 +94,7 @@ impl Coordinator<'_> {
                 run_dir: &self.paths.run_dir,
                 command: c,
                 env,
+                import_roots: &self.import_roots,
                 timeout,
                 log: &log,
                 masker: &self.masker,

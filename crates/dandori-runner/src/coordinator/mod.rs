@@ -129,6 +129,9 @@ struct Coordinator<'o> {
     lessons: Vec<String>,
     environment: Value,
     /// Seed 002 §7.2: the environment section of every executor prompt.
+    /// Where the prepared Python environment imports the project from, in the
+    /// user's checkout ([`crate::pythonpath`]): mapped into each worktree.
+    import_roots: Vec<std::path::PathBuf>,
     environment_summary: Option<String>,
     /// Set when the environment failed and the run went on (`on_failure: warn`):
     /// each failed step's error names the environment as the likely cause.
@@ -247,6 +250,7 @@ impl<'o> Coordinator<'o> {
             lessons: Vec::new(),
             environment: Value::Null,
             environment_summary: None,
+            import_roots: Vec::new(),
             environment_failure: None,
             masker,
             idle: Vec::new(),
@@ -305,6 +309,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     c.stage.extra.remove("message");
     c.save()?;
     let env = c.step_env(activation)?;
+    c.import_roots = crate::pythonpath::import_roots(&env, c.main.dir());
     if executor.can_execute() || opts.dispatch.is_some() {
         c.run_baseline(&env)?;
         c.execute_steps(executor.as_ref(), &env)?;
@@ -645,6 +650,7 @@ impl Coordinator<'_> {
             command_policy: self.command_policy.clone(),
             git_guard: self.git_guard.clone(),
             environment_summary: self.environment_summary.clone(),
+            import_roots: self.import_roots.clone(),
             baseline: self.baseline(),
             progress: self.opts.progress.clone(),
         }
@@ -729,6 +735,7 @@ struct StepShared {
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
     environment_summary: Option<String>,
+    import_roots: Vec<std::path::PathBuf>,
     baseline: Option<crate::evidence::Baseline>,
     progress: Option<Progress>,
 }
@@ -757,6 +764,7 @@ impl StepShared {
             command_policy: &self.command_policy,
             git_guard: self.git_guard.as_deref(),
             environment_summary: self.environment_summary.as_deref(),
+            import_roots: &self.import_roots,
             baseline: self.baseline.as_ref(),
             progress: self.progress.as_ref(),
         }

@@ -43,7 +43,20 @@ const SETUPTOOLS_PYPROJECT: &str = "[project]\nname = \"calc\"\nversion = \"0.1.
     [build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
     [tool.setuptools]\npackages = [\"calc\"]\n";
 
+/// `src/` layout: the package under `src/`, installed editable from there (the
+/// environment's `.pth` names the user's checkout); the step's tests must
+/// import the step's worktree, not the checkout.
+const SRC_PYPROJECT: &str = "[project]\nname = \"calc\"\nversion = \"0.1.0\"\nrequires-python = \">=3.9\"\n\n\
+    [build-system]\nrequires = [\"setuptools>=61\"]\nbuild-backend = \"setuptools.build_meta\"\n\n\
+    [tool.setuptools.packages.find]\nwhere = [\"src\"]\n";
+
 fn python(name: &'static str, manifest: &[(&'static str, &str)]) -> Ecosystem {
+    python_in(name, "", manifest)
+}
+
+/// The Python package with its `calc/` under `prefix` (`""` or `"src/"`).
+fn python_in(name: &'static str, prefix: &str, manifest: &[(&'static str, &str)]) -> Ecosystem {
+    let at = |path: &str| -> &'static str { Box::leak(format!("{prefix}{path}").into_boxed_str()) };
     let mut files = vec![
         (
             "README.md",
@@ -51,13 +64,13 @@ fn python(name: &'static str, manifest: &[(&'static str, &str)]) -> Ecosystem {
                 .to_string(),
         ),
         (".gitignore", "__pycache__/\n*.egg-info/\n".to_string()),
-        ("calc/__init__.py", PY_INIT.to_string()),
-        ("calc/core.py", PY_CORE.to_string()),
+        (at("calc/__init__.py"), PY_INIT.to_string()),
+        (at("calc/core.py"), PY_CORE.to_string()),
         ("tests/__init__.py", String::new()),
         ("tests/test_core.py", PY_TEST.to_string()),
         (
             "requests/mul.md",
-            request("calc/core.py", "from calc import mul"),
+            request(at("calc/core.py"), "from calc import mul"),
         ),
     ];
     files.extend(manifest.iter().map(|(p, t)| (*p, t.to_string())));
@@ -67,14 +80,14 @@ fn python(name: &'static str, manifest: &[(&'static str, &str)]) -> Ecosystem {
         files,
         test: &["python", "-m", "unittest", "discover", "-v"],
         edits: json!([
-            {"path": "calc/core.py", "old": "", "test": false,
+            {"path": at("calc/core.py"), "old": "", "test": false,
              "new": "\n\ndef mul(a, b):\n    \"\"\"The product of a and b.\"\"\"\n    return a * b\n"},
-            {"path": "calc/__init__.py", "old": "from .core import add\n", "new": "from .core import add, mul\n", "test": false},
-            {"path": "calc/__init__.py", "old": "__all__ = [\"add\"]", "new": "__all__ = [\"add\", \"mul\"]", "test": false},
+            {"path": at("calc/__init__.py"), "old": "from .core import add\n", "new": "from .core import add, mul\n", "test": false},
+            {"path": at("calc/__init__.py"), "old": "__all__ = [\"add\"]", "new": "__all__ = [\"add\", \"mul\"]", "test": false},
             {"path": "tests/test_core.py", "old": main, "new": format!("{PY_MUL_TESTS}{main}"), "test": true},
         ]),
         feature_test: "test_product",
-        landed: ("calc/core.py", "def mul(a, b)"),
+        landed: (at("calc/core.py"), "def mul(a, b)"),
     }
 }
 
@@ -189,6 +202,11 @@ pub fn all() -> Vec<Ecosystem> {
             &[("pyproject.toml", SETUPTOOLS_PYPROJECT)],
         ),
         python("setup.py", &[("setup.py", SETUP_PY)]),
+        python_in(
+            "src layout (pyproject + setuptools)",
+            "src/",
+            &[("pyproject.toml", SRC_PYPROJECT)],
+        ),
         python(
             "uv.lock",
             &[
