@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 TOOLS="$PWD/target/test-tools"
 mkdir -p "$TOOLS"
 say() { echo "test.sh: $*" >&2; }
-# The two system-wide installs (maven, chromium: see below) happen only as root
+# The system-wide installs (maven, ruby/php, golang-go, chromium: see below) happen only as root
 # with apt, each announced first; DANDORI_TEST_NO_SYSTEM_INSTALL=1 skips them (the
 # tests that need them then fail with a message naming the missing program).
 system_install_allowed() {
@@ -72,15 +72,21 @@ fi
 # Maven: dandori-env's "Maven without its registry" test drives the real mvn
 # (its fixture points Maven at an unresolvable mirror, so no network is used). Maven
 # needs a Java runtime and dozens of Debian packages, so it cannot be unpacked
-# into target/test-tools like bubblewrap: it is the one system install, done only
-# as root with apt, and skipped with a warning otherwise.
-if ! command -v mvn >/dev/null 2>&1; then
+# into target/test-tools like bubblewrap: a system install, done only as root with
+# apt, and skipped with a warning otherwise.
+# dandori-runner's per-test result test runs `mvn test` offline against the Debian
+# packages' Maven repository (/usr/share/maven-repo): Surefire, JUnit 4 and the
+# compiler and resources plugins come from Debian too.
+MAVEN_PACKAGES="maven libsurefire-java junit4 libmaven-compiler-plugin-java libmaven-resources-plugin-java"
+if ! command -v mvn >/dev/null 2>&1 || [ ! -d /usr/share/maven-repo/org/apache/maven/plugins/maven-surefire-plugin ] \
+  || [ ! -d /usr/share/maven-repo/junit/junit ]; then
   if system_install_allowed; then
-    say "SYSTEM-WIDE INSTALL: apt-get install maven, outside this repository (dandori-env's blocked-Maven test; needs a JRE; ~2 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."
-    apt_install maven \
-      || say "warning: could not install maven; dandori-env's blocked-Maven test will fail"
+    say "SYSTEM-WIDE INSTALL: apt-get install $MAVEN_PACKAGES, outside this repository (dandori-env's blocked-Maven test, dandori-runner's Surefire test; needs a JRE; ~2 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."
+    # shellcheck disable=SC2086 # one word per package
+    apt_install $MAVEN_PACKAGES \
+      || say "warning: could not install $MAVEN_PACKAGES; the Maven tests will fail"
   else
-    say "warning: mvn not found and not installed (apt-get install maven as root, without DANDORI_TEST_NO_SYSTEM_INSTALL=1); dandori-env's blocked-Maven test will fail"
+    say "warning: mvn or Debian's Surefire not found and not installed (apt-get install $MAVEN_PACKAGES as root, without DANDORI_TEST_NO_SYSTEM_INSTALL=1); the Maven tests will fail"
   fi
 fi
 
@@ -153,6 +159,29 @@ if [ ! -x "$TOOLS/pkgmgr/node_modules/.bin/pnpm" ] || [ ! -x "$TOOLS/pkgmgr/node
   say "installing pnpm@10 and yarn@1 from npm into $TOOLS/pkgmgr (lock-file install tests; ~10 s)"
   mkdir -p "$TOOLS/pkgmgr"
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/pkgmgr" pnpm@10 yarn@1 >/dev/null
+fi
+
+# jest and vitest (dandori-runner's per-test result tests run them on small real
+# projects, as a user writes the command: no flag, no config), pinned, in a
+# prefix of their own. vitest 4 runs on Node 20; vite is its peer.
+TEST_RUNNERS="$TOOLS/test-runners"
+if ! grep -q '"version": "30.5.2"' "$TEST_RUNNERS/node_modules/jest/package.json" 2>/dev/null \
+  || ! grep -q '"version": "4.1.12"' "$TEST_RUNNERS/node_modules/vitest/package.json" 2>/dev/null; then
+  say "installing jest@30.5.2, vitest@4.1.12 and vite@8.3.8 from npm into $TEST_RUNNERS (per-test result tests; ~1 min)"
+  mkdir -p "$TEST_RUNNERS"
+  npm install --silent --no-audit --no-fund --prefix "$TEST_RUNNERS" jest@30.5.2 vitest@4.1.12 vite@8.3.8 >/dev/null
+fi
+
+# Go (dandori-runner's per-test result test runs `go test` as written): Debian's
+# golang-go, a system install as root with apt like maven, announced first.
+if ! command -v go >/dev/null 2>&1; then
+  if system_install_allowed; then
+    say "SYSTEM-WIDE INSTALL: apt-get install golang-go, outside this repository (the go test per-test result test; ~1 min). Set DANDORI_TEST_NO_SYSTEM_INSTALL=1 to skip it."
+    apt_install golang-go \
+      || say "warning: could not install golang-go; the go test per-test result test will fail"
+  else
+    say "warning: go not found and not installed (apt-get install golang-go as root, without DANDORI_TEST_NO_SYSTEM_INSTALL=1); the go test per-test result test will fail"
+  fi
 fi
 
 # The journey matrix (dandori-cli's journeys.rs) runs from a fresh HOME with no

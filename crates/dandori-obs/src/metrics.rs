@@ -231,6 +231,9 @@ pub struct AgentFigures {
     pub invocations: u64,
     /// Invocations that resumed the step's session (fix cycles, resumed runs).
     pub resumed: u64,
+    /// Invocations cut short by a kill of dandori, read back from what the CLI
+    /// streamed (their turns and tokens are counted as far as it recorded them).
+    pub interrupted: u64,
     pub turns: u64,
     pub tool_calls: u64,
     pub input_tokens: u64,
@@ -613,6 +616,8 @@ pub fn compute(
                             });
                         a.invocations += 1;
                         a.resumed += u64::from(e.data.get("resumed") == Some(&Value::Bool(true)));
+                        a.interrupted +=
+                            u64::from(e.data.get("interrupted") == Some(&Value::Bool(true)));
                         a.turns += u(&e.data, "num_turns").unwrap_or(0);
                         a.tool_calls += u(&e.data, "tool_calls").unwrap_or(0);
                         a.input_tokens += i;

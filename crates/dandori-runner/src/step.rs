@@ -1144,12 +1144,8 @@ impl Worker<'_, '_> {
         let Some(baseline) = self.cx.baseline else {
             return Vec::new();
         };
-        let mut last: BTreeMap<&str, &crate::evidence::CommandRun> = BTreeMap::new();
-        for r in &self.report.test_runs {
-            last.insert(r.command.as_str(), r);
-        }
         let mut out = Vec::new();
-        for (command, r) in last {
+        for (command, r) in crate::evidence::last_run_per_command(&self.report.test_runs) {
             let Some(base) = baseline.run_of(command) else {
                 continue;
             };

@@ -4,12 +4,13 @@
 //! that is really dirty is summarised, not listed file by file.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use dandori_test_support::TempGitRepo;
 use serde_json::{Value, json};
 
+use super::kill_run_at;
 use super::run_llm::dandori;
 
 fn plan(repo: &TempGitRepo, home: &Path, setup: &[&str]) -> PathBuf {
@@ -45,29 +46,22 @@ fn a_kill_during_environment_setup_resumes() {
     ]);
     let home = tempfile::tempdir().unwrap();
     let run_dir = plan(&repo, home.path(), &["python3 -m venv .venv", "sleep 6"]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dandori"))
-        .args(["--sandbox", "off", "run"])
-        .arg(&run_dir)
-        .args(["--executor", "none", "--json"])
-        .current_dir(repo.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     // Killed once the venv is made and `sleep` runs.
     let venv = repo.path().join(".venv/pyvenv.cfg");
-    let start = Instant::now();
-    while !venv.is_file() && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(venv.is_file(), "the venv was never made");
-    std::thread::sleep(Duration::from_millis(300));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_run_at(
+        Command::new(env!("CARGO_BIN_EXE_dandori"))
+            .args(["--sandbox", "off", "run"])
+            .arg(&run_dir)
+            .args(["--executor", "none", "--json"])
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path()),
+        "the venv is made",
+        Duration::from_secs(60),
+        Duration::from_millis(300),
+        || venv.is_file().then_some(()),
+    );
     assert!(
         !repo.path().join(".venv/.gitignore").exists(),
         "killed before setup finished"
@@ -152,34 +146,27 @@ fn a_plain_resume_after_a_kill_during_environment_setup_keeps_the_agent_command(
     .unwrap();
     let agent = format!("sh {} {{step_id}}", script.display());
     let run_dir = plan(&repo, home.path(), &["python3 -m venv .venv", "sleep 6"]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dandori"))
-        .args(["--sandbox", "off", "run"])
-        .arg(&run_dir)
-        .args([
-            "--agent-cmd",
-            &agent,
-            "-c",
-            "runner.agent_model=m-1",
-            "--json",
-        ])
-        .current_dir(repo.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
     let venv = repo.path().join(".venv/pyvenv.cfg");
-    let start = Instant::now();
-    while !venv.is_file() && start.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(venv.is_file(), "the venv was never made");
-    std::thread::sleep(Duration::from_millis(300));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    kill_run_at(
+        Command::new(env!("CARGO_BIN_EXE_dandori"))
+            .args(["--sandbox", "off", "run"])
+            .arg(&run_dir)
+            .args([
+                "--agent-cmd",
+                &agent,
+                "-c",
+                "runner.agent_model=m-1",
+                "--json",
+            ])
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path()),
+        "the venv is made",
+        Duration::from_secs(60),
+        Duration::from_millis(300),
+        || venv.is_file().then_some(()),
+    );
     assert!(!ran.exists(), "killed before any step");
     // `dandori resume RUN_DIR`: nothing named.
     let o = dandori(

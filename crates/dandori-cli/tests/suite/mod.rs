@@ -96,3 +96,38 @@ pub fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
+
+/// Starts `cmd` (a `dandori run` or `resume`, its output discarded), waits until
+/// `point` yields a value — the moment of the run to kill it at — and kills it
+/// with SIGKILL `settle` later. Fails, naming `what`, when the point is not
+/// reached within `within` or the run ends before it.
+pub fn kill_run_at<T>(
+    cmd: &mut std::process::Command,
+    what: &str,
+    within: std::time::Duration,
+    settle: std::time::Duration,
+    mut point: impl FnMut() -> Option<T>,
+) -> T {
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    let reached = loop {
+        if let Some(v) = point() {
+            break v;
+        }
+        if start.elapsed() > within || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run never reached the point to kill it at: {what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    std::thread::sleep(settle);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    reached
+}

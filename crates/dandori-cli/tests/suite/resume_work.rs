@@ -5,12 +5,13 @@
 //! step ends with both halves committed once. Under bubblewrap and Landlock.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use dandori_test_support::TempGitRepo;
 use serde_json::Value;
 
+use super::kill_run_at;
 use super::run_llm::dandori;
 
 const REQUEST: &str = "# Notes\n\nWrite the two halves of the release notes into `src/notes.txt`.\n\n\
@@ -75,34 +76,18 @@ fn killed_then_resumed(mech: &str) {
         .map(|s| s.to_string())
         .collect()
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dandori"))
-        .args(args("run"))
-        .current_dir(repo.path())
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let old = loop {
-        if let Some(wt) = worktree_holding_the_first_half(&run_dir) {
-            break wt;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "{mech}: the agent never wrote its first half"
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "{mech}: dandori ended before the agent wrote"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let old = kill_run_at(
+        Command::new(env!("CARGO_BIN_EXE_dandori"))
+            .args(args("run"))
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path()),
+        &format!("{mech}: the agent writes its first half"),
+        Duration::from_secs(120),
+        Duration::ZERO,
+        || worktree_holding_the_first_half(&run_dir),
+    );
 
     let args = args("resume");
     let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -33,6 +33,8 @@ impl Coordinator<'_> {
     ) -> Result<CoverageResult, RunnerError> {
         let max_iterations = self.opts.config.planning.revision.max_revisions.max(1);
         let mut follow_ups = self.follow_ups();
+        // Follow-ups run by this call, per criterion.
+        let mut tries: BTreeMap<String, u32> = BTreeMap::new();
         let mut iteration = 1;
         loop {
             let input = self.coverage_input(&follow_ups, iteration, max_iterations)?;
@@ -70,8 +72,20 @@ impl Coordinator<'_> {
                 .cloned()
                 .collect();
             // Seed 001 §10.6: critical gaps first (high, then medium, then low
-            // priority), plan order within a priority.
-            gaps.sort_by_key(|g| priority_rank(&self.follow_up_advice(g, &input).0));
+            // priority), plan order within a priority; but a gap whose follow-up
+            // has had fewer tries goes first, so gaps past the first three get
+            // their turn while those keep failing.
+            gaps.sort_by_key(|g| {
+                let tried = follow_ups
+                    .iter()
+                    .find(|f| &f.ac == g)
+                    .is_some_and(|f| f.status != StepStatus::Pending);
+                (
+                    tries.get(g).copied().unwrap_or(0),
+                    tried,
+                    priority_rank(&self.follow_up_advice(g, &input).0),
+                )
+            });
             if !result.should_continue
                 || gaps.is_empty()
                 || !all_steps_done
@@ -86,7 +100,8 @@ impl Coordinator<'_> {
                     .insert("follow_ups".to_string(), json!(follow_ups));
                 return Ok(result);
             }
-            for ac in gaps.iter().take(3) {
+            for ac in gaps.iter().take(FOLLOW_UPS_PER_ITERATION) {
+                *tries.entry(ac.clone()).or_insert(0) += 1;
                 let idx = follow_up_for(&mut follow_ups, ac, self.follow_up_advice(ac, &input));
                 if follow_ups[idx].status == StepStatus::Done {
                     continue;
@@ -488,6 +503,10 @@ impl Coordinator<'_> {
         })
     }
 }
+
+/// Follow-up steps run per coverage iteration; the iterations are bounded by
+/// `planning.revision.max_revisions`.
+const FOLLOW_UPS_PER_ITERATION: usize = 3;
 
 /// The index of `ac`'s follow-up step, added (pending) when it has none.
 fn follow_up_for(

@@ -592,9 +592,20 @@ pub fn judge_ac(
         return j;
     };
     let base_passed = base.run_of(&r.command).map(CommandRun::passed);
+    // A runner that named no test still said how many ran: never "0 tests".
+    let counted = match r.counted {
+        Some(c) if r.tests.is_empty() => format!(
+            " (its summary counted {} test(s), {} failing, without naming them)",
+            c.ran, c.failed
+        ),
+        _ => String::new(),
+    };
     j.check = match base_passed {
-        Some(true) => format!("none named; `{}` passed at the base already", r.command),
-        _ => format!("none named; `{}` names no test", r.command),
+        Some(true) => format!(
+            "none named; `{}` passed at the base already{counted}",
+            r.command
+        ),
+        _ => format!("none named; `{}` names no test{counted}", r.command),
     };
     let ok = matches!(
         judge(r, base.run_of(&r.command)),
@@ -660,12 +671,7 @@ fn judge_regression(
         return j;
     }
     // The last run of each command (plan order) is what holds now.
-    let mut last: BTreeMap<&str, (&CommandRun, &StepEvidence)> = BTreeMap::new();
-    for s in steps {
-        for r in &s.runs {
-            last.insert(r.command.as_str(), (r, s));
-        }
-    }
+    let last = last_run_per_command(steps.iter().flat_map(|s| &s.runs));
     let removed: std::collections::BTreeSet<&str> = steps
         .iter()
         .flat_map(|s| s.removed_tests.iter().map(String::as_str))
@@ -674,7 +680,7 @@ fn judge_regression(
     let mut gone = Vec::new();
     let mut checked = 0;
     for (t, cmd) in &passing_at_base {
-        if let Some((r, _)) = last.get(cmd) {
+        if let Some(r) = last.get(cmd) {
             checked += 1;
             let still = if r.tests.is_empty() {
                 r.passed()
@@ -719,6 +725,17 @@ fn judge_regression(
         j.green_commit = None;
     }
     j
+}
+
+/// The last of `runs` (in order) of each command: what holds after them.
+pub fn last_run_per_command<'a>(
+    runs: impl IntoIterator<Item = &'a CommandRun>,
+) -> BTreeMap<&'a str, &'a CommandRun> {
+    let mut last = BTreeMap::new();
+    for r in runs {
+        last.insert(r.command.as_str(), r);
+    }
+    last
 }
 
 pub fn exit_str(code: Option<i32>) -> String {
@@ -877,6 +894,47 @@ mod tests {
             &its_neighbours_test,
         );
         assert_eq!(j.status, AcStatus::Unverified, "{j:?}");
+    }
+
+    /// A runner that names no test (`python -I -m unittest`) is judged by its
+    /// exit code, and the evidence says how many tests its summary counted.
+    #[test]
+    fn a_count_without_ids_is_said_in_the_evidence() {
+        let acs = vec![criterion("AC-01", None)];
+        let cmd = "python -I -m unittest";
+        let counted = |ran, failed| {
+            let mut r = run(cmd, i32::from(failed > 0), &[]);
+            r.counted = Some(runner_hooks::TestCount { ran, failed });
+            r
+        };
+        let baseline = Baseline {
+            commit: "base".to_string(),
+            runs: vec![counted(1, 1)],
+        };
+        let steps = vec![StepEvidence {
+            step_id: "S01".to_string(),
+            commit: "c1".to_string(),
+            runs: vec![counted(2, 0)],
+            already_satisfied: false,
+            vacuous: Vec::new(),
+            removed_tests: Vec::new(),
+        }];
+        let j = judge_ac(&acs[0], &acs, &["S01".to_string()], Some(&baseline), &steps);
+        assert_eq!(j.status, AcStatus::Covered, "{j:?}");
+        assert_eq!(j.check, format!("command `{cmd}`"));
+        // Green at the base already: unverified, and the count is said.
+        let baseline = Baseline {
+            commit: "base".to_string(),
+            runs: vec![counted(1, 0)],
+        };
+        let j = judge_ac(&acs[0], &acs, &["S01".to_string()], Some(&baseline), &steps);
+        assert_eq!(j.status, AcStatus::Unverified, "{j:?}");
+        assert_eq!(
+            j.check,
+            format!(
+                "none named; `{cmd}` passed at the base already (its summary counted 2 test(s), 0 failing, without naming them)"
+            )
+        );
     }
 
     #[test]

@@ -26,10 +26,52 @@ pub(crate) fn record(out: &mut TestResults, id: &str, passed: bool) {
     *e = *e && passed;
 }
 
+/// `output` without its terminal escape sequences (colours, cursor moves): some
+/// runners colour their output without a terminal (vitest, jest with `FORCE_COLOR`).
+pub fn strip_ansi(output: &str) -> std::borrow::Cow<'_, str> {
+    if !output.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(output);
+    }
+    let mut out = String::with_capacity(output.len());
+    let mut chars = output.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            // CSI: parameters and intermediates up to a final byte in @..~.
+            Some('[') => {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            // OSC (links, titles): up to BEL or ESC \.
+            Some(']') => {
+                chars.next();
+                while let Some(c) = chars.next() {
+                    if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            Some(_) => {
+                chars.next();
+            }
+            None => {}
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Every per-test result the output holds.
 pub fn parse(output: &str) -> TestResults {
     let mut out = TestResults::new();
     let mut tap = Tap::default();
+    let output = strip_ansi(output);
     for raw in output.lines() {
         let line = raw.trim_end_matches('\r');
         pytest(line, &mut out);
@@ -292,6 +334,13 @@ mod tests {
                 ("rejects", false),
             ])
         );
+    }
+
+    #[test]
+    fn colours_are_not_part_of_a_result() {
+        let out = "\u{1b}[32m✔\u{1b}[39m adds \u{1b}[90m(0.5ms)\u{1b}[39m\n\u{1b}]8;;file:///x\u{7}link\u{1b}]8;;\u{7}\n";
+        assert_eq!(strip_ansi(out), "✔ adds (0.5ms)\nlink\n");
+        assert_eq!(parse(out), results(&[("adds", true)]));
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! | go test | `GOFLAGS=-v` (added to the user's `GOFLAGS`): `--- PASS:` / `--- FAIL:` lines |
 //! | cargo test | nothing: libtest prints `test name ... ok` unless `-q` |
 //! | node --test | nothing: its TAP (no terminal) or spec output names every test |
+//! | jest, vitest | a `node-test-hook.cjs` in the run directory, preloaded by `NODE_OPTIONS=--require` (after the user's own options): in a jest or vitest main process it wraps the end-of-run call of the runner's own reporters (jest's `SummaryReporter`, vitest's built-in reporters) and writes a JUnit report into [`TEST_REPORT_DIR`], tests named `file > suite > test` |
 //! | Maven Surefire / Gradle | nothing: they write `TEST-*.xml`, read from `target/` and `build/` |
-//! | jest, vitest | nothing exists without a config or a flag: their summary (`Tests: 2 passed, 2 total`) gives a count without ids |
 //!
 //! Whatever names no test still counts: [`TestCount`] from the runners'
 //! summaries (`Ran 2 tests`, `Tests: 1 failed, 2 passed`), so a run is never
@@ -39,8 +39,12 @@ pub const PYTEST_ADDOPTS: &str = "PYTEST_ADDOPTS";
 pub const PYTHONDONTWRITEBYTECODE: &str = "PYTHONDONTWRITEBYTECODE";
 /// Go's default flags: `-v` so `go test` names each test.
 pub const GOFLAGS: &str = "GOFLAGS";
+/// Node's extra options: the jest / vitest hook is preloaded with `--require`.
+pub const NODE_OPTIONS: &str = "NODE_OPTIONS";
 
 const SITECUSTOMIZE: &str = include_str!("hooks/sitecustomize.py");
+const NODE_HOOK: &str = include_str!("hooks/node-test-hook.cjs");
+const NODE_HOOK_FILE: &str = "dandori-test-hook.cjs";
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
@@ -57,11 +61,9 @@ impl Hooks {
         env: &mut BTreeMap<String, String>,
     ) -> Result<Hooks, RunnerError> {
         let python = run_dir.join("test-hooks").join("python");
-        let hook = python.join("sitecustomize.py");
-        if dandori_fs::read_to_string(&hook).ok().as_deref() != Some(SITECUSTOMIZE) {
-            dandori_fs::create_dir_all(&python)?;
-            dandori_fs::write_atomic_readable(&hook, SITECUSTOMIZE)?;
-        }
+        write_hook(&python.join("sitecustomize.py"), SITECUSTOMIZE)?;
+        let node_hook = run_dir.join("test-hooks").join("node").join(NODE_HOOK_FILE);
+        write_hook(&node_hook, NODE_HOOK)?;
         let report_dir = run_dir.join("test-reports").join(format!(
             "{}-{}",
             std::process::id(),
@@ -101,6 +103,18 @@ impl Hooks {
         }
         env.entry(PYTHONDONTWRITEBYTECODE.to_string())
             .or_insert_with(|| "1".to_string());
+        let node = env.get(NODE_OPTIONS).cloned().unwrap_or_default();
+        if !node.contains(NODE_HOOK_FILE) {
+            // Node reads NODE_OPTIONS' words with double quotes and backslash escapes.
+            let quoted = node_hook
+                .to_string_lossy()
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"");
+            env.insert(
+                NODE_OPTIONS.to_string(),
+                format!("{node} --require \"{quoted}\"").trim().to_string(),
+            );
+        }
         Ok(Hooks { report_dir })
     }
 
@@ -123,6 +137,17 @@ impl Hooks {
     }
 }
 
+/// Writes a hook file unless it already holds `text`.
+fn write_hook(path: &Path, text: &str) -> Result<(), RunnerError> {
+    if dandori_fs::read_to_string(path).ok().as_deref() != Some(text) {
+        if let Some(dir) = path.parent() {
+            dandori_fs::create_dir_all(dir)?;
+        }
+        dandori_fs::write_atomic_readable(path, text)?;
+    }
+    Ok(())
+}
+
 /// How many tests a runner's summary says ran and failed, for output that
 /// names no test.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +167,7 @@ pub fn count(output: &str) -> Option<TestCount> {
         t.ran += c.ran;
         t.failed += c.failed;
     };
+    let output = super::parse::strip_ansi(output);
     let lines: Vec<&str> = output.lines().map(|l| l.trim()).collect();
     for (i, line) in lines.iter().enumerate() {
         if let Some(rest) = line.strip_prefix("Ran ")
@@ -217,6 +243,9 @@ mod tests {
         assert_eq!(count(jest), Some(TestCount { ran: 3, failed: 1 }));
         let vitest = "      Tests  1 failed | 2 passed (3)\n";
         assert_eq!(count(vitest), Some(TestCount { ran: 3, failed: 1 }));
+        // vitest colours its summary without a terminal.
+        let coloured = "\u{1b}[2m      Tests \u{1b}[22m \u{1b}[1m\u{1b}[31m1 failed\u{1b}[39m\u{1b}[22m\u{1b}[2m | \u{1b}[22m\u{1b}[1m\u{1b}[32m2 passed\u{1b}[39m\u{1b}[22m\u{1b}[2m | \u{1b}[22m\u{1b}[33m1 skipped\u{1b}[39m\u{1b}[90m (4)\u{1b}[39m\n";
+        assert_eq!(count(coloured), Some(TestCount { ran: 3, failed: 1 }));
         assert_eq!(count("all good\n"), None);
     }
 
@@ -227,6 +256,10 @@ mod tests {
             (PYTHONPATH.to_string(), "/p/src".to_string()),
             (PYTEST_ADDOPTS.to_string(), "-rf -x".to_string()),
             (GOFLAGS.to_string(), "-mod=mod".to_string()),
+            (
+                NODE_OPTIONS.to_string(),
+                "--max-old-space-size=512".to_string(),
+            ),
         ]);
         let hooks = Hooks::prepare(d.path(), &mut env).unwrap();
         let hook_dir = d.path().join("test-hooks/python");
@@ -234,6 +267,19 @@ mod tests {
         assert_eq!(env[PYTEST_ADDOPTS], "-rf -x");
         assert_eq!(env[GOFLAGS], "-mod=mod -v");
         assert_eq!(env[PYTHONDONTWRITEBYTECODE], "1");
+        let node_hook = d.path().join("test-hooks/node").join(NODE_HOOK_FILE);
+        assert_eq!(
+            env[NODE_OPTIONS],
+            format!(
+                "--max-old-space-size=512 --require \"{}\"",
+                node_hook.display()
+            )
+        );
+        assert!(node_hook.is_file());
+        // Prepared again (the next command): the hook is not preloaded twice.
+        let again = Hooks::prepare(d.path(), &mut env).unwrap();
+        assert_eq!(env[NODE_OPTIONS].matches(NODE_HOOK_FILE).count(), 1);
+        drop(again.collect(d.path()));
         assert!(hook_dir.join("sitecustomize.py").is_file());
         assert!(hooks.report_dir.is_dir());
         let dir = hooks.report_dir.clone();

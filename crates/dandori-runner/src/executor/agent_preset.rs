@@ -209,6 +209,12 @@ pub struct Transcript {
     pub is_error: bool,
     /// A result event was seen (the CLI finished its turn).
     pub finished: bool,
+    /// Each model response streamed before the result, by message id: its input
+    /// (cache included), cache-read and output tokens (Claude Code's `assistant`
+    /// events; one response may come as several events).
+    pub streamed: BTreeMap<String, [u64; 3]>,
+    /// Turns the CLI started (Codex's `turn.started`).
+    pub turns_started: u64,
 }
 
 impl Transcript {
@@ -230,6 +236,19 @@ impl Transcript {
                 self.model = s(&v, "/model").or(self.model.take());
             }
             (AgentPreset::Claude, "assistant") => {
+                if let Some(id) = s(&v, "/message/id") {
+                    let usage = [
+                        u(&v, "/message/usage/input_tokens")
+                            + u(&v, "/message/usage/cache_creation_input_tokens")
+                            + u(&v, "/message/usage/cache_read_input_tokens"),
+                        u(&v, "/message/usage/cache_read_input_tokens"),
+                        u(&v, "/message/usage/output_tokens"),
+                    ];
+                    let seen = self.streamed.entry(id).or_default();
+                    for (a, b) in seen.iter_mut().zip(usage) {
+                        *a = (*a).max(b);
+                    }
+                }
                 for b in v
                     .pointer("/message/content")
                     .and_then(Value::as_array)
@@ -267,6 +286,7 @@ impl Transcript {
             (AgentPreset::Codex, "thread.started") => {
                 self.session_id = s(&v, "/thread_id");
             }
+            (AgentPreset::Codex, "turn.started") => self.turns_started += 1,
             // A command is announced when it starts; a file change or an MCP
             // call (which newer Codex versions announce started and completed)
             // once, completed.
@@ -328,6 +348,26 @@ impl Transcript {
             self.tool_calls.push(t.clone());
         }
         tool
+    }
+
+    /// An invocation that ended before its result event (killed with dandori,
+    /// or at its time limit) reported no usage: its turns and tokens are what
+    /// its streamed output recorded (Claude Code: every model response's usage;
+    /// Codex: the turns it started, its tokens come only with a finished turn;
+    /// Gemini CLI: nothing before its result).
+    pub fn settle_unfinished(&mut self) {
+        if self.finished {
+            return;
+        }
+        if !self.streamed.is_empty() {
+            let sum = |i: usize| self.streamed.values().map(|u| u[i]).sum::<u64>();
+            self.input_tokens = sum(0);
+            self.cache_read_tokens = sum(1);
+            self.output_tokens = sum(2);
+            self.num_turns = Some(self.streamed.len() as u64);
+        } else if self.turns_started > 0 {
+            self.num_turns = Some(self.turns_started);
+        }
     }
 }
 
@@ -410,6 +450,12 @@ pub fn session_file(req: &ExecRequest<'_>) -> PathBuf {
 }
 
 /// The session of this step's earlier invocation by the same preset.
+/// The marker of the step's running CLI invocation
+/// ([`super::interrupted_call`]).
+fn invocation_file(req: &ExecRequest<'_>) -> PathBuf {
+    session_file(req).with_file_name(format!("step.{}.agent-invocation.json", req.step_id))
+}
+
 pub fn load_session(path: &Path, preset: AgentPreset) -> Option<String> {
     let v: Value = serde_json::from_str(&dandori_fs::read_to_string(path).ok()?).ok()?;
     (v.get("agent").and_then(Value::as_str) == Some(preset.name()))
@@ -601,6 +647,13 @@ impl AgentExecutor {
         );
         let argv = self.inner.confined(argv, req)?;
         let start = std::fs::metadata(req.log).map(|m| m.len()).unwrap_or(0);
+        // Removed when the invocation ends: left behind, it is a kill's trace.
+        let marker = super::interrupted_call::Marker::begin(
+            &invocation_file(req),
+            start,
+            &chrono::Utc::now().to_rfc3339(),
+            session.is_some(),
+        )?;
         let done = AtomicBool::new(false);
         let drained = AtomicBool::new(false);
         let session_path = session_file(req);
@@ -665,6 +718,7 @@ impl AgentExecutor {
             let t = follower.join().unwrap_or_default();
             (out, t)
         });
+        marker.end();
         let out = out?;
         if let Some(problem) = transcript
             .session_id
@@ -819,6 +873,15 @@ impl Executor for AgentExecutor {
         {
             adopt_claude_session(home, req.workdir, s);
         }
+        // The call a kill cut short (dandori killed while the CLI ran): recorded
+        // first, as far as its stream says.
+        let interrupted = super::interrupted_call::recover(
+            &invocation_file(req),
+            req.log,
+            self.info.preset,
+            req.workdir,
+            req.masker,
+        );
         let (mut t, mut out) = self.invoke(req, resumed.as_deref())?;
         if resumed.is_some()
             && !out.success()
@@ -835,6 +898,8 @@ impl Executor for AgentExecutor {
             resumed = None;
             (t, out) = self.invoke(req, None)?;
         }
+        // Killed at its time limit: what it streamed is its usage.
+        t.settle_unfinished();
         // A resumed session reports what the whole session used (Claude Code's
         // cost, Codex's thread tokens): only the increase is this call's.
         let usage_path =
@@ -879,45 +944,46 @@ impl Executor for AgentExecutor {
         };
         let duration_ms = clock.elapsed().as_millis() as u64;
         let ok = outcome == ExecOutcome::Completed;
-        let mut calls = vec![(
-            crate::events::LLM_CALL,
-            json!({
-                "step_id": req.step_id,
-                "purpose": "agent",
-                "agent": name,
-                "agent_version": self.version.get(),
-                "provider": name,
-                "provider_kind": self.info.provider_kind,
-                "request_model": self.model.clone().or(t.model.clone()),
-                "model": t.model.clone().or(self.model.clone()).unwrap_or_else(|| name.to_string()),
-                "usage": {"prompt_tokens": t.input_tokens, "completion_tokens": t.output_tokens,
-                          "cache_read_tokens": t.cache_read_tokens},
-                "cost_usd": t.cost_usd,
-                "num_turns": t.num_turns,
-                "session_id": t.session_id,
-                "resumed": resumed.is_some(),
-                "tool_calls": t.tool_calls.len(),
-                "agent_duration_ms": t.duration_ms,
-                "started_at": started_at,
-                "duration_ms": duration_ms,
-                "ok": ok,
-            }),
-        )];
-        for tool in &t.tool_calls {
-            calls.push((
-                crate::events::TOOL_CALL,
-                json!({"step_id": req.step_id, "tool": tool.split(' ').next().unwrap_or(tool),
-                       "call": tool, "agent": name, "started_at": started_at,
-                       "duration_ms": 0, "ok": true}),
+        let mut calls = Vec::new();
+        let mut tokens = TokenUsage::default();
+        if let Some(i) = &interrupted {
+            self.say(&format!(
+                "{}: the agent's invocation cut short by the kill made {} turn(s), {} tool call(s): recorded",
+                req.step_id,
+                i.transcript.num_turns.unwrap_or(0),
+                i.transcript.tool_calls.len()
             ));
+            calls.extend(self.call_events(
+                req,
+                &i.transcript,
+                Call {
+                    resumed: i.resumed,
+                    started_at: &i.started_at,
+                    duration_ms: i.duration_ms,
+                    ok: false,
+                    interrupted: true,
+                },
+            ));
+            tokens.prompt_tokens += i.transcript.input_tokens;
+            tokens.completion_tokens += i.transcript.output_tokens;
         }
+        calls.extend(self.call_events(
+            req,
+            &t,
+            Call {
+                resumed: resumed.is_some(),
+                started_at: &started_at,
+                duration_ms,
+                ok,
+                interrupted: false,
+            },
+        ));
+        tokens.prompt_tokens += t.input_tokens;
+        tokens.completion_tokens += t.output_tokens;
         let cost = t.cost_usd.map(|c| format!(", ${c:.4}")).unwrap_or_default();
         Ok(StepExecution {
             outcome,
-            tokens: TokenUsage {
-                prompt_tokens: t.input_tokens,
-                completion_tokens: t.output_tokens,
-            },
+            tokens,
             actions: (t.tool_calls.len() as u32).max(1),
             reflections: Vec::new(),
             summary: format!(
@@ -935,6 +1001,62 @@ impl Executor for AgentExecutor {
             tooling: None,
             calls,
         })
+    }
+}
+
+/// How one invocation went, for its trace events.
+struct Call<'a> {
+    resumed: bool,
+    started_at: &'a str,
+    duration_ms: u64,
+    ok: bool,
+    /// Cut short by a kill of dandori, read back from its stream.
+    interrupted: bool,
+}
+
+impl AgentExecutor {
+    /// The `LLM_CALL` of one invocation and a `TOOL_CALL` per tool call it made.
+    fn call_events(
+        &self,
+        req: &ExecRequest<'_>,
+        t: &Transcript,
+        c: Call<'_>,
+    ) -> Vec<(&'static str, Value)> {
+        let name = self.info.preset.name();
+        let mut call = json!({
+            "step_id": req.step_id,
+            "purpose": "agent",
+            "agent": name,
+            "agent_version": self.version.get(),
+            "provider": name,
+            "provider_kind": self.info.provider_kind,
+            "request_model": self.model.clone().or(t.model.clone()),
+            "model": t.model.clone().or(self.model.clone()).unwrap_or_else(|| name.to_string()),
+            "usage": {"prompt_tokens": t.input_tokens, "completion_tokens": t.output_tokens,
+                      "cache_read_tokens": t.cache_read_tokens},
+            "cost_usd": t.cost_usd,
+            "num_turns": t.num_turns,
+            "session_id": t.session_id,
+            "resumed": c.resumed,
+            "tool_calls": t.tool_calls.len(),
+            "agent_duration_ms": t.duration_ms,
+            "started_at": c.started_at,
+            "duration_ms": c.duration_ms,
+            "ok": c.ok,
+        });
+        if c.interrupted {
+            call["interrupted"] = json!(true);
+        }
+        let mut calls = vec![(crate::events::LLM_CALL, call)];
+        for tool in &t.tool_calls {
+            calls.push((
+                crate::events::TOOL_CALL,
+                json!({"step_id": req.step_id, "tool": tool.split(' ').next().unwrap_or(tool),
+                       "call": tool, "agent": name, "started_at": c.started_at,
+                       "duration_ms": 0, "ok": true}),
+            ));
+        }
+        calls
     }
 }
 

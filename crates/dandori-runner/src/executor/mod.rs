@@ -5,6 +5,7 @@
 pub mod agent_preset;
 pub mod command;
 pub mod conversation;
+pub mod interrupted_call;
 pub mod llm;
 pub mod none;
 

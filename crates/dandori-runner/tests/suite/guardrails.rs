@@ -103,6 +103,63 @@ fn the_iteration_limit_stops_follow_ups_and_the_gap_is_reported() {
     );
 }
 
+/// Issue 36: five criteria no step links get five follow-ups; the first three
+/// keep failing, and the fourth and fifth still run (in the next iteration,
+/// before the failed ones are tried again), within the iteration limit.
+#[test]
+fn follow_ups_past_the_first_three_run_while_those_keep_failing() {
+    let repo = Repo::new();
+    let mut plan = planning(vec![S::new("S01").acs(&["AC-01"])], json!({}));
+    for n in 4..=6 {
+        plan["context"]["acceptance_criteria"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"id": format!("AC-0{n}"), "given": "a repo", "when": "the run ends", "then": format!("part {n} exists")}));
+    }
+    let run_dir = repo.write_plan(&plan);
+    let ran = repo.path.join("../ran.txt");
+    let agent = repo.agent(&format!(
+        r#"echo "$1" >> {}
+case "$1" in F01|F02|F03) exit 1 ;; esac
+mkdir -p "src/$1"; echo "$1" > "src/$1/out.txt""#,
+        ran.display()
+    ));
+    let mut opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    opts.config.planning.revision.max_revisions = 3;
+    let out = run(&opts).unwrap();
+    let follow_ups: Vec<(String, String, dandori_plan::StepStatus)> = out
+        .completion
+        .follow_ups
+        .iter()
+        .map(|f| (f.step_id.clone(), f.ac.clone(), f.status))
+        .collect();
+    use dandori_plan::StepStatus::{Done, Failed};
+    assert_eq!(
+        follow_ups,
+        [
+            ("F01".to_string(), "AC-02".to_string(), Failed),
+            ("F02".to_string(), "AC-03".to_string(), Failed),
+            ("F03".to_string(), "AC-04".to_string(), Failed),
+            ("F04".to_string(), "AC-05".to_string(), Done),
+            ("F05".to_string(), "AC-06".to_string(), Done),
+        ]
+    );
+    // Iteration 1: F01-F03; iteration 2: the untried F04 and F05 first, then F01
+    // again; iteration 3 is the last: nothing more runs.
+    let calls = std::fs::read_to_string(&ran).unwrap();
+    let calls: Vec<&str> = calls.lines().filter(|l| l.starts_with('F')).collect();
+    assert_eq!(
+        calls,
+        ["F01", "F02", "F03", "F04", "F05", "F01"],
+        "{calls:?}"
+    );
+    assert_eq!(out.completion.status, CompletionStatus::Failed);
+}
+
 #[test]
 fn max_steps_per_run_pauses_and_resume_continues() {
     let repo = Repo::new();

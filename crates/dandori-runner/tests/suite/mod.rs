@@ -5,6 +5,7 @@ mod llm_loop;
 mod merge;
 mod overlay;
 mod parallel;
+mod per_test_runners;
 mod runner_hooks;
 mod secret_forms;
 mod secrets;
