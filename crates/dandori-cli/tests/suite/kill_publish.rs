@@ -14,7 +14,7 @@ use dandori_test_support::fake_forge::Api;
 use dandori_test_support::git::git;
 use serde_json::{Value, json};
 
-use super::ci_bot::{BIN, Fx, TOKEN, agent, fixture, pulls, text};
+use super::ci_bot::{BIN, Fx, TOKEN, fixture, pulls, text};
 
 const POINTS: u32 = 20;
 
@@ -61,7 +61,18 @@ fn case() -> Case {
     assert!(o.status.success(), "plan: {}", text(&o));
     let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
     let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
-    let agent_cmd = format!("sh {} {{step_id}}", agent(&f).display());
+    // The scripted agent, as a resumed agent must be: a step's work that the
+    // kill left in its worktree (kept, and named in the prompt) is not done twice.
+    let agent = f.home.join("idempotent-agent.sh");
+    std::fs::write(
+        &agent,
+        "#!/bin/sh\nset -e\ncase \"$1\" in\n\
+         S01) mkdir -p src; echo 'hello, friend' > src/greet.txt ;;\n\
+         S03) mkdir -p docs; echo 'greeting' > docs/greeting.md ;;\n\
+         *) grep -qs \"see src/greet.txt ($1)\" README.md || echo \"see src/greet.txt ($1)\" >> README.md ;;\nesac\n",
+    )
+    .unwrap();
+    let agent_cmd = format!("sh {} {{step_id}}", agent.display());
     Case {
         f,
         run_dir,
@@ -110,11 +121,7 @@ fn outcome(c: &Case) -> Value {
         .into_iter()
         .map(|(_, item)| {
             let pr = item.pr.unwrap();
-            let tree = git(
-                &c.f.remote,
-                &["rev-parse", &format!("{}^{{tree}}", pr.head)],
-            );
-            json!({"head": pr.head, "draft": pr.draft, "tree": tree.trim()})
+            json!({"head": pr.head, "draft": pr.draft, "files": files(&c.f.remote, &pr.head)})
         })
         .collect();
     let issue = c.f.forge.item(Api::GitHub, "octo/app", 7);
@@ -132,6 +139,19 @@ fn outcome(c: &Case) -> Value {
         "branch": git(&c.f.repo, &["branch", "--show-current"]).trim(),
         "status": git(&c.f.repo, &["status", "--porcelain", "--untracked-files=all"]),
     })
+}
+
+/// Each file of `rev` in the bare repository `git_dir`, with its contents.
+fn files(git_dir: &std::path::Path, rev: &str) -> Value {
+    let names = git(git_dir, &["ls-tree", "-r", "--name-only", rev]);
+    names
+        .lines()
+        .map(|n| {
+            let text = git(git_dir, &["show", &format!("{rev}:{n}")]);
+            (n.to_string(), Value::String(text))
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }
 
 #[test]
