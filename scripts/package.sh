@@ -58,16 +58,19 @@ BIN="$TARGET_DIR/$PROFILE_DIR/dandori"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 
 # An existing build newer than every source (the crates, the manifests, the
-# lock file) is reused as it is: no cargo run for the npm packages.
+# lock file), made by this script with the same features, is reused as it is:
+# no cargo run for the npm packages.
+STAMP="$BIN.package-features"
 newer_source=""
 if [ -x "$BIN" ]; then
   newer_source="$(find crates Cargo.toml Cargo.lock -newer "$BIN" \( -name '*.rs' -o -name 'Cargo.toml' -o -name 'Cargo.lock' -o -name 'pyproject.toml' \) -print -quit 2>/dev/null || true)"
 fi
-if [ -x "$BIN" ] && [ -z "$newer_source" ]; then
-  say "reusing $BIN (newer than the sources; delete it to build again)"
+if [ -x "$BIN" ] && [ -z "$newer_source" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "features:${FEATURES[*]}" ]; then
+  say "reusing $BIN (newer than the sources, features: ${FEATURES[*]:-none}; delete it to build again)"
 else
   say "cargo build --profile $PROFILE -p dandori ${FEATURES[*]}${newer_source:+ ($newer_source is newer than $BIN)}"
   cargo build --locked --profile "$PROFILE" -p dandori "${FEATURES[@]}"
+  echo "features:${FEATURES[*]}" > "$STAMP"
 fi
 [ -x "$BIN" ] || { say "no binary at $BIN after the build"; exit 1; }
 mkdir -p "$OUT"
