@@ -128,7 +128,7 @@ impl Revision<'_> {
         }
     }
 
-    fn from_issue(&self) -> Result<(Vec<Feedback>, Forge), Failure> {
+    fn issue_feedback(&self) -> Result<(Vec<Feedback>, Forge), Failure> {
         let (record, client) = self.forge()?;
         let comments = client.comments(&record.reference)?;
         let (out, ignored) = {
@@ -155,7 +155,7 @@ impl Revision<'_> {
     ) -> Result<Revised, Failure> {
         let (feedback, mut forge) = match input {
             FeedbackInput::FromIssue => {
-                let (f, forge) = self.from_issue()?;
+                let (f, forge) = self.issue_feedback()?;
                 (f, Some(forge))
             }
             FeedbackInput::Text(text) => (
