@@ -14,7 +14,8 @@
 #              built once with `cargo build`; maturin then builds the wheel with the
 #              same profile, features and target dir, so its cargo run finds the
 #              binary already built and only packs it. A fresh build from an earlier
-#              `cargo build` (same profile, same flags) is reused the same way.
+#              `cargo build` (same profile, same flags) is reused the same way; a
+#              binary newer than every source skips that `cargo build` altogether.
 #   --out      where the artefacts go (default: target/package)
 # Honours CARGO_TARGET_DIR. Needs cargo, node/npm and python3; maturin is taken
 # from MATURIN=/path/to/maturin, else PATH, else installed from PyPI into
@@ -56,8 +57,21 @@ case "$PROFILE" in dev|test) PROFILE_DIR=debug ;; bench) PROFILE_DIR=release ;; 
 BIN="$TARGET_DIR/$PROFILE_DIR/dandori"
 VERSION="$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)"
 
-say "cargo build --profile $PROFILE -p dandori ${FEATURES[*]}"
-cargo build --locked --profile "$PROFILE" -p dandori "${FEATURES[@]}"
+# An existing build newer than every source (the crates, the manifests, the
+# lock file), made by this script with the same features, is reused as it is:
+# no cargo run for the npm packages.
+STAMP="$BIN.package-features"
+newer_source=""
+if [ -x "$BIN" ]; then
+  newer_source="$(find crates Cargo.toml Cargo.lock -newer "$BIN" \( -name '*.rs' -o -name 'Cargo.toml' -o -name 'Cargo.lock' -o -name 'pyproject.toml' \) -print -quit 2>/dev/null || true)"
+fi
+if [ -x "$BIN" ] && [ -z "$newer_source" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "features:${FEATURES[*]}" ]; then
+  say "reusing $BIN (newer than the sources, features: ${FEATURES[*]:-none}; delete it to build again)"
+else
+  say "cargo build --profile $PROFILE -p dandori ${FEATURES[*]}${newer_source:+ ($newer_source is newer than $BIN)}"
+  cargo build --locked --profile "$PROFILE" -p dandori "${FEATURES[@]}"
+  echo "features:${FEATURES[*]}" > "$STAMP"
+fi
 [ -x "$BIN" ] || { say "no binary at $BIN after the build"; exit 1; }
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"

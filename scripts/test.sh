@@ -262,6 +262,35 @@ if [ ! -x "$CI_LINT/bin/zizmor" ] || [ ! -x "$CI_LINT/bin/check-jsonschema" ] \
   "$CI_LINT/bin/pip" install --quiet --disable-pip-version-check 'zizmor==1.32.0' 'check-jsonschema==0.39.0'
 fi
 
+# The generated GitLab CI file run as GitLab would run it (dandori-cli's
+# ci_gitlab_local test): gitlab-ci-local from npm with its shell executor, and
+# the rsync it copies the checkout with, unpacked from its Debian package (no
+# system install). gitlab-ci-local 4.75 uses Node 22's Set methods; on an older
+# Node the test loads crates/dandori-cli/tests/fixtures/node-set-methods.mjs first.
+GCL_DIR="$TOOLS/gitlab-ci-local"
+GCL_VERSION=4.75.1
+if ! grep -q "\"version\": \"$GCL_VERSION\"" "$GCL_DIR/node_modules/gitlab-ci-local/package.json" 2>/dev/null; then
+  say "installing gitlab-ci-local@$GCL_VERSION from npm into $GCL_DIR (the GitLab CI file's run; ~10 s)"
+  mkdir -p "$GCL_DIR"
+  npm install --silent --no-audit --no-fund --prefix "$GCL_DIR" "gitlab-ci-local@$GCL_VERSION" >/dev/null \
+    || say "warning: could not install gitlab-ci-local; the GitLab CI run test will fail"
+fi
+if ! command -v rsync >/dev/null 2>&1 && [ ! -x "$GCL_DIR/rsync/usr/bin/rsync" ]; then
+  if command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1; then
+    say "unpacking the Debian package rsync into $GCL_DIR/rsync (gitlab-ci-local copies the checkout with it; no system install)"
+    tmp="$(mktemp -d)"
+    if (cd "$tmp" && apt-get download rsync >/dev/null 2>&1) \
+      && dpkg -x "$tmp"/rsync_*.deb "$GCL_DIR/rsync"; then
+      :
+    else
+      say "warning: could not download rsync (apt-get download rsync); the GitLab CI run test will fail"
+    fi
+    rm -rf "$tmp"
+  else
+    say "warning: rsync not found and no apt-get to fetch it; the GitLab CI run test will fail"
+  fi
+fi
+
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.

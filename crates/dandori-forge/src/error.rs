@@ -160,4 +160,19 @@ impl ForgeError {
             ForgeError::Internal(_) => reason::FORGE_INTERNAL,
         }
     }
+
+    /// The exit status of a command that failed on this error: 2 for what the
+    /// user can fix in the invocation (a bad reference, no access), 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        let input = [
+            reason::FORGE_REF_INVALID,
+            reason::FORGE_CONFIG_INVALID,
+            reason::FORGE_NOT_FOUND,
+            reason::FORGE_UNAUTHORIZED,
+            reason::FORGE_PERMISSION_DENIED,
+            reason::FORGE_RECORD_INVALID,
+        ]
+        .contains(&self.code());
+        if input { 2 } else { 1 }
+    }
 }

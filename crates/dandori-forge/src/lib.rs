@@ -17,13 +17,19 @@
 //!   branch pushed with a per-command token, a pull / merge request opened or
 //!   updated with the run report.
 //! * [`ci`]: `dandori ci`: a GitHub Actions / GitLab CI event → the step it
-//!   asks for, and who may ask.
+//!   asks for, and who may ask; [`ci_bot`]: the command's body (the job's
+//!   event read, the actor admitted or answered, the steps run).
+//! * [`session`]: the commands' link to an issue (clients, `plan --issue`
+//!   intake, the plan comments); [`run_hook`]: `dandori run`'s status and
+//!   completion comments and `--open-pr`.
 //! * [`feedback`]: the comments that are feedback for a revision, and the one
 //!   that approves it.
 //! * [`revise`]: human feedback → a seed-format human reflection and a revised
 //!   planning.json, with the revision history of seed 000 §11.3.1.
 //! * [`model_revision`]: the model's seed-format `plan_revision` answer,
 //!   checked (shape, steps, paths, commands, validation) before it is applied.
+//! * [`revision_flow`]: `dandori revise` and `dandori approve`: the feedback
+//!   gathered and masked, the revision made and reported on the issue.
 //!
 //! * [`workflow`]: the CI files of `dandori init github-action | gitlab-ci`
 //!   (audited: pinned actions, the job gated before it starts, least privilege).
@@ -32,6 +38,7 @@
 
 pub mod change_request;
 pub mod ci;
+pub mod ci_bot;
 pub mod client;
 mod error;
 pub mod feedback;
@@ -44,7 +51,10 @@ pub mod record;
 pub mod reference;
 pub mod report;
 pub mod revise;
+pub mod revision_flow;
+pub mod run_hook;
 pub mod scopes;
+pub mod session;
 pub mod workflow;
 
 pub use client::{Comment, CommentSource, ForgeClient, ForgeSettings, Identity, Issue};

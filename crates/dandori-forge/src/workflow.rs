@@ -362,10 +362,11 @@ dandori:
     - key: dandori-runs
       paths: [.dandori/runs]
   script:
-    - mkdir -p /tmp/dandori-tools
-    - cp {pkg_dir}/package.json {pkg_dir}/package-lock.json /tmp/dandori-tools/
-    - npm ci --no-audit --no-fund --prefix=/tmp/dandori-tools
-    - export PATH="/tmp/dandori-tools/node_modules/.bin:$PATH"
+    # A directory of this job's own (a shell executor shares /tmp between jobs).
+    - DANDORI_TOOLS="$(mktemp -d)"
+    - cp {pkg_dir}/package.json {pkg_dir}/package-lock.json "$DANDORI_TOOLS/"
+    - npm ci --no-audit --no-fund --prefix="$DANDORI_TOOLS"
+    - export PATH="$DANDORI_TOOLS/node_modules/.bin:$PATH"
     - git config user.name 'dandori'
     - git config user.email 'dandori@noreply.invalid'
     - git remote set-url origin "$CI_PROJECT_URL.git"
@@ -385,6 +386,56 @@ fn expr_str(s: &str) -> String {
 /// POSIX shell single quotes.
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The CI system of `dandori init`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CiSystem {
+    GitHubActions,
+    GitLabCi,
+}
+
+/// The files `dandori init` writes (the workflow and the npm manifest of what
+/// it installs), each with its text, and what to set up on the forge next.
+pub fn init_files(
+    repo: &std::path::Path,
+    system: CiSystem,
+    o: &WorkflowOptions,
+) -> (Vec<(std::path::PathBuf, String)>, Vec<String>) {
+    let (rel, text, next, pkg_dir) = match system {
+        CiSystem::GitHubActions => (
+            ".github/workflows/dandori.yml",
+            github_actions(o),
+            next_steps_github(o),
+            GITHUB_PACKAGE_DIR,
+        ),
+        CiSystem::GitLabCi => (
+            ".gitlab/dandori.gitlab-ci.yml",
+            gitlab_ci(o),
+            next_steps_gitlab(o),
+            GITLAB_PACKAGE_DIR,
+        ),
+    };
+    let files = vec![
+        (repo.join(rel), text),
+        (repo.join(pkg_dir).join("package.json"), package_json(o)),
+    ];
+    (files, next)
+}
+
+/// Writes [`init_files`] (atomically, directories made); the paths written.
+pub fn write_init_files(
+    files: &[(std::path::PathBuf, String)],
+) -> Result<Vec<std::path::PathBuf>, dandori_fs::FsError> {
+    let mut written = Vec::new();
+    for (file, text) in files {
+        if let Some(dir) = file.parent() {
+            dandori_fs::create_dir_all(dir)?;
+        }
+        dandori_fs::write_atomic(file, text)?;
+        written.push(file.clone());
+    }
+    Ok(written)
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use dandori_planner::{PlanOptions, PlanOutcome, Progress, RequestSource};
 use serde_json::json;
 
+use dandori_forge::session::{self, Intake};
+
 use crate::cli::PlanArgs;
 use crate::output;
 
@@ -18,7 +20,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     let env: BTreeMap<String, String> = std::env::vars().collect();
     // `--issue`: the request comes from the forge (seed 000 §2.5).
     let intake = match &args.issue {
-        Some(reference) => match super::forge::plan_intake(reference, &args, config, sets, &env) {
+        Some(reference) => match plan_intake(reference, &args, config, sets, &env) {
             Ok(i) => Some(i),
             Err(code) => return Ok(code),
         },
@@ -88,7 +90,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.config_warnings = config_warnings;
     opts.secret_env = env.clone();
     if let Some(i) = &intake {
-        super::forge::mask_token(&i.client, &mut opts.secret_env);
+        dandori_forge::session::mask_token(&i.client, &mut opts.secret_env);
     }
     let forge_config = opts.config.clone();
     opts.progress = Some(&progress);
@@ -124,7 +126,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
         }
     };
     if let Some(i) = intake
-        && let Some(code) = super::forge::plan_after(i, &outcome.run_dir, &forge_config, args.json)
+        && let Some(code) = plan_after(i, &outcome.run_dir, &forge_config, args.json)
     {
         return Ok(code);
     }
@@ -402,6 +404,77 @@ fn next_line(o: &PlanOutcome, repo: &Path, executes_with: &Option<String>) {
         None => output::line(&format!(
             "next: dandori run {dir} --agent-cmd 'claude -p {{prompt}}'   (no model configured; \
              without --agent-cmd the steps wait for one, exit 3)"
+        )),
+    }
+}
+
+/// `plan --issue`: the config without a task type (for `forges:` and the
+/// permissions), then the issue.
+fn plan_intake(
+    reference: &str,
+    args: &PlanArgs,
+    config: Option<&Path>,
+    sets: &[String],
+    env: &BTreeMap<String, String>,
+) -> Result<Intake, ExitCode> {
+    // A broken configuration stops before the forge is asked anything.
+    let loaded = match super::load_config(config, sets, &args.repo, env) {
+        Ok(l) => l.config,
+        Err(e) => {
+            output::error(&format!("{e:#}"));
+            return Err(ExitCode::from(2));
+        }
+    };
+    let comment = args.comment || loaded.forges.comment;
+    match session::intake(reference, &loaded, env, comment) {
+        Ok(i) => {
+            if !args.json {
+                output::progress(&format!(
+                    "read {} ({}): task type {}{}{}",
+                    i.record.source,
+                    i.record.web_url,
+                    i.task_type,
+                    match i.skipped_comments {
+                        0 => String::new(),
+                        n => format!(", {n} comment(s) left out"),
+                    },
+                    if i.truncated { ", cut to fit" } else { "" }
+                ));
+            }
+            Ok(i)
+        }
+        Err(e) => Err(fail(
+            args.json,
+            &format!("{}: {e}", e.code()),
+            e.exit_code(),
+        )),
+    }
+}
+
+/// After `plan --issue`: the record and the comments. Some(exit) on failure.
+fn plan_after(
+    intake: Intake,
+    run_dir: &Path,
+    config: &dandori_config::Config,
+    json: bool,
+) -> Option<ExitCode> {
+    let comment = intake.record.comment;
+    let source = intake.record.source.clone();
+    match session::after_plan(intake, run_dir, config) {
+        Ok(()) => {
+            if comment && !json {
+                output::progress(&format!("posted the plan and status comments on {source}"));
+            }
+            None
+        }
+        Err(e) => Some(fail(
+            json,
+            &format!(
+                "{}: the plan is written ({}), but reporting on {source} failed: {e}",
+                e.code(),
+                run_dir.display()
+            ),
+            1,
         )),
     }
 }

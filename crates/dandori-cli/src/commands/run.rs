@@ -146,24 +146,14 @@ fn execute(
     }
     // --open-pr: a run that cannot publish is refused before any slow work.
     let publisher = if open_pr {
-        match super::forge::Publisher::open(target, repo, &config, &base_env) {
+        match super::forge::publisher(target, repo, &config, &base_env, json) {
             Ok(p) => Some(p),
-            Err(e) => {
-                let code = super::forge::exit_code(&e);
-                if json {
-                    output::json(
-                        &serde_json::json!({"status": "error", "reason_code": e.code(),
-                        "message": e.to_string(), "exit_code": code}),
-                    );
-                }
-                output::error(&format!("{}: --open-pr: {e}", e.code()));
-                return Ok(ExitCode::from(code));
-            }
+            Err(code) => return Ok(code),
         }
     } else {
         None
     };
-    let reporter = super::forge::RunReporter::open(target, &config, &base_env);
+    let reporter = super::forge::reporter(target, &config, &base_env);
     let progress = super::forge::with_reporter(
         (!json)
             .then(|| -> dandori_runner::Progress { Arc::new(|line: &str| output::progress(line)) }),
@@ -204,8 +194,8 @@ fn execute(
 
 fn report_outcome(
     result: Result<dandori_runner::RunOutcome, dandori_runner::RunnerError>,
-    reporter: Option<&super::forge::RunReporter>,
-    publisher: Option<&super::forge::Publisher>,
+    reporter: Option<&dandori_forge::run_hook::RunReporter>,
+    publisher: Option<&dandori_forge::run_hook::Publisher>,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     match result {
@@ -215,7 +205,7 @@ fn report_outcome(
             // The pull request first, so the completion comment can link it.
             let mut exit = c.exit_code;
             if let Some(p) = publisher {
-                let (pr, ok) = p.publish(&value);
+                let (pr, ok) = super::forge::publish(p, &value);
                 if !ok && exit == 0 {
                     exit = 1;
                 }

@@ -12,6 +12,9 @@ use dandori_test_support::fake_forge::{Api, FakeForge, ItemKind};
 use dandori_test_support::git::git;
 use serde_json::{Value, json};
 
+use super::run_files::all_text;
+pub(super) use super::run_files::text;
+
 pub(super) const BIN: &str = env!("CARGO_BIN_EXE_dandori");
 /// An installation token, as GitHub Actions' `GITHUB_TOKEN` is.
 pub(super) const TOKEN: &str = "ghs_ciInstallationToken0123456789";
@@ -107,7 +110,7 @@ pub(super) fn ci(f: &Fx, event_name: &str, payload: &Value, extra: &[&str]) -> O
 }
 
 /// The scripted agent: each step writes its own target.
-fn agent(f: &Fx) -> PathBuf {
+pub(super) fn agent(f: &Fx) -> PathBuf {
     let agent = f.home.join("agent.sh");
     std::fs::write(
         &agent,
@@ -122,31 +125,6 @@ fn agent(f: &Fx) -> PathBuf {
     )
     .unwrap();
     agent
-}
-
-pub(super) fn text(o: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn all_text(dir: &Path) -> String {
-    let mut out = String::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.push_str(&all_text(&p));
-            } else {
-                out.push_str(&String::from_utf8_lossy(
-                    &std::fs::read(&p).unwrap_or_default(),
-                ));
-            }
-        }
-    }
-    out
 }
 
 pub(super) fn labeled() -> Value {
@@ -513,16 +491,10 @@ pub(super) fn ci_gitlab(f: &Fx, payload: &Value) -> Output {
         .unwrap()
 }
 
-pub(super) fn note(f: &Fx, who: &str, body: &str) -> Value {
-    f.forge.add_comment(Api::GitLab, "grp/app", 3, who, body);
-    json!({"object_kind": "note", "user": {"username": who},
-        "project": {"path_with_namespace": "grp/app"},
-        "object_attributes": {"note": body, "noteable_type": "Issue"},
-        "issue": {"iid": 3}})
-}
-
-#[test]
-fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
+/// [`fixture`] with the GitLab side: the project `grp/app` (its remote the
+/// bare repository, the clone's origin the forge), issue #3, and the project
+/// access token's bot.
+pub(super) fn gitlab_fixture() -> Fx {
     let f = fixture();
     let url = f.forge.git_url(Api::GitLab, "grp/app");
     git(&f.repo, &["remote", "set-url", "origin", &url]);
@@ -539,12 +511,30 @@ fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
         &["dandori"],
         "alice",
     );
-    // The label added (an issue hook): the plan notes, by the project token's bot.
-    let hook = json!({"object_kind": "issue", "user": {"username": "alice"},
+    f
+}
+
+/// The issue hook of the trigger label added to `grp/app#3`.
+pub(super) fn label_hook() -> Value {
+    json!({"object_kind": "issue", "user": {"username": "alice"},
         "project": {"path_with_namespace": "grp/app"},
         "object_attributes": {"iid": 3},
-        "changes": {"labels": {"previous": [], "current": [{"title": "dandori"}]}}});
-    let o = ci_gitlab(&f, &hook);
+        "changes": {"labels": {"previous": [], "current": [{"title": "dandori"}]}}})
+}
+
+pub(super) fn note(f: &Fx, who: &str, body: &str) -> Value {
+    f.forge.add_comment(Api::GitLab, "grp/app", 3, who, body);
+    json!({"object_kind": "note", "user": {"username": who},
+        "project": {"path_with_namespace": "grp/app"},
+        "object_attributes": {"note": body, "noteable_type": "Issue"},
+        "issue": {"iid": 3}})
+}
+
+#[test]
+fn gitlab_ci_label_plan_approve_run_merge_request_and_update() {
+    let f = gitlab_fixture();
+    // The label added (an issue hook): the plan notes, by the project token's bot.
+    let o = ci_gitlab(&f, &label_hook());
     assert!(o.status.success(), "{}", text(&o));
     let item = f.forge.item(Api::GitLab, "grp/app", 3);
     assert_eq!(

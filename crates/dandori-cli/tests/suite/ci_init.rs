@@ -240,7 +240,7 @@ fn the_gitlab_file_of_each_agent_passes_gitlabs_schema() {
             "{gl}"
         );
         assert!(
-            gl.contains("npm ci --no-audit --no-fund --prefix=/tmp/dandori-tools"),
+            gl.contains("npm ci --no-audit --no-fund --prefix=\"$DANDORI_TOOLS\""),
             "{gl}"
         );
         assert!(r.path().join(".gitlab/dandori/package.json").is_file());

@@ -8,12 +8,13 @@
 
 use std::process::Command;
 
-use dandori_test_support::fake_forge::{Api, ItemKind};
+use dandori_test_support::fake_forge::Api;
 use dandori_test_support::git::git;
 use serde_json::{Value, json};
 
 use super::ci_bot::{
-    BIN, BOT, Fx, GL_BOT, GL_TOKEN, ci, ci_gitlab, comment, fixture, labeled, note, pulls, text,
+    BIN, BOT, Fx, GL_BOT, ci, ci_gitlab, comment, fixture, gitlab_fixture, label_hook, labeled,
+    note, pulls, text,
 };
 use super::workflow_gate::job_starts;
 
@@ -59,6 +60,22 @@ fn fail_readme(f: &Fx, fail: bool) {
     } else {
         let _ = std::fs::remove_file(&p);
     }
+}
+
+/// The owner's `/dandori plan`, then `/dandori run` (the run's output).
+fn replan_and_run(f: &Fx, gate: &str) -> std::process::Output {
+    let plan = comment(f, "alice", "OWNER", "/dandori plan");
+    let o = event(f, gate, "issue_comment", &plan).expect("the owner's comment starts the job");
+    assert!(o.status.success(), "{}", text(&o));
+    let run = comment(f, "alice", "OWNER", "/dandori run");
+    event(f, gate, "issue_comment", &run).expect("the owner's comment starts the job")
+}
+
+/// The same on GitLab: the notes `/dandori plan`, then `/dandori run`.
+fn gitlab_replan_and_run(f: &Fx) -> std::process::Output {
+    let o = ci_gitlab(f, &note(f, "alice", "/dandori plan"));
+    assert!(o.status.success(), "{}", text(&o));
+    ci_gitlab(f, &note(f, "alice", "/dandori run"))
 }
 
 #[test]
@@ -146,21 +163,7 @@ fn github_draft_until_the_criteria_are_covered_then_ready_and_green_never_replac
     // updated and marked ready through GraphQL (REST cannot); the evidence.
     fail_readme(&f, false);
     f.forge.clear_exchanges();
-    let o = event(
-        &f,
-        &gate,
-        "issue_comment",
-        &comment(&f, "alice", "OWNER", "/dandori plan"),
-    )
-    .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let o = event(
-        &f,
-        &gate,
-        "issue_comment",
-        &comment(&f, "alice", "OWNER", "/dandori run"),
-    )
-    .unwrap();
+    let o = replan_and_run(&f, &gate);
     assert!(o.status.success(), "{}", text(&o));
     let prs = pulls(&f);
     assert_eq!(prs.len(), 1, "{}", text(&o));
@@ -211,21 +214,7 @@ fn github_draft_until_the_criteria_are_covered_then_ready_and_green_never_replac
     // 3. A later attempt that fails: the green branch and its pull request stay
     // as they are; the attempt goes to a branch of its own, as a draft.
     fail_readme(&f, true);
-    let o = event(
-        &f,
-        &gate,
-        "issue_comment",
-        &comment(&f, "alice", "OWNER", "/dandori plan"),
-    )
-    .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let o = event(
-        &f,
-        &gate,
-        "issue_comment",
-        &comment(&f, "alice", "OWNER", "/dandori run"),
-    )
-    .unwrap();
+    let o = replan_and_run(&f, &gate);
     assert!(
         text(&o).contains("is the last run that achieved the goal: left as it is"),
         "{}",
@@ -259,27 +248,8 @@ fn github_draft_until_the_criteria_are_covered_then_ready_and_green_never_replac
 
 #[test]
 fn gitlab_draft_merge_request_until_the_criteria_are_covered_then_ready() {
-    let f = fixture();
-    let url = f.forge.git_url(Api::GitLab, "grp/app");
-    git(&f.repo, &["remote", "set-url", "origin", &url]);
-    f.forge.add_token(GL_TOKEN, GL_BOT);
-    f.forge.add_project(Api::GitLab, "grp/app", true, &[GL_BOT]);
-    f.forge.set_remote(Api::GitLab, "grp/app", &f.remote);
-    f.forge.add_item(
-        Api::GitLab,
-        "grp/app",
-        3,
-        ItemKind::Issue,
-        "Add a greeting",
-        super::ci_bot::ISSUE_BODY,
-        &["dandori"],
-        "alice",
-    );
-    let hook = json!({"object_kind": "issue", "user": {"username": "alice"},
-        "project": {"path_with_namespace": "grp/app"},
-        "object_attributes": {"iid": 3},
-        "changes": {"labels": {"previous": [], "current": [{"title": "dandori"}]}}});
-    let o = ci_gitlab(&f, &hook);
+    let f = gitlab_fixture();
+    let o = ci_gitlab(&f, &label_hook());
     assert!(o.status.success(), "{}", text(&o));
     // A stranger's note: refused before any step.
     let o = ci_gitlab(&f, &note(&f, "mallory", "/dandori approve"));
@@ -304,12 +274,7 @@ fn gitlab_draft_merge_request_until_the_criteria_are_covered_then_ready() {
 
     // Fixed: the same merge request, ready, with the evidence.
     fail_readme(&f, false);
-    assert!(
-        ci_gitlab(&f, &note(&f, "alice", "/dandori plan"))
-            .status
-            .success()
-    );
-    let o = ci_gitlab(&f, &note(&f, "alice", "/dandori run"));
+    let o = gitlab_replan_and_run(&f);
     assert!(o.status.success(), "{}", text(&o));
     let mrs = f.forge.change_requests(Api::GitLab, "grp/app");
     assert_eq!(mrs.len(), 1);
@@ -323,12 +288,7 @@ fn gitlab_draft_merge_request_until_the_criteria_are_covered_then_ready() {
 
     // A failing attempt: the green merge request untouched, a new draft one.
     fail_readme(&f, true);
-    assert!(
-        ci_gitlab(&f, &note(&f, "alice", "/dandori plan"))
-            .status
-            .success()
-    );
-    let o = ci_gitlab(&f, &note(&f, "alice", "/dandori run"));
+    let o = gitlab_replan_and_run(&f);
     assert_ne!(o.status.code(), Some(0), "{}", text(&o));
     let mrs = f.forge.change_requests(Api::GitLab, "grp/app");
     assert_eq!(mrs.len(), 2, "{}", text(&o));

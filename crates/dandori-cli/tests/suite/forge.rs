@@ -10,6 +10,8 @@ use dandori_test_support::fake_forge::{Api, FakeForge, ItemKind};
 use dandori_test_support::git::git;
 use serde_json::Value;
 
+use super::run_files::{all_text, read_json, text, trace_events};
+
 const BIN: &str = env!("CARGO_BIN_EXE_dandori");
 const TOKEN: &str = "ghp_e2eSecretToken123456";
 
@@ -93,42 +95,8 @@ fn assert_openapi(f: &Fx) {
     assert!(errs.is_empty(), "{errs:#?}");
 }
 
-fn text(o: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(o)))
-}
-
-/// Every file under `dir`, read as text where possible.
-fn all_text(dir: &Path) -> String {
-    let mut out = String::new();
-    for e in walk(dir) {
-        out.push_str(&String::from_utf8_lossy(
-            &std::fs::read(e).unwrap_or_default(),
-        ));
-    }
-    out
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut v = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                v.extend(walk(&p));
-            } else {
-                v.push(p);
-            }
-        }
-    }
-    v
 }
 
 #[test]
@@ -375,18 +343,8 @@ fn model_answer(changes: Value) -> String {
     .to_string()
 }
 
-fn trace_events(run_dir: &Path, name: &str) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == name)
-        .collect()
-}
-
 fn history(run_dir: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(run_dir.join("revisions/history.json")).unwrap())
-        .unwrap()
+    read_json(&run_dir.join("revisions/history.json"))
 }
 
 /// Seed 000 §15.2.1 / §15.3.1 on a pull request: review feedback → the model's

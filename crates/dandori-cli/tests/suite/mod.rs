@@ -57,6 +57,7 @@ mod readme;
 // --
 mod run;
 // --
+mod run_files;
 mod run_llm;
 // --
 mod seed_rows;
@@ -81,10 +82,12 @@ mod agent_cli;
 mod agent_presets;
 // --
 mod ci_bot;
+mod ci_gitlab_local;
 // --
 mod env_kill;
 // --
 mod kill_matrix;
+mod kill_publish;
 // --
 mod overlay_workspace;
 // --

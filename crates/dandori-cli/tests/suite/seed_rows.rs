@@ -13,30 +13,8 @@ use dandori_test_support::{FakeLlmServer, Reply, TempGitRepo};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
+use super::run_files::{ok_json, read_json, trace};
 use super::run_llm::{calc_project, completion, dandori};
-
-fn ok_json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-fn trace(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// A one-step plan for calc: the model writes `subtract` with the given
 /// `suggested_tools` / `suggested_persona` and its own action plan.

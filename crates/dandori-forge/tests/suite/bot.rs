@@ -13,7 +13,9 @@ use dandori_test_support::fake_forge::{Api, FakeForge, ItemKind};
 use dandori_test_support::git::git;
 use dandori_test_support::openapi::{check_exchanges, github_descriptions, gitlab_subset};
 
-fn client_with(f: &FakeForge, reference: &str, token: &str) -> (ForgeRef, ForgeClient) {
+/// The client of `reference` on the fake forge, authenticating with `token`
+/// (both forges' URL and token variables set, as in CI).
+pub fn client_with(f: &FakeForge, reference: &str, token: &str) -> (ForgeRef, ForgeClient) {
     let r = ForgeRef::parse(reference).unwrap();
     let env = BTreeMap::from([
         ("GITHUB_API_URL".to_string(), f.github_api_url()),

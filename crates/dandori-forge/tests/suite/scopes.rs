@@ -2,24 +2,11 @@
 //! every answer to a classic token; GitLab's `GET /personal_access_tokens/self`),
 //! checked before a run that publishes: the missing scope is named.
 
-use std::collections::BTreeMap;
-
-use dandori_config::ForgesConfig;
-use dandori_forge::{ForgeClient, ForgeRef, ForgeSettings, scopes};
+use dandori_forge::scopes;
 use dandori_test_support::fake_forge::{Api, FakeForge};
 use dandori_test_support::openapi::check_all;
 
-fn client(f: &FakeForge, reference: &str, token: &str) -> (ForgeRef, ForgeClient) {
-    let r = ForgeRef::parse(reference).unwrap();
-    let env = BTreeMap::from([
-        ("GITHUB_API_URL".to_string(), f.github_api_url()),
-        ("GITLAB_API_URL".to_string(), f.gitlab_api_url()),
-        ("GITHUB_TOKEN".to_string(), token.to_string()),
-        ("GITLAB_TOKEN".to_string(), token.to_string()),
-    ]);
-    let s = ForgeSettings::resolve(&r, &ForgesConfig::default(), &env).unwrap();
-    (r, ForgeClient::new(s).unwrap())
-}
+use super::bot::client_with as client;
 
 #[test]
 fn a_token_without_the_scope_to_push_is_refused_naming_it() {

@@ -151,6 +151,8 @@ struct Shared {
     /// Stamp comments with the wall clock (seconds, strictly increasing)
     /// instead of `2026-01-01T…` counting up.
     real_time: bool,
+    /// How long every request (API and git) waits before it is handled.
+    latency: std::time::Duration,
 }
 
 impl Shared {
@@ -294,6 +296,13 @@ impl FakeForge {
             .lock()
             .remotes
             .insert((api, project.to_string()), bare.to_path_buf());
+    }
+
+    /// Every request (API and git over HTTP) waits `latency` before it is
+    /// handled, as a forge across a network does: a run's pushes and pull
+    /// request calls then take a share of its time (the kill matrix lands there).
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        self.state.lock().latency = latency;
     }
 
     /// Stamp new comments with the wall clock (for flows that compare them with
@@ -526,6 +535,10 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let latency = state.lock().latency;
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
     let full = uri.path().to_string();
     if full.starts_with("/git/") {
         return git_http::serve(&state, &method, &uri, &headers, body).await;
