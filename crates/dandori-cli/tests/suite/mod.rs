@@ -59,6 +59,8 @@ mod run;
 // --
 mod run_llm;
 // --
+mod seed_replan;
+// --
 mod seed_rows;
 // --
 mod run_env;
