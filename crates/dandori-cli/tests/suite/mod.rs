@@ -13,6 +13,8 @@ mod env;
 // --
 mod env_plugins;
 // --
+mod env_plugins_shipped;
+// --
 mod evidence;
 // --
 mod eval_localize;
