@@ -99,9 +99,9 @@ if not found:
     for m in re.finditer(r"#\s*\{\s*total:\s*(\d+),\s*pass:\s*(\d+)", t):  # tap >= 18
         passed += int(m.group(2)); failed += int(m.group(1)) - int(m.group(2)); found = True
 if not found:
-    for m in re.finditer(r"# pass (\d+)", t):  # tap / node:test
+    for m in re.finditer(r"# pass\s+(\d+)", t):  # tap / node:test (tape: "# pass  N")
         passed += int(m.group(1)); found = True
-    for m in re.finditer(r"# fail (\d+)", t):
+    for m in re.finditer(r"# fail\s+(\d+)", t):
         failed += int(m.group(1))
 if not found:
     for m in re.finditer(r"(\d+) (?:passing|tests? passed|honored)", t):  # mocha, uvu, vows

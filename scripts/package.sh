@@ -7,6 +7,8 @@
 #     @openai/codex and @anthropic-ai/claude-code do;
 #   - Python: a wheel with the binary in its scripts (maturin `bindings = "bin"`,
 #     crates/dandori-cli/pyproject.toml), as uv and ruff do.
+# Both carry the shipped ecosystem plugins (plugins/) in share/dandori/plugins
+# beside the binary's bin/, where dandori finds them.
 # The artefacts carry everything, the Restate worker included (feature `restate`).
 #
 # Usage: scripts/package.sh [--profile NAME] [--out DIR] [--no-restate]
@@ -90,9 +92,12 @@ if [ "$NODE_OS" = linux ]; then
   if ldd --version 2>&1 | grep -qi musl; then LIBC_FIELD='"libc": ["musl"],'; else LIBC_FIELD='"libc": ["glibc"],'; fi
 fi
 
-mkdir -p "$STAGE/platform/bin"
+mkdir -p "$STAGE/platform/bin" "$STAGE/platform/share/dandori"
 cp "$BIN" "$STAGE/platform/bin/dandori"
 chmod 0755 "$STAGE/platform/bin/dandori"
+# The shipped ecosystem plugins (plugins/: Ruby, PHP), where the binary looks
+# for them: share/dandori/plugins beside its bin/ (docs/environment.md).
+cp -R plugins "$STAGE/platform/share/dandori/plugins"
 cat > "$STAGE/platform/package.json" <<EOF
 {
   "name": "$PLATFORM_PKG",
@@ -102,7 +107,7 @@ cat > "$STAGE/platform/package.json" <<EOF
   "os": ["$NODE_OS"],
   "cpu": ["$NODE_CPU"],
   $LIBC_FIELD
-  "files": ["bin/dandori"],
+  "files": ["bin/dandori", "share/dandori/plugins"],
   "preferUnplugged": true
 }
 EOF
@@ -130,6 +135,14 @@ say "npm pack $PLATFORM_PKG and dandori"
 (cd "$STAGE/wrapper" && npm pack --silent --pack-destination "$OUT" >/dev/null)
 
 # ---- Python wheel ---------------------------------------------------------
+# The wheel's data files (crates/dandori-cli/pyproject.toml `data`) are
+# installed under the environment's prefix: the plugins land in
+# PREFIX/share/dandori/plugins, beside PREFIX/bin/dandori.
+WHEEL_DATA=crates/dandori-cli/wheel.data
+rm -rf "$WHEEL_DATA"
+mkdir -p "$WHEEL_DATA/data/share/dandori"
+cp -R plugins "$WHEEL_DATA/data/share/dandori/plugins"
+trap 'rm -rf "$STAGE" "$ROOT/$WHEEL_DATA"' EXIT
 say "maturin build --profile $PROFILE ${FEATURES[*]} (reuses the binary just built)"
 "$MATURIN" build --locked --profile "$PROFILE" "${FEATURES[@]}" \
   --manifest-path crates/dandori-cli/Cargo.toml --out "$OUT" >&2

@@ -46,6 +46,10 @@ pub struct PlanOptions<'a> {
     /// The environment whose secret variables' values are masked in the run
     /// directory (`dandori_trace::mask::is_secret_env`); the CLI passes its own.
     pub secret_env: std::collections::BTreeMap<String, String>,
+    /// The ecosystems environment analysis asks (seed 002 §13.2): the
+    /// built-ins and the plugins found for the repository, the same registry
+    /// `dandori env` and the run's environment phase use. Built-ins only by default.
+    pub environment_plugins: dandori_env::plugins::Registry,
 }
 
 impl<'a> PlanOptions<'a> {
@@ -62,6 +66,7 @@ impl<'a> PlanOptions<'a> {
             toolchain: None,
             config_warnings: Vec::new(),
             secret_env: std::collections::BTreeMap::new(),
+            environment_plugins: dandori_env::plugins::Registry::builtin(),
         }
     }
 }
@@ -159,7 +164,8 @@ pub fn plan(opts: &PlanOptions<'_>) -> Result<PlanOutcome, PlannerError> {
         millis: t.elapsed().as_millis() as u64,
     });
     let hits = index.search(&request.query_text(), 10);
-    let environment = gathering::analyze_environment(&scan, analysis_cfg);
+    let environment =
+        gathering::analyze_environment(&scan, analysis_cfg, &opts.environment_plugins);
     // The installer decision `env setup` and the runner carry out (the
     // bootstrapped uv, pnpm, yarn), so the plan's setup commands are theirs.
     let toolchain = match &opts.toolchain {

@@ -5,7 +5,8 @@
 //! failures that call for a new design** — handled here.
 //!
 //! A step's test failures are compound when, after `limits.max_autofix_cycles`
-//! fix attempts, the unit commands still fail by **two or more distinct tests
+//! fix attempts (or when the fix loop stopped as `LOOP_DETECTED`: a fix attempt
+//! that changed nothing met the same failure), the unit commands still fail by **two or more distinct tests
 //! of the step's own** (regressions and new failures judged against the base
 //! commit; tests already failing there do not count), or **two or more unit
 //! commands** fail. A single failing test stays a local bug: the step ends
@@ -16,7 +17,13 @@
 //! failed, with fresh fix cycles. Each replan is one plan revision (seed 000
 //! `planning.revision.max_revisions`, shared with splits and the model's own
 //! revisions, counted in `stage.json` `revisions`) and is recorded as a
-//! `PLAN_REVISION` trace event in the seed 000 §2.5 `plan_revision` shape.
+//! `PLAN_REVISION` trace event in the seed 000 §2.5 `plan_revision` shape
+//! (`trigger: compound_test_failure`, `fix_cycles_ended` saying how the fix
+//! cycles ended). A split after `STEP_TOO_LARGE` is recorded the same way
+//! (`trigger: step_too_large`). The input class (a contradiction in the
+//! request, targets that cannot be chosen) is not replanned automatically: a
+//! new design from the same input meets the same problem, so the run asks for
+//! the input (`needs_input`).
 
 use std::collections::BTreeSet;
 
@@ -24,6 +31,8 @@ use crate::evidence::{Baseline, CommandRun, Verdict, judge};
 
 /// The `trigger` of a replan's `PLAN_REVISION` event.
 pub const COMPOUND_TEST_FAILURE: &str = "compound_test_failure";
+/// The `trigger` of a split's `PLAN_REVISION` event (the step is redone as parts).
+pub const STEP_TOO_LARGE: &str = "step_too_large";
 
 /// What failed in the last runs of a step's unit commands, when it is compound
 /// (see the module docs): the failing tests (or the commands, when their output

@@ -715,8 +715,19 @@ impl Worker<'_, '_> {
                     );
                     if can_split {
                         round += 1;
-                        self.cx.revisions.fetch_add(1, Ordering::SeqCst);
+                        let revision = self.cx.revisions.fetch_add(1, Ordering::SeqCst) + 1;
                         parts = split_parts(lines, self.limit());
+                        // Seed 004 §2: a split is a plan revision, recorded as one.
+                        self.emit(
+                            events::PLAN_REVISION,
+                            json!({"step_id": self.step_id(), "trigger": crate::replan::STEP_TOO_LARGE,
+                                   "revision": revision, "max_revisions": self.cx.max_revisions,
+                                   "diff_lines": lines, "max_diff_lines": self.limit(), "parts": parts,
+                                   "plan_revision": {
+                                       "reason": msg,
+                                       "changes": [format!("{}: split into {parts} parts of at most {} lines each", self.step_id(), self.limit())],
+                                   }}),
+                        );
                         self.report.splits += 1;
                         self.report.notes.push(format!(
                             "split into {parts} parts after a {lines}-line diff (limit {})",
@@ -752,15 +763,23 @@ impl Worker<'_, '_> {
             // Seed 004 §2: compound test failures replan the step (`crate::replan`).
             match self.unit_and_autofix(parts, &base)? {
                 None => break,
+                // A fix loop stopped as a loop (the same change, the same
+                // failure) is considered too: its failures may be compound.
                 Some(StepResult::Failed {
-                    reason_code: reason::UNIT_TEST_FAILED,
+                    reason_code: code @ (reason::UNIT_TEST_FAILED | reason::LOOP_DETECTED),
                     message,
-                }) if parts == 1 => match self.replan(&base)? {
+                }) if parts == 1 => match self.replan(&base, code)? {
                     Some(feedback) => {
                         replan = Some(feedback);
                         continue 'rounds;
                     }
-                    None => return Ok(self.unit_test_failed(reason::UNIT_TEST_FAILED, message)),
+                    None if code == reason::LOOP_DETECTED => {
+                        return Ok(StepResult::Failed {
+                            reason_code: code,
+                            message,
+                        });
+                    }
+                    None => return Ok(self.unit_test_failed(code, message)),
                 },
                 Some(StepResult::Failed {
                     reason_code: code @ (reason::UNIT_TEST_FAILED | reason::UNIT_TEST_TIMEOUT),
@@ -805,7 +824,13 @@ impl Worker<'_, '_> {
     /// revision left, the step's work is reset to its base and the step is done
     /// again from a new design. Returns the feedback of that attempt, or None
     /// (not compound, or no revision left: the step fails as it is).
-    fn replan(&mut self, base: &str) -> Result<Option<Feedback>, RunnerError> {
+    /// `stopped_as` is how the fix cycles ended (`UNIT_TEST_FAILED` when they
+    /// ran out, `LOOP_DETECTED` when a fix attempt repeated itself).
+    fn replan(
+        &mut self,
+        base: &str,
+        stopped_as: &'static str,
+    ) -> Result<Option<Feedback>, RunnerError> {
         let Some(failures) =
             crate::replan::compound_failures(&self.report.test_runs, self.cx.baseline)
         else {
@@ -824,8 +849,13 @@ impl Worker<'_, '_> {
         let revision = self.cx.revisions.fetch_add(1, Ordering::SeqCst) + 1;
         let output = std::mem::take(&mut self.last_unit_failure);
         let reason = format!(
-            "compound test failures after {} fix attempt(s): {}",
+            "compound test failures after {} fix attempt(s){}: {}",
             self.report.autofix_cycles,
+            if stopped_as == reason::LOOP_DETECTED {
+                " (the fix loop repeated itself)"
+            } else {
+                ""
+            },
             failures.join(", ")
         );
         self.reflect(
@@ -839,7 +869,7 @@ impl Worker<'_, '_> {
             events::PLAN_REVISION,
             json!({"step_id": self.step_id(), "trigger": crate::replan::COMPOUND_TEST_FAILURE,
                    "revision": revision, "max_revisions": self.cx.max_revisions,
-                   "failures": failures,
+                   "failures": failures, "fix_cycles_ended": stopped_as,
                    "plan_revision": {
                        "reason": reason,
                        "changes": [format!("{}: its work is reset to the step's base commit and redone from a new design", self.step_id())],
@@ -1542,7 +1572,10 @@ impl Worker<'_, '_> {
                 Some(t) => t.to_string(),
                 None => self.git.run(&["write-tree"])?.trim().to_string(),
             };
-            if last_failure.as_ref() == Some(&(tree.clone(), output.clone())) {
+            // The same failure: the same output but for the durations a test
+            // runner prints ("Ran 3 tests in 0.001s"), which differ every run.
+            let failure = without_durations(&output);
+            if last_failure.as_ref() == Some(&(tree.clone(), failure.clone())) {
                 // The same change and the same failure again: a fix loop going nowhere.
                 self.report
                     .notes
@@ -1554,7 +1587,7 @@ impl Worker<'_, '_> {
                     ),
                 }));
             }
-            last_failure = Some((tree, output.clone()));
+            last_failure = Some((tree, failure));
             self.last_unit_failure = output.clone();
             if self.report.autofix_cycles - cycles_before >= max_cycles {
                 if !self.cx.planning.gates.require_unit_pass {
@@ -1927,6 +1960,51 @@ fn note_reports(log: &Path, xml: &crate::evidence::junit::Collected) {
     }
 }
 
+/// `output` with every duration (`0.001s`, `12 ms`, `1.5 sec`) replaced by `<t>`:
+/// what a fix loop compares, so a repeated failure is seen as one whatever the
+/// timings the test runner printed.
+fn without_durations(output: &str) -> String {
+    const UNITS: &[&str] = &["seconds", "second", "secs", "sec", "ms", "s"];
+    let b = output.as_bytes();
+    let mut out = String::with_capacity(output.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < b.len() {
+        let starts_word = i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'.');
+        if !(b[i].is_ascii_digit() && starts_word) {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < b.len() && b[j].is_ascii_digit() {
+            j += 1;
+        }
+        if j + 1 < b.len() && b[j] == b'.' && b[j + 1].is_ascii_digit() {
+            j += 1;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+        }
+        let k = if b.get(j) == Some(&b' ') { j + 1 } else { j };
+        let unit = UNITS.iter().find(|u| {
+            b[k..].starts_with(u.as_bytes())
+                && b.get(k + u.len())
+                    .is_none_or(|c| !c.is_ascii_alphanumeric())
+        });
+        match unit {
+            Some(u) => {
+                out.push_str(&output[copied..i]);
+                out.push_str("<t>");
+                i = k + u.len();
+                copied = i;
+            }
+            None => i = j,
+        }
+    }
+    out.push_str(&output[copied..]);
+    out
+}
+
 /// How many parts a too-large step is split into: enough for each to fit, at
 /// least two, at most five.
 fn split_parts(lines: u64, limit: u64) -> u32 {
@@ -1982,6 +2060,24 @@ mod tests {
         assert!(invokes_gh("/usr/bin/gh auth"));
         assert!(!invokes_gh("cargo test -p ghost"));
         assert!(!invokes_gh("echo gh"));
+    }
+
+    #[test]
+    fn durations_do_not_make_two_failures_differ() {
+        assert_eq!(
+            without_durations("Ran 3 tests in 0.001s\nFAILED (failures=2)"),
+            "Ran 3 tests in <t>\nFAILED (failures=2)"
+        );
+        assert_eq!(
+            without_durations("2 failed in 1.52 seconds; took 12 ms"),
+            "2 failed in <t>; took <t>"
+        );
+        // Counts, versions and names stay.
+        assert_eq!(
+            without_durations("3 tests, v1.5s2 x3s 10 passed"),
+            "3 tests, v1.5s2 x3s 10 passed"
+        );
+        assert_eq!(without_durations("1.0.3s"), "1.0.3s");
     }
 
     #[test]

@@ -102,8 +102,12 @@ fn record_dir(a: &EnvArgs, repo: &Path) -> PathBuf {
 }
 
 /// The built-in ecosystems and the plugins found for `repo` (seed 002 §13.2),
-/// run in `config`'s sandbox with the children's environment.
-fn plugins(config: &dandori_config::Config, repo: &Path) -> dandori_env::plugins::Registry {
+/// run in `config`'s sandbox with the children's environment: the one registry
+/// of every detection path (`env`, `plan`, the MCP server's `plan` and `env_detect`).
+pub(crate) fn plugins(
+    config: &dandori_config::Config,
+    repo: &Path,
+) -> dandori_env::plugins::Registry {
     let env = child_env(config);
     let sandbox = detect_sandbox(config, &env);
     dandori_env::plugins::discover(

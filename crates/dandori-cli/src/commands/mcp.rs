@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use dandori_config::{Config, Loaded};
+use dandori_env::plugins::Registry;
 use dandori_mcp::{DandoriServer, Host, ServiceOptions, ToolSet};
 use dandori_planner::llm::provider::ProviderFlags;
 use dandori_planner::{DraftPlanner, PlannerError};
@@ -30,6 +31,10 @@ impl Host for CliHost {
 
     fn environment(&self, config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
         Some(Arc::new(super::env::EnvPhase::new(config, &self.base_env)))
+    }
+
+    fn environment_plugins(&self, config: &Config, repo: &Path) -> Registry {
+        super::env::plugins(config, repo)
     }
 
     fn planner(&self, loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError> {

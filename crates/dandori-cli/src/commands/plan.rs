@@ -89,6 +89,7 @@ pub fn run(args: PlanArgs, config: Option<&Path>, sets: &[String]) -> anyhow::Re
     opts.task_planning = loaded.task_planning;
     opts.config_warnings = config_warnings;
     opts.secret_env = env.clone();
+    opts.environment_plugins = super::env::plugins(&opts.config, &repo);
     if let Some(i) = &intake {
         dandori_forge::session::mask_token(&i.client, &mut opts.secret_env);
     }

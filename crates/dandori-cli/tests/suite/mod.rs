@@ -13,6 +13,8 @@ mod env;
 // --
 mod env_plugins;
 // --
+mod env_plugins_shipped;
+// --
 mod evidence;
 // --
 mod eval_localize;
@@ -59,6 +61,8 @@ mod run;
 // --
 mod run_files;
 mod run_llm;
+// --
+mod seed_replan;
 // --
 mod seed_rows;
 // --

@@ -1,7 +1,8 @@
 //! The packaged artefacts of scripts/package.sh, installed the way users install
 //! them: the npm wrapper and platform package into a fresh global prefix (offline,
 //! from the tarballs), the Python wheel into a fresh virtual environment; each
-//! installed `dandori` runs `--version`, the demo, and has the Restate worker.
+//! installed `dandori` runs `--version`, the demo, finds the shipped Ruby
+//! plugin, and has the Restate worker.
 //!
 //! The script builds with the dev profile here (a release build would take
 //! minutes more), into a target directory of its own under target/tmp: the
@@ -114,6 +115,26 @@ fn check_install(bin: &Path, dir: &Path, label: &str) {
         text(&log.stdout).contains("S01"),
         "{label}: {}",
         text(&log.stdout)
+    );
+
+    // The shipped plugins (share/dandori/plugins beside the binary's bin/): a
+    // Bundler project is detected by the Ruby plugin, with no configuration.
+    let ruby = dir.join("ruby-project");
+    std::fs::create_dir_all(&ruby).unwrap();
+    std::fs::write(
+        ruby.join("Gemfile"),
+        "source \"https://rubygems.org\"\n\ngem \"rake\"\n",
+    )
+    .unwrap();
+    let detect = installed(bin, &ruby, &["env", "detect", "--json"]);
+    ok(&format!("{label}: dandori env detect"), &detect);
+    let detected: serde_json::Value = serde_json::from_slice(&detect.stdout).unwrap();
+    let plugin = detected["selected_environment"]["plugin"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        plugin.ends_with("share/dandori/plugins/ruby/dandori-env-ruby"),
+        "{label}: {detected:#}"
     );
 
     let usage = installed(bin, dir, &["no-such-command"]);

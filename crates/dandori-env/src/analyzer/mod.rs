@@ -495,8 +495,14 @@ pub fn analyze_paths_with<S: AsRef<str>>(
     paths: &[S],
     config: &AnalysisConfig,
 ) -> EnvironmentAnalysis {
+    analyze_inner(root, &scanned_paths(paths, config), config)
+}
+
+/// The paths of a caller's scan that [`analyze`] would have walked (depth,
+/// dependency and build directories).
+pub(crate) fn scanned_paths<S: AsRef<str>>(paths: &[S], config: &AnalysisConfig) -> Vec<String> {
     let max_depth = config.max_search_depth as usize;
-    let paths: Vec<String> = paths
+    paths
         .iter()
         .map(|p| p.as_ref().trim_start_matches("./").to_string())
         .filter(|p| {
@@ -507,8 +513,7 @@ pub fn analyze_paths_with<S: AsRef<str>>(
                     .skip(1)
                     .any(|seg| SKIP_DIRS.contains(&seg))
         })
-        .collect();
-    analyze_inner(root, &paths, config)
+        .collect()
 }
 
 pub(crate) fn analyze_inner(

@@ -22,6 +22,17 @@ pub fn user_plugin_dir(env: &BTreeMap<String, String>) -> Option<PathBuf> {
     dandori_config::trust::user_config_path(env).and_then(|p| p.parent().map(|d| d.join("plugins")))
 }
 
+/// The plugins shipped with dandori: `share/dandori/plugins` beside the
+/// binary's `bin/` directory, the layout of the npm platform package, the
+/// Python wheel (its data files go under the environment's prefix) and a
+/// `PREFIX/bin` + `PREFIX/share` install. `exe` is the running binary.
+pub fn shipped_plugin_dir(exe: &Path) -> Option<PathBuf> {
+    let exe = std::fs::canonicalize(exe).unwrap_or_else(|_| exe.to_path_buf());
+    let prefix = exe.parent()?.parent()?;
+    let dir = prefix.join("share").join("dandori").join("plugins");
+    dir.is_dir().then_some(dir)
+}
+
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -67,7 +78,9 @@ pub fn repository_trusted(repo: &Path, env: &BTreeMap<String, String>) -> bool {
 }
 
 /// The plugins for `repo`: the user's directory, `config.paths` (relative
-/// paths against `repo`), and `repo/.dandori/plugins` when the user trusts
+/// paths against `repo`), the plugins shipped with dandori
+/// ([`shipped_plugin_dir`]; one of the same file name found before replaces
+/// a shipped one), and `repo/.dandori/plugins` when the user trusts
 /// the repository (otherwise each is listed in `skipped` with
 /// [`ENV_PLUGIN_UNTRUSTED`]). A configured path that is neither an executable
 /// nor a directory is skipped with a warning. `env` is the plugins'
@@ -114,6 +127,30 @@ pub fn discover(
         let plugin = make(p, PluginOrigin::User);
         if !registry.plugins.iter().any(|q| q.path == plugin.path) {
             registry.plugins.push(plugin);
+        }
+    }
+    // The shipped plugins come last: a plugin of the same file name the user
+    // or the repository provides takes their place.
+    let shipped = std::env::current_exe()
+        .ok()
+        .and_then(|exe| shipped_plugin_dir(&exe))
+        .map(|d| in_dir(&d))
+        .unwrap_or_default();
+    let repo_own = if repo_trusted {
+        in_dir(&repository_plugin_dir(repo))
+    } else {
+        Vec::new()
+    };
+    for p in shipped {
+        let name = p.file_name().map(|n| n.to_os_string());
+        let replaced = registry
+            .plugins
+            .iter()
+            .map(|q| &q.path)
+            .chain(repo_own.iter())
+            .any(|q| q.file_name().map(|n| n.to_os_string()) == name);
+        if !replaced {
+            registry.plugins.push(make(p, PluginOrigin::Shipped));
         }
     }
     for p in in_dir(&repository_plugin_dir(repo)) {

@@ -26,6 +26,9 @@ pub enum PluginOrigin {
     /// The repository's `.dandori/plugins`: run only when the repository is
     /// trusted (`dandori trust`), like any command the repository issues.
     Repository,
+    /// Shipped with dandori (`share/dandori/plugins` beside its `bin/`): part
+    /// of the installation, judged as the user's own.
+    Shipped,
 }
 
 /// One plugin executable and how to run it.
@@ -81,7 +84,7 @@ impl ExecutablePlugin {
                 policy = policy.readable(dir);
             }
             let origin = match self.origin {
-                PluginOrigin::User => Origin::User,
+                PluginOrigin::User | PluginOrigin::Shipped => Origin::User,
                 PluginOrigin::Repository => Origin::Issued,
             };
             spec = spec.sandbox(s.clone(), policy, origin);

@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use discover::{PLUGIN_PREFIX, discover, repository_trusted, user_plugin_dir};
+pub use discover::{
+    PLUGIN_PREFIX, discover, repository_trusted, shipped_plugin_dir, user_plugin_dir,
+};
 pub use executable::{ExecutablePlugin, PluginOrigin};
 use protocol::{Detection, Function, GeneratedSetup, PluginDependency, Verified};
 
@@ -318,14 +320,37 @@ impl Registry {
         config: &dandori_config::AnalysisConfig,
     ) -> EnvironmentAnalysis {
         let (files, walk_warnings) = analyzer::walk(repo, config);
-        let mut builtin = analyzer::analyze_inner(repo, &files, config);
+        self.analyze_files(repo, &files, walk_warnings, config)
+    }
+
+    /// [`Registry::analyze`] over the relative (`/`-separated) paths a caller
+    /// already scanned (the planner's repository scan): only the environment
+    /// files are read, and the plugins are asked about the same files.
+    pub fn analyze_paths<S: AsRef<str>>(
+        &self,
+        repo: &Path,
+        paths: &[S],
+        config: &dandori_config::AnalysisConfig,
+    ) -> EnvironmentAnalysis {
+        let files = analyzer::scanned_paths(paths, config);
+        self.analyze_files(repo, &files, Vec::new(), config)
+    }
+
+    fn analyze_files(
+        &self,
+        repo: &Path,
+        files: &[String],
+        walk_warnings: Vec<AnalysisWarning>,
+        config: &dandori_config::AnalysisConfig,
+    ) -> EnvironmentAnalysis {
+        let mut builtin = analyzer::analyze_inner(repo, files, config);
         builtin.warnings.splice(0..0, walk_warnings);
         if self.plugins.is_empty() && self.skipped.is_empty() {
             return builtin;
         }
         let req = DetectRequest {
             repo,
-            files: &files,
+            files,
             max_file_size: config.max_file_size,
             builtin: &builtin,
         };

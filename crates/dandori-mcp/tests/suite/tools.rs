@@ -31,6 +31,13 @@ impl Host for OfflineHost {
     fn environment(&self, _config: &Config) -> Option<Arc<dyn EnvironmentPhase>> {
         None
     }
+    fn environment_plugins(
+        &self,
+        _config: &Config,
+        _repo: &Path,
+    ) -> dandori_env::plugins::Registry {
+        dandori_env::plugins::Registry::builtin()
+    }
     fn planner(&self, _loaded: &Loaded) -> Result<Option<Box<dyn DraftPlanner>>, PlannerError> {
         Ok(None)
     }

@@ -8,10 +8,16 @@ pub use dandori_env::{EnvironmentAnalysis, Toolchain};
 
 use super::RepoScan;
 
-/// Analyses the environment files among the scanned paths (only those are read).
-pub fn analyze_environment(scan: &RepoScan, config: &AnalysisConfig) -> EnvironmentAnalysis {
+/// Analyses the environment files among the scanned paths (only those are
+/// read) through `registry`: the built-in ecosystems and the plugins found, as
+/// every other detection path does.
+pub fn analyze_environment(
+    scan: &RepoScan,
+    config: &AnalysisConfig,
+    registry: &dandori_env::plugins::Registry,
+) -> EnvironmentAnalysis {
     let paths: Vec<&str> = scan.files.iter().map(|f| f.path.as_str()).collect();
-    dandori_env::analyzer::analyze_paths_with(&scan.root, &paths, config)
+    registry.analyze_paths(&scan.root, &paths, config)
 }
 
 /// Seed 002 §4.2 selection with commands for the tools in `tools`.

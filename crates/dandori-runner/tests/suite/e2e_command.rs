@@ -143,6 +143,22 @@ else seq 1 60 > src/S01/a.txt; seq 1 60 > src/S01/b.txt; fi"#,
     assert_eq!(too_large[0]["data"]["diff_lines"], 120);
     assert_eq!(too_large[0]["data"]["split"], true);
     assert!(!trace_events(&run_dir, "REFLECTION").is_empty());
+    // Seed 004 §2: the split is a plan revision, recorded as one.
+    let revisions = trace_events(&run_dir, "PLAN_REVISION");
+    assert_eq!(revisions.len(), 1, "{revisions:#?}");
+    let r = &revisions[0]["data"];
+    assert_eq!(r["trigger"], "step_too_large");
+    assert_eq!(r["revision"], 1);
+    assert_eq!(r["parts"], 2);
+    assert_eq!(r["diff_lines"], 120);
+    assert!(
+        r["plan_revision"]["changes"][0]
+            .as_str()
+            .unwrap()
+            .contains("S01: split into 2 parts"),
+        "{r}"
+    );
+    assert_eq!(stage(&run_dir)["revisions"], 1);
 }
 
 #[test]
@@ -173,6 +189,8 @@ fn step_too_large_without_retries_fails_and_skips_dependents() {
     );
     let st = stage(&run_dir);
     assert_eq!(st["steps"][0]["reason_code"], "STEP_TOO_LARGE");
+    // No split, so no revision.
+    assert!(trace_events(&run_dir, "PLAN_REVISION").is_empty());
     assert_eq!(st["steps"][1]["reason_code"], "DEPENDENCY_FAILED");
     let errors: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("errors.json")).unwrap())
