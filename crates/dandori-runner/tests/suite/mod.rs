@@ -5,6 +5,7 @@ mod llm_loop;
 mod merge;
 mod overlay;
 mod parallel;
+mod run_state_files;
 mod runner_hooks;
 mod secret_forms;
 mod secrets;
