@@ -198,7 +198,19 @@ fn without_overlayfs_the_default_falls_back_to_the_pool_and_says_so() {
             repo.git(&["show", &format!("{work}:src/greet.txt")]),
             "hello, friend\n"
         );
-        (ws["data"].clone(), stage["step_workspace"].clone(), report)
+        let status = std::process::Command::new(bin)
+            .args(["status", run_dir.to_str().unwrap()])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        (
+            ws["data"].clone(),
+            stage["step_workspace"].clone(),
+            format!("{report}\n{status}"),
+        )
     };
     let (event, recorded, report) = run(true);
     assert_eq!(event["requested"], "auto", "{event}");
@@ -207,8 +219,15 @@ fn without_overlayfs_the_default_falls_back_to_the_pool_and_says_so() {
     assert!(!why.is_empty(), "{event}");
     assert_eq!(recorded["mechanism"], "pool", "{recorded}");
     assert_eq!(recorded["fallback_reason"], event["fallback_reason"]);
+    // The report's lessons and `dandori status` say it.
     assert!(
         report.contains("copy-on-write workspaces not used") && report.contains(why),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "step workspaces: pool (copy-on-write not used: {why})"
+        )),
         "{report}"
     );
     let (event, recorded, report) = run(false);
