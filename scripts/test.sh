@@ -291,6 +291,16 @@ if ! command -v rsync >/dev/null 2>&1 && [ ! -x "$GCL_DIR/rsync/usr/bin/rsync" ]
   fi
 fi
 
+# LangGraph (PyPI), pinned, in its own virtual environment: the dag40 bench
+# (`cargo bench -p dandori-runner --bench dag40`) runs the same DAG with it
+# (benches/langgraph_dag40.py) beside dandori's runner. Not used by the tests.
+LANGGRAPH="$TOOLS/langgraph"
+if [ ! -x "$LANGGRAPH/bin/python" ] || ! "$LANGGRAPH/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('langgraph') != '1.2.22')" 2>/dev/null; then
+  say "installing langgraph 1.2.22 from PyPI into $LANGGRAPH (the dag40 bench's comparison; ~15 s)"
+  python3 -m venv "$LANGGRAPH"
+  "$LANGGRAPH/bin/pip" install --quiet --disable-pip-version-check 'langgraph==1.2.22'
+fi
+
 export PATH="$TOOLS/restate/bin:$TOOLS/venv/bin:$TOOLS/node/node_modules/.bin:$TOOLS/pkgmgr/node_modules/.bin:$BWRAP_DIR/usr/bin:$PATH"
 export DANDORI_TEST_TOOLS="$TOOLS"
 # --no-fail-fast: one failing suite must not hide the others' results.

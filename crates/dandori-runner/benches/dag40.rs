@@ -19,7 +19,25 @@
 //! `DANDORI_BENCH_FILES` (default `500,5000,50000,100000`),
 //! `DANDORI_BENCH_LATENCY_MS` (default `1000,200,0`), `DANDORI_BENCH_WORKERS`
 //! (default `1,5`) and `DANDORI_BENCH_WORKSPACE` (default `pool,overlay`:
-//! `runner.step_workspace`) choose the grid.
+//! `runner.step_workspace`) choose the grid; `DANDORI_BENCH_MARGINAL=0` skips
+//! the 1-step runs, `DANDORI_BENCH_CRITERION=0` criterion's timing.
+//!
+//! **LangGraph on the same DAG**: where `DANDORI_BENCH_LANGGRAPH` names a Python
+//! with `langgraph` (default: `target/test-tools/langgraph/bin/python`, which
+//! `scripts/test.sh` installs from PyPI), every cell with a latency also runs
+//! `benches/langgraph_dag40.py` on the same repository: the same 40 steps as a
+//! LangGraph graph (`max_concurrency` = workers), each step sleeping the latency,
+//! writing its file and committing it (`git add` + `git commit` under one lock,
+//! in the one checkout). Its wall and CPU (the Python process and its git
+//! children) are those of the graph's run, without the interpreter's start.
+//!
+//! **Disk** (`DANDORI_BENCH_DISK=1`): after the timed cells of a repository,
+//! one more 40-step run per workspace kind (0.2 s, 5 workers, not timed) while
+//! a thread adds up the allocated bytes under the run directory (its state and
+//! the step workspaces; an overlay's merged view is a mount point only the
+//! step's namespace sees, so it counts as empty) every 50 ms; printed: that
+//! peak, and the growth of the repository's `.git` (objects, administrative
+//! files of the workspaces) from before to after the run.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
@@ -226,6 +244,16 @@ fn run_once(
     steps: usize,
 ) -> Measured {
     reset(r, steps);
+    run_prepared(r, latency, workers, workspace)
+}
+
+/// [`run_once`] on a run directory [`reset`] made.
+fn run_prepared(
+    r: &BenchRepo,
+    latency: Duration,
+    workers: u32,
+    workspace: StepWorkspaceKind,
+) -> Measured {
     let mut config = Config::default();
     config.runner.max_parallel_workers = workers;
     config.runner.step_workspace = workspace;
@@ -286,9 +314,103 @@ fn workspaces() -> Vec<StepWorkspaceKind> {
         .filter_map(|w| match w.trim() {
             "pool" => Some(StepWorkspaceKind::Pool),
             "overlay" => Some(StepWorkspaceKind::Overlay),
+            "auto" => Some(StepWorkspaceKind::Auto),
             _ => None,
         })
         .collect()
+}
+
+fn kind_name(ws: StepWorkspaceKind) -> &'static str {
+    match ws {
+        StepWorkspaceKind::Auto => "auto",
+        StepWorkspaceKind::Pool => "pool",
+        StepWorkspaceKind::Overlay => "overlay",
+    }
+}
+
+/// The Python that runs `langgraph_dag40.py`, when there is one.
+fn langgraph_python() -> Option<PathBuf> {
+    let p = match std::env::var_os("DANDORI_BENCH_LANGGRAPH") {
+        Some(p) => PathBuf::from(p),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../target/test-tools/langgraph/bin/python"),
+    };
+    p.exists().then_some(p)
+}
+
+/// One run of the DAG by LangGraph in `r`'s checkout (on a branch of its own,
+/// deleted after): (wall, CPU of the Python process, CPU of its git children).
+fn run_langgraph(python: &Path, r: &BenchRepo, latency_ms: u64, workers: u64) -> (f64, f64, f64) {
+    reset(r, 1);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/langgraph_dag40.py");
+    let out = Command::new(python)
+        .arg(&script)
+        .arg(&r.repo)
+        .arg(latency_ms.to_string())
+        .arg(workers.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "langgraph_dag40.py: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    git(&r.repo, &["checkout", "-q", "-f", "main"]);
+    git(&r.repo, &["branch", "-q", "-D", "langgraph/bench"]);
+    let f = |k: &str| v[k].as_f64().unwrap();
+    (f("wall_s"), f("cpu_self_s"), f("cpu_children_s"))
+}
+
+/// Bytes allocated to the files under `dir` (not following links).
+fn allocated(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let Ok(m) = e.path().symlink_metadata() else {
+                continue;
+            };
+            total += m.blocks() * 512;
+            if m.is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    total
+}
+
+/// The disk pass (see the module documentation): peak bytes under the run
+/// directory, peak growth of `.git` during the run, growth of `.git` after it.
+fn disk_use(r: &BenchRepo, workspace: StepWorkspaceKind) -> (u64, u64, u64) {
+    let git_dir = r.repo.join(".git");
+    reset(r, LEVELS * WIDTH);
+    let before = allocated(&git_dir);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (run_peak, git_peak) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let (mut run, mut git) = (0, 0);
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                run = allocated(&r.run_dir).max(run);
+                git = allocated(&git_dir).max(git);
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            (run, git)
+        });
+        run_prepared(r, Duration::from_millis(200), 5, workspace);
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        sampler.join().unwrap()
+    });
+    let after = allocated(&git_dir);
+    (
+        run_peak,
+        git_peak.saturating_sub(before),
+        after.saturating_sub(before),
+    )
 }
 
 fn grid(var: &str, default: &str) -> Vec<u64> {
@@ -303,13 +425,22 @@ fn bench(c: &mut Criterion) {
     let files = grid("DANDORI_BENCH_FILES", "500,5000,50000,100000");
     let latencies = grid("DANDORI_BENCH_LATENCY_MS", "1000,200,0");
     let workers = grid("DANDORI_BENCH_WORKERS", "1,5");
+    let marginal_runs = std::env::var("DANDORI_BENCH_MARGINAL").as_deref() != Ok("0");
+    let langgraph = langgraph_python();
     for &n in &files {
         let r = generate(n as usize);
         for &ms in &latencies {
             for &w in &workers {
                 for ws in workspaces() {
                     let l = Duration::from_millis(ms);
-                    let one = run_once(&r, l, w as u32, ws, 1);
+                    let one = match marginal_runs {
+                        true => run_once(&r, l, w as u32, ws, 1),
+                        false => Measured {
+                            wall: Duration::ZERO,
+                            cpu: (Duration::ZERO, Duration::ZERO),
+                            disk: 0,
+                        },
+                    };
                     let m = run_once(&r, l, w as u32, ws, LEVELS * WIDTH);
                     let (wall, (own, children)) = (m.wall, m.cpu);
                     let cpu = own + children;
@@ -330,10 +461,7 @@ fn bench(c: &mut Criterion) {
                     };
                     eprintln!(
                         "dag40: {n} files, {} workspaces, latency {ms} ms, {w} workers: wall {:.2} s, bound {:.2} s, ratio {ratio}, cpu {:.2} s ({:.1} ms per step: runner {:.1}, children {:.1}; marginal {marginal:.1} ms per step over a 1-step run of {:.2} s cpu), extra disk {:.1} MB{}",
-                        match ws {
-                            StepWorkspaceKind::Pool => "pool",
-                            StepWorkspaceKind::Overlay => "overlay",
-                        },
+                        kind_name(ws),
                         wall.as_secs_f64(),
                         bound.as_secs_f64(),
                         cpu.as_secs_f64(),
@@ -353,18 +481,47 @@ fn bench(c: &mut Criterion) {
                         }
                     );
                 }
+                if let Some(python) = langgraph.as_deref().filter(|_| ms > 0) {
+                    let (wall, own, children) = run_langgraph(python, &r, ms, w);
+                    let chain = if w as usize >= WIDTH {
+                        LEVELS
+                    } else {
+                        LEVELS * WIDTH
+                    };
+                    let bound = ms as f64 / 1000.0 * chain as f64;
+                    eprintln!(
+                        "dag40: {n} files, langgraph, latency {ms} ms, {w} workers: wall {wall:.2} s, bound {bound:.2} s, ratio {:.3}, cpu {:.2} s ({:.1} ms per step: python {:.1}, git {:.1})",
+                        wall / bound,
+                        own + children,
+                        (own + children) * 1000.0 / (LEVELS * WIDTH) as f64,
+                        own * 1000.0 / (LEVELS * WIDTH) as f64,
+                        children * 1000.0 / (LEVELS * WIDTH) as f64,
+                    );
+                }
             }
         }
+        if std::env::var("DANDORI_BENCH_DISK").as_deref() == Ok("1") {
+            for ws in workspaces() {
+                let (run, git_peak, git_after) = disk_use(&r, ws);
+                eprintln!(
+                    "dag40 disk: {n} files, {} workspaces: run directory peak {:.2} MB, .git growth peak {:.2} MB, after the run {:.2} MB",
+                    kind_name(ws),
+                    run as f64 / 1e6,
+                    git_peak as f64 / 1e6,
+                    git_after as f64 / 1e6
+                );
+            }
+        }
+    }
+    if std::env::var("DANDORI_BENCH_CRITERION").as_deref() == Ok("0") {
+        return;
     }
     let small = generate(500);
     let mut g = c.benchmark_group("dag40");
     g.sample_size(10);
     for ws in workspaces() {
-        let name = match ws {
-            StepWorkspaceKind::Pool => "zero_latency_1_worker_500_files_pool",
-            StepWorkspaceKind::Overlay => "zero_latency_1_worker_500_files_overlay",
-        };
-        g.bench_function(name, |b| {
+        let name = format!("zero_latency_1_worker_500_files_{}", kind_name(ws));
+        g.bench_function(&name, |b| {
             b.iter_custom(|iters| {
                 (0..iters)
                     .map(|_| run_once(&small, Duration::ZERO, 1, ws, LEVELS * WIDTH).wall)

@@ -88,13 +88,13 @@ fn quoted_absolute_paths(text: &str) -> Vec<String> {
 }
 
 /// `env` for a command run in `dir`, a worktree of `main`: the worktree's
-/// counterparts of `roots` that exist, first on `PYTHONPATH`.
+/// counterparts of `roots` first on `PYTHONPATH`. Not checked for existence
+/// here: an overlay workspace is mounted in the sandbox's namespace only, and
+/// Python skips an entry that does not exist.
 pub fn apply(env: &mut BTreeMap<String, String>, dir: &Path, roots: &[PathBuf]) {
     let mut paths: Vec<String> = roots
         .iter()
-        .map(|r| dir.join(r))
-        .filter(|p| p.is_dir())
-        .map(|p| p.display().to_string())
+        .map(|r| dir.join(r).display().to_string())
         .collect();
     if paths.is_empty() {
         return;
@@ -144,13 +144,14 @@ mod tests {
         );
 
         let wt = tmp.path().join("wt");
-        std::fs::create_dir_all(wt.join("src")).unwrap();
         let mut env = BTreeMap::from([("PYTHONPATH".to_string(), "/mine".to_string())]);
         apply(&mut env, &wt, &roots);
-        // Only what exists in the worktree, then the user's own.
-        assert_eq!(
-            env["PYTHONPATH"],
-            format!("{}:/mine", wt.join("src").display())
+        // The worktree's, then the user's own.
+        let want = format!(
+            "{}:{}:/mine",
+            wt.join("src").display(),
+            wt.join("libs/util").display()
         );
+        assert_eq!(env["PYTHONPATH"], want);
     }
 }

@@ -54,6 +54,21 @@ pub fn runs(config: Option<&Path>, sets: &[String], args: &RunsArgs) -> anyhow::
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where the run's steps worked (`stage.json`'s `step_workspace`), and why not
+/// in copy-on-write workspaces when they fell back to the pool.
+fn step_workspace_line(run_dir: &std::path::Path) -> Option<String> {
+    let stage = dandori_runner::plan::RunPaths::locate(run_dir)
+        .ok()
+        .and_then(|p| dandori_fs::read_to_string(&p.stage).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())?;
+    let ws = stage.get("step_workspace")?;
+    let mechanism = ws.get("mechanism")?.as_str()?;
+    Some(match ws.get("fallback_reason").and_then(|r| r.as_str()) {
+        Some(why) => format!("step workspaces: {mechanism} (copy-on-write not used: {why})"),
+        None => format!("step workspaces: {mechanism}"),
+    })
+}
+
 pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let p = match inspect::progress(&args.run_dir) {
         Ok(p) => p,
@@ -81,6 +96,9 @@ pub fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     ));
     if let Some(c) = &p.current_step {
         output::line(&format!("current step: {c}"));
+    }
+    if let Some(line) = step_workspace_line(&args.run_dir) {
+        output::line(&line);
     }
     for (i, g) in p.groups.iter().enumerate() {
         output::line(&format!("group {i}: {}", g.join(", ")));

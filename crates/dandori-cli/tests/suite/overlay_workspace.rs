@@ -121,3 +121,124 @@ fn a_step_in_an_overlay_workspace_under_bubblewrap() {
 fn a_step_in_an_overlay_workspace_under_the_builtin_fallback() {
     run_in("landlock");
 }
+
+/// Where overlayfs cannot be mounted (here: dandori started in a user namespace
+/// without capabilities that may make no further user namespace, as on a host
+/// that blocks unprivileged user namespaces), the default `auto` runs the steps
+/// in pool worktrees and says so: the `STEP_WORKSPACE` event, `stage.json`'s
+/// `step_workspace`, and a line of the report. The same run outside the wrapper
+/// uses the copy-on-write workspaces.
+#[test]
+fn without_overlayfs_the_default_falls_back_to_the_pool_and_says_so() {
+    let run = |confined: bool| {
+        let repo = TempGitRepo::with_files(&[
+            ("README.md", "# demo\n"),
+            ("src/hello.txt", "hello\n"),
+            ("requests/RQ-7.md", REQUEST),
+        ]);
+        let home = tempfile::tempdir().unwrap();
+        let o = dandori(
+            &["plan", "requests/RQ-7.md", "--json"],
+            repo.path(),
+            home.path(),
+            &[],
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+        let agent_cmd = "sh -c 'mkdir -p src; echo hello, friend > src/greet.txt'";
+        let bin = env!("CARGO_BIN_EXE_dandori");
+        let mut cmd = if confined {
+            let mut c = std::process::Command::new("bwrap");
+            c.args([
+                "--dev-bind",
+                "/",
+                "/",
+                "--unshare-user",
+                "--disable-userns",
+                "--cap-drop",
+                "ALL",
+                "--",
+                bin,
+            ]);
+            c
+        } else {
+            std::process::Command::new(bin)
+        };
+        let o = cmd
+            .args(["--sandbox", "off", "run", run_dir.to_str().unwrap()])
+            .args(["--agent-cmd", agent_cmd, "--json"])
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .output()
+            .unwrap_or_else(|e| panic!("bwrap (bubblewrap, scripts/test.sh puts it on PATH): {e}"));
+        assert!(
+            o.status.success(),
+            "confined {confined}: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let trace = std::fs::read_to_string(run_dir.join("trace.jsonl")).unwrap();
+        let ws: Value = trace
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|e| e["event"] == "STEP_WORKSPACE")
+            .unwrap();
+        let stage: Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
+                .unwrap();
+        let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+        let planning: Value =
+            serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
+                .unwrap();
+        let work = planning["work_branch"].as_str().unwrap();
+        assert_eq!(
+            repo.git(&["show", &format!("{work}:src/greet.txt")]),
+            "hello, friend\n"
+        );
+        let status = std::process::Command::new(bin)
+            .args(["status", run_dir.to_str().unwrap()])
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let status = String::from_utf8_lossy(&status.stdout).into_owned();
+        (
+            ws["data"].clone(),
+            stage["step_workspace"].clone(),
+            format!("{report}\n{status}"),
+        )
+    };
+    let (event, recorded, report) = run(true);
+    assert_eq!(event["requested"], "auto", "{event}");
+    assert_eq!(event["mechanism"], "pool", "{event}");
+    let why = event["fallback_reason"].as_str().unwrap_or_default();
+    assert!(!why.is_empty(), "{event}");
+    assert_eq!(recorded["mechanism"], "pool", "{recorded}");
+    assert_eq!(recorded["fallback_reason"], event["fallback_reason"]);
+    // The report's lessons and `dandori status` say it.
+    assert!(
+        report.contains("copy-on-write workspaces not used") && report.contains(why),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "step workspaces: pool (copy-on-write not used: {why})"
+        )),
+        "{report}"
+    );
+    let (event, recorded, report) = run(false);
+    let scratch = tempfile::tempdir().unwrap();
+    if dandori_exec::overlay::available(scratch.path()).is_ok() {
+        assert_eq!(event["mechanism"], "overlay", "{event}");
+        assert!(event["fallback_reason"].is_null(), "{event}");
+        assert_eq!(recorded["mechanism"], "overlay", "{recorded}");
+        assert!(
+            !report.contains("copy-on-write workspaces not used"),
+            "{report}"
+        );
+    }
+}

@@ -13,6 +13,8 @@ use crate::error::RunnerError;
 use crate::events;
 use crate::evidence::Baseline;
 use crate::step::{self, TestCommand};
+use crate::workspace::StepWorkspace;
+use crate::workspace::overlay::OverlayWorkspace;
 use crate::worktree::PoolWorktree;
 
 use super::Coordinator;
@@ -76,11 +78,25 @@ impl Coordinator<'_> {
             "baseline: running {} test command(s) on the base commit {short}",
             commands.len()
         ));
-        let path = self.next_pool_path()?;
-        let wt = PoolWorktree::create(&self.main, path, &self.work_start)?;
+        // In a copy-on-write workspace when the steps use them (no checkout of
+        // the repository), else in a pool worktree the first step then takes.
+        let (overlay, wt, dir) = match self.overlay_base.clone() {
+            Some(base) => {
+                let mut ws = OverlayWorkspace::new(base, self.next_overlay_path()?);
+                ws.prepare(&self.main, &self.work_start)?;
+                let dir = ws.path().to_path_buf();
+                (Some(ws), None, dir)
+            }
+            None => {
+                let path = self.next_pool_path()?;
+                let wt = PoolWorktree::create(&self.main, path, &self.work_start)?;
+                let dir = wt.path().to_path_buf();
+                (None, Some(wt), dir)
+            }
+        };
         let log = self.paths.logs.join("baseline.unit.log");
         let timeout = Duration::from_secs(self.planning.limits.timeout_sec.max(1));
-        let policy = step::sandbox_policy(wt.path(), &self.paths.run_dir);
+        let policy = step::sandbox_policy(&dir, &self.paths.run_dir);
         // Test commands may tell the baseline from a step's run.
         let mut env = env.clone();
         env.insert("DANDORI_BASELINE".to_string(), "1".to_string());
@@ -90,7 +106,7 @@ impl Coordinator<'_> {
             let (_, run) = step::run_test_command(&TestCommand {
                 sandbox: &self.sandbox,
                 policy: &policy,
-                dir: wt.path(),
+                dir: &dir,
                 run_dir: &self.paths.run_dir,
                 command: c,
                 env,
@@ -152,12 +168,14 @@ impl Coordinator<'_> {
             .extra
             .insert("baseline".to_string(), json!(baseline));
         self.save()?;
-        if self.opts.dispatch.is_none() {
+        // A copy-on-write workspace is unmounted and deleted when dropped.
+        drop(overlay);
+        match wt {
             // At the base, with what the commands left recorded: the first step
             // moves it like any pool worktree.
-            self.idle.push(wt);
-        } else {
-            self.main.remove_worktree(wt.path())?;
+            Some(wt) if self.opts.dispatch.is_none() => self.idle.push(wt),
+            Some(wt) => self.main.remove_worktree(wt.path())?,
+            None => {}
         }
         Ok(())
     }

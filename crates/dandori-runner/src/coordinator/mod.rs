@@ -151,6 +151,11 @@ struct Coordinator<'o> {
     /// `runner.step_workspace: overlay` where overlayfs works: the one checkout
     /// every step's copy-on-write workspace shows (steps take no pool worktree).
     overlay_base: Option<std::sync::Arc<crate::workspace::overlay::SharedBase>>,
+    /// `auto` / `overlay`: the overlayfs probe and the attribute scan, made
+    /// while the gates run (`workspace::overlay::look_ahead`).
+    look_ahead: Option<
+        std::thread::JoinHandle<Result<crate::workspace::overlay::AttributeScan, RunnerError>>,
+    >,
     /// The gate found the user's checkout clean (no tracked change, no untracked
     /// file outside the run directory and `.gitignore`).
     user_checkout_clean: bool,
@@ -258,6 +263,7 @@ impl<'o> Coordinator<'o> {
             pool_created: 0,
             create_inline: false,
             overlay_base: None,
+            look_ahead: None,
             user_checkout_clean: false,
             tip: String::new(),
             ac_evidence: Vec::new(),
@@ -292,6 +298,17 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
                "sandbox": c.sandbox.status()}),
     );
     let executor = c.resolve_executor()?;
+    if opts.dispatch.is_none()
+        && executor.works_in_overlay()
+        && opts.config.runner.step_workspace != dandori_config::StepWorkspaceKind::Pool
+    {
+        // The probe's scratch directory in the run directory itself:
+        // `reconcile` empties `worktrees` meanwhile.
+        c.look_ahead = Some(crate::workspace::overlay::look_ahead(
+            c.main.clone(),
+            c.paths.run_dir.clone(),
+        ));
+    }
     c.sandbox_gate(executor.as_ref())?;
     // Before the gates: a run refused here leaves no work branch behind.
     c.preflight(executor.as_ref())?;
@@ -311,6 +328,10 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     let env = c.step_env(activation)?;
     c.import_roots = crate::pythonpath::import_roots(&env, c.main.dir());
     if executor.can_execute() || opts.dispatch.is_some() {
+        if opts.dispatch.is_none() {
+            // Before the baseline, which runs where the steps will.
+            c.choose_workspace(executor.as_ref())?;
+        }
         c.run_baseline(&env)?;
         c.execute_steps(executor.as_ref(), &env)?;
     } else {
@@ -351,6 +372,17 @@ pub fn run_dispatched_step(
             ),
         })?;
     let executor = c.resolve_executor()?;
+    if opts.dispatch.is_none()
+        && executor.works_in_overlay()
+        && opts.config.runner.step_workspace != dandori_config::StepWorkspaceKind::Pool
+    {
+        // The probe's scratch directory in the run directory itself:
+        // `reconcile` empties `worktrees` meanwhile.
+        c.look_ahead = Some(crate::workspace::overlay::look_ahead(
+            c.main.clone(),
+            c.paths.run_dir.clone(),
+        ));
+    }
     c.sandbox_gate(executor.as_ref())?;
     let env = c.step_env(BTreeMap::new())?;
     let shared = c.step_shared(0, opts.config.planning.revision.max_revisions);

@@ -16,7 +16,7 @@ use crate::executor::Executor;
 use crate::git::{Ancestry, WORK_START};
 use crate::step::{self, StepReport};
 use crate::workspace::Mechanism;
-use crate::workspace::overlay::{OverlayWorkspace, SharedBase};
+use crate::workspace::overlay::{AttributeScan, OverlayWorkspace, SharedBase};
 use crate::worktree::PoolWorktree;
 use crate::{events, reason};
 use dandori_config::StepWorkspaceKind;
@@ -77,9 +77,6 @@ impl Coordinator<'_> {
             d.prepare(&self.planning, &self.main, &self.work_start)?;
             self.stage.extra.insert("engine".to_string(), d.record());
             self.progress(&format!("steps run on the {} engine", d.name()));
-        }
-        if self.opts.dispatch.is_none() {
-            self.choose_workspace(executor)?;
         }
         let shared = self.step_shared(revisions, self.opts.config.planning.revision.max_revisions);
         let cx = shared.context(executor, env);
@@ -220,23 +217,30 @@ impl Coordinator<'_> {
                     }
                     break;
                 }
-                match rx.recv() {
-                    Ok(Finished::Step(done)) => {
-                        let (r, wt) = *done;
-                        running -= 1;
-                        // Merged at once: its dependents can start in this round.
-                        self.receive(r, wt)?;
-                    }
-                    Ok(Finished::Created(made)) => {
-                        creating -= 1;
-                        match *made {
-                            Ok(wt) => self.idle.push(wt),
-                            // Steps make their own worktree from now on, and a
-                            // failure is theirs (`dandori resume` retries).
-                            Err(_) => self.create_inline = true,
+                let Ok(first) = rx.recv() else { break };
+                // Every step that finished meanwhile is taken in this round too:
+                // one `stage.json` write for all of them (run-state writes
+                // batched: a file created per save).
+                let mut next = Some(first);
+                while let Some(finished) = next {
+                    match finished {
+                        Finished::Step(done) => {
+                            let (r, wt) = *done;
+                            running -= 1;
+                            // Merged at once: its dependents can start in this round.
+                            self.receive(r, wt)?;
+                        }
+                        Finished::Created(made) => {
+                            creating -= 1;
+                            match *made {
+                                Ok(wt) => self.idle.push(wt),
+                                // Steps make their own worktree from now on, and a
+                                // failure is theirs (`dandori resume` retries).
+                                Err(_) => self.create_inline = true,
+                            }
                         }
                     }
-                    Err(_) => break,
+                    next = rx.try_recv().ok();
                 }
             }
             Ok(())
@@ -375,18 +379,36 @@ impl Coordinator<'_> {
         Ok(wt)
     }
 
-    /// `runner.step_workspace`: with `overlay`, makes the shared checkout of the
-    /// run's tip when overlayfs can be mounted here, and says which mechanism the
-    /// steps use (`STEP_WORKSPACE`; a fallback also in the report's lessons).
-    fn choose_workspace(&mut self, executor: &dyn Executor) -> Result<(), RunnerError> {
+    /// `runner.step_workspace`: with `auto` or `overlay`, makes the shared
+    /// checkout of the run's tip when overlayfs can be mounted here, and says
+    /// which mechanism the steps use (`STEP_WORKSPACE`, `stage.json`'s
+    /// `step_workspace`; a fallback from overlayfs also in the report's lessons).
+    pub(super) fn choose_workspace(&mut self, executor: &dyn Executor) -> Result<(), RunnerError> {
         let requested = self.opts.config.runner.step_workspace;
+        let wants_overlay = match requested {
+            StepWorkspaceKind::Auto | StepWorkspaceKind::Overlay => true,
+            StepWorkspaceKind::Pool => false,
+        };
         let mut fallback: Option<String> = None;
-        if requested == StepWorkspaceKind::Overlay && !executor.works_in_overlay() {
+        // A fallback a user should read about: overlayfs itself failed, or an
+        // explicit `overlay` could not be honoured. `auto` with an executor that
+        // edits from the runner's process is the pool by design, not a lesson.
+        let mut lesson = false;
+        if wants_overlay && !executor.works_in_overlay() {
             fallback = Some(format!(
                 "the {} executor edits files from the runner's own process",
                 executor.name()
             ));
-        } else if requested == StepWorkspaceKind::Overlay && self.overlay_base.is_none() {
+            lesson = requested == StepWorkspaceKind::Overlay;
+        } else if requested == StepWorkspaceKind::Auto
+            && self.overlay_base.is_none()
+            && let Some(why) = self.attributes()?.converting(&self.main, &self.tip)?
+        {
+            // The in-process staging writes blobs unfiltered: `auto` keeps such
+            // a repository in the pool (an explicit `overlay` is the user's call).
+            fallback = Some(why);
+            lesson = true;
+        } else if wants_overlay && self.overlay_base.is_none() {
             dandori_fs::create_dir_all(&self.paths.worktrees)?;
             match dandori_exec::overlay::available(&self.paths.worktrees) {
                 Ok(()) => {
@@ -407,7 +429,10 @@ impl Coordinator<'_> {
                     };
                     self.overlay_base = Some(std::sync::Arc::new(base));
                 }
-                Err(why) => fallback = Some(why),
+                Err(why) => {
+                    fallback = Some(why);
+                    lesson = true;
+                }
             }
         }
         let mechanism = if self.overlay_base.is_some() {
@@ -416,6 +441,7 @@ impl Coordinator<'_> {
             Mechanism::Pool
         };
         let requested_name = match requested {
+            StepWorkspaceKind::Auto => "auto",
             StepWorkspaceKind::Pool => "pool",
             StepWorkspaceKind::Overlay => "overlay",
         };
@@ -426,22 +452,36 @@ impl Coordinator<'_> {
         );
         self.stage.extra.insert(
             "step_workspace".to_string(),
-            json!({"mechanism": mechanism.name(), "fallback_reason": fallback}),
+            json!({"mechanism": mechanism.name(), "requested": requested_name,
+                   "fallback_reason": fallback}),
         );
-        if let Some(why) = fallback {
-            let line = format!(
-                "runner.step_workspace: overlay not used ({why}); steps ran in pool worktrees"
-            );
-            self.progress(&line);
-            self.lessons.push(line);
-        } else if mechanism == Mechanism::Overlay {
-            self.progress("steps run in copy-on-write workspaces (overlayfs)");
+        match fallback {
+            Some(why) if lesson => {
+                let line = format!(
+                    "runner.step_workspace: {requested_name}: copy-on-write workspaces not used ({why}); steps ran in pool worktrees"
+                );
+                self.progress(&line);
+                self.lessons.push(line);
+            }
+            _ if mechanism == Mechanism::Overlay => {
+                self.progress("steps run in copy-on-write workspaces (overlayfs)");
+            }
+            _ => {}
         }
         Ok(())
     }
 
+    /// The repository's attributes, as the look-ahead started with the run
+    /// found them (or now, when it was not started).
+    fn attributes(&mut self) -> Result<AttributeScan, RunnerError> {
+        match self.look_ahead.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(scan)) => scan,
+            _ => AttributeScan::new(&self.main),
+        }
+    }
+
     /// The directory of the next copy-on-write workspace of this process.
-    fn next_overlay_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
+    pub(super) fn next_overlay_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
         self.pool_created += 1;
         Ok(self
             .paths

@@ -57,8 +57,7 @@ impl SharedBase {
     /// The user's checkout of `main` at its HEAD: nothing is written. `hidden`:
     /// directories steps must not see (relative, `/`-separated).
     pub fn user_checkout(main: &Git, hidden: Vec<String>) -> Result<SharedBase, RunnerError> {
-        let commit = main.rev_parse("HEAD")?;
-        let mut base = Self::describe(main, main.dir().to_path_buf(), commit, false)?;
+        let mut base = Self::describe(main.dir().to_path_buf(), "HEAD", false)?;
         base.hidden = hidden;
         Ok(base)
     }
@@ -66,39 +65,39 @@ impl SharedBase {
     /// Checks out `commit` of `main`'s repository at `path` (a linked worktree).
     pub fn create(main: &Git, path: PathBuf, commit: &str) -> Result<SharedBase, RunnerError> {
         main.add_worktree_unlocked_checkout(&path, commit, true)?;
-        Self::describe(main, path, commit.to_string(), true)
+        Self::describe(path, commit, true)
     }
 
-    fn describe(
-        main: &Git,
-        path: PathBuf,
-        commit: String,
-        owned: bool,
-    ) -> Result<SharedBase, RunnerError> {
+    /// The checkout at `path` of `rev`: its directories, commit and tree, asked
+    /// of one git process.
+    fn describe(path: PathBuf, rev: &str, owned: bool) -> Result<SharedBase, RunnerError> {
         let at = Git::new(&path);
-        let dirs = at.run(&["rev-parse", "--absolute-git-dir", "--git-common-dir"])?;
-        let mut lines = dirs.lines();
-        let (Some(git_dir), Some(common)) = (lines.next(), lines.next()) else {
+        let tree = format!("{rev}^{{tree}}");
+        let args = [
+            "rev-parse",
+            "--absolute-git-dir",
+            "--git-common-dir",
+            rev,
+            tree.as_str(),
+        ];
+        let answer = at.run(&args)?;
+        let mut lines = answer.lines();
+        let (Some(git_dir), Some(common), Some(commit), Some(tree)) =
+            (lines.next(), lines.next(), lines.next(), lines.next())
+        else {
             return Err(RunnerError::Git {
-                args: "rev-parse --absolute-git-dir --git-common-dir".to_string(),
+                args: args.join(" "),
                 cwd: path.clone(),
-                message: format!("unexpected answer {dirs:?}"),
+                message: format!("unexpected answer {answer:?}"),
             });
         };
         let common = path.join(common);
-        let tree = match main.tree_of(&commit) {
-            Some(t) => t,
-            None => main
-                .run(&["rev-parse", &format!("{commit}^{{tree}}")])?
-                .trim()
-                .to_string(),
-        };
         Ok(SharedBase {
             index: PathBuf::from(git_dir).join("index"),
             worktrees: common.join("worktrees"),
+            commit: commit.to_string(),
+            tree: tree.to_string(),
             path,
-            commit,
-            tree,
             owned,
             hidden: Vec::new(),
         })
@@ -115,6 +114,97 @@ impl SharedBase {
         }
         Ok(())
     }
+}
+
+/// Where a repository's attributes may convert files on their way into it —
+/// `filter=`, `text`/`eol`, `ident`, an encoding, `core.autocrlf` — which the
+/// in-process staging does not apply (it writes blobs unfiltered). Found by
+/// [`AttributeScan::new`] (while the run's gates run: three git processes) and
+/// judged for the commit steps start from by [`AttributeScan::converting`].
+/// Conservative: any such attribute set anywhere counts.
+#[derive(Debug, Clone)]
+pub struct AttributeScan {
+    /// Converting configuration or `info/attributes`, when there is.
+    found: Option<String>,
+    /// The index's `.gitattributes` files.
+    files: Vec<String>,
+}
+
+impl AttributeScan {
+    pub fn new(main: &Git) -> Result<AttributeScan, RunnerError> {
+        let (_, autocrlf, _) = main.output(&["config", "--get", "core.autocrlf"])?;
+        let mut found = matches!(autocrlf.trim(), "true" | "input")
+            .then(|| format!("core.autocrlf is {}", autocrlf.trim()));
+        let common = main.run(&["rev-parse", "--git-common-dir"])?;
+        let info = main.dir().join(common.trim()).join("info/attributes");
+        if found.is_none()
+            && let Ok(text) = std::fs::read_to_string(&info)
+            && converts(&text)
+        {
+            found = Some(format!("{} converts files", info.display()));
+        }
+        // The index's list (no walk of the trees): `*` matches across directories.
+        let listed = main.run(&["ls-files", "-z", "--", "*.gitattributes"])?;
+        let files = listed
+            .split('\0')
+            .filter(|p| *p == ".gitattributes" || p.ends_with("/.gitattributes"))
+            .map(str::to_string)
+            .collect();
+        Ok(AttributeScan { found, files })
+    }
+
+    /// Why `commit` should not run in copy-on-write workspaces; `None` when
+    /// nothing converts.
+    pub fn converting(&self, main: &Git, commit: &str) -> Result<Option<String>, RunnerError> {
+        if let Some(f) = &self.found {
+            return Ok(Some(f.clone()));
+        }
+        for path in &self.files {
+            let (found, text, _) =
+                main.output(&["cat-file", "blob", &format!("{commit}:{path}")])?;
+            if found && converts(&text) {
+                return Ok(Some(format!(
+                    "{path} converts files on their way into the repository"
+                )));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Whether attribute lines set an attribute that converts files (not `-attr`
+/// or `!attr`).
+fn converts(text: &str) -> bool {
+    const CONVERTING: [&str; 6] = [
+        "filter",
+        "text",
+        "eol",
+        "crlf",
+        "ident",
+        "working-tree-encoding",
+    ];
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#'))
+        .flat_map(|l| l.split_whitespace().skip(1))
+        .filter(|a| !a.starts_with('-') && !a.starts_with('!'))
+        .any(|a| CONVERTING.contains(&a.split('=').next().unwrap_or(a)))
+}
+
+/// Found while the run's gates run, for `runner.step_workspace` `auto` or
+/// `overlay`: whether overlayfs mounts here (the process-wide probe of
+/// `dandori_exec::overlay::available`, so the later call answers at once) and
+/// the repository's [`AttributeScan`].
+pub fn look_ahead(
+    main: Git,
+    scratch: PathBuf,
+) -> std::thread::JoinHandle<Result<AttributeScan, RunnerError>> {
+    std::thread::spawn(move || {
+        if dandori_fs::create_dir_all(&scratch).is_ok() {
+            let _ = dandori_exec::overlay::available(&scratch);
+        }
+        AttributeScan::new(&main)
+    })
 }
 
 /// One step's copy-on-write workspace (see the module documentation).

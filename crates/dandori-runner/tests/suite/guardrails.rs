@@ -221,14 +221,17 @@ fn consecutive_step_failures_end_the_run_early() {
 #[test]
 fn total_timeout_stops_starting_steps() {
     let repo = Repo::new();
-    let agent = repo.agent(r#"sleep 1.2; mkdir -p "src/$1"; echo 1 > "src/$1/x""#);
+    // The limit counts from the run's start (gates, baseline, the workspaces'
+    // set-up included): 4 s leave room for those on a loaded machine, and S01
+    // outlasts what is left of them.
+    let agent = repo.agent(r#"sleep 4.2; mkdir -p "src/$1"; echo 1 > "src/$1/x""#);
     let run_dir = repo.write_plan(&planning(vec![S::new("S01"), S::new("S02")], json!({})));
     let mut opts = options(
         &repo,
         &run_dir,
         Some(format!("sh {} {{step_id}}", agent.display())),
     );
-    opts.config.planning.execution.total_timeout = 1;
+    opts.config.planning.execution.total_timeout = 4;
     let out = run(&opts).unwrap();
     assert_eq!(
         out.completion.status,

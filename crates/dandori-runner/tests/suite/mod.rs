@@ -6,6 +6,7 @@ mod merge;
 mod overlay;
 mod parallel;
 mod per_test_runners;
+mod run_state_files;
 mod runner_hooks;
 mod secret_forms;
 mod secrets;

@@ -227,10 +227,13 @@ pub fn options(repo: &Repo, run_dir: &Path, agent_cmd: Option<String>) -> RunOpt
     // the sandbox itself is tested end to end in the CLI and tools suites.
     let mut config = Config::default();
     config.sandbox.mode = dandori_config::SandboxMode::Off;
-    // The whole suite runs in copy-on-write step workspaces with this set (read
-    // only: the process environment is never changed by a test).
-    if std::env::var("DANDORI_TEST_STEP_WORKSPACE").as_deref() == Ok("overlay") {
-        config.runner.step_workspace = dandori_config::StepWorkspaceKind::Overlay;
+    // The default (`auto`: copy-on-write step workspaces where overlayfs works)
+    // unless this names one (read only: the process environment is never
+    // changed by a test): `pool` runs the whole suite in pool worktrees.
+    match std::env::var("DANDORI_TEST_STEP_WORKSPACE").as_deref() {
+        Ok("overlay") => config.runner.step_workspace = dandori_config::StepWorkspaceKind::Overlay,
+        Ok("pool") => config.runner.step_workspace = dandori_config::StepWorkspaceKind::Pool,
+        _ => {}
     }
     RunOptions {
         target: run_dir.to_path_buf(),
