@@ -273,6 +273,17 @@ pub fn call(
         &runtime.env_policy,
         &runtime.provider_keys,
     );
+    // Said before anything runs, in words the user acts on: the sandbox would
+    // only report an exit status 127.
+    if let Some(program) = argv.first()
+        && !program.contains('/')
+        && !on_path(program, child.env.get("PATH").map(String::as_str))
+    {
+        return Err(refused(format!(
+            "`{program}` is not on PATH: install the {} CLI, or name its program in llm.providers[].agent_cli.command",
+            settings.preset.as_str()
+        )));
+    }
     let scratch = tempfile::Builder::new()
         .prefix("dandori-agent-cli-")
         .tempdir()
@@ -313,10 +324,21 @@ pub fn call(
             (None, Some(s)) => format!("signal {s}"),
             (None, None) => "no exit status".to_string(),
         };
+        // A CLI that is not signed in says so the same way every time: another
+        // attempt only doubles the wait.
+        let lower = detail.to_lowercase();
+        let signed_out = [
+            "not logged in",
+            "/login",
+            "invalid api key",
+            "please log in",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
         return Err(fail(
             codes::AGENT_CLI_EXIT,
             format!("`{line}` failed ({status}): {detail}"),
-            true,
+            !signed_out,
         ));
     }
     parse_output(output_format(&settings), stdout).map_err(|(code, message)| {
@@ -325,6 +347,15 @@ pub fn call(
             format!("`{line}`: {message}"),
             code != codes::AGENT_CLI_REFUSED,
         )
+    })
+}
+
+/// Whether `program` is an executable file in one of `path`'s directories.
+fn on_path(program: &str, path: Option<&str>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path.unwrap_or_default()).any(|dir| {
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     })
 }
 

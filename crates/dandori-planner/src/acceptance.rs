@@ -74,7 +74,9 @@ pub fn kind_of(given: &str, when: &str, then: &str) -> AcKind {
         "ミリ秒",
         "メモリ使用量",
     ];
-    // A bound with a number: "within 200 ms", "at most 50 lines", "500 行以内".
+    // A bound with a number and what it measures: "within 200 ms", "at most 50
+    // lines", "500 行以内". A bare number bounds a value the criterion computes
+    // ("returns 0.3048 (within 1e-9)"): that is the behaviour itself.
     let bounded = [
         "within ",
         "at most ",
@@ -84,21 +86,41 @@ pub fn kind_of(given: &str, when: &str, then: &str) -> AcKind {
     ]
     .iter()
     .any(|b| {
-        then_l
-            .match_indices(b)
-            .any(|(i, _)| then_l[i + b.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        then_l.match_indices(b).any(|(i, _)| {
+            let rest = &then_l[i + b.len()..];
+            let number = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+                .unwrap_or(rest.len());
+            number > 0 && measures(&rest[number..])
+        })
     }) || then_l.match_indices("以内").any(|(i, _)| {
         then_l[..i]
             .trim_end()
             .ends_with(|c: char| c.is_ascii_digit() || c == '行' || c == '秒')
     });
-    if REGRESSION.iter().any(|p| all.contains(p)) {
+    // 「既存のテストを実行したとき、すべて成功する」: the existing tests pass.
+    let existing_tests_pass = all.contains("既存のテスト")
+        && ["成功", "通る", "パス", "pass"]
+            .iter()
+            .any(|w| all.contains(w));
+    if existing_tests_pass || REGRESSION.iter().any(|p| all.contains(p)) {
         AcKind::Regression
     } else if bounded || NONFUNCTIONAL.iter().any(|p| then_l.contains(p)) {
         AcKind::Nonfunctional
     } else {
         AcKind::Functional
     }
+}
+
+/// Whether `rest`, the text right after a bound's number, names what the
+/// number measures: time, size, count of lines, files, calls or a share.
+fn measures(rest: &str) -> bool {
+    const UNITS: [&str; 25] = [
+        "ms", "s ", "s)", "s.", "sec", "second", "minute", "min", "hour", "µs", "us", "ns", "line",
+        "byte", "kb", "mb", "gb", "kib", "mib", "gib", "%", "percent", "file", "request", "call",
+    ];
+    let rest = format!("{} ", rest.trim_start());
+    rest.len() > 1 && UNITS.iter().any(|u| rest.starts_with(u))
 }
 
 /// What callers pass as the unit command when the plan has none.
@@ -460,5 +482,13 @@ mod kind_tests {
         );
         assert_eq!(k("応答は 200 ミリ秒以内"), AcKind::Nonfunctional);
         assert_eq!(k("既存の機能は引き続き動く"), AcKind::Regression);
+        // A tolerance on the value computed is the behaviour, not a bound.
+        assert_eq!(k("it returns 0.3048 (within 1e-9)"), AcKind::Functional);
+        assert_eq!(k("it answers within 2 seconds"), AcKind::Nonfunctional);
+        assert_eq!(k("it uses less than 50 MB"), AcKind::Nonfunctional);
+        assert_eq!(
+            kind_of("", "既存のテストを実行する", "すべて成功する"),
+            AcKind::Regression
+        );
     }
 }

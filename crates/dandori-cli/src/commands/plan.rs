@@ -261,11 +261,16 @@ fn human(o: &PlanOutcome) {
         .execution_plan
         .as_ref()
         .map_or(0, |e| e.execution_groups.len());
+    // After a fallback the plan is the offline planner's, whoever was asked.
+    let planner = match &o.fallback {
+        Some(f) => format!("{} planner ({} failed)", f.fallback, f.planner),
+        None => format!("{} planner", o.planner),
+    };
     output::line(&format!(
-        "Planned {} (run {}) with the {} planner: {} step(s), {} group(s), {}",
+        "Planned {} (run {}) with the {}: {} step(s), {} group(s), {}",
         o.request_id,
         o.run_id,
-        o.planner,
+        planner,
         p.steps.len(),
         groups,
         mode

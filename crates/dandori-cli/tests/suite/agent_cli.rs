@@ -303,3 +303,104 @@ fn bad_agent_cli_config_and_policy_refusals() {
     assert!(text.contains("AGENT_CLI_REFUSED"), "{text}");
     assert!(text.contains("refused by the command policy"), "{text}");
 }
+
+/// `plan --provider claude-cli|codex-cli|gemini-cli` where the CLI is missing,
+/// and with the real Claude Code from npm that is not signed in (a fresh HOME):
+/// the offline planner's plan, exit 0 as for an HTTP provider that cannot plan,
+/// and one line of stderr saying why, with the reason code and what to change.
+#[test]
+fn a_missing_or_signed_out_cli_falls_back_with_a_warning_naming_code_and_key() {
+    let repo = todo_api();
+    let home = tempfile::tempdir().unwrap();
+    let home_s = home.path().to_str().unwrap();
+    // PATH without any agent CLI.
+    let bare = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .filter(|d| {
+            !["claude", "codex", "gemini"]
+                .iter()
+                .any(|p| d.join(p).exists())
+        })
+        .collect::<Vec<_>>();
+    let bare = std::env::join_paths(bare).unwrap().into_string().unwrap();
+    let warning = |out: &std::process::Output| -> String {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("using the offline planner"))
+            .collect();
+        assert_eq!(lines.len(), 1, "one warning line: {err}");
+        lines[0].to_string()
+    };
+    for (provider, program) in [
+        ("claude-cli", "claude"),
+        ("codex-cli", "codex"),
+        ("gemini-cli", "gemini"),
+    ] {
+        let out = dandori(
+            &[
+                "plan",
+                "requests/RQ-001.md",
+                "--provider",
+                provider,
+                "-c",
+                "planning.cache.enabled=false",
+            ],
+            repo.path(),
+            &[("PATH", bare.as_str()), ("HOME", home_s)],
+        );
+        assert_eq!(out.status.code(), Some(0), "{provider}: {out:?}");
+        let line = warning(&out);
+        assert!(
+            line.contains(&format!("AGENT_CLI_REFUSED: provider `{provider}`"))
+                && line.contains(&format!("`{program}` is not on PATH"))
+                && line.ends_with("(change llm.providers[].agent_cli.command)"),
+            "{provider}: {line}"
+        );
+        // --json carries it too, and the plan is the offline planner's.
+        let v = json_out(&dandori(
+            &[
+                "plan",
+                "requests/RQ-001.md",
+                "--json",
+                "--provider",
+                provider,
+                "-c",
+                "planning.cache.enabled=false",
+            ],
+            repo.path(),
+            &[("PATH", bare.as_str()), ("HOME", home_s)],
+        ));
+        assert_eq!(v["fallback"]["fallback"], "offline", "{v}");
+        assert_eq!(v["fallback"]["reason_code"], "AGENT_CLI_REFUSED", "{v}");
+        assert_eq!(
+            v["fallback"]["config_key"], "llm.providers[].agent_cli.command",
+            "{v}"
+        );
+    }
+
+    // The real Claude Code, not signed in: it answers "Not logged in" and exits 1.
+    let Some(claude) = dandori_test_support::installed_cli("claude") else {
+        return;
+    };
+    let path = format!("{}:{bare}", claude.parent().unwrap().display());
+    let out = dandori(
+        &[
+            "plan",
+            "requests/RQ-001.md",
+            "--provider",
+            "claude-cli",
+            "-c",
+            "planning.cache.enabled=false",
+        ],
+        repo.path(),
+        &[("PATH", path.as_str()), ("HOME", home_s)],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let line = warning(&out);
+    assert!(
+        line.contains("AGENT_CLI_EXIT: provider `claude-cli`")
+            && line.contains("Not logged in")
+            && line.ends_with("(change --provider (or llm.default_provider))"),
+        "{line}"
+    );
+}

@@ -1,6 +1,7 @@
-//! The end-to-end corpus (issue 36): 40 requests of every shape (prose feature,
+//! The end-to-end corpus (issue 36): 47 requests of every shape (prose feature,
 //! enumeration, inline enumeration, bug report with a traceback or a session,
-//! rename, refactor, docs only, Japanese, multi-file feature) on four small real
+//! rename, refactor, docs only, Japanese, multi-file feature; seven of them real
+//! issue texts of SWE-bench Verified adapted to these packages) on four small real
 //! repositories (`tests/fixtures/corpus/`: `textkit`, Python with unittest;
 //! `shop`, Python with pytest; `units`, Node with `node --test`; `tally`, Rust
 //! with cargo), each run from the dandori binary (`plan`, then `run` with the
@@ -19,6 +20,9 @@
 //! corpus. The table (shape × agent → exit, goal, criteria covered) goes to
 //! stderr and `target/tmp/corpus.md` (docs/planner.md carries it).
 //!
+//! Each cell is `end_to_end::plan_then_run` (the journeys' cell too), the cells
+//! run through `end_to_end::pool`.
+//!
 //! `DANDORI_CORPUS_JOBS` cells run at once (default 3); `DANDORI_CORPUS_ONLY`
 //! keeps the entries whose id holds it (`tk-`, `sh-04`); `DANDORI_CORPUS_KEEP=1`
 //! keeps the directories of failed cells (`all`: of every cell).
@@ -26,13 +30,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
-use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+use super::end_to_end::{self, BIN, RunResult};
 const REPOS: [&str; 4] = ["textkit", "shop", "units", "tally"];
 const AGENTS: [&str; 3] = ["whole", "steps", "comment"];
 const MECHANISMS: [&str; 2] = ["bubblewrap", "landlock"];
@@ -100,42 +102,26 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// The environment of a user's shell here, from a fresh HOME: the test tools
-/// stay on `PATH` (pytest comes from them), the toolchains' homes are kept.
-fn environment(home: &Path) -> BTreeMap<String, String> {
-    let mut env = BTreeMap::new();
-    for var in [
-        "PATH",
-        "USER",
-        "LOGNAME",
-        "LANG",
-        "LC_ALL",
-        "TZ",
-        "SHELL",
-        "PYENV_ROOT",
-    ] {
-        if let Ok(v) = std::env::var(var) {
-            env.insert(var.to_string(), v);
-        }
+/// stay on `PATH` (pytest comes from them).
+fn environment(dir: &Path) -> BTreeMap<String, String> {
+    let mut env = end_to_end::fresh_home(dir, "Corpus");
+    if let Ok(path) = std::env::var("PATH") {
+        env.insert("PATH".into(), path);
     }
-    let real_home = std::env::var("HOME").unwrap_or_default();
-    for (var, dir) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
-        let value = std::env::var(var)
-            .ok()
-            .or_else(|| Some(format!("{real_home}/{dir}")).filter(|p| Path::new(p).is_dir()));
-        if let Some(value) = value {
-            env.insert(var.to_string(), value);
-        }
-    }
-    let h = home.display().to_string();
-    env.insert("HOME".into(), h.clone());
-    env.insert("XDG_CACHE_HOME".into(), format!("{h}/.cache"));
-    env.insert("XDG_CONFIG_HOME".into(), format!("{h}/.config"));
     env
 }
 
-fn run(env: &BTreeMap<String, String>, cwd: &Path, argv: &[&str], log: &Path) -> (i32, String) {
-    let status = Command::new(argv[0])
-        .args(&argv[1..])
+/// `argv` under `timeout`, its stdout and stderr in `log`.{out,err}.
+fn run(
+    env: &BTreeMap<String, String>,
+    cwd: &Path,
+    limit: Duration,
+    argv: &[&str],
+    log: &Path,
+) -> (i32, String) {
+    let status = Command::new("timeout")
+        .arg(format!("{}s", limit.as_secs()))
+        .args(argv)
         .current_dir(cwd)
         .env_clear()
         .envs(env)
@@ -153,46 +139,27 @@ fn run(env: &BTreeMap<String, String>, cwd: &Path, argv: &[&str], log: &Path) ->
 /// What one cell (entry × agent) ended with.
 #[derive(Debug, Clone, Default)]
 struct Outcome {
-    exit: i32,
-    goal: bool,
-    covered: usize,
-    criteria: usize,
-    steps: usize,
-    /// Steps not `done`, and the run's reason, when it fell short.
-    detail: String,
+    run: RunResult,
     wall: Duration,
 }
 
 impl Outcome {
     fn expected(&self, agent: &str) -> bool {
+        let r = &self.run;
         match agent {
-            "whole" => self.exit == 0 && self.goal && self.covered == self.criteria,
-            "steps" => self.exit == 0,
-            _ => self.exit == 1 && !self.goal,
+            "whole" => r.exit == 0 && r.goal && r.covered == r.criteria,
+            "steps" => r.exit == 0,
+            _ => r.exit == 1 && !r.goal,
         }
     }
 }
 
 fn cell(dir: &Path, entry: &Entry, agent: &str, mech: &str) -> Outcome {
     let start = Instant::now();
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join(".gitconfig"),
-        "[user]\n\tname = Corpus\n\temail = corpus@example.invalid\n",
-    )
-    .unwrap();
-    let env = environment(&home);
+    let env = environment(dir);
     let repo = dir.join("repo");
     copy_dir(&fixtures().join(entry.repo), &repo);
-    for argv in [
-        &["git", "init", "-q", "-b", "main"][..],
-        &["git", "add", "-A"],
-        &["git", "commit", "-q", "-m", "initial commit"],
-    ] {
-        let (code, _) = run(&env, &repo, argv, &dir.join("git.log"));
-        assert_eq!(code, 0, "{argv:?} in {}", repo.display());
-    }
+    end_to_end::commit_all(&env, &repo, "initial commit");
     let request = dir.join("request.md");
     std::fs::write(&request, &entry.request).unwrap();
     // The sandbox shows the agent its script and nothing else outside the
@@ -207,80 +174,23 @@ fn cell(dir: &Path, entry: &Entry, agent: &str, mech: &str) -> Outcome {
         ),
     )
     .unwrap();
-
-    let request = request.display().to_string();
-    let (code, out) = run(
-        &env,
-        &repo,
-        &[BIN, "plan", &request, "--repo", ".", "--json"],
-        &dir.join("plan.log"),
-    );
-    let plan: Value = serde_json::from_str(&out).unwrap_or_default();
-    let Some(run_dir) = plan["run_dir"].as_str().filter(|_| code == 0) else {
-        return Outcome {
-            exit: code,
-            detail: format!("plan exit {code}"),
-            wall: start.elapsed(),
-            ..Outcome::default()
-        };
-    };
     let agent_cmd = format!("python3 {} --mode {agent} {{prompt}}", agent_py.display());
-    let (exit, out) = run(
-        &env,
-        &repo,
-        &[
-            "timeout",
-            "300s",
-            BIN,
-            "run",
-            run_dir,
-            "--sandbox",
-            mech,
-            "--executor",
-            "command",
-            "--agent-cmd",
-            &agent_cmd,
-            // The environment gate's setup has its own matrix (journeys.rs);
-            // these repositories need nothing installed.
-            "-c",
-            "planning.environment_setup.enabled=false",
-            "--json",
-        ],
-        &dir.join("run.log"),
+    let mut invoke = |name: &'static str, args: &[&str]| {
+        let limit = Duration::from_secs(if name == "run" { 300 } else { 120 });
+        let argv = [&[BIN][..], args].concat();
+        run(&env, &repo, limit, &argv, &dir.join(format!("{name}.log")))
+    };
+    let run = end_to_end::plan_then_run(
+        &mut invoke,
+        &request.display().to_string(),
+        mech,
+        &agent_cmd,
+        // The environment gate's setup has its own matrix (journeys.rs);
+        // these repositories need nothing installed.
+        &["-c", "planning.environment_setup.enabled=false"],
     );
-    let v: Value = serde_json::from_str(&out).unwrap_or_default();
-    let acs = v["evidence"]["acceptance_criteria"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let steps = v["steps"].as_array().cloned().unwrap_or_default();
-    let mut detail: Vec<String> = steps
-        .iter()
-        .filter(|s| s["status"] != "done")
-        .map(|s| {
-            format!(
-                "{} {} {}",
-                s["step_id"].as_str().unwrap_or("?"),
-                s["status"].as_str().unwrap_or("?"),
-                s["reason_code"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
-    detail.extend(
-        acs.iter()
-            .filter(|a| a["status"] != "covered")
-            .map(|a| format!("{} {}", a["ac"].as_str().unwrap_or("?"), a["status"])),
-    );
-    if let Some(reason) = v["summary"]["reason"].as_str() {
-        detail.push(reason.to_string());
-    }
     Outcome {
-        exit,
-        goal: v["summary"]["goal_achieved"] == Value::Bool(true),
-        covered: acs.iter().filter(|a| a["status"] == "covered").count(),
-        criteria: acs.len(),
-        steps: steps.len(),
-        detail: detail.join("; "),
+        run,
         wall: start.elapsed(),
     }
 }
@@ -302,17 +212,17 @@ fn table(results: &[(Entry, &str, Outcome)]) -> String {
         .to_string();
     let mut row = |shape: &str, agent: &str, cells: &[&Outcome]| {
         let n = cells.len();
-        let exits = |c: i32| cells.iter().filter(|o| o.exit == c).count();
+        let exits = |c: i32| cells.iter().filter(|o| o.run.exit == c).count();
         t.push_str(&format!(
             "| {shape} | {n} | {agent} | {}/{n} | {} / {} / {} | {}/{n} | {}/{} | {:.1} |\n",
             cells.iter().filter(|o| o.expected(agent)).count(),
             exits(0),
             exits(1),
             n - exits(0) - exits(1),
-            cells.iter().filter(|o| o.goal).count(),
-            cells.iter().map(|o| o.covered).sum::<usize>(),
-            cells.iter().map(|o| o.criteria).sum::<usize>(),
-            cells.iter().map(|o| o.steps).sum::<usize>() as f64 / n.max(1) as f64,
+            cells.iter().filter(|o| o.run.goal).count(),
+            cells.iter().map(|o| o.run.covered).sum::<usize>(),
+            cells.iter().map(|o| o.run.criteria).sum::<usize>(),
+            cells.iter().map(|o| o.run.steps).sum::<usize>() as f64 / n.max(1) as f64,
         ));
     };
     for (shape, agents) in &shapes {
@@ -333,11 +243,11 @@ fn table(results: &[(Entry, &str, Outcome)]) -> String {
     t
 }
 
-/// 120 runs: about 7 minutes on an idle 2-core machine, half an hour on a busy
-/// one. Run with `cargo test -p dandori --test all corpus_forty -- --ignored`
+/// 141 runs: about 8 minutes on an idle 2-core machine, more than half an hour
+/// on a busy one. Run with `cargo test -p dandori --test all corpus_forty -- --ignored`
 /// (the table in docs/planner.md comes from it).
 #[test]
-#[ignore = "120 end-to-end runs; run with --ignored"]
+#[ignore = "141 end-to-end runs; run with --ignored"]
 #[allow(clippy::print_stderr)] // the corpus's table and verdicts are the test's report
 fn corpus_forty_requests_end_to_end_with_three_scripted_agents() {
     let only = std::env::var("DANDORI_CORPUS_ONLY").unwrap_or_default();
@@ -356,69 +266,49 @@ fn corpus_forty_requests_end_to_end_with_three_scripted_agents() {
         .unwrap_or(3);
     let keep = std::env::var("DANDORI_CORPUS_KEEP").unwrap_or_default();
     let start = Instant::now();
-    let queue = Arc::new(Mutex::new(
-        cells.iter().cloned().enumerate().rev().collect::<Vec<_>>(),
-    ));
-    let results = Arc::new(Mutex::new(BTreeMap::new()));
-    let workers: Vec<_> = (0..jobs.max(1))
-        .map(|_| {
-            let (queue, results, keep) = (queue.clone(), results.clone(), keep.clone());
-            std::thread::spawn(move || {
-                loop {
-                    let Some((i, (entry, agent, mech))) = queue.lock().unwrap().pop() else {
-                        break;
-                    };
-                    let dir = tempfile::Builder::new()
-                        .prefix("corpus-")
-                        .tempdir_in(std::env::temp_dir())
-                        .unwrap();
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        cell(dir.path(), &entry, agent, mech)
-                    }))
-                    .unwrap_or_else(|p| Outcome {
-                        exit: -1,
-                        detail: format!(
-                            "panicked: {}",
-                            p.downcast_ref::<String>().cloned().unwrap_or_default()
-                        ),
-                        ..Outcome::default()
-                    });
-                    let ok = outcome.expected(agent);
-                    eprintln!(
-                        "corpus {:<6} {:<24} {:<8} {:<10} exit {:>2} goal {:<5} criteria {}/{} {:>5.1}s {}{}",
-                        entry.id,
-                        entry.shape,
-                        agent,
-                        mech,
-                        outcome.exit,
-                        outcome.goal,
-                        outcome.covered,
-                        outcome.criteria,
-                        outcome.wall.as_secs_f64(),
-                        if ok { "ok" } else { "UNEXPECTED" },
-                        if ok || outcome.detail.is_empty() {
-                            String::new()
-                        } else {
-                            format!(": {}", outcome.detail)
-                        }
-                    );
-                    if keep == "all" || (!keep.is_empty() && !ok) {
-                        eprintln!("    kept in {}", dir.keep().display());
-                    }
-                    results.lock().unwrap().insert(i, outcome);
+    let outcomes = end_to_end::pool(
+        &cells,
+        jobs,
+        &std::env::temp_dir(),
+        "corpus-",
+        |dir, (entry, agent, mech)| cell(dir, entry, agent, mech),
+        |panic| Outcome {
+            run: RunResult {
+                exit: -1,
+                short: vec![panic],
+                ..RunResult::default()
+            },
+            wall: Duration::ZERO,
+        },
+        |(entry, agent, mech), outcome, _| {
+            let ok = outcome.expected(agent);
+            let r = &outcome.run;
+            eprintln!(
+                "corpus {:<6} {:<24} {:<8} {:<10} exit {:>2} goal {:<5} criteria {}/{} {:>5.1}s {}{}",
+                entry.id,
+                entry.shape,
+                agent,
+                mech,
+                r.exit,
+                r.goal,
+                r.covered,
+                r.criteria,
+                outcome.wall.as_secs_f64(),
+                if ok { "ok" } else { "UNEXPECTED" },
+                if ok || r.short.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", r.short.join("; "))
                 }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
+            );
+            keep == "all" || (!keep.is_empty() && !ok)
+        },
+    );
     let wall = start.elapsed();
-    let results = results.lock().unwrap();
     let rows: Vec<(Entry, &str, Outcome)> = cells
         .iter()
-        .enumerate()
-        .map(|(i, (e, a, _))| (e.clone(), *a, results[&i].clone()))
+        .zip(outcomes)
+        .map(|((e, a, _), o)| (e.clone(), *a, o))
         .collect();
     let mut report = table(&rows);
     report.push_str(&format!(
@@ -438,7 +328,10 @@ fn corpus_forty_requests_end_to_end_with_three_scripted_agents() {
         .map(|(e, a, o)| {
             format!(
                 "{} {a}: exit {} goal {}: {}",
-                e.id, o.exit, o.goal, o.detail
+                e.id,
+                o.run.exit,
+                o.run.goal,
+                o.run.short.join("; ")
             )
         })
         .collect();

@@ -24,14 +24,13 @@ mod ecosystems;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use dandori_test_support::PackageIndex;
 use ecosystems::Ecosystem;
 use pretty_assertions::assert_eq;
 
-const BIN: &str = env!("CARGO_BIN_EXE_dandori");
+use super::end_to_end::{self, BIN, run_ok};
 const MECHANISMS: [&str; 2] = ["bubblewrap", "landlock"];
 
 /// `target/test-tools` (scripts/test.sh's `DANDORI_TEST_TOOLS`).
@@ -76,21 +75,6 @@ fn image_path() -> String {
     path
 }
 
-/// Where the image's rustup and cargo live (`RUSTUP_HOME`, `CARGO_HOME`, else
-/// under this process's home): a CI image sets these, a fresh HOME has neither.
-fn rust_homes() -> Vec<(&'static str, String)> {
-    let home = std::env::var("HOME").unwrap_or_default();
-    [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")]
-        .into_iter()
-        .filter_map(|(var, dir)| {
-            let value = std::env::var(var)
-                .ok()
-                .or_else(|| Some(format!("{home}/{dir}")).filter(|p| Path::new(p).is_dir()))?;
-            Some((var, value))
-        })
-        .collect()
-}
-
 /// Where the cells live: `DANDORI_JOURNEY_TMP`, else the system's temporary
 /// directory, as a user's clone would; not under this workspace, whose
 /// Cargo.toml cargo would take for the cargo fixture's workspace root (readable
@@ -111,34 +95,7 @@ struct Cell {
 
 fn cell(root: &Path, eco: &Ecosystem, readonly: bool) -> Cell {
     let dir = root.to_path_buf();
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    std::fs::write(
-        home.join(".gitconfig"),
-        "[user]\n\tname = Journey\n\temail = journey@example.invalid\n",
-    )
-    .unwrap();
-    let mut env = BTreeMap::new();
-    for var in [
-        "USER",
-        "LOGNAME",
-        "LANG",
-        "LC_ALL",
-        "TZ",
-        "SHELL",
-        "PYENV_ROOT",
-    ] {
-        if let Ok(v) = std::env::var(var) {
-            env.insert(var.to_string(), v);
-        }
-    }
-    for (var, value) in rust_homes() {
-        env.insert(var.to_string(), value);
-    }
-    let h = home.display().to_string();
-    env.insert("HOME".into(), h.clone());
-    env.insert("XDG_CACHE_HOME".into(), format!("{h}/.cache"));
-    env.insert("XDG_CONFIG_HOME".into(), format!("{h}/.config"));
+    let mut env = end_to_end::fresh_home(&dir, "Journey");
     env.insert("PATH".into(), image_path());
     let index = index();
     for var in ["PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"] {
@@ -165,9 +122,7 @@ fn cell(root: &Path, eco: &Ecosystem, readonly: bool) -> Cell {
     }
     let repo = dir.join("repo");
     run_ok(&env, &dir, &["cp", "-r", "src", "repo"]);
-    run_ok(&env, &repo, &["git", "init", "-q", "-b", "main"]);
-    run_ok(&env, &repo, &["git", "add", "-A"]);
-    run_ok(&env, &repo, &["git", "commit", "-q", "-m", "calc: add"]);
+    end_to_end::commit_all(&env, &repo, "calc: add");
     Cell { dir, repo, env }
 }
 
@@ -182,24 +137,6 @@ fn chmod_read_only(dir: &Path) {
         }
     }
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).unwrap();
-}
-
-fn run_ok(env: &BTreeMap<String, String>, cwd: &Path, argv: &[&str]) -> String {
-    let out = Command::new(argv[0])
-        .args(&argv[1..])
-        .current_dir(cwd)
-        .env_clear()
-        .envs(env)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{argv:?} in {}: {}",
-        cwd.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// One dandori invocation: exit code, stdout, stderr, wall time and the CPU
@@ -401,64 +338,31 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
     let agent = c.dir.join("agent.py");
     std::fs::write(&agent, ecosystems::agent_script(eco)).unwrap();
     let before = checkout(c);
-    let plan = dandori(
-        c,
-        "plan",
-        &["plan", "requests/mul.md", "--repo", ".", "--json"],
-        Duration::from_secs(120),
-    );
-    let mut phases = vec![Phase::of("plan", &plan)];
-    let run_dir = serde_json::from_str::<serde_json::Value>(&plan.stdout)
-        .ok()
-        .and_then(|v| v["run_dir"].as_str().map(str::to_string));
-    let Some(run_dir) = run_dir.filter(|_| plan.code == 0) else {
-        let verdict = format!("plan exit {}: {}", plan.code, plan.tail());
-        return Outcome { verdict, phases };
-    };
     let agent_cmd = format!("python3 {} {{prompt}}", agent.display());
-    let run = dandori(
-        c,
-        "run",
-        &[
-            "run",
-            &run_dir,
-            "--sandbox",
-            mech,
-            "--executor",
-            "command",
-            "--agent-cmd",
-            &agent_cmd,
-            "--json",
-        ],
-        Duration::from_secs(600),
-    );
-    phases.push(Phase::of("run", &run));
-    let out: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_default();
-    let achieved = out["summary"]["goal_achieved"] == serde_json::Value::Bool(true);
+    let mut phases = Vec::new();
+    let mut tail = String::new();
+    let mut invoke = |name: &'static str, args: &[&str]| {
+        let limit = Duration::from_secs(if name == "run" { 600 } else { 120 });
+        let ran = dandori(c, name, args, limit);
+        phases.push(Phase::of(name, &ran));
+        tail = ran.tail();
+        (ran.code, ran.stdout)
+    };
+    let run = end_to_end::plan_then_run(&mut invoke, "requests/mul.md", mech, &agent_cmd, &[]);
     let mut short = Vec::new();
-    if run.code != 0 || !achieved {
-        let steps: Vec<String> = out["steps"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|s| s["status"] != "done")
-            .map(|s| {
-                let reason = s["reason_code"].as_str().unwrap_or("");
-                format!(
-                    "{} {} {reason}",
-                    s["step_id"].as_str().unwrap_or("?"),
-                    s["status"]
-                )
-            })
-            .collect();
+    if !run.planned {
+        let verdict = format!("plan exit {}: {tail}", run.exit);
+        return Outcome { verdict, phases };
+    }
+    if run.exit != 0 || !run.goal {
+        let why = if run.short.is_empty() {
+            tail.clone()
+        } else {
+            run.short.join("; ")
+        };
         short.push(format!(
-            "run exit {}, goal_achieved {achieved}: {}",
-            run.code,
-            match (steps.is_empty(), out["summary"]["reason"].as_str()) {
-                (false, _) => steps.join("; "),
-                (true, Some(reason)) => reason.to_string(),
-                (true, None) => run.tail(),
-            }
+            "run exit {}, goal_achieved {}: {why}",
+            run.exit, run.goal
         ));
     } else {
         // The feature is on the run's branch.
@@ -518,7 +422,7 @@ fn matrix(name: &str, journey: Journey) {
         if !eco.name.contains(only.as_str()) {
             continue;
         }
-        let eco = Arc::new(eco);
+        let eco = std::sync::Arc::new(eco);
         for (m, mech) in MECHANISMS.into_iter().enumerate() {
             // Read-only copies need root (a user cannot commit into a 0555 checkout).
             cells.push((
@@ -532,65 +436,45 @@ fn matrix(name: &str, journey: Journey) {
         .ok()
         .and_then(|j| j.parse().ok())
         .unwrap_or(2);
-    let queue = Arc::new(Mutex::new(
-        cells.clone().into_iter().enumerate().collect::<Vec<_>>(),
-    ));
-    let results = Arc::new(Mutex::new(BTreeMap::new()));
-    let workers: Vec<_> = (0..jobs.max(1))
-        .map(|_| {
-            let (queue, results) = (queue.clone(), results.clone());
-            std::thread::spawn(move || {
-                loop {
-                    let Some((i, (eco, mech, readonly))) = queue.lock().unwrap().pop() else {
-                        break;
-                    };
-                    let root = tempfile::Builder::new()
-                        .prefix("journey-")
-                        .tempdir_in(cells_dir())
-                        .unwrap();
-                    let start = Instant::now();
-                    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let c = cell(root.path(), &eco, readonly);
-                        journey(&c, &eco, mech)
-                    }))
-                    .unwrap_or_else(|p| Outcome {
-                        verdict: format!(
-                            "panicked: {}",
-                            p.downcast_ref::<String>().cloned().unwrap_or_default()
-                        ),
-                        phases: Vec::new(),
-                    });
-                    let line = format!(
-                        "journey {:<28} {:<10} {:<9} {:>5.1}s {}",
-                        eco.name,
-                        mech,
-                        if readonly { "read-only" } else { "writable" },
-                        start.elapsed().as_secs_f64(),
-                        outcome.verdict
-                    );
-                    eprintln!("{line}");
-                    let keep = std::env::var("DANDORI_JOURNEY_KEEP").unwrap_or_default();
-                    if keep == "all" || (!keep.is_empty() && outcome.verdict != "ok") {
-                        eprintln!("    kept in {}", root.keep().display());
-                    }
-                    results
-                        .lock()
-                        .unwrap()
-                        .insert(i, (start.elapsed(), outcome));
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    let results = results.lock().unwrap();
+    let keep = std::env::var("DANDORI_JOURNEY_KEEP").unwrap_or_default();
+    let results = end_to_end::pool(
+        &cells,
+        jobs,
+        &cells_dir(),
+        "journey-",
+        |root, (eco, mech, readonly)| {
+            let start = Instant::now();
+            let c = cell(root, eco, *readonly);
+            let outcome = journey(&c, eco, mech);
+            (start.elapsed(), outcome)
+        },
+        |verdict| {
+            (
+                Duration::ZERO,
+                Outcome {
+                    verdict,
+                    phases: Vec::new(),
+                },
+            )
+        },
+        |(eco, mech, readonly), (_, outcome), wall| {
+            eprintln!(
+                "journey {:<28} {:<10} {:<9} {:>5.1}s {}",
+                eco.name,
+                mech,
+                if *readonly { "read-only" } else { "writable" },
+                wall.as_secs_f64(),
+                outcome.verdict
+            );
+            keep == "all" || (!keep.is_empty() && outcome.verdict != "ok")
+        },
+    );
     let mut table = "| ecosystem | sandbox | checkout | verdict | wall | phases (wall / CPU of dandori + children) |\n\
          |---|---|---|---|---|---|\n"
         .to_string();
     let (mut got, mut want) = (Vec::new(), Vec::new());
     for (i, (eco, mech, readonly)) in cells.iter().enumerate() {
-        let (wall, outcome) = &results[&i];
+        let (wall, outcome) = &results[i];
         let phases: Vec<String> = outcome
             .phases
             .iter()

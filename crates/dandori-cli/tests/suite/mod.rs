@@ -9,6 +9,8 @@ mod workflow_gate;
 // --
 mod corpus;
 // --
+mod end_to_end;
+// --
 mod env;
 // --
 mod env_plugins;

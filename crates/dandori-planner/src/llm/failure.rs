@@ -43,11 +43,13 @@ impl ModelFailure {
         }
     }
 
-    /// `CODE: cause (change KEY)`.
+    /// `CODE: cause (change KEY)`, on one line (a CLI's stderr in the cause
+    /// keeps its words, not its line breaks).
     pub fn line(&self) -> String {
+        let cause = self.cause.split_whitespace().collect::<Vec<_>>().join(" ");
         match &self.config_key {
-            Some(key) => format!("{}: {} (change {key})", self.reason_code, self.cause),
-            None => format!("{}: {}", self.reason_code, self.cause),
+            Some(key) => format!("{}: {cause} (change {key})", self.reason_code),
+            None => format!("{}: {cause}", self.reason_code),
         }
     }
 }
@@ -97,14 +99,35 @@ pub fn of_error(e: &LlmError, calls: &[CallRecord], provider: &ProviderConfig) -
             }
             None => ModelFailure::new(LLM_ANSWER_INVALID, cause, key),
         },
+        // The agent CLI's own code (missing, not signed in, slow, unreadable)
+        // and what to change: its command, the provider, its time limit.
+        LlmError::AgentCli { code, .. } => ModelFailure::new(
+            code,
+            cause.replacen(&format!("{code}: "), "", 1),
+            Some(agent_cli_key(code)),
+        ),
         LlmError::MissingApiKey { .. }
         | LlmError::InvalidConfig { .. }
         | LlmError::StreamIncomplete { .. }
         | LlmError::StreamError { .. }
         | LlmError::Decode { .. }
         | LlmError::Cancelled { .. }
-        | LlmError::AgentCli { .. }
         | LlmError::RetriesExhausted { .. } => ModelFailure::new(PLANNING_DRAFT_FAILED, cause, key),
+    }
+}
+
+/// What to change when an agent CLI provider fails: its command when it could
+/// not run (missing from PATH, refused), the provider when the CLI ran and
+/// failed (not signed in, out of quota: sign it in or plan with another
+/// provider), its time limit when it was too slow, its output format when its
+/// answer could not be read.
+fn agent_cli_key(code: &str) -> &'static str {
+    use dandori_llm::agent_cli::codes;
+    match code {
+        codes::AGENT_CLI_TIMEOUT => "llm.providers[].request_timeout_secs",
+        codes::AGENT_CLI_BAD_OUTPUT => "llm.providers[].agent_cli.output",
+        codes::AGENT_CLI_REFUSED => "llm.providers[].agent_cli.command",
+        _ => "--provider (or llm.default_provider)",
     }
 }
 

@@ -188,7 +188,7 @@ pub fn classify(text: &str) -> ItemKind {
             .any(|v| first_words.starts_with(v));
     if !failing_test
         && (has(TEST_WORDS, &first_words)
-            || (has(TEST_WORDS, &t) && !has(IMPLEMENT_WORDS, &t) && !has(DEFINITION_WORDS, &t)))
+            || (names_tests(&t) && !has(IMPLEMENT_WORDS, &t) && !has(DEFINITION_WORDS, &t)))
     {
         ItemKind::Test
     } else if has(DOC_WORDS, &first_words) || (has(DOC_WORDS, &t) && !has(IMPLEMENT_WORDS, &t)) {
@@ -198,6 +198,18 @@ pub fn classify(text: &str) -> ItemKind {
     } else {
         ItemKind::Implementation
     }
+}
+
+/// The words speak of tests: "test" as a word, not inside a path or an
+/// identifier a quoted stack trace holds (`test/import.test.js:14:10`,
+/// `TestContext.<anonymous>`, `node:internal/test_runner`), which says where a
+/// failure showed, not that the work is tests.
+fn names_tests(t: &str) -> bool {
+    t.split_whitespace().any(|token| {
+        let word = token.trim_matches(|c: char| !c.is_alphanumeric());
+        let code_like = word.is_ascii() && word.contains(['/', '.', ':', '_', '(', '<', '\\']);
+        !code_like && TEST_WORDS.iter().any(|w| format!("{word} ").contains(w))
+    })
 }
 
 pub fn items(req: &Request, max_subtasks: usize) -> (Vec<Item>, Source) {
@@ -644,6 +656,13 @@ mod tests {
             ItemKind::Test
         );
         assert_eq!(classify("テストを追加する"), ItemKind::Test);
+        // A stack trace's test paths say where the failure showed: the fix is code.
+        assert_eq!(
+            classify(
+                "toMeters gives NaN for upper-case units. NaN !== 3000 at TestContext.<anonymous> (/srv/import/test/import.test.js:14:10) at Test.run (node:internal/test_runner/test:639:25) `toMeters(3, \"KM\")` should be the same as `toMeters(3, \"km\")`"
+            ),
+            ItemKind::Implementation
+        );
         assert_eq!(classify("Update the README"), ItemKind::Docs);
         assert_eq!(classify("READMEに使い方を追記する"), ItemKind::Docs);
     }

@@ -127,10 +127,11 @@ pub fn for_item(
         }
         ItemKind::Docs => {
             let mut t = eligible(&|p| is_doc(p));
-            if t.is_empty()
-                && let Some(r) = readme_path(&ctx.scan)
+            if let Some(r) = readme_path(&ctx.scan)
+                && !t.contains(&r)
+                && (t.is_empty() || names_readme(&item.full_text()))
             {
-                t.push(r);
+                t.insert(0, r);
             }
             t.truncate(MAX_RETRIEVED_TARGETS);
             t
@@ -193,15 +194,29 @@ pub fn for_item(
         }
         // A unit that documents its own change ("…, and document it in the
         // README") also targets the documentation.
-        if super::decomposition::mentions_docs(&item.full_text())
-            && !targets.iter().any(|p| is_doc(p))
-            && let Some(doc) = eligible(&|p| is_doc(p))
+        // (A README the words name is added below, for every item.)
+        let full = item.full_text();
+        let doc = if names_readme(&full) {
+            None
+        } else if super::decomposition::mentions_docs(&full) && !targets.iter().any(|p| is_doc(p)) {
+            eligible(&|p| is_doc(p))
                 .into_iter()
                 .next()
                 .or_else(|| readme_path(&ctx.scan))
-        {
+        } else {
+            None
+        };
+        if let Some(doc) = doc {
             push(&mut targets, doc);
         }
+    }
+    // A README the words name is that file, whatever else the item names or
+    // retrieval found (`requirements-dev.txt`, a documentation-like file).
+    if names_readme(&item.full_text())
+        && let Some(r) = readme_path(&ctx.scan)
+        && !targets.contains(&r)
+    {
+        push(&mut targets, r);
     }
     // Without a separate test item, an implementation step also updates its tests.
     if !has_test_item && matches!(item.kind, ItemKind::Implementation | ItemKind::Definition) {
@@ -788,6 +803,11 @@ pub(crate) fn test_dir(ctx: &PlanningContext) -> Option<String> {
         .into_iter()
         .max_by_key(|(d, n)| (*n, std::cmp::Reverse(d.clone())))
         .map(|(d, _)| d)
+}
+
+/// The words name the README ("the README", "README's", `README.md`).
+fn names_readme(text: &str) -> bool {
+    text.to_lowercase().contains("readme")
 }
 
 /// Where a step works when nothing in the repository matched its text: the README

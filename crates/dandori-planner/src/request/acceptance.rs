@@ -236,8 +236,16 @@ fn when_then(line: &str, lang: Language) -> Option<RequestCriterion> {
         let then = trim_end_punct(c.get(2)?.as_str());
         let mut when = c.get(1)?.as_str().trim().to_string();
         // 「不正な日付で作成したとき」: the action, not its past ("作成する").
+        // One kanji before した is a verb of its own ending in す (渡した → 渡す,
+        // 呼び出した → 呼び出す); a compound or katakana noun takes する.
         if let Some(stem) = when.strip_suffix("した") {
-            when = format!("{stem}する");
+            let is_kanji = |c: &char| ('\u{4e00}'..='\u{9fff}').contains(c);
+            let run = stem.chars().rev().take_while(is_kanji).count();
+            when = if run == 1 {
+                format!("{stem}す")
+            } else {
+                format!("{stem}する")
+            };
         } else if line.contains(&format!("{when}したら")) {
             when.push_str("する");
         }
@@ -335,7 +343,7 @@ mod tests {
     #[test]
     fn japanese_forms() {
         let s = section(
-            "## 受け入れ基準\n- 前提: タスクが1件ある / 操作: 完了にする / 期待: done が true になる\n- 前提：空の一覧\n- 操作：一覧を取得する\n- 期待：空配列が返る\n- タイトルが空のとき、400を返す\n- 不正な日付で作成したとき、400 を返す\n- 削除したら、一覧から消える\n- 既存のテストが通る\n",
+            "## 受け入れ基準\n- 前提: タスクが1件ある / 操作: 完了にする / 期待: done が true になる\n- 前提：空の一覧\n- 操作：一覧を取得する\n- 期待：空配列が返る\n- タイトルが空のとき、400を返す\n- 不正な日付で作成したとき、400 を返す\n- 空の文字列を渡したとき、ValueError を送出する\n- 削除したら、一覧から消える\n- 既存のテストが通る\n",
         );
         let got = parse_section(&s, Language::Ja);
         let (g, w) = generic(Language::Ja);
@@ -346,6 +354,7 @@ mod tests {
                 crit("空の一覧", "一覧を取得する", "空配列が返る", true),
                 crit(g, "タイトルが空", "400を返す", true),
                 crit(g, "不正な日付で作成する", "400 を返す", true),
+                crit(g, "空の文字列を渡す", "ValueError を送出する", true),
                 crit(g, "削除する", "一覧から消える", true),
                 crit(g, w, "既存のテストが通る", false),
             ]

@@ -355,6 +355,36 @@ fn names(line: &str, name: &str) -> bool {
     })
 }
 
+/// A criterion whose check is its whole claim: its then clause asks only that
+/// the check succeeds ("it succeeds", "it builds", "exits 0", "成功する",
+/// "エラーにならない"), no value, no output. When that check already passed at
+/// the base, the criterion guards what worked (`cargo doc` still builds after
+/// a docs change); one naming a result ("it returns 3") green at the base is
+/// work done before the run, no evidence of it.
+pub fn is_guard(ac: &AcceptanceCriterion) -> bool {
+    let then = ac.then.trim().trim_end_matches(['.', '。']).to_lowercase();
+    let then = then
+        .strip_prefix("it ")
+        .or_else(|| then.strip_prefix("they "))
+        .unwrap_or(&then);
+    [
+        "succeeds",
+        "succeed",
+        "still succeeds",
+        "passes",
+        "pass",
+        "builds",
+        "still builds",
+        "exits 0",
+        "exits with 0",
+        "exits with status 0",
+        "成功する",
+        "エラーにならない",
+    ]
+    .contains(&then.trim())
+        && ac_check(ac).is_some_and(|c| matches!(c, AcCheck::Command(_)))
+}
+
 /// The step credited with making a check green that `steps[i]` first saw green:
 /// itself, or — when it changed nothing (`ALREADY_SATISFIED`) — the last step
 /// before it in plan order that changed something.
@@ -489,6 +519,10 @@ pub fn judge_ac(
             {
                 AcStatus::Covered
             }
+            // A guard ("when `cargo doc` runs, then it succeeds") green at the base
+            // asks that the change keep it green: green → green is its evidence,
+            // as for a regression criterion.
+            (true, CheckState::Pass, Some(CheckState::Pass)) if is_guard(ac) => AcStatus::Covered,
             // Already green before any change: no evidence of this run's work.
             (_, _, Some(CheckState::Pass)) => AcStatus::Unverified,
             _ => AcStatus::NotCovered,
@@ -935,6 +969,41 @@ mod tests {
                 "none named; `{cmd}` passed at the base already (its summary counted 2 test(s), 0 failing, without naming them)"
             )
         );
+    }
+
+    /// A criterion asking only that its command succeeds, green at the base
+    /// (`cargo doc` after a docs change), is a guard: green → green covers it.
+    /// One naming a result, green at the base, stays unverified.
+    #[test]
+    fn a_guard_green_at_the_base_is_covered_by_staying_green() {
+        let doc = "cargo doc --no-deps -q";
+        let mut guard = criterion("AC-01", Some(serde_json::json!({ "command": doc })));
+        guard.then = "it succeeds".to_string();
+        let mut value = criterion("AC-02", Some(serde_json::json!({ "command": "./x" })));
+        value.then = "it prints 3".to_string();
+        let acs = vec![guard, value];
+        let baseline = Baseline {
+            commit: "base".to_string(),
+            runs: vec![run(doc, 0, &[]), run("./x", 0, &[])],
+        };
+        let linking = vec!["S01".to_string()];
+        let green = |exit| {
+            vec![StepEvidence {
+                step_id: "S01".to_string(),
+                commit: "c1".to_string(),
+                runs: vec![run(doc, exit, &[]), run("./x", 0, &[])],
+                already_satisfied: false,
+                vacuous: Vec::new(),
+                removed_tests: Vec::new(),
+            }]
+        };
+        assert!(is_guard(&acs[0]) && !is_guard(&acs[1]));
+        let j = judge_ac(&acs[0], &acs, &linking, Some(&baseline), &green(0));
+        assert_eq!(j.status, AcStatus::Covered, "{j:?}");
+        let j = judge_ac(&acs[0], &acs, &linking, Some(&baseline), &green(1));
+        assert_eq!(j.status, AcStatus::NotCovered, "{j:?}");
+        let j = judge_ac(&acs[1], &acs, &linking, Some(&baseline), &green(0));
+        assert_eq!(j.status, AcStatus::Unverified, "{j:?}");
     }
 
     #[test]
