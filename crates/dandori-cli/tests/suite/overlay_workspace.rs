@@ -124,12 +124,12 @@ fn a_step_in_an_overlay_workspace_under_the_builtin_fallback() {
 
 /// Where overlayfs cannot be mounted (here: dandori started in a user namespace
 /// without capabilities that may make no further user namespace, as on a host
-/// that blocks unprivileged user namespaces), the default `auto` runs the steps
+/// that blocks unprivileged user namespaces), `auto` runs the steps
 /// in pool worktrees and says so: the `STEP_WORKSPACE` event, `stage.json`'s
 /// `step_workspace`, and a line of the report. The same run outside the wrapper
 /// uses the copy-on-write workspaces.
 #[test]
-fn without_overlayfs_the_default_falls_back_to_the_pool_and_says_so() {
+fn without_overlayfs_auto_falls_back_to_the_pool_and_says_so() {
     let run = |confined: bool| {
         let repo = TempGitRepo::with_files(&[
             ("README.md", "# demo\n"),
@@ -166,7 +166,8 @@ fn without_overlayfs_the_default_falls_back_to_the_pool_and_says_so() {
             std::process::Command::new(bin)
         };
         let o = cmd
-            .args(["--sandbox", "off", "run", run_dir.to_str().unwrap()])
+            .args(["--sandbox", "off", "-c", "runner.step_workspace=auto"])
+            .args(["run", run_dir.to_str().unwrap()])
             .args(["--agent-cmd", agent_cmd, "--json"])
             .current_dir(repo.path())
             .env_clear()

@@ -113,6 +113,7 @@ fn creations(files: usize, steps: usize) -> (usize, BTreeMap<String, usize>, Str
         Some(format!("sh {} {{step_id}}", agent.display())),
     );
     opts.config.runner.max_parallel_workers = 1;
+    opts.config.runner.step_workspace = dandori_config::StepWorkspaceKind::Auto;
     let stop = Arc::new(AtomicBool::new(false));
     let counter = {
         let (root, stop) = (run_dir.clone(), stop.clone());
