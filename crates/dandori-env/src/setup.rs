@@ -1199,7 +1199,6 @@ fn git(repo: &Path, args: &[&str], base: &BTreeMap<String, String>) -> Option<St
     out.success().then_some(out.stdout_tail)
 }
 
-/// Untracked paths of the work tree (`None` outside a git repository).
 /// uv's variable for `--exclude-newer`.
 const UV_EXCLUDE_NEWER: &str = "UV_EXCLUDE_NEWER";
 
@@ -1230,6 +1229,7 @@ fn resolve_as_of(
     (date.len() >= 20 && date.as_bytes()[4] == b'-').then(|| date.to_string())
 }
 
+/// Untracked paths of the work tree (`None` outside a git repository).
 fn git_untracked(repo: &Path, base: &BTreeMap<String, String>) -> Option<Vec<String>> {
     let out = git(
         repo,

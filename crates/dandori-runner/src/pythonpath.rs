@@ -10,8 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// `PYTHONPATH`.
-const PYTHONPATH: &str = "PYTHONPATH";
+use crate::evidence::runner_hooks::PYTHONPATH;
 
 /// The directories under `main` (relative to it) that the virtual environment
 /// of `env` (`VIRTUAL_ENV`) imports from: plain path lines of its `*.pth`
@@ -39,16 +38,21 @@ pub fn import_roots(env: &BTreeMap<String, String>, main: &Path) -> Vec<PathBuf>
         files.sort();
         for f in files {
             let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let pth = name.ends_with(".pth");
+            let finder = name.starts_with("__editable__") && name.ends_with("_finder.py");
+            if !pth && !finder {
+                continue;
+            }
             let Ok(text) = std::fs::read_to_string(&f) else {
                 continue;
             };
-            if name.ends_with(".pth") {
+            if pth {
                 for line in text.lines().map(str::trim) {
                     if line.starts_with('/') {
                         add(Path::new(line));
                     }
                 }
-            } else if name.starts_with("__editable__") && name.ends_with("_finder.py") {
+            } else {
                 for path in quoted_absolute_paths(&text) {
                     if let Some(parent) = Path::new(&path).parent() {
                         add(parent);
@@ -92,13 +96,19 @@ fn quoted_absolute_paths(text: &str) -> Vec<String> {
 /// here: an overlay workspace is mounted in the sandbox's namespace only, and
 /// Python skips an entry that does not exist.
 pub fn apply(env: &mut BTreeMap<String, String>, dir: &Path, roots: &[PathBuf]) {
-    let mut paths: Vec<String> = roots
+    let paths: Vec<String> = roots
         .iter()
         .map(|r| dir.join(r).display().to_string())
         .collect();
-    if paths.is_empty() {
+    prepend(env, &paths);
+}
+
+/// `entries` first on `env`'s `PYTHONPATH`, before what it held.
+pub fn prepend(env: &mut BTreeMap<String, String>, entries: &[String]) {
+    if entries.is_empty() {
         return;
     }
+    let mut paths = entries.to_vec();
     if let Some(existing) = env.get(PYTHONPATH).filter(|p| !p.is_empty()) {
         paths.push(existing.clone());
     }

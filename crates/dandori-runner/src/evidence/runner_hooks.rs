@@ -74,12 +74,7 @@ impl Hooks {
                 .map_err(|e| dandori_fs::FsError::new("removing", &report_dir, e))?;
         }
         dandori_fs::create_dir_all(&report_dir)?;
-        let python = python.to_string_lossy().into_owned();
-        let path = match env.get(PYTHONPATH).filter(|p| !p.is_empty()) {
-            Some(p) => format!("{python}:{p}"),
-            None => python,
-        };
-        env.insert(PYTHONPATH.to_string(), path);
+        crate::pythonpath::prepend(env, &[python.to_string_lossy().into_owned()]);
         env.insert(
             TEST_REPORT_DIR.to_string(),
             report_dir.to_string_lossy().into_owned(),
