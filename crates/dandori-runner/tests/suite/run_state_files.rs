@@ -158,10 +158,13 @@ fn a_step_creates_a_small_constant_number_of_files_under_the_run_directory() {
         "{mechanism}: {per_step} entries created per step (limit {limit}):\n{detail:#?}"
     );
     // Independent of the repository's size for copy-on-write workspaces (a
-    // pool worktree is a checkout of every file, once per worker).
+    // pool worktree is a checkout of every file, once per worker: thousands
+    // here). Temporary files and overlayfs's whiteouts vary by a few between
+    // runs on a loaded machine (a save retried, a log reopened), so the bound
+    // is a slack far below the 3 000 a checkout would create.
     if mechanism == "overlay" {
         assert!(
-            six_big <= six + 2,
+            six_big <= six + 30,
             "{six_big} against {six}: {detail:#?}\n{detail_big:#?}"
         );
     }
