@@ -162,3 +162,33 @@ mod tests {
         );
     }
 }
+
+/// Masks every log a killed dandori left behind: a command's output is written
+/// to its log as it runs and masked when the command ends, so a kill in between
+/// (a test command, a setup command, an agent) leaves its secrets in the log.
+/// `resume` calls this first, before anything reads the logs. Files under `dirs`
+/// (not recursive) ending in `.log`; unreadable ones are left as they are.
+pub fn mask_left_logs(dirs: &[&Path], masker: &dandori_trace::Masker) -> Result<(), RunnerError> {
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_log = path.extension().is_some_and(|e| e == "log")
+                && entry.file_type().is_ok_and(|t| t.is_file());
+            if !is_log {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            let masked = masker.mask_str(&text);
+            if masked != text {
+                dandori_fs::write_atomic(&path, masked)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -212,6 +212,10 @@ impl<'o> Coordinator<'o> {
                 message: "nothing to resume: no stage.json".to_string(),
             });
         }
+        if opts.resume {
+            let env_logs = paths.run_dir.join("environment").join("logs");
+            crate::interrupted::mask_left_logs(&[&paths.logs, &env_logs], &masker)?;
+        }
         let now = now_rfc3339();
         let stage = if stage_exists {
             load_stage(&paths.stage, &planning)?

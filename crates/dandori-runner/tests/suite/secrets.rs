@@ -326,3 +326,38 @@ fn a_secret_in_a_unit_command_is_masked_in_every_artefact() {
     // stage.json still reads back as the stage.
     let _: serde_json::Value = serde_json::from_str(&stage).unwrap();
 }
+
+/// A command's log is masked when the command ends; a dandori killed before
+/// that leaves the secret in the log (a test command, a setup command). The
+/// resume masks what it finds before anything else reads the run.
+#[test]
+fn a_resume_masks_the_logs_a_killed_run_left_unmasked() {
+    let repo = Repo::new();
+    let agent = repo.agent("mkdir -p src && echo done > src/S01");
+    let run_dir = repo.write_plan(&planning(vec![S::new("S01").unit("true")], json!({})));
+    let mut opts = options(
+        &repo,
+        &run_dir,
+        Some(format!("sh {} {{step_id}}", agent.display())),
+    );
+    for (k, v) in secret_env() {
+        opts.base_env.insert(k.to_string(), v);
+    }
+    run(&opts).unwrap();
+    // What a kill in the middle of a command leaves: its output, unmasked.
+    let left = [
+        run_dir.join("logs/step.S01.unit.log"),
+        run_dir.join("environment/logs/setup.01.stdout.log"),
+    ];
+    for log in &left {
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(log, format!("connecting with {CREDENTIAL}\n")).unwrap();
+    }
+    opts.resume = true;
+    run(&opts).unwrap();
+    for log in &left {
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(!text.contains(CREDENTIAL), "{}:\n{text}", log.display());
+        assert!(text.contains("connecting with ***"), "{}:\n{text}", log.display());
+    }
+}
