@@ -1608,16 +1608,19 @@ impl Worker<'_, '_> {
                     },
                     message: format!(
                         "{msg} after {} fix attempt(s): {}",
-                        self.report.autofix_cycles,
+                        self.report.autofix_cycles - cycles_before,
                         tail(&output, 300).lines().last().unwrap_or("")
                     ),
                 }));
             }
             self.report.autofix_cycles += 1;
-            let cycle = self.report.autofix_cycles;
+            // Counted per attempt at the step (a replanned step starts at 1
+            // again); `total` is the step's count over every attempt.
+            let cycle = self.report.autofix_cycles - cycles_before;
             self.emit(
                 events::AUTOFIX,
-                json!({"step_id": self.step_id(), "cycle": cycle, "max": max_cycles}),
+                json!({"step_id": self.step_id(), "cycle": cycle, "max": max_cycles,
+                       "total": self.report.autofix_cycles}),
             );
             if let Some(r) = self.execute(
                 Some(&Feedback::UnitFailure {

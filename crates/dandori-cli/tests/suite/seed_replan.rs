@@ -115,6 +115,16 @@ fn compound_test_failures_replan_the_step_as_a_revision() {
     );
     assert!(r["plan_revision"]["reason"].is_string());
     assert_eq!(revisions[0]["visibility"], "summary");
+    // The replanned step's fix cycles count from 1 again, within the limit.
+    let autofix = events_named(run_dir, "AUTOFIX");
+    assert!(!autofix.is_empty());
+    for e in &autofix {
+        let d = &e["data"];
+        assert!(
+            d["cycle"].as_u64().unwrap() >= 1 && d["cycle"].as_u64() <= d["max"].as_u64(),
+            "{autofix:#?}"
+        );
+    }
     let lessons = summary["summary"]["lessons_learned"].to_string();
     assert!(
         lessons.contains("was replanned after compound test failures (plan revision 1 of 3)"),
