@@ -476,7 +476,8 @@ pub fn judge_ac(
             && linking
                 .iter()
                 .all(|id| steps.iter().any(|s| &s.step_id == id));
-        return judge_regression(j, base, &linked, steps, all_done);
+        let nonfunctional = ac.kind == Some(AcKind::Nonfunctional);
+        return judge_regression(j, base, &linked, steps, all_done, nonfunctional);
     }
     if let Some(check) = ac_check(ac) {
         j.check = check.describe();
@@ -665,6 +666,7 @@ fn judge_regression(
     linked: &[&StepEvidence],
     steps: &[StepEvidence],
     all_done: bool,
+    nonfunctional: bool,
 ) -> AcJudgement {
     // Per test id (or, for a command without per-test results, the command
     // itself) passing at the base: its command.
@@ -688,7 +690,14 @@ fn judge_regression(
             tests
         })
         .collect();
-    j.check = "tests passing at the base still pass".to_string();
+    // A non-functional criterion (scope, size, "nothing else changed") is held
+    // by the runner's checks of each step; the tests show the change broke nothing.
+    j.check = if nonfunctional {
+        "the runner's scope and size checks of every linking step passed, and tests passing at the base still pass"
+    } else {
+        "tests passing at the base still pass"
+    }
+    .to_string();
     j.base_result = format!("{} passing", passing_at_base.len());
     if passing_at_base.is_empty() && all_done && !linked.is_empty() {
         // Nothing passed at the base, so nothing can have broken: what holds is
@@ -852,6 +861,40 @@ mod tests {
             kind: Some(AcKind::Functional),
             extra,
         }
+    }
+
+    /// A regression criterion is held by the tests that passed at the base; a
+    /// non-functional one (scope, size) by the runner's checks of each step too,
+    /// and its evidence says so.
+    #[test]
+    fn a_non_functional_criterion_names_the_runners_checks() {
+        let baseline = Baseline {
+            commit: "base".to_string(),
+            runs: vec![run("python -m pytest", 0, &[("t::test_add", true)])],
+        };
+        let steps = vec![StepEvidence {
+            step_id: "S01".to_string(),
+            commit: "c1".to_string(),
+            runs: vec![run("python -m pytest", 0, &[("t::test_add", true)])],
+            already_satisfied: false,
+            vacuous: Vec::new(),
+            removed_tests: Vec::new(),
+        }];
+        let linking = vec!["S01".to_string()];
+        let mut scope = criterion("AC-01", None);
+        scope.kind = Some(AcKind::Nonfunctional);
+        let mut regression = criterion("AC-02", None);
+        regression.kind = Some(AcKind::Regression);
+        let acs = vec![scope.clone(), regression.clone()];
+        let j = judge_ac(&scope, &acs, &linking, Some(&baseline), &steps);
+        assert_eq!(j.status, AcStatus::Covered);
+        assert!(
+            j.check.starts_with("the runner's scope and size checks"),
+            "{j:?}"
+        );
+        assert_eq!(j.after_result, "1 still passing");
+        let j = judge_ac(&regression, &acs, &linking, Some(&baseline), &steps);
+        assert_eq!(j.check, "tests passing at the base still pass");
     }
 
     /// Issue 36: AC-02 (no check of its own) shares a step with AC-01, whose

@@ -358,6 +358,10 @@ fn a_resume_masks_the_logs_a_killed_run_left_unmasked() {
     for log in &left {
         let text = std::fs::read_to_string(log).unwrap();
         assert!(!text.contains(CREDENTIAL), "{}:\n{text}", log.display());
-        assert!(text.contains("connecting with ***"), "{}:\n{text}", log.display());
+        assert!(
+            text.contains("connecting with ***"),
+            "{}:\n{text}",
+            log.display()
+        );
     }
 }
