@@ -264,22 +264,12 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
     // paths or the retrieved targets), within the diff limit.
     while draft.acceptance_criteria.len() < 3 {
         let id = next_id(draft);
-        let mut named: Vec<String> = Vec::new();
-        for s in &draft.subtasks {
-            for p in &s.target_paths {
-                if !named.contains(p) {
-                    named.push(p.clone());
-                }
-            }
-        }
-        let files = paths_phrase(&named);
+        let files = paths_phrase(&target_paths(&draft.subtasks));
         let (given, when, then, note) = match (lang, files.is_empty()) {
             (Language::En, false) => (
                 "the repository at the base branch".to_string(),
                 "the change is committed".to_string(),
-                format!(
-                    "no file outside {files} changes and the diff is at most {max_diff_lines} lines"
-                ),
+                scope_then(lang, &files, max_diff_lines),
                 format!("{id} (scope) derived from the files the plan targets"),
             ),
             (Language::En, true) => (
@@ -293,7 +283,7 @@ pub fn ensure_minimum(draft: &mut Draft, lang: Language, unit_command: &str, max
             (Language::Ja, false) => (
                 "ベースブランチのリポジトリ".to_string(),
                 "変更をコミットする".to_string(),
-                format!("{files} 以外のファイルは変更されず、差分は {max_diff_lines} 行以内である"),
+                scope_then(lang, &files, max_diff_lines),
                 format!("{id}（範囲）は計画の対象ファイルから導いた"),
             ),
             (Language::Ja, true) => (
@@ -383,6 +373,55 @@ fn derived_kind(title: &str, no_tests: bool) -> AcKind {
 }
 
 /// Up to five paths in backticks, "and N more" after that; empty for none.
+/// The `then` of the scope criterion over `files` (a [`paths_phrase`]).
+fn scope_then(lang: Language, files: &str, max_diff_lines: u64) -> String {
+    match lang {
+        Language::En => {
+            format!(
+                "no file outside {files} changes and the diff is at most {max_diff_lines} lines"
+            )
+        }
+        Language::Ja => {
+            format!("{files} 以外のファイルは変更されず、差分は {max_diff_lines} 行以内である")
+        }
+    }
+}
+
+/// Every subtask's target paths, in order, each once.
+pub fn target_paths(subtasks: &[crate::draft::DraftSubtask]) -> Vec<String> {
+    let mut named: Vec<String> = Vec::new();
+    for p in subtasks.iter().flat_map(|s| &s.target_paths) {
+        if !named.contains(p) {
+            named.push(p.clone());
+        }
+    }
+    named
+}
+
+/// Words the scope criterion derived over `before` (the subtasks' targets when
+/// it was derived) over `after` (the final steps' targets): a later pass that
+/// adds targets (the tests of a test-first step) must not leave a criterion
+/// that forbids what the plan asks for.
+pub fn rescope(
+    criteria: &mut [AcceptanceCriterion],
+    lang: Language,
+    max_diff_lines: u64,
+    before: &[String],
+    after: &[String],
+) {
+    let (old, new) = (paths_phrase(before), paths_phrase(after));
+    if old.is_empty() || new.is_empty() || old == new {
+        return;
+    }
+    let (old, new) = (
+        scope_then(lang, &old, max_diff_lines),
+        scope_then(lang, &new, max_diff_lines),
+    );
+    for ac in criteria.iter_mut().filter(|a| a.then == old) {
+        ac.then = new.clone();
+    }
+}
+
 fn paths_phrase(paths: &[String]) -> String {
     let shown: Vec<String> = paths
         .iter()

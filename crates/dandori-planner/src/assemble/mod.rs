@@ -410,6 +410,16 @@ fn build(
     if test_first {
         crate::test_first::insert(ctx, &draft.acceptance_criteria, &mut final_owned);
     }
+    // The derived scope criterion allows what the steps now target (the tests
+    // a test-first step writes included).
+    let mut criteria = draft.acceptance_criteria.clone();
+    acceptance::rescope(
+        &mut criteria,
+        ctx.request.language,
+        MAX_DIFF_LINES,
+        &acceptance::target_paths(&draft.subtasks),
+        &acceptance::target_paths(&final_owned),
+    );
     let final_subtasks: Vec<&DraftSubtask> = final_owned.iter().collect();
     let planned_actions: Vec<&[Value]> = final_subtasks
         .iter()
@@ -496,11 +506,7 @@ fn build(
 
     let mut goal = draft.goal_understanding.clone();
     if goal.success_criteria.is_empty() {
-        goal.success_criteria = draft
-            .acceptance_criteria
-            .iter()
-            .map(|a| a.then.clone())
-            .collect();
+        goal.success_criteria = criteria.iter().map(|a| a.then.clone()).collect();
     }
     let mut risks = draft.risks.clone();
     if let Some(f) = &dependency_fallback {
@@ -574,7 +580,7 @@ fn build(
         context: Context {
             summary: draft.summary.clone(),
             constraints: draft.constraints.clone(),
-            acceptance_criteria: draft.acceptance_criteria.clone(),
+            acceptance_criteria: criteria,
             test_instructions: TestInstructions {
                 unit: (!ctx.unit_commands.is_empty()).then(|| ctx.unit_commands.join(" && ")),
                 e2e: None,

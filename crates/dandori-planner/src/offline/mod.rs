@@ -327,6 +327,7 @@ fn suggested_tools(kind: ItemKind, ctx: &PlanningContext) -> Vec<String> {
 }
 
 fn short_title(text: &str) -> String {
+    let text = without_area_tag(text);
     let cut = ["; ", "；", "。", " — ", ": "]
         .iter()
         .filter_map(|sep| text.find(sep))
@@ -341,6 +342,30 @@ fn short_title(text: &str) -> String {
         },
         80,
     )
+}
+
+/// `text` without a leading area tag, the way issue and commit titles name the
+/// part of the project they are about (`skipping: --runxfail breaks …`,
+/// `fix(parser): …`, `docs/api: …`): one word (letters, digits, `_-./`, an
+/// optional `(scope)` and `!`) before `: `. The rest is what to do.
+fn without_area_tag(text: &str) -> &str {
+    let Some(i) = text.find(": ") else {
+        return text;
+    };
+    let (tag, rest) = (&text[..i], text[i + 2..].trim_start());
+    let word = tag.split('(').next().unwrap_or(tag);
+    let scope_ok = match tag.find('(') {
+        Some(o) => tag.trim_end_matches('!').ends_with(')') && !tag[o..].contains(' '),
+        None => true,
+    };
+    let is_tag = !word.is_empty()
+        && word.len() <= 24
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '!'))
+        && scope_ok
+        && rest.chars().count() >= 8;
+    if is_tag { rest } else { text }
 }
 
 fn contains_any(text: &str, needles: &[&str]) -> bool {
@@ -555,7 +580,29 @@ pub fn merge_all(ctx: &PlanningContext, subtasks: &[DraftSubtask]) -> DraftSubta
 
 #[cfg(test)]
 mod link_tests {
-    use super::names_path;
+    use super::{names_path, short_title};
+
+    #[test]
+    fn an_area_tag_is_not_the_title() {
+        assert_eq!(
+            short_title("skipping: --runxfail breaks pytest.mark.skip location reporting"),
+            "--runxfail breaks pytest.mark.skip location reporting"
+        );
+        assert_eq!(
+            short_title("fix(parser): accept trailing commas in arrays"),
+            "accept trailing commas in arrays"
+        );
+        assert_eq!(
+            short_title("docs/api: document the limits"),
+            "document the limits"
+        );
+        // Prose with a colon keeps its head.
+        assert_eq!(
+            short_title("Add retries to the client: three attempts with backoff"),
+            "Add retries to the client"
+        );
+        assert_eq!(short_title("Note: x"), "Note: x");
+    }
 
     #[test]
     fn a_criterion_names_a_file_by_path_or_name() {

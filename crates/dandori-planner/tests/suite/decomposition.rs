@@ -68,6 +68,30 @@ fn features_stay_whole_enumerations_split_and_criteria_link_their_step() {
             }
         }
         let criteria = &o.planning.context.acceptance_criteria;
+        // A derived scope criterion allows what the steps target, the test
+        // directory of a test-first step included.
+        let mut targets: Vec<&str> = Vec::new();
+        for p in steps.iter().flat_map(|s| &s.scope.target_paths) {
+            if !targets.contains(&p.as_str()) && p != "." {
+                targets.push(p);
+            }
+        }
+        for ac in criteria
+            .iter()
+            .filter(|a| a.then.starts_with("no file outside "))
+        {
+            checks += 1;
+            if targets.len() <= 5
+                && let Some(t) = targets
+                    .iter()
+                    .find(|t| !ac.then.contains(&format!("`{t}`")))
+            {
+                failures.push(format!(
+                    "{id}: {} forbids {t}, which a step targets: {:?}",
+                    ac.id, ac.then
+                ));
+            }
+        }
         // Every criterion the request states is made true by a step that changes
         // something: linked by a step other than the test-first one, which only
         // writes the failing tests.
