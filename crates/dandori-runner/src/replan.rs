@@ -75,6 +75,7 @@ mod tests {
             tests: tests.iter().map(|(t, p)| (t.to_string(), *p)).collect(),
             counted: None,
             log: String::new(),
+            crash: None,
         }
     }
 

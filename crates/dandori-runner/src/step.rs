@@ -56,7 +56,7 @@ pub struct StepContext<'a> {
     pub environment_summary: Option<&'a str>,
     /// The prepared environment's import roots in the user's checkout, mapped
     /// into the step's worktree for its agent and tests ([`crate::pythonpath`]).
-    pub import_roots: &'a [std::path::PathBuf],
+    pub import_roots: &'a crate::pythonpath::ImportRoots,
     /// What the test commands said on the run's base commit (issue 20): failures
     /// already there are never the step's. `None`: no baseline ran.
     pub baseline: Option<&'a crate::evidence::Baseline>,
@@ -1880,7 +1880,7 @@ pub struct TestCommand<'a> {
     pub command: &'a str,
     pub env: &'a BTreeMap<String, String>,
     /// Mapped into `dir` on `PYTHONPATH` ([`crate::pythonpath`]).
-    pub import_roots: &'a [std::path::PathBuf],
+    pub import_roots: &'a crate::pythonpath::ImportRoots,
     pub timeout: Duration,
     pub log: &'a Path,
     pub masker: &'a dandori_trace::Masker,
@@ -1935,14 +1935,25 @@ pub fn run_test_command(
     note_reports(t.log, &xml);
     tests.extend(xml.tests);
     let counted = crate::evidence::runner_hooks::count(&text);
+    let crash = (!out.timed_out && out.exit_code != Some(0) && tests.is_empty())
+        .then(|| last_line(&text))
+        .flatten();
     let run = crate::evidence::CommandRun {
         command: t.command.to_string(),
         exit_code: if out.timed_out { None } else { out.exit_code },
         tests,
         counted,
         log: t.log.to_string_lossy().into_owned(),
+        crash,
     };
     Ok((out, run))
+}
+
+/// The last non-blank line of a command's output (at most 200 characters),
+/// durations blanked: what a crash says.
+fn last_line(text: &str) -> Option<String> {
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    Some(without_durations(line).chars().take(200).collect())
 }
 
 /// Says in the command's log which JUnit reports were read and which could

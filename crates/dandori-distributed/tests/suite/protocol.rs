@@ -36,6 +36,7 @@ fn report(result: StepResult) -> StepReport {
             tests: [("a::b".to_string(), true)].into_iter().collect(),
             counted: None,
             log: "logs/step.S03.unit.log".to_string(),
+            crash: None,
         }],
         already_satisfied: false,
         out_of_scope: vec![("README.md".to_string(), 2)],

@@ -128,6 +128,16 @@ const DEFINITION_WORDS: &[&str] = &[
     "列挙",
 ];
 const TEST_WORDS: &[&str] = &["test", "spec ", "テスト", "試験"];
+
+/// `word` (lower case) speaks of tests: it starts with "test" (`tests`,
+/// `testing`), is "spec(s)", or holds the Japanese words. Not a word that holds
+/// "test" inside (`pytest`, `latest`, `contest`): a tool or another word.
+fn test_word(word: &str) -> bool {
+    word.split('-')
+        .any(|part| part.starts_with("test") || part.starts_with("unittest"))
+        || matches!(word, "spec" | "specs")
+        || TEST_WORDS[2..].iter().any(|w| word.contains(w))
+}
 /// A test that fails names a bug, not test work.
 const FAILURE_WORDS: &[&str] = &[
     " fails",
@@ -135,6 +145,7 @@ const FAILURE_WORDS: &[&str] = &[
     " fail ",
     " failed",
     " broken",
+    " breaks",
     "が失敗",
     "が落ちる",
     "失败",
@@ -187,7 +198,7 @@ pub fn classify(text: &str) -> ItemKind {
             .iter()
             .any(|v| first_words.starts_with(v));
     if !failing_test
-        && (has(TEST_WORDS, &first_words)
+        && (names_tests(&first_words)
             || (names_tests(&t) && !has(IMPLEMENT_WORDS, &t) && !has(DEFINITION_WORDS, &t)))
     {
         ItemKind::Test
@@ -208,7 +219,7 @@ fn names_tests(t: &str) -> bool {
     t.split_whitespace().any(|token| {
         let word = token.trim_matches(|c: char| !c.is_alphanumeric());
         let code_like = word.is_ascii() && word.contains(['/', '.', ':', '_', '(', '<', '\\']);
-        !code_like && TEST_WORDS.iter().any(|w| format!("{word} ").contains(w))
+        !code_like && test_word(word)
     })
 }
 
@@ -656,6 +667,16 @@ mod tests {
             ItemKind::Test
         );
         assert_eq!(classify("テストを追加する"), ItemKind::Test);
+        assert_eq!(classify("Add unit-tests for the parser"), ItemKind::Test);
+        // A tool's name holding "test" is not test work; "breaks" is a bug.
+        assert_eq!(
+            classify("--runxfail breaks pytest.mark.skip location reporting"),
+            ItemKind::Implementation
+        );
+        assert_eq!(
+            classify("pytest crashes when a fixture is parametrized twice"),
+            ItemKind::Implementation
+        );
         // A stack trace's test paths say where the failure showed: the fix is code.
         assert_eq!(
             classify(

@@ -131,7 +131,7 @@ struct Coordinator<'o> {
     /// Seed 002 §7.2: the environment section of every executor prompt.
     /// Where the prepared Python environment imports the project from, in the
     /// user's checkout ([`crate::pythonpath`]): mapped into each worktree.
-    import_roots: Vec<std::path::PathBuf>,
+    import_roots: crate::pythonpath::ImportRoots,
     environment_summary: Option<String>,
     /// Set when the environment failed and the run went on (`on_failure: warn`):
     /// each failed step's error names the environment as the likely cause.
@@ -259,7 +259,7 @@ impl<'o> Coordinator<'o> {
             lessons: Vec::new(),
             environment: Value::Null,
             environment_summary: None,
-            import_roots: Vec::new(),
+            import_roots: Default::default(),
             environment_failure: None,
             masker,
             idle: Vec::new(),
@@ -330,7 +330,7 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     c.stage.extra.remove("message");
     c.save()?;
     let env = c.step_env(activation)?;
-    c.import_roots = crate::pythonpath::import_roots(&env, c.main.dir());
+    c.import_roots = crate::pythonpath::ImportRoots::find(&env, c.main.dir());
     if executor.can_execute() || opts.dispatch.is_some() {
         if opts.dispatch.is_none() {
             // Before the baseline, which runs where the steps will.
@@ -771,7 +771,7 @@ struct StepShared {
     command_policy: Arc<dandori_exec::CommandPolicy>,
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
     environment_summary: Option<String>,
-    import_roots: Vec<std::path::PathBuf>,
+    import_roots: crate::pythonpath::ImportRoots,
     baseline: Option<crate::evidence::Baseline>,
     progress: Option<Progress>,
 }

@@ -35,6 +35,11 @@ pub struct CommandRun {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counted: Option<runner_hooks::TestCount>,
     pub log: String,
+    /// A command that failed without naming a test (a crash, an import or
+    /// collection error): the last line it printed, durations blanked — how a
+    /// step's run of the command is told to fail the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<String>,
 }
 
 impl CommandRun {
@@ -97,6 +102,23 @@ pub fn judge(run: &CommandRun, base: Option<&CommandRun>) -> Verdict {
         regressions,
         new_failures,
     };
+    // A command that crashed at the base without running a test, and crashes
+    // the same way after the step (same exit, same last line): not the step's
+    // failure (the environment or the command is broken at the base).
+    if let Some(b) = base
+        && run.exit_code.is_some()
+        && failing.is_empty()
+        && b.tests.is_empty()
+        && b.exit_code == run.exit_code
+        && b.crash.is_some()
+        && b.crash == run.crash
+    {
+        return Verdict::PreexistingOnly(vec![format!(
+            "`{}` itself ({})",
+            run.command,
+            b.crash.as_deref().unwrap_or_default()
+        )]);
+    }
     // A timeout, or a failure the output does not attribute to tests (a
     // collection error, a crash): the command's own failure.
     if run.exit_code.is_none() || failing.is_empty() {
@@ -817,6 +839,7 @@ mod tests {
             tests: tests.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             counted: None,
             log: "log".to_string(),
+            crash: None,
         }
     }
 
@@ -844,6 +867,36 @@ mod tests {
         // Unattributed failures are the command's.
         assert!(matches!(
             judge(&run("t", 2, &[]), Some(&base)),
+            Verdict::Failed { .. }
+        ));
+    }
+
+    /// A command that crashes at the base before running a test (an
+    /// environment too new for the commit) is not the step's failure when it
+    /// crashes the same way after it; another crash is.
+    #[test]
+    fn the_same_crash_as_at_the_base_is_not_the_steps() {
+        let crashed = |exit: i32, line: &str| CommandRun {
+            crash: Some(line.to_string()),
+            ..run("python -m pytest", exit, &[])
+        };
+        let base = crashed(1, "TypeError: required field \"lineno\" missing from alias");
+        assert!(matches!(
+            judge(
+                &crashed(1, "TypeError: required field \"lineno\" missing from alias"),
+                Some(&base)
+            ),
+            Verdict::PreexistingOnly(_)
+        ));
+        assert!(matches!(
+            judge(&crashed(1, "SyntaxError: invalid syntax"), Some(&base)),
+            Verdict::Failed { .. }
+        ));
+        assert!(matches!(
+            judge(
+                &crashed(2, "TypeError: required field \"lineno\" missing from alias"),
+                Some(&base)
+            ),
             Verdict::Failed { .. }
         ));
     }

@@ -76,7 +76,7 @@ fn run_tests(dir: &Path, command: &str, extra_path: Option<&Path>) -> (CommandRu
         run_dir: run_dir.path(),
         command,
         env: &env,
-        import_roots: &[],
+        import_roots: &Default::default(),
         timeout: Duration::from_secs(600),
         log: &log,
         masker: &dandori_trace::Masker::default(),
