@@ -786,11 +786,14 @@ pub fn run(
                 // requirements (a pin newer than the commit): today's index.
                 if dated && class != ErrorClass::Retryable && refused.is_empty() {
                     let date = as_of.take().unwrap_or_default();
+                    // What failed (no solution, or a build backend of that
+                    // date that cannot build the project), in its own words.
+                    let why = dated_failure(&record.stderr);
                     opts.say(&format!(
-                        "`{line}` found no solution as of {date}: resolving with today's index"
+                        "`{line}` failed as of {date} ({why}): resolving with today's index"
                     ));
                     setup.warnings.push(format!(
-                        "`{line}` failed ({}) resolving as of {date}; resolved with today's index",
+                        "`{line}` failed ({}: {why}) resolving as of {date}; resolved with today's index",
                         kind.as_str()
                     ));
                     setup.resolved_as_of = None;
@@ -1201,6 +1204,32 @@ fn git(repo: &Path, args: &[&str], base: &BTreeMap<String, String>) -> Option<St
 
 /// uv's variable for `--exclude-newer`.
 const UV_EXCLUDE_NEWER: &str = "UV_EXCLUDE_NEWER";
+
+/// The gist of a date-limited install's failure from its stderr: uv's `No
+/// solution found` or the build backend's error (`AttributeError: module
+/// 'setuptools.build_meta' has no attribute 'build_editable'`), else its first
+/// `error:` line, at most 160 characters.
+fn dated_failure(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let pick = lines
+        .iter()
+        .find(|l| l.contains("No solution found"))
+        .or_else(|| {
+            lines.iter().rev().find(|l| {
+                l.split(':').next().is_some_and(|head| {
+                    head.ends_with("Error") && !head.contains(' ') && head.len() > 5
+                })
+            })
+        })
+        .or_else(|| lines.iter().find(|l| l.starts_with("error:")))
+        .copied()
+        .unwrap_or("see the setup log");
+    pick.chars().take(160).collect()
+}
 
 /// The date a Python project's unlocked install resolves as of
 /// (`execution.resolve_as_of: base_commit`): the committer date of the
