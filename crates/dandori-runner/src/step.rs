@@ -1688,8 +1688,14 @@ impl Worker<'_, '_> {
                 log: &log,
                 masker: self.cx.masker,
             })?;
-            let verdict =
-                crate::evidence::judge(&run, self.cx.baseline.and_then(|b| b.run_of(cmd)));
+            let base_run = self.cx.baseline.and_then(|b| b.run_of(cmd));
+            let mut verdict = crate::evidence::judge(&run, base_run);
+            if matches!(verdict, crate::evidence::Verdict::Failed { .. })
+                && !self.is_check_command(cmd)
+                && let Some(same) = crate::evidence::same_crash(&run, base_run)
+            {
+                verdict = crate::evidence::Verdict::PreexistingOnly(vec![same]);
+            }
             // Test-first: new tests failing (and nothing that passed at the base
             // broken) is what this step is for.
             let red = match &verdict {
@@ -1790,6 +1796,17 @@ impl Worker<'_, '_> {
             }
         }
         Ok(Ok(None))
+    }
+
+    /// `cmd` is the check command of one of the plan's acceptance criteria.
+    fn is_check_command(&self, cmd: &str) -> bool {
+        self.cx
+            .planning
+            .context
+            .acceptance_criteria
+            .iter()
+            .filter_map(crate::evidence::ac_check)
+            .any(|c| matches!(c, crate::evidence::AcCheck::Command(c) if c == cmd))
     }
 
     /// The step's commit message: the step, its ACs, and the trailers that make the

@@ -102,23 +102,6 @@ pub fn judge(run: &CommandRun, base: Option<&CommandRun>) -> Verdict {
         regressions,
         new_failures,
     };
-    // A command that crashed at the base without running a test, and crashes
-    // the same way after the step (same exit, same last line): not the step's
-    // failure (the environment or the command is broken at the base).
-    if let Some(b) = base
-        && run.exit_code.is_some()
-        && failing.is_empty()
-        && b.tests.is_empty()
-        && b.exit_code == run.exit_code
-        && b.crash.is_some()
-        && b.crash == run.crash
-    {
-        return Verdict::PreexistingOnly(vec![format!(
-            "`{}` itself ({})",
-            run.command,
-            b.crash.as_deref().unwrap_or_default()
-        )]);
-    }
     // A timeout, or a failure the output does not attribute to tests (a
     // collection error, a crash): the command's own failure.
     if run.exit_code.is_none() || failing.is_empty() {
@@ -142,6 +125,30 @@ pub fn judge(run: &CommandRun, base: Option<&CommandRun>) -> Verdict {
     } else {
         failed(regressions, new_failures)
     }
+}
+
+/// `run` crashed the way its command crashed at the base: no test named, the
+/// same exit code and the same last line (`crash`). What is said of it then:
+/// "`cmd` itself (<last line>)". A step's unit command failing so is not the
+/// step's failure (the environment or the command is broken at the base); an
+/// acceptance criterion's check command is never excused so (the step must
+/// make it pass).
+pub fn same_crash(run: &CommandRun, base: Option<&CommandRun>) -> Option<String> {
+    let b = base?;
+    let same = run.exit_code.is_some()
+        && run.exit_code != Some(0)
+        && run.tests.is_empty()
+        && b.tests.is_empty()
+        && b.exit_code == run.exit_code
+        && b.crash.is_some()
+        && b.crash == run.crash;
+    same.then(|| {
+        format!(
+            "`{}` itself ({})",
+            run.command,
+            b.crash.as_deref().unwrap_or_default()
+        )
+    })
 }
 
 /// An acceptance criterion's check (`acceptance_criteria[].check` in
@@ -881,24 +888,20 @@ mod tests {
             ..run("python -m pytest", exit, &[])
         };
         let base = crashed(1, "TypeError: required field \"lineno\" missing from alias");
-        assert!(matches!(
-            judge(
-                &crashed(1, "TypeError: required field \"lineno\" missing from alias"),
-                Some(&base)
-            ),
-            Verdict::PreexistingOnly(_)
-        ));
-        assert!(matches!(
-            judge(&crashed(1, "SyntaxError: invalid syntax"), Some(&base)),
-            Verdict::Failed { .. }
-        ));
-        assert!(matches!(
-            judge(
-                &crashed(2, "TypeError: required field \"lineno\" missing from alias"),
-                Some(&base)
-            ),
-            Verdict::Failed { .. }
-        ));
+        let same = crashed(1, "TypeError: required field \"lineno\" missing from alias");
+        assert_eq!(
+            same_crash(&same, Some(&base)).as_deref(),
+            Some(
+                "`python -m pytest` itself (TypeError: required field \"lineno\" missing from alias)"
+            )
+        );
+        // judge alone still calls it the command's failure.
+        assert!(matches!(judge(&same, Some(&base)), Verdict::Failed { .. }));
+        let other = crashed(1, "SyntaxError: invalid syntax");
+        assert_eq!(same_crash(&other, Some(&base)), None);
+        let exit2 = crashed(2, "TypeError: required field \"lineno\" missing from alias");
+        assert_eq!(same_crash(&exit2, Some(&base)), None);
+        assert_eq!(same_crash(&base, None), None);
     }
 
     fn criterion(id: &str, check: Option<serde_json::Value>) -> AcceptanceCriterion {

@@ -268,7 +268,8 @@ fn a_fix_attempt_that_changes_nothing_is_a_loop_not_success() {
     let repo = Repo::new();
     let agent = repo.agent(r#"mkdir -p src/S01; echo same > src/S01/v"#);
     let run_dir = repo.write_plan(&planning(
-        vec![S::new("S01").unit("echo broken; exit 1")],
+        // Passes at the base, fails once the agent wrote its file.
+        vec![S::new("S01").unit("test ! -e src/S01/v || { echo broken; exit 1; }")],
         json!({}),
     ));
     let opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
@@ -480,4 +481,28 @@ fn a_plan_the_sanitisation_refuses_never_starts() {
         assert!(err.contains("steps[0].commands.unit[0]"), "{err}");
         assert!(!repo.path.join("src/S01/x").exists());
     }
+}
+
+/// A unit command that fails at the base without naming a test (an import
+/// error, an interpreter too new for the commit) and fails the same way after
+/// the step is not the step's failure: no fix cycle, the step is done and the
+/// failure is listed as pre-existing.
+#[test]
+fn a_unit_command_crashing_at_the_base_as_after_the_step_is_not_the_steps() {
+    let repo = Repo::new();
+    let agent = repo.agent(r#"mkdir -p src/S01; echo v > src/S01/v"#);
+    let crash = "echo 'TypeError: required field lineno missing' >&2; exit 1";
+    let run_dir = repo.write_plan(&planning(vec![S::new("S01").unit(crash)], json!({})));
+    let opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
+    run(&opts).unwrap();
+    let st = stage(&run_dir);
+    assert_eq!(st["steps"][0]["status"], "done", "{st:#}");
+    assert_eq!(trace_events(&run_dir, "AUTOFIX").len(), 0);
+    let base = &st["baseline"]["runs"][0];
+    assert_eq!(
+        base["crash"], "TypeError: required field lineno missing",
+        "{st:#}"
+    );
+    let unit = trace_events(&run_dir, "UNIT_TEST");
+    assert_eq!(unit[0]["data"]["preexisting"], 1, "{unit:#?}");
 }
