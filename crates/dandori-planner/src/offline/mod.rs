@@ -327,7 +327,7 @@ fn suggested_tools(kind: ItemKind, ctx: &PlanningContext) -> Vec<String> {
 }
 
 fn short_title(text: &str) -> String {
-    let text = without_area_tag(text);
+    let text = crate::request::without_area_tag(text);
     let cut = ["; ", "；", "。", " — ", ": "]
         .iter()
         .filter_map(|sep| text.find(sep))
@@ -342,30 +342,6 @@ fn short_title(text: &str) -> String {
         },
         80,
     )
-}
-
-/// `text` without a leading area tag, the way issue and commit titles name the
-/// part of the project they are about (`skipping: --runxfail breaks …`,
-/// `fix(parser): …`, `docs/api: …`): one word (letters, digits, `_-./`, an
-/// optional `(scope)` and `!`) before `: `. The rest is what to do.
-fn without_area_tag(text: &str) -> &str {
-    let Some(i) = text.find(": ") else {
-        return text;
-    };
-    let (tag, rest) = (&text[..i], text[i + 2..].trim_start());
-    let word = tag.split('(').next().unwrap_or(tag);
-    let scope_ok = match tag.find('(') {
-        Some(o) => tag.trim_end_matches('!').ends_with(')') && !tag[o..].contains(' '),
-        None => true,
-    };
-    let is_tag = !word.is_empty()
-        && word.len() <= 24
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '!'))
-        && scope_ok
-        && rest.chars().count() >= 8;
-    if is_tag { rest } else { text }
 }
 
 fn contains_any(text: &str, needles: &[&str]) -> bool {

@@ -388,6 +388,30 @@ fn check_id(id: &str, origin: &str) -> Result<(), PlannerError> {
 /// above the text: short, plain (no Markdown syntax), no closing punctuation,
 /// not cut mid-phrase (no trailing "the", "in", "and"…), and the next line
 /// starts a sentence of its own.
+/// `text` without a leading area tag, the way issue and commit titles name the
+/// part of the project they are about (`skipping: --runxfail breaks …`,
+/// `fix(parser): …`, `docs/api: …`): one word (letters, digits, `_-./`, an
+/// optional `(scope)` and `!`) before `: `. The rest is what to do.
+pub(crate) fn without_area_tag(text: &str) -> &str {
+    let Some(i) = text.find(": ") else {
+        return text;
+    };
+    let (tag, rest) = (&text[..i], text[i + 2..].trim_start());
+    let word = tag.split('(').next().unwrap_or(tag);
+    let scope_ok = match tag.find('(') {
+        Some(o) => tag.trim_end_matches('!').ends_with(')') && !tag[o..].contains(' '),
+        None => true,
+    };
+    let is_tag = !word.is_empty()
+        && word.len() <= 24
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '!'))
+        && scope_ok
+        && rest.chars().count() >= 8;
+    if is_tag { rest } else { text }
+}
+
 fn title_line(body: &str) -> bool {
     const RUN_ON: &[&str] = &[
         "a", "an", "the", "in", "of", "to", "and", "or", "for", "with", "that", "is", "are", "be",
@@ -411,6 +435,17 @@ fn title_line(body: &str) -> bool {
         .chars()
         .next()
         .is_some_and(|c| c.is_uppercase() || c == '`' || !c.is_alphabetic());
+    // An issue's body often starts lower case (`joblib should be …`, `from
+    // pkg import x`, `python 3.11, …`, a URL): still a body when the title is
+    // short (prose is not wrapped that early), names its area (`kernS: …`), or
+    // the body starts with code — unless the body starts with a word that
+    // continues a sentence (`in the text.`).
+    let next_word = next.split_whitespace().next().unwrap_or("");
+    let continues = RUN_ON.contains(&next_word.to_ascii_lowercase().as_str());
+    let code_like = next_word.contains(['.', '/', ':', '_', '(', '=']);
+    let area_tag = without_area_tag(line) != line;
+    let body_follows =
+        starts_sentence || area_tag || (!continues && (line.chars().count() < 60 || code_like));
     !line.is_empty()
         && line.chars().count() <= 100
         && plain(line)
@@ -420,7 +455,7 @@ fn title_line(body: &str) -> bool {
         ])
         && !RUN_ON.contains(&last_word.as_str())
         && !next.is_empty()
-        && starts_sentence
+        && body_follows
 }
 
 fn split_front_matter<'a>(

@@ -39,10 +39,33 @@ fn an_issue_title_line_above_its_body_is_the_title() {
         "Getting http://.example.com raises UnicodeError\n`requests.get(\"http://.example.com\")` raises.\n",
     );
     assert_eq!(r.title, "Getting http://.example.com raises UnicodeError");
+    // A body starting lower case after a short title, an area tag, or code.
+    for (text, title) in [
+        (
+            "Add joblib in show_versions\njoblib should be added to the dependencies listed.\n",
+            "Add joblib in show_versions",
+        ),
+        (
+            "skipping: --runxfail breaks pytest.mark.skip location reporting\npytest versions: 5.4.x, current master\n",
+            "skipping: --runxfail breaks pytest.mark.skip location reporting",
+        ),
+        (
+            "kernS: 'kern' referenced before assignment\nfrom sympy.core.sympify import kernS\n",
+            "kernS: 'kern' referenced before assignment",
+        ),
+        (
+            "cla(), clf() should unset the `.axes` and `.figure` attributes of deparented artists\nmpl2.0b3: Removing an artist from its axes unsets its `.axes`.\n",
+            "cla(), clf() should unset the `.axes` and `.figure` attributes of deparented artists",
+        ),
+    ] {
+        assert_eq!(req(text).title, title, "{text}");
+    }
     // Prose wrapped mid-sentence is one paragraph, not a title and a body.
     for text in [
         "Add a function that counts the words in\nthe text and returns them.\n",
         "Add a function that counts the words of the\nText class.\n",
+        "Add a function that counts the words\nin the text and returns them.\n",
+        "Add a function that counts the words of a text and returns the number\nfound, so that the caller can print it.\n",
     ] {
         let r = req(text);
         assert_ne!(r.title, text.lines().next().unwrap(), "{text}");
