@@ -115,10 +115,17 @@ pub fn admit(
     env: &BTreeMap<String, String>,
 ) -> Result<Admission, ForgeError> {
     let client = client_for(&event.reference, &config.forges, env)?;
-    let author = if event.issue_author.is_empty() {
-        client.issue(&event.reference)?.author
-    } else {
-        event.issue_author.clone()
+    own_change_request(event, &client)?;
+    // On dandori's own pull request (authored by its bot), the request's
+    // issue says whose task it is.
+    let request = event
+        .pull_request_of
+        .as_deref()
+        .and_then(|id| request_ref(&event.reference, id));
+    let author = match (&request, event.issue_author.is_empty()) {
+        (Some(r), _) => client.issue(r)?.author,
+        (None, true) => client.issue(&event.reference)?.author,
+        (None, false) => event.issue_author.clone(),
     };
     let allowed = {
         let member = membership(&client);
@@ -142,7 +149,6 @@ pub fn admit(
         )));
     }
     if event.command != CiCommand::Help {
-        own_change_request(event, &client)?;
         return Ok(Admission::Proceed);
     }
     crate::permissions::check_operation(&config.forges, dandori_config::ForgeOperation::Comment)?;

@@ -44,12 +44,20 @@ fn a_token_without_the_scope_to_push_is_refused_naming_it() {
     scopes::check(&c, &r.project).unwrap();
     f.set_token_permissions(
         "ghp_fineGrained",
-        &[("contents", "write"), ("issues", "write"), ("pull_requests", "write")],
+        &[
+            ("contents", "write"),
+            ("issues", "write"),
+            ("pull_requests", "write"),
+        ],
     );
     scopes::check(&c, &r.project).unwrap();
     f.set_token_permissions(
         "ghp_fineGrained",
-        &[("contents", "write"), ("issues", "write"), ("pull_requests", "read")],
+        &[
+            ("contents", "write"),
+            ("issues", "write"),
+            ("pull_requests", "read"),
+        ],
     );
     let e = scopes::check(&c, &r.project).unwrap_err();
     assert_eq!(e.code(), "PREFLIGHT_FAILED");

@@ -756,8 +756,10 @@ fn github_permission_refusal(
         403,
         json!({"message": format!("Resource not accessible by {by}"), "status": "403"}),
     );
-    a.headers
-        .push(("x-accepted-github-permissions".into(), format!("{needed}=write")));
+    a.headers.push((
+        "x-accepted-github-permissions".into(),
+        format!("{needed}=write"),
+    ));
     Some(a)
 }
 
