@@ -448,13 +448,7 @@ pub fn gitlab_event(
 /// GitLab's bot users: project and group access tokens' (`project_7_bot_…`,
 /// `group_3_bot_…`), and GitLab's own (`ghost`, `support-bot`, `alert-bot`).
 fn is_gitlab_bot(user: &str) -> bool {
-    let token_bot = ["project_", "group_"].iter().any(|p| {
-        user.strip_prefix(p).is_some_and(|rest| {
-            let (n, tail) = rest.split_once('_').unwrap_or((rest, ""));
-            !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && tail.starts_with("bot")
-        })
-    });
-    token_bot
+    crate::client::is_gitlab_bot_username(user)
         || matches!(
             user,
             "ghost" | "support-bot" | "alert-bot" | "GitLab-Admin-Bot"
