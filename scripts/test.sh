@@ -125,6 +125,18 @@ if ! grep -q "\"version\": \"$OCTOKIT_OPENAPI_VERSION\"" "$TOOLS/node/node_modul
   rm -f "$TOOLS/node/node_modules/@octokit/openapi/generated/"*.deref.json
 fi
 
+# GitHub's published webhook payloads (npm @octokit/webhooks-examples: an example of
+# every event and action; @octokit/webhooks-schemas: their JSON schemas; both MIT):
+# the CI corpus tests derive every event `dandori ci` is checked on from them.
+WEBHOOKS_VERSION=7.6.1
+if ! grep -q "\"version\": \"$WEBHOOKS_VERSION\"" "$TOOLS/webhooks/node_modules/@octokit/webhooks-schemas/package.json" 2>/dev/null \
+  || ! grep -q "\"version\": \"$WEBHOOKS_VERSION\"" "$TOOLS/webhooks/node_modules/@octokit/webhooks-examples/package.json" 2>/dev/null; then
+  say "installing @octokit/webhooks-examples@$WEBHOOKS_VERSION and @octokit/webhooks-schemas@$WEBHOOKS_VERSION from npm into $TOOLS/webhooks (CI event corpus tests; ~1 MB download)"
+  mkdir -p "$TOOLS/webhooks"
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/webhooks" \
+    "@octokit/webhooks-examples@$WEBHOOKS_VERSION" "@octokit/webhooks-schemas@$WEBHOOKS_VERSION" >/dev/null
+fi
+
 # The HTML report test opens report.html (its charts are inline SVG, no script) in
 # a real headless browser. Debian's chromium (with its dozens of library packages)
 # is the one other system install: as root with apt like maven, announced first,

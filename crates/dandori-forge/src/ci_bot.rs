@@ -36,10 +36,11 @@ pub fn read_event(
             .map_err(|e| CiSkip::Invalid(format!("the event payload: {e}")))?;
         serde_json::from_str(&text).map_err(|e| {
             CiSkip::Invalid(format!(
-                "{}: line {} column {}: {e}",
+                "{}: line {} column {}: {} JSON: {e}",
                 path.display(),
                 e.line(),
-                e.column()
+                e.column(),
+                if e.is_eof() { "truncated" } else { "not" }
             ))
         })
     };
@@ -48,12 +49,20 @@ pub fn read_event(
         let payload = match get("TRIGGER_PAYLOAD") {
             "" => None,
             p if Path::new(p).is_file() => Some(read(Path::new(p))?),
-            json_text => Some(
-                serde_json::from_str(json_text)
-                    .map_err(|e| CiSkip::Invalid(format!("TRIGGER_PAYLOAD is not JSON: {e}")))?,
-            ),
+            json_text => Some(serde_json::from_str(json_text).map_err(|e| {
+                CiSkip::Invalid(format!(
+                    "TRIGGER_PAYLOAD: line {} column {}: {} JSON: {e}",
+                    e.line(),
+                    e.column(),
+                    if e.is_eof() { "truncated" } else { "not" }
+                ))
+            })?),
         };
-        return ci::gitlab_event(env, payload.as_ref(), src.label);
+        let source = match get("TRIGGER_PAYLOAD") {
+            p if Path::new(p).is_file() => format!("TRIGGER_PAYLOAD ({p})"),
+            _ => "TRIGGER_PAYLOAD".to_string(),
+        };
+        return ci::gitlab_event(env, payload.as_ref(), src.label).map_err(|e| in_file(e, &source));
     }
     let path = match (src.event, get("GITHUB_EVENT_PATH")) {
         (Some(p), _) => p.to_path_buf(),
@@ -73,7 +82,20 @@ pub fn read_event(
         }
         (None, n) => n.to_string(),
     };
+    // Another event is ignored unread: its payload is not dandori's to judge.
+    if !ci::GITHUB_EVENTS.contains(&name.as_str()) {
+        return ci::github_event(&name, &Value::Null, src.label);
+    }
     ci::github_event(&name, &read(&path)?, src.label)
+        .map_err(|e| in_file(e, &path.display().to_string()))
+}
+
+/// An unreadable payload's message, with the file it is in.
+fn in_file(e: CiSkip, file: &str) -> CiSkip {
+    match e {
+        CiSkip::Invalid(m) => CiSkip::Invalid(format!("{file}: {m}")),
+        ignored => ignored,
+    }
 }
 
 /// What [`admit`] decided.
@@ -88,15 +110,22 @@ pub enum Admission {
 /// Who may ask (planning.permissions, seed 000 §12.3; teams through the
 /// forge), and the reply to a comment that is no command (never silence).
 pub fn admit(
-    event: &CiEvent,
+    event: &mut CiEvent,
     config: &Config,
     env: &BTreeMap<String, String>,
 ) -> Result<Admission, ForgeError> {
     let client = client_for(&event.reference, &config.forges, env)?;
-    let author = if event.issue_author.is_empty() {
-        client.issue(&event.reference)?.author
-    } else {
-        event.issue_author.clone()
+    own_change_request(event, &client)?;
+    // On dandori's own pull request (authored by its bot), the request's
+    // issue says whose task it is.
+    let request = event
+        .pull_request_of
+        .as_deref()
+        .and_then(|id| request_ref(&event.reference, id));
+    let author = match (&request, event.issue_author.is_empty()) {
+        (Some(r), _) => client.issue(r)?.author,
+        (None, true) => client.issue(&event.reference)?.author,
+        (None, false) => event.issue_author.clone(),
     };
     let allowed = {
         let member = membership(&client);
@@ -127,6 +156,57 @@ pub fn admit(
     Ok(Admission::Replied)
 }
 
+/// A comment on a pull / merge request whose body names a request of
+/// dandori's steers that request's runs only when the open pull / merge
+/// request of the request's branch (`dandori-pr/ID`, pushed by dandori with
+/// write access) is this very one: a body anyone can write is not trusted
+/// alone. Otherwise the marker is dropped and the pull request is a request of
+/// its own.
+fn own_change_request(event: &mut CiEvent, client: &crate::ForgeClient) -> Result<(), ForgeError> {
+    let Some(id) = event.pull_request_of.take() else {
+        return Ok(());
+    };
+    let branch = crate::publish::remote_branch(&id);
+    let found = client.find_change_request(&event.reference.project, &branch)?;
+    if found.is_some_and(|cr| cr.number == event.reference.number)
+        && request_ref(&event.reference, &id).is_some()
+    {
+        event.pull_request_of = Some(id);
+    }
+    Ok(())
+}
+
+/// The issue (or pull request) a request id of `at`'s project stands for.
+pub fn request_ref(at: &crate::ForgeRef, id: &str) -> Option<crate::ForgeRef> {
+    let number: u64 = id.rsplit('-').next()?.parse().ok()?;
+    [crate::ItemKind::Issue, crate::ItemKind::ChangeRequest]
+        .into_iter()
+        .map(|kind| crate::ForgeRef {
+            kind,
+            number,
+            ..at.clone()
+        })
+        .find(|r| r.request_id() == id)
+}
+
+/// Before any step: for a step that ends in a pull / merge request (`approve`,
+/// `run` with `--open-pr`), what `dandori run --open-pr` checks first (the
+/// operation, the token, `origin`, the token's scopes and permissions), so a
+/// token that cannot publish is named before a plan or a run is paid for.
+pub fn preflight(
+    event: &CiEvent,
+    config: &Config,
+    env: &BTreeMap<String, String>,
+    repo: &Path,
+    open_pr: bool,
+) -> Result<(), ForgeError> {
+    if !open_pr || !matches!(event.command, CiCommand::Approve | CiCommand::Run) {
+        return Ok(());
+    }
+    let client = client_for(&event.reference, &config.forges, env)?;
+    crate::publish::preflight(&client, &config.forges, repo, &event.reference.project)
+}
+
 /// What the caller provides: the runs of this request, and running one
 /// command of the binary.
 pub trait CiHost {
@@ -154,8 +234,14 @@ pub fn dispatch(
     flags: &RunFlags<'_>,
     host: &dyn CiHost,
 ) -> (u8, Vec<Value>) {
-    let reference = event.reference.to_string();
-    let request_id = event.reference.request_id();
+    // A comment on dandori's own pull / merge request steers its request.
+    let target = event
+        .pull_request_of
+        .as_deref()
+        .and_then(|id| request_ref(&event.reference, id))
+        .unwrap_or_else(|| event.reference.clone());
+    let reference = target.to_string();
+    let request_id = target.request_id();
     let latest = || host.latest_run(runs_root, &request_id);
     let mut done = Vec::new();
     let mut step = |name: &str, argv: Vec<String>| -> u8 {
@@ -178,6 +264,29 @@ pub fn dispatch(
         // Answered by [`admit`].
         CiCommand::Help => 0,
         CiCommand::Revise => match latest() {
+            // On dandori's pull request the feedback is this comment (the
+            // issue's comments are not where it was written).
+            Some(run) if target != event.reference => {
+                let feedback = run.join("revisions").join("ci-feedback.md");
+                let written = dandori_fs::create_dir_all(run.join("revisions"))
+                    .and_then(|()| dandori_fs::write_atomic(&feedback, &event.body));
+                match written {
+                    Err(e) => {
+                        host.error(&format!("cannot keep the comment's feedback: {e}"));
+                        1
+                    }
+                    Ok(()) => step(
+                        "revise",
+                        vec![
+                            "revise".into(),
+                            path(&run),
+                            "--file".into(),
+                            path(&feedback),
+                            "--comment".into(),
+                        ],
+                    ),
+                }
+            }
             Some(run) => step(
                 "revise",
                 vec![

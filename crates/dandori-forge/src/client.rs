@@ -838,7 +838,7 @@ fn set_page(path: &str, n: u64) -> String {
 
 /// `project_123_bot_…` / `group_45_bot_…`: the users GitLab creates for project
 /// and group access tokens.
-fn is_gitlab_bot_username(name: &str) -> bool {
+pub(crate) fn is_gitlab_bot_username(name: &str) -> bool {
     ["project_", "group_"].iter().any(|p| {
         name.strip_prefix(p)
             .and_then(|rest| rest.split_once("_bot"))

@@ -171,6 +171,8 @@ impl ForgeError {
             reason::FORGE_UNAUTHORIZED,
             reason::FORGE_PERMISSION_DENIED,
             reason::FORGE_RECORD_INVALID,
+            // A token, remote or scope to set up (docs/forges.md: exit 2).
+            reason::PREFLIGHT_FAILED,
         ]
         .contains(&self.code());
         if input { 2 } else { 1 }

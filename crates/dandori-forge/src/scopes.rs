@@ -5,15 +5,18 @@
 //! * GitHub: a classic personal access token's scopes come back on every answer
 //!   in `X-OAuth-Scopes`; pushing and opening a pull request needs `repo` (or
 //!   `public_repo` on a public repository). Fine-grained tokens and installation
-//!   tokens (GitHub Actions' `GITHUB_TOKEN`) send no such header: their
-//!   permissions are the workflow's `permissions:` / the token's settings, and a
-//!   refusal is reason-coded where it happens.
+//!   tokens (GitHub Actions' `GITHUB_TOKEN`) send no such header and GitHub has
+//!   no call that lists their permissions: dandori asks to open a pull request
+//!   with an empty head, which GitHub refuses 403 ("Resource not accessible by
+//!   personal access token" / "… by integration", `X-Accepted-GitHub-Permissions:
+//!   pull_requests=write`) when the token lacks `pull_requests: write`, and
+//!   refuses 422 (nothing opened) when it has it.
 //! * GitLab: `GET /personal_access_tokens/self` (personal, project and group
 //!   access tokens) lists `scopes`; dandori needs `api` (comments, merge
 //!   requests) and `write_repository` (the push). A token that cannot ask (an
 //!   older GitLab, another kind of token) is not judged here.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::client::block_on;
 use crate::{Forge, ForgeClient, ForgeError};
@@ -86,9 +89,28 @@ pub fn missing(forge: Forge, has: &[String]) -> Vec<&'static str> {
     }
 }
 
-/// Refuses a token the forge says lacks a scope dandori needs, naming it.
+/// GitHub, a token without scopes: whether it may open pull requests, asked
+/// with a request GitHub refuses either way (an empty head: 422 with the
+/// permission, 403 without it).
+fn check_pull_request_permission(client: &ForgeClient, project: &str) -> Result<(), ForgeError> {
+    let path = format!("/repos/{project}/pulls");
+    let probe = json!({"title": "dandori preflight", "head": "", "base": ""});
+    match block_on(client.send("POST", &path, Some(probe))) {
+        Err(ForgeError::Forbidden { message, .. }) => Err(ForgeError::Preflight(format!(
+            "the forge token lacks the permission `pull_requests: write` (POST {path} answered 403: {message}): a fine-grained token needs \"Pull requests: Read and write\", GitHub Actions' GITHUB_TOKEN `permissions: pull-requests: write`"
+        ))),
+        // 422 (or, on a forge that accepted it, anything else): permitted.
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a token the forge says lacks a scope (or, GitHub's fine-grained
+/// and installation tokens, the permission) dandori needs, naming it.
 pub fn check(client: &ForgeClient, project: &str) -> Result<(), ForgeError> {
     let Some(has) = token_scopes(client, project)? else {
+        if client.settings().forge == Forge::GitHub {
+            return check_pull_request_permission(client, project);
+        }
         return Ok(());
     };
     let lacking = missing(client.settings().forge, &has);

@@ -268,8 +268,9 @@ jobs:
     # answered with what to type) comment from an owner, member or collaborator
     {users_note}
     if: >-
-      (github.event_name == 'issues' && github.event.label.name == {label_expr}{sender_gate})
-      || (github.event_name == 'issue_comment'
+      (github.event_name == 'issues' && github.event.action == 'labeled'
+        && github.event.label.name == {label_expr}{sender_gate})
+      || (github.event_name == 'issue_comment' && github.event.action == 'created'
         && github.event.comment.user.type != 'Bot'
         && contains(fromJSON('["OWNER", "MEMBER", "COLLABORATOR"]'), github.event.comment.author_association){commenter_gate}
         && ({starts}))

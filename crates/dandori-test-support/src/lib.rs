@@ -8,6 +8,7 @@ pub mod fake_agent_model;
 pub mod fake_forge;
 pub mod fake_llm;
 pub mod fixtures;
+pub mod gh_expr;
 pub mod git;
 pub mod local_model;
 pub mod openapi;
@@ -17,6 +18,7 @@ pub mod plans;
 pub mod secret_forms;
 mod serve;
 pub mod tool_cache;
+pub mod webhook_examples;
 
 pub use fake_agent_model::{FakeAgentModel, Turn, Wire, installed_cli};
 pub use fake_forge::FakeForge;

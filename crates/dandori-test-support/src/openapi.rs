@@ -184,6 +184,8 @@ pub fn check(
         "integer" => v.is_u64() || v.is_i64(),
         "number" => v.is_number(),
         "boolean" => v.is_boolean(),
+        // JSON Schema's `null` (OpenAPI 3.1, the webhook schemas): v is not null here.
+        "null" => false,
         _ => true,
     };
     if !ok {

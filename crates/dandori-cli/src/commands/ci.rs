@@ -25,7 +25,7 @@ pub fn ci(config: Option<&Path>, sets: &[String], args: &CiArgs) -> anyhow::Resu
         event_name: args.event_name.as_deref(),
         label: &args.label,
     };
-    let event = match ci_bot::read_event(&source, &env) {
+    let mut event = match ci_bot::read_event(&source, &env) {
         Ok(e) => e,
         Err(CiSkip::Ignored(why)) => {
             output::progress(&format!("{}: {why}", reason::CI_EVENT_IGNORED));
@@ -53,7 +53,12 @@ pub fn ci(config: Option<&Path>, sets: &[String], args: &CiArgs) -> anyhow::Resu
         event.command.as_str(),
         event.actor
     ));
-    match ci_bot::admit(&event, &cfg, &env) {
+    let admitted = ci_bot::admit(&mut event, &cfg, &env).and_then(|a| {
+        // A token that cannot publish is named before a plan or a run is paid for.
+        ci_bot::preflight(&event, &cfg, &env, &args.repo, !args.no_open_pr)?;
+        Ok(a)
+    });
+    match admitted {
         Ok(Admission::Proceed) => {}
         Ok(Admission::Replied) => {
             output::progress(&format!(

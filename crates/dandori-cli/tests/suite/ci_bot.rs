@@ -288,7 +288,7 @@ fn github_actions_label_plan_approve_run_pull_request_and_update() {
     );
     assert!(
         !ex.iter()
-            .any(|e| e.method == "POST" && e.path.ends_with("/pulls"))
+            .any(|e| e.method == "POST" && e.path.ends_with("/pulls") && e.status == 201)
     );
 
     // The token is nowhere: not in the run directories, the remote, the

@@ -155,7 +155,8 @@ fn github_draft_until_the_criteria_are_covered_then_ready_and_green_never_replac
         .forge
         .exchanges()
         .into_iter()
-        .find(|e| e.method == "POST" && e.path == "/repos/octo/app/pulls")
+        // The first POST is preflight's question (an empty head, refused 422).
+        .find(|e| e.method == "POST" && e.path == "/repos/octo/app/pulls" && e.status == 201)
         .unwrap();
     assert_eq!(created.body["draft"], true, "{:#}", created.body);
 

@@ -88,6 +88,7 @@ mod agent_cli;
 mod agent_presets;
 // --
 mod ci_bot;
+mod ci_events;
 mod ci_gitlab_local;
 // --
 mod env_kill;

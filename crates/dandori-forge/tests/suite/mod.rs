@@ -1,4 +1,5 @@
 mod bot;
+mod ci_events;
 mod client;
 mod model_revision;
 mod openapi;

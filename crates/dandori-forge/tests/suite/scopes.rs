@@ -36,10 +36,44 @@ fn a_token_without_the_scope_to_push_is_refused_naming_it() {
     );
     let (r, c) = client(&f, "github:octo/app#1", "ghp_repo");
     scopes::check(&c, &r.project).unwrap();
-    // A fine-grained token: GitHub sends no X-OAuth-Scopes; not judged here.
+    // A fine-grained token: GitHub sends no X-OAuth-Scopes and lists no
+    // permission; a pull request with an empty head is refused 422 when the
+    // token may open one, 403 when it may not.
     let (r, c) = client(&f, "github:octo/app#1", "ghp_fineGrained");
     assert_eq!(scopes::token_scopes(&c, &r.project).unwrap(), None);
     scopes::check(&c, &r.project).unwrap();
+    f.set_token_permissions(
+        "ghp_fineGrained",
+        &[
+            ("contents", "write"),
+            ("issues", "write"),
+            ("pull_requests", "write"),
+        ],
+    );
+    scopes::check(&c, &r.project).unwrap();
+    f.set_token_permissions(
+        "ghp_fineGrained",
+        &[
+            ("contents", "write"),
+            ("issues", "write"),
+            ("pull_requests", "read"),
+        ],
+    );
+    let e = scopes::check(&c, &r.project).unwrap_err();
+    assert_eq!(e.code(), "PREFLIGHT_FAILED");
+    let m = e.to_string();
+    assert!(
+        m.contains("lacks the permission `pull_requests: write` (POST /repos/octo/app/pulls answered 403: Resource not accessible by personal access token"),
+        "{m}"
+    );
+    // GitHub Actions' GITHUB_TOKEN with `pull-requests: read`.
+    f.add_installation_token("ghs_readPulls", "github-actions");
+    f.set_token_permissions("ghs_readPulls", &[("pull_requests", "read")]);
+    let (r, c) = client(&f, "github:octo/app#1", "ghs_readPulls");
+    let m = scopes::check(&c, &r.project).unwrap_err().to_string();
+    assert!(m.contains("Resource not accessible by integration"), "{m}");
+    // Nothing was opened by asking.
+    assert!(f.change_requests(Api::GitHub, "octo/app").is_empty());
 
     let (r, c) = client(&f, "gitlab:grp/app#1", "glpat-readOnly");
     let m = scopes::check(&c, &r.project).unwrap_err().to_string();

@@ -139,6 +139,11 @@ struct Shared {
     /// on every answer; GitLab's in `GET /personal_access_tokens/self` (a token
     /// without an entry there has `api`, `read_repository`, `write_repository`).
     scopes: BTreeMap<String, Vec<String>>,
+    /// A GitHub fine-grained or installation token's permissions (`pull_requests`
+    /// → `read` | `write`): a write the token has no permission for is refused
+    /// 403 with `X-Accepted-GitHub-Permissions`, before the request is
+    /// validated. A token without an entry may do everything.
+    permissions: BTreeMap<String, BTreeMap<String, String>>,
     /// Bare git repositories standing for the projects' remotes.
     remotes: BTreeMap<(Api, String), PathBuf>,
     git_requests: Vec<git_http::GitRequest>,
@@ -261,6 +266,19 @@ impl FakeForge {
         self.state.lock().scopes.insert(
             token.to_string(),
             scopes.iter().map(|x| x.to_string()).collect(),
+        );
+    }
+
+    /// A GitHub fine-grained personal access token's (or an installation
+    /// token's) repository permissions, e.g. `[("pull_requests", "read")]`:
+    /// such tokens send no `X-OAuth-Scopes`.
+    pub fn set_token_permissions(&self, token: &str, permissions: &[(&str, &str)]) {
+        self.state.lock().permissions.insert(
+            token.to_string(),
+            permissions
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         );
     }
 
@@ -605,6 +623,12 @@ async fn handle(
                 && let Some(a) = github_identity(&kind, &path, user.as_deref(), &host)
             {
                 a
+            } else if api == Api::GitHub
+                && let Some(a) = token
+                    .as_ref()
+                    .and_then(|t| github_permission_refusal(&s, t, &kind, method.as_str(), &path))
+            {
+                a
             } else {
                 route(
                     &mut s,
@@ -704,6 +728,41 @@ fn rate_limited(api: Api, limit: &RateLimit) -> Answer {
 /// GitHub Actions' `GITHUB_TOKEN` does); `apps/get-authenticated` declares only
 /// 200 and says a JWT is required; GitHub answers other tokens 401 "A JSON web
 /// token could not be decoded".
+/// GitHub's answer to a write a fine-grained or installation token has no
+/// permission for: 403, the message naming the kind of token, and the
+/// permission the endpoint needs in `X-Accepted-GitHub-Permissions`.
+fn github_permission_refusal(
+    s: &Shared,
+    token: &str,
+    kind: &TokenKind,
+    method: &str,
+    path: &str,
+) -> Option<Answer> {
+    let granted = s.permissions.get(token)?;
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let needed = match (method, segs.as_slice()) {
+        ("POST" | "PATCH", ["repos", _, _, "pulls", ..]) => "pull_requests",
+        ("POST" | "PATCH" | "DELETE", ["repos", _, _, "issues", ..]) => "issues",
+        _ => return None,
+    };
+    if granted.get(needed).map(String::as_str) == Some("write") {
+        return None;
+    }
+    let by = match kind {
+        TokenKind::Installation { .. } => "integration",
+        _ => "personal access token",
+    };
+    let mut a = answer(
+        403,
+        json!({"message": format!("Resource not accessible by {by}"), "status": "403"}),
+    );
+    a.headers.push((
+        "x-accepted-github-permissions".into(),
+        format!("{needed}=write"),
+    ));
+    Some(a)
+}
+
 fn github_identity(kind: &TokenKind, path: &str, user: Option<&str>, host: &str) -> Option<Answer> {
     let segs: Vec<&str> = path.split('/').filter(|x| !x.is_empty()).collect();
     match (segs.as_slice(), kind) {
