@@ -1689,13 +1689,12 @@ impl Worker<'_, '_> {
                 masker: self.cx.masker,
             })?;
             let base_run = self.cx.baseline.and_then(|b| b.run_of(cmd));
-            let mut verdict = crate::evidence::judge(&run, base_run);
-            if matches!(verdict, crate::evidence::Verdict::Failed { .. })
-                && !self.is_check_command(cmd)
-                && let Some(same) = crate::evidence::same_crash(&run, base_run)
-            {
-                verdict = crate::evidence::Verdict::PreexistingOnly(vec![same]);
-            }
+            let verdict = crate::evidence::judge(&run, base_run);
+            // The same crash as at the base: maybe the step's work not done
+            // (a command that is its gate), maybe an environment that does
+            // not fit the commit. Still the step's failure; the agent and the
+            // user are told which it may be.
+            let same_crash = crate::evidence::same_crash(&run, base_run);
             // Test-first: new tests failing (and nothing that passed at the base
             // broken) is what this step is for.
             let red = match &verdict {
@@ -1790,23 +1789,17 @@ impl Worker<'_, '_> {
                                    "command": cmd, "tests": regressions}),
                         );
                     }
+                    if let Some(same) = &same_crash {
+                        text.push_str(&format!(
+                            "This is how the command failed on the base commit too, before any change ({same}): if your change is done and this is not about it, the environment may not fit this commit; say so.\n"
+                        ));
+                    }
                     text.push_str(&format!("$ {cmd}\n{}", out.tail));
                     return Ok(Ok(Some((text, out.timed_out))));
                 }
             }
         }
         Ok(Ok(None))
-    }
-
-    /// `cmd` is the check command of one of the plan's acceptance criteria.
-    fn is_check_command(&self, cmd: &str) -> bool {
-        self.cx
-            .planning
-            .context
-            .acceptance_criteria
-            .iter()
-            .filter_map(crate::evidence::ac_check)
-            .any(|c| matches!(c, crate::evidence::AcCheck::Command(c) if c == cmd))
     }
 
     /// The step's commit message: the step, its ACs, and the trailers that make the

@@ -129,10 +129,8 @@ pub fn judge(run: &CommandRun, base: Option<&CommandRun>) -> Verdict {
 
 /// `run` crashed the way its command crashed at the base: no test named, the
 /// same exit code and the same last line (`crash`). What is said of it then:
-/// "`cmd` itself (<last line>)". A step's unit command failing so is not the
-/// step's failure (the environment or the command is broken at the base); an
-/// acceptance criterion's check command is never excused so (the step must
-/// make it pass).
+/// "`cmd` itself (<last line>)". Still a failure (the command may be the
+/// step's gate, its work not done); the fix prompt says the base failed so too.
 pub fn same_crash(run: &CommandRun, base: Option<&CommandRun>) -> Option<String> {
     let b = base?;
     let same = run.exit_code.is_some()

@@ -485,10 +485,10 @@ fn a_plan_the_sanitisation_refuses_never_starts() {
 
 /// A unit command that fails at the base without naming a test (an import
 /// error, an interpreter too new for the commit) and fails the same way after
-/// the step is not the step's failure: no fix cycle, the step is done and the
-/// failure is listed as pre-existing.
+/// the step: still the step's failure (the command may be its gate), and the
+/// fix prompt says the base failed so too; the baseline recorded the crash.
 #[test]
-fn a_unit_command_crashing_at_the_base_as_after_the_step_is_not_the_steps() {
+fn a_unit_command_crashing_at_the_base_as_after_the_step_is_said_so() {
     let repo = Repo::new();
     let agent = repo.agent(r#"mkdir -p src/S01; echo v > src/S01/v"#);
     let crash = "echo 'TypeError: required field lineno missing' >&2; exit 1";
@@ -496,13 +496,15 @@ fn a_unit_command_crashing_at_the_base_as_after_the_step_is_not_the_steps() {
     let opts = options(&repo, &run_dir, Some(format!("sh {}", agent.display())));
     run(&opts).unwrap();
     let st = stage(&run_dir);
-    assert_eq!(st["steps"][0]["status"], "done", "{st:#}");
-    assert_eq!(trace_events(&run_dir, "AUTOFIX").len(), 0);
+    assert_eq!(st["steps"][0]["status"], "failed", "{st:#}");
     let base = &st["baseline"]["runs"][0];
     assert_eq!(
         base["crash"], "TypeError: required field lineno missing",
         "{st:#}"
     );
-    let unit = trace_events(&run_dir, "UNIT_TEST");
-    assert_eq!(unit[0]["data"]["preexisting"], 1, "{unit:#?}");
+    let prompt = std::fs::read_to_string(run_dir.join("logs/step.S01.prompt.md")).unwrap();
+    assert!(
+        prompt.contains("how the command failed on the base commit too"),
+        "{prompt}"
+    );
 }
