@@ -153,7 +153,7 @@ impl Coordinator<'_> {
         // A command that crashed before running a test: said as it is.
         for r in baseline.runs.iter().filter(|r| r.crash.is_some()) {
             self.progress(&format!(
-                "baseline: `{}` fails on the base commit without running a test (exit {}): {}; a step's run failing the same way is not blamed on it (is the environment right for this commit? see {})",
+                "baseline: `{}` fails on the base commit without running a test (exit {}): {}; is the environment right for this commit? (log: {})",
                 r.command,
                 crate::evidence::exit_str(r.exit_code),
                 r.crash.as_deref().unwrap_or_default(),
