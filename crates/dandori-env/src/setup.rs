@@ -1113,10 +1113,13 @@ const TOOL_CACHES: &[(&str, &[&str])] = &[
 /// The sandbox policy of a setup command: the repository, the package caches
 /// and the network, with dandori's tool cache read-only inside them.
 fn setup_policy(repo: &Path, env: &BTreeMap<String, String>) -> dandori_exec::SandboxPolicy {
-    crate::tools::with_tools_read_only(
-        dandori_exec::SandboxPolicy::environment_setup(repo, env),
-        env,
-    )
+    let mut policy = dandori_exec::SandboxPolicy::environment_setup(repo, env);
+    // A linked worktree (the run's environment tree): git in it (setuptools-scm,
+    // hatch-vcs) reads the repository's git directory.
+    if repo.join(".git").is_file() {
+        policy = policy.in_git_worktree(repo);
+    }
+    crate::tools::with_tools_read_only(policy, env)
 }
 
 /// A sandbox can only make writable what exists: the caches the command's tools
@@ -1284,6 +1287,11 @@ fn append_exclude(
     paths: &[String],
     base: &BTreeMap<String, String>,
 ) -> Result<(), EnvError> {
+    // An environment tree shares `info/exclude` with the user's clone: nothing
+    // is written there (its records keep `created_files` for the fingerprint).
+    if crate::tree::is_managed(repo) {
+        return Ok(());
+    }
     let Some(rel) = git(repo, &["rev-parse", "--git-path", "info/exclude"], base) else {
         return Ok(());
     };
