@@ -1114,10 +1114,14 @@ const TOOL_CACHES: &[(&str, &[&str])] = &[
 /// and the network, with dandori's tool cache read-only inside them.
 fn setup_policy(repo: &Path, env: &BTreeMap<String, String>) -> dandori_exec::SandboxPolicy {
     let mut policy = dandori_exec::SandboxPolicy::environment_setup(repo, env);
-    // A linked worktree (the run's environment tree): git in it (setuptools-scm,
-    // hatch-vcs) reads the repository's git directory.
-    if repo.join(".git").is_file() {
-        policy = policy.in_git_worktree(repo);
+    // A linked worktree (the run's environment tree, inside the git directory):
+    // git in it (setuptools-scm, hatch-vcs) reads the repository's git
+    // directory. Shown readable, not mounted read-only over the tree, which
+    // must stay writable under both mechanisms.
+    if repo.join(".git").is_file()
+        && let Some((_, common)) = dandori_exec::git::git_dirs(repo)
+    {
+        policy.readable.push(common);
     }
     crate::tools::with_tools_read_only(policy, env)
 }
