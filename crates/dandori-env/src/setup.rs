@@ -1116,11 +1116,18 @@ fn setup_policy(repo: &Path, env: &BTreeMap<String, String>) -> dandori_exec::Sa
     let mut policy = dandori_exec::SandboxPolicy::environment_setup(repo, env);
     // A linked worktree (the run's environment tree, inside the git directory):
     // git in it (setuptools-scm, hatch-vcs) reads the repository's git
-    // directory. Shown readable, not mounted read-only over the tree, which
-    // must stay writable under both mechanisms.
+    // directory, and tools that look for a workspace root in the parent
+    // directories (uv, cargo) read the checkout around it, as they do from a
+    // step's worktree. Shown readable, not mounted read-only over the tree,
+    // which must stay writable under both mechanisms.
     if repo.join(".git").is_file()
         && let Some((_, common)) = dandori_exec::git::git_dirs(repo)
     {
+        if common.file_name().is_some_and(|n| n == ".git")
+            && let Some(main) = common.parent()
+        {
+            policy.readable.push(main.to_path_buf());
+        }
         policy.readable.push(common);
     }
     crate::tools::with_tools_read_only(policy, env)
