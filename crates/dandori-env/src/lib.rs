@@ -3,7 +3,8 @@
 //! the setup under the command policy with error classification, retries and
 //! regeneration (`setup`, `classify`), verify it (`verify`), record everything
 //! (`records`), reuse an unchanged environment (`reuse`), and run commands inside
-//! it afterwards (`activation`). `regenerate` asks a model for corrected setup
+//! it afterwards (`activation`). A run's environment is prepared in a checkout
+//! dandori keeps inside the git directory (`tree`), never in the user's. `regenerate` asks a model for corrected setup
 //! commands when a provider is configured.
 
 pub mod activation;
@@ -20,6 +21,7 @@ pub mod reuse;
 pub mod selection;
 pub mod setup;
 pub mod tools;
+pub mod tree;
 pub mod verify;
 
 pub use analyzer::{EnvironmentAnalysis, analyze, analyze_paths};

@@ -123,6 +123,8 @@ pub struct RunEnvironment {
     /// (the body of the prompt's `## Execution environment` section).
     pub summary: String,
     pub outcome: Option<SetupOutcome>,
+    /// The environment tree the environment was prepared in ([`crate::tree`]).
+    pub prepared_in: PathBuf,
 }
 
 /// Seed 002 §7.2 — the environment, its setup status, the commands available,
@@ -216,7 +218,9 @@ pub fn prompt_summary(out: &SetupOutcome, record: &Path) -> String {
 /// selection from elsewhere keeps its environment name but gets its commands
 /// generated here; without one the analyser chooses, and a repository with no
 /// environment files is left untouched. Records go to `<run>/environment/`,
-/// statistics across runs to the runs root.
+/// statistics across runs to the runs root. Everything is prepared in the
+/// repository's environment tree ([`crate::tree`]) at the run's base commit,
+/// never in `repo`'s working tree.
 pub fn prepare_run(
     config: &EnvironmentSetupConfig,
     base_env: &BTreeMap<String, String>,
@@ -233,7 +237,17 @@ pub fn prepare_run(
             .and_then(|v| v.get("selected_environment").cloned())
             .and_then(|v| serde_json::from_value(v).ok())
             .filter(|s: &SelectedEnvironment| !s.setup_commands.is_empty());
+    // Plugins are found (and trusted) for the user's repository; everything
+    // else happens in the tree.
     let registry = crate::plugins::discover(&config.plugins, repo, base_env, sandbox.clone());
+    let base = crate::tree::base_commit(repo, run_dir, base_env)?;
+    let tree = crate::tree::prepare(repo, &base, base_env)?;
+    progress(&format!(
+        "prepared in {} (a checkout of {} that dandori keeps; your working tree is not touched)",
+        tree.display(),
+        base.chars().take(12).collect::<String>()
+    ));
+    let repo = tree.as_path();
     let analysis = registry.analyze(repo, &config.analysis);
     // The plugin that detects the planned environment now (`dandori plan`
     // analyses without plugins): a plan made by another detector is generated again.
@@ -283,6 +297,7 @@ pub fn prepare_run(
                     message,
                     setup_record: None,
                     outcome: None,
+                    prepared_in: tree.clone(),
                 });
             }
             select_with_bootstrap(&analysis, None, base_env, progress)?
@@ -324,5 +339,6 @@ pub fn prepare_run(
         summary: prompt_summary(&out, &record),
         setup_record: Some(record),
         outcome: Some(out),
+        prepared_in: tree.clone(),
     })
 }

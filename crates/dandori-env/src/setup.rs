@@ -1116,10 +1116,24 @@ const TOOL_CACHES: &[(&str, &[&str])] = &[
 /// The sandbox policy of a setup command: the repository, the package caches
 /// and the network, with dandori's tool cache read-only inside them.
 fn setup_policy(repo: &Path, env: &BTreeMap<String, String>) -> dandori_exec::SandboxPolicy {
-    crate::tools::with_tools_read_only(
-        dandori_exec::SandboxPolicy::environment_setup(repo, env),
-        env,
-    )
+    let mut policy = dandori_exec::SandboxPolicy::environment_setup(repo, env);
+    // A linked worktree (the run's environment tree, inside the git directory):
+    // git in it (setuptools-scm, hatch-vcs) reads the repository's git
+    // directory, and tools that look for a workspace root in the parent
+    // directories (uv, cargo) read the checkout around it, as they do from a
+    // step's worktree. Shown readable, not mounted read-only over the tree,
+    // which must stay writable under both mechanisms.
+    if repo.join(".git").is_file()
+        && let Some((_, common)) = dandori_exec::git::git_dirs(repo)
+    {
+        if common.file_name().is_some_and(|n| n == ".git")
+            && let Some(main) = common.parent()
+        {
+            policy.readable.push(main.to_path_buf());
+        }
+        policy.readable.push(common);
+    }
+    crate::tools::with_tools_read_only(policy, env)
 }
 
 /// A sandbox can only make writable what exists: the caches the command's tools
@@ -1313,6 +1327,11 @@ fn append_exclude(
     paths: &[String],
     base: &BTreeMap<String, String>,
 ) -> Result<(), EnvError> {
+    // An environment tree shares `info/exclude` with the user's clone: nothing
+    // is written there (its records keep `created_files` for the fingerprint).
+    if crate::tree::is_managed(repo) {
+        return Ok(());
+    }
     let Some(rel) = git(repo, &["rev-parse", "--git-path", "info/exclude"], base) else {
         return Ok(());
     };

@@ -1,10 +1,11 @@
 //! A Python project installed editable into the prepared environment imports
-//! from the directory it was installed from: the user's checkout
-//! (`__editable__.flask-2.3.pth` holds `/home/me/flask/src`). Steps, their
+//! from the directory it was installed from: the run's environment tree
+//! (`__editable__.flask-2.3.pth` holds `<repo>/.git/dandori/environment/tree/src`;
+//! the user's checkout for an environment set up there by hand). Steps, their
 //! agents and the baseline run in worktrees of their own, so without more a
-//! step's tests would import the checkout's code, not the step's change
+//! step's tests would import the base commit's code, not the step's change
 //! (Flask's `src/` layout: a fix the tests never saw). The import roots the
-//! environment points into the checkout are found once; every command run in
+//! environment points into its checkout are found once; every command run in
 //! a worktree gets the worktree's counterparts first on `PYTHONPATH`.
 //!
 //! What the install generated inside those roots — setuptools-scm's or
@@ -136,8 +137,9 @@ pub fn generated_modules(main: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
     files
 }
 
-/// The directories under `main` (relative to it) that the virtual environment
-/// of `env` (`VIRTUAL_ENV`) imports from: plain path lines of its `*.pth`
+/// The directories under `main` (relative to it: the checkout the environment
+/// was prepared in) that the virtual environment of `env` (`VIRTUAL_ENV`)
+/// imports from: plain path lines of its `*.pth`
 /// files, and the package directories setuptools' editable finders map
 /// (`__editable___pkg_finder.py`), by their parent. In the order found.
 pub fn import_roots(env: &BTreeMap<String, String>, main: &Path) -> Vec<PathBuf> {

@@ -54,9 +54,11 @@ pub struct StepContext<'a> {
     /// Seed 002 §7.2: the prepared environment, for the prompt (`None` when the
     /// environment sub-phase did not run).
     pub environment_summary: Option<&'a str>,
-    /// The prepared environment's import roots in the user's checkout, mapped
+    /// The prepared environment's import roots in its environment tree, mapped
     /// into the step's worktree for its agent and tests ([`crate::pythonpath`]).
     pub import_roots: &'a crate::pythonpath::ImportRoots,
+    /// The environment's `node_modules`, linked into the step's workspace.
+    pub node_links: Option<&'a crate::environment::NodeLinks>,
     /// What the test commands said on the run's base commit (issue 20): failures
     /// already there are never the step's. `None`: no baseline ran.
     pub baseline: Option<&'a crate::evidence::Baseline>,
@@ -949,6 +951,7 @@ impl Worker<'_, '_> {
             .logs
             .join(format!("step.{}.prompt.md", self.step_id()));
         let log = self.cx.paths.step_log(self.step_id(), log);
+        self.link_environment()?;
         let mut env = self.cx.env.clone();
         env.insert("DANDORI_STEP_ID".to_string(), self.step_id().to_string());
         crate::pythonpath::apply(&mut env, self.wt, self.cx.import_roots);
@@ -1659,6 +1662,15 @@ impl Worker<'_, '_> {
 
     /// What unit commands may touch: the worktree (its git directories read-only),
     /// the run directory; no network.
+    /// The environment's `node_modules` linked into the workspace, again after
+    /// anything (a reset, `git clean`) removed them.
+    fn link_environment(&self) -> Result<(), RunnerError> {
+        if let Some(links) = self.cx.node_links {
+            links.link_into(self.wt)?;
+        }
+        Ok(())
+    }
+
     fn sandbox_policy(&self) -> dandori_exec::SandboxPolicy {
         sandbox_policy(self.wt, &self.cx.paths.run_dir)
     }
@@ -1671,6 +1683,7 @@ impl Worker<'_, '_> {
         commands: &[String],
     ) -> Result<Result<Option<(String, bool)>, StepResult>, RunnerError> {
         let log = self.cx.paths.step_log(self.step_id(), "unit");
+        self.link_environment()?;
         let e2e = self.e2e_commands();
         self.report.checks.clear();
         self.report.test_runs.clear();

@@ -566,6 +566,7 @@ impl EnvironmentPhase for EnvPhase {
                 "overall_status": out.outcome.as_ref().map(|o| o.overall_status.as_str()),
                 "regenerations": out.outcome.as_ref().map(|o| &o.setup_result.regenerations),
             }),
+            prepared_in: Some(out.prepared_in),
         })
     }
 }

@@ -1,7 +1,8 @@
-//! A run killed during the environment setup resumes: the directories setup
-//! creates are ignored before they exist (write-ahead in `.git/info/exclude`),
-//! so the half-made `.venv` does not make the checkout dirty, and a dirty tree
-//! that is really dirty is summarised, not listed file by file.
+//! A run killed during the environment setup resumes: setup runs in dandori's
+//! environment tree (`.git/dandori/environment/tree`), so the half-made `.venv`
+//! is nowhere in the user's checkout (and `.git/info/exclude` is not written);
+//! the resumed run sets up again over it; a dirty tree that is really dirty is
+//! summarised, not listed file by file.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,7 +48,9 @@ fn a_kill_during_environment_setup_resumes() {
     let home = tempfile::tempdir().unwrap();
     let run_dir = plan(&repo, home.path(), &["python3 -m venv .venv", "sleep 6"]);
     // Killed once the venv is made and `sleep` runs.
-    let venv = repo.path().join(".venv/pyvenv.cfg");
+    let tree = repo.path().join(".git/dandori/environment/tree");
+    let venv = tree.join(".venv/pyvenv.cfg");
+    let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).ok();
     kill_run_at(
         Command::new(env!("CARGO_BIN_EXE_dandori"))
             .args(["--sandbox", "off", "run"])
@@ -63,13 +66,25 @@ fn a_kill_during_environment_setup_resumes() {
         || venv.is_file().then_some(()),
     );
     assert!(
-        !repo.path().join(".venv/.gitignore").exists(),
+        !tree.join(".venv/.gitignore").exists(),
         "killed before setup finished"
     );
-    // The half-made venv is not dirt.
+    // The half-made venv is not in the user's checkout at all.
+    assert!(!repo.path().join(".venv").exists());
     assert_eq!(
-        repo.git(&["status", "--porcelain", "--", ".", ":(exclude).dandori"]),
+        repo.git(&[
+            "status",
+            "--porcelain",
+            "--ignored",
+            "--",
+            ".",
+            ":(exclude).dandori"
+        ]),
         ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join(".git/info/exclude")).ok(),
+        exclude
     );
     let o = dandori(
         &[
@@ -92,6 +107,9 @@ fn a_kill_during_environment_setup_resumes() {
         Some(3),
         "needs a model, as with executor none: {err}"
     );
+    // The resumed setup finished in the tree, over the half-made venv.
+    assert!(tree.join(".venv/.gitignore").is_file(), "{err}");
+    assert!(!repo.path().join(".venv").exists());
     // Real dirt, a lot of it: summarised by directory.
     for i in 0..500 {
         std::fs::create_dir_all(repo.path().join("junk")).unwrap();
@@ -146,7 +164,9 @@ fn a_plain_resume_after_a_kill_during_environment_setup_keeps_the_agent_command(
     .unwrap();
     let agent = format!("sh {} {{step_id}}", script.display());
     let run_dir = plan(&repo, home.path(), &["python3 -m venv .venv", "sleep 6"]);
-    let venv = repo.path().join(".venv/pyvenv.cfg");
+    let venv = repo
+        .path()
+        .join(".git/dandori/environment/tree/.venv/pyvenv.cfg");
     kill_run_at(
         Command::new(env!("CARGO_BIN_EXE_dandori"))
             .args(["--sandbox", "off", "run"])

@@ -8,7 +8,9 @@
 //! - `env setup` then the repository's own tests through `env exec`: both exit 0;
 //! - `plan` + `run` with a scripted agent that does the whole feature at its first
 //!   step, as real agent CLIs do: exit 0, goal achieved, the feature on the run's
-//!   branch, the user's checkout unchanged.
+//!   branch, the user's checkout unchanged (HEAD, branch, `git status
+//!   --porcelain --ignored` outside `.dandori/`, `.git/info/exclude`), the
+//!   environment prepared in `.git/dandori/environment/tree`.
 //!
 //! No internet: wheels and npm tarballs that scripts/test.sh downloads are served
 //! from 127.0.0.1 (`PIP_INDEX_URL`, `UV_DEFAULT_INDEX`, `npm_config_registry`).
@@ -323,15 +325,56 @@ fn setup_then_tests(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
     Outcome { verdict, phases }
 }
 
-/// HEAD, branch and `git status --porcelain` of the user's checkout.
+/// HEAD, branch, `git status --porcelain --ignored` outside `.dandori/` (the
+/// runs root) and `.git/info/exclude` of the user's checkout: a run prepares
+/// its environment in dandori's environment tree, so nothing of it — `.venv`,
+/// `node_modules`, `*.egg-info`, an exclude line that hides them — appears here.
 fn checkout(c: &Cell) -> String {
     let git = |args: &[&str]| run_ok(&c.env, &c.repo, &[&["git"], args].concat());
+    let status: String = git(&["status", "--porcelain", "--ignored"])
+        .lines()
+        .filter(|l| !l.get(3..).unwrap_or("").starts_with(".dandori/"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let exclude = std::fs::read_to_string(c.repo.join(".git/info/exclude")).unwrap_or_default();
     format!(
-        "{}{}{}",
+        "{}{}{status}--- .git/info/exclude\n{exclude}",
         git(&["rev-parse", "HEAD"]),
         git(&["branch", "--show-current"]),
-        git(&["status", "--porcelain"])
     )
+}
+
+/// Where the run prepared its environment: setup.json's `repo`, which must be
+/// the environment tree in the clone's git directory, never the clone.
+fn prepared_in_tree(c: &Cell) -> Result<(), String> {
+    let tree = c.repo.join(".git/dandori/environment/tree");
+    let runs = c.repo.join(".dandori/runs");
+    let setup = walk_for(&runs, "setup.json").ok_or("no setup.json under .dandori/runs")?;
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&setup).unwrap_or_default())
+            .unwrap_or_default();
+    let repo = v["repo"].as_str().unwrap_or_default();
+    let tree = tree.canonicalize().unwrap_or(tree);
+    if Path::new(repo) != tree {
+        return Err(format!("set up in {repo}, not in {}", tree.display()));
+    }
+    Ok(())
+}
+
+fn walk_for(dir: &Path, name: &str) -> Option<PathBuf> {
+    for e in std::fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        if p.file_name().is_some_and(|n| n == name) {
+            return Some(p);
+        }
+        if p.is_dir()
+            && p.file_name().is_some_and(|n| n != "worktrees")
+            && let Some(found) = walk_for(&p, name)
+        {
+            return Some(found);
+        }
+    }
+    None
 }
 
 fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
@@ -392,8 +435,16 @@ fn plan_then_run(c: &Cell, eco: &Ecosystem, mech: &str) -> Outcome {
             ));
         }
     }
-    if checkout(c) != before {
-        short.push("the user's checkout changed".to_string());
+    let after = checkout(c);
+    if after != before {
+        short.push(format!(
+            "the user's checkout changed: before {before:?}, after {after:?}"
+        ));
+    }
+    if run.planned
+        && let Err(e) = prepared_in_tree(c)
+    {
+        short.push(e);
     }
     let verdict = if short.is_empty() {
         "ok".to_string()

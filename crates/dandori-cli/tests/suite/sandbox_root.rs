@@ -258,7 +258,9 @@ fn environment_project() -> (World, PathBuf, PathBuf) {
         },
         "steps": [
             step("S01", "python -c \"import sys; assert sys.prefix.endswith('.venv'), sys.prefix\""),
-            step("S02", "node -e \"process.exit(require('dep') === 42 ? 0 : 1)\""),
+            // CommonJS, and ESM, which reads no NODE_PATH: the workspace's own
+            // `node_modules/` links into the environment tree.
+            step("S02", "node -e \"process.exit(require('dep') === 42 ? 0 : 1)\" && node --input-type=module -e \"import d from 'dep'; process.exit(d === 42 ? 0 : 1)\""),
             step("S03", "cargo test --offline -q"),
         ],
         "gates": {"require_clean_worktree": true, "require_work_branch": true, "require_unit_pass": true,
@@ -359,6 +361,26 @@ fn parallel_steps_see_the_prepared_environment_under_both_mechanisms() {
             ],
             "[{mode}] {v}\n{stderr}\n{logs}"
         );
+        // Prepared in the environment tree; nothing in the user's checkout
+        // (not even an ignored `.venv`) and `.git/info/exclude` untouched.
+        let tree = w.repo.join(".git/dandori/environment/tree");
+        assert!(tree.join(".venv/bin/python").exists(), "[{mode}]");
+        assert!(tree.join("node_modules/dep/index.js").is_file(), "[{mode}]");
+        assert!(!w.repo.join(".venv").exists() && !w.repo.join("node_modules").exists());
+        let status = git(&w.repo, &["status", "--porcelain", "--ignored"]);
+        let outside: Vec<&str> = status
+            .lines()
+            .filter(|l| !l.get(3..).unwrap_or("").starts_with(".dandori/"))
+            .collect();
+        assert!(outside.is_empty(), "[{mode}] {status}");
+        let exclude = std::fs::read_to_string(w.repo.join(".git/info/exclude")).unwrap_or_default();
+        assert!(!exclude.contains("venv"), "[{mode}] {exclude}");
+        // The links never reached a commit.
+        let files = git(
+            &w.repo,
+            &["ls-tree", "-r", "--name-only", "dandori/RQ-7/run-7"],
+        );
+        assert!(!files.contains("node_modules"), "[{mode}] {files}");
     }
 }
 

@@ -8,6 +8,7 @@ mod plugins;
 mod regenerate;
 mod setup;
 mod shapes;
+mod tree;
 mod verification;
 
 use std::collections::BTreeMap;

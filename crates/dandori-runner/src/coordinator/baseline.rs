@@ -94,6 +94,9 @@ impl Coordinator<'_> {
                 (None, Some(wt), dir)
             }
         };
+        if let Some(links) = &self.node_links {
+            links.link_into(&dir)?;
+        }
         let log = self.paths.logs.join("baseline.unit.log");
         let timeout = Duration::from_secs(self.planning.limits.timeout_sec.max(1));
         let policy = step::sandbox_policy(&dir, &self.paths.run_dir);

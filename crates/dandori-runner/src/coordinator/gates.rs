@@ -166,7 +166,7 @@ impl Coordinator<'_> {
             return Ok(BTreeMap::new());
         };
         self.progress(&format!(
-            "environment: setting up in {} (planning.environment_setup.enabled=false skips this)",
+            "environment: setting up for {} in a checkout of its own (planning.environment_setup.enabled=false skips this)",
             self.main.dir().display()
         ));
         // Unset is not `warn`: only an explicit `warn` / `ignore` lets a run go on
@@ -184,6 +184,7 @@ impl Coordinator<'_> {
                 message: m,
                 setup_record: None,
                 details: Value::Null,
+                prepared_in: None,
             },
         };
         let mut event = json!({"status": report.status, "message": report.message,
@@ -194,6 +195,10 @@ impl Coordinator<'_> {
             }
         }
         self.environment = event;
+        if let (Some(tree), Value::Object(e)) = (&report.prepared_in, &mut self.environment) {
+            e.insert("prepared_in".to_string(), json!(tree));
+        }
+        self.environment_tree = report.prepared_in.clone();
         self.emit(events::ENVIRONMENT_SETUP, self.environment.clone());
         self.set_environment_summary(report.summary.clone())?;
         let message = match &report.setup_record {

@@ -130,8 +130,13 @@ struct Coordinator<'o> {
     environment: Value,
     /// Seed 002 §7.2: the environment section of every executor prompt.
     /// Where the prepared Python environment imports the project from, in the
-    /// user's checkout ([`crate::pythonpath`]): mapped into each worktree.
+    /// environment tree ([`crate::pythonpath`]): mapped into each worktree,
+    /// with the modules its install generated there.
     import_roots: crate::pythonpath::ImportRoots,
+    /// The checkout the environment was prepared in (not the user's).
+    environment_tree: Option<std::path::PathBuf>,
+    /// Its `node_modules`, linked into every step workspace and the baseline's.
+    node_links: Option<crate::environment::NodeLinks>,
     environment_summary: Option<String>,
     /// Set when the environment failed and the run went on (`on_failure: warn`):
     /// each failed step's error names the environment as the likely cause.
@@ -260,6 +265,8 @@ impl<'o> Coordinator<'o> {
             environment: Value::Null,
             environment_summary: None,
             import_roots: Default::default(),
+            environment_tree: None,
+            node_links: None,
             environment_failure: None,
             masker,
             idle: Vec::new(),
@@ -330,7 +337,13 @@ fn run_in(opts: &RunOptions, paths: &RunPaths) -> Result<RunOutcome, RunnerError
     c.stage.extra.remove("message");
     c.save()?;
     let env = c.step_env(activation)?;
-    c.import_roots = crate::pythonpath::ImportRoots::find(&env, c.main.dir());
+    let prepared_in = c.environment_tree.clone();
+    let prepared_in = prepared_in.as_deref().unwrap_or(c.main.dir());
+    c.import_roots = crate::pythonpath::ImportRoots::find(&env, prepared_in);
+    c.node_links = c
+        .environment_tree
+        .as_deref()
+        .and_then(crate::environment::NodeLinks::find);
     if executor.can_execute() || opts.dispatch.is_some() {
         if opts.dispatch.is_none() {
             // Before the baseline, which runs where the steps will.
@@ -687,6 +700,7 @@ impl Coordinator<'_> {
             git_guard: self.git_guard.clone(),
             environment_summary: self.environment_summary.clone(),
             import_roots: self.import_roots.clone(),
+            node_links: self.node_links.clone(),
             baseline: self.baseline(),
             progress: self.opts.progress.clone(),
         }
@@ -772,6 +786,7 @@ struct StepShared {
     git_guard: Option<Arc<dandori_exec::git::ConfigGuard>>,
     environment_summary: Option<String>,
     import_roots: crate::pythonpath::ImportRoots,
+    node_links: Option<crate::environment::NodeLinks>,
     baseline: Option<crate::evidence::Baseline>,
     progress: Option<Progress>,
 }
@@ -801,6 +816,7 @@ impl StepShared {
             git_guard: self.git_guard.as_deref(),
             environment_summary: self.environment_summary.as_deref(),
             import_roots: &self.import_roots,
+            node_links: self.node_links.as_ref(),
             baseline: self.baseline.as_ref(),
             progress: self.progress.as_ref(),
         }
