@@ -87,6 +87,10 @@ pub struct EnvExecutionConfig {
     /// (the default), the packages published by the base commit's date, the
     /// versions the project was developed and tested with; `now`, today's.
     pub resolve_as_of: ResolveAsOf,
+    /// Seed 002 §12.2: how many independent ecosystems (a root Python
+    /// project and a `web/` Node package) are set up at the same time; 1 sets
+    /// them up one after the other.
+    pub max_parallel: std::num::NonZeroU32,
 }
 
 /// `planning.environment_setup.execution.resolve_as_of`.
@@ -104,6 +108,7 @@ impl Default for EnvExecutionConfig {
             command_timeout_seconds: 1800,
             max_retries: 2,
             resolve_as_of: ResolveAsOf::BaseCommit,
+            max_parallel: std::num::NonZeroU32::MIN.saturating_add(1),
         }
     }
 }

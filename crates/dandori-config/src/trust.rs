@@ -268,6 +268,7 @@ pub const KEY_CLASSES: &[(&str, KeyClass)] = {
             "planning.environment_setup.execution.resolve_as_of",
             Neutral,
         ),
+        ("planning.environment_setup.execution.max_parallel", Limit),
         ("planning.environment_setup.verification", Neutral),
         ("planning.environment_setup.regeneration", Neutral),
         ("planning.environment_setup.analysis", Neutral),

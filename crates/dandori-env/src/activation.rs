@@ -26,8 +26,14 @@ pub const PNPM_SELF_SWITCH: [&str; 2] = [
 /// `bin` directories of the prepared environment rooted at `root` (relative to
 /// `repo`) that exist, most specific first.
 pub fn bin_dirs(repo: &Path, root: &str) -> Vec<PathBuf> {
+    bin_dirs_of(repo, &[root])
+}
+
+/// `bin` directories of the environments rooted at `roots` (in that order,
+/// then the repository root), those that exist, each once.
+pub fn bin_dirs_of(repo: &Path, roots: &[&str]) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    for r in [root, "."] {
+    for r in roots.iter().copied().chain(["."]) {
         for sub in [
             format!("{VENV_DIR}/bin"),
             format!("{CONDA_PREFIX_DIR}/bin"),
@@ -53,9 +59,23 @@ pub fn environment(
     variables: &BTreeMap<String, String>,
     base: &BTreeMap<String, String>,
 ) -> BTreeMap<String, String> {
+    environment_of(repo, &[root], variables, base)
+}
+
+/// [`environment`] for several prepared environments (seed 002 §12.2): the
+/// `bin` directories of `roots` in their order (the primary environment's
+/// first), then the repository root's, then `base`'s `PATH`; `VIRTUAL_ENV` /
+/// `CONDA_PREFIX` of the first that has one; `NODE_PATH` of every root's
+/// `node_modules`.
+pub fn environment_of(
+    repo: &Path,
+    roots: &[&str],
+    variables: &BTreeMap<String, String>,
+    base: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
     let mut env = base.clone();
     env.extend(variables.clone());
-    let dirs = bin_dirs(repo, root);
+    let dirs = bin_dirs_of(repo, roots);
     for d in &dirs {
         let parent = d.parent().map(Path::to_path_buf).unwrap_or_default();
         if d.ends_with(format!("{VENV_DIR}/bin")) && !env.contains_key("VIRTUAL_ENV") {
@@ -95,7 +115,7 @@ pub fn environment(
     // their own: Node's CommonJS resolution falls back to `NODE_PATH`, so the
     // packages installed in the repository resolve from every worktree.
     let mut node_path: Vec<String> = Vec::new();
-    for r in [root, "."] {
+    for r in roots.iter().copied().chain(["."]) {
         let d = repo.join(join_rel(r, "node_modules"));
         let d = d.display().to_string();
         if repo.join(join_rel(r, "node_modules")).is_dir() && !node_path.contains(&d) {
@@ -122,10 +142,15 @@ pub fn env_for(repo: &Path) -> BTreeMap<String, String> {
 /// top of `base`.
 pub fn env_for_with(repo: &Path, base: &BTreeMap<String, String>) -> BTreeMap<String, String> {
     let repo = dandori_fs::canonicalize(repo).unwrap_or_else(|_| repo.to_path_buf());
-    match reuse::load(&repo) {
-        Some(s) => environment(&repo, &s.root, &s.variables, base),
-        None => environment(&repo, ".", &BTreeMap::new(), base),
+    // The primary environment and the others of the last setup (seed 002
+    // §12.2), in the setup's order; the primary's variables win.
+    let states = reuse::load_all(&repo);
+    let roots: Vec<&str> = states.iter().map(|s| s.root.as_str()).collect();
+    let mut variables = BTreeMap::new();
+    for s in states.iter().rev() {
+        variables.extend(s.variables.clone());
     }
+    environment_of(&repo, &roots, &variables, base)
 }
 
 /// Runs `argv` in `repo` inside the prepared environment with the terminal's

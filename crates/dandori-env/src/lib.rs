@@ -2,9 +2,11 @@
 //! files (`analyzer`), choose the environment and its commands (`selection`), run
 //! the setup under the command policy with error classification, retries and
 //! regeneration (`setup`, `classify`), verify it (`verify`), record everything
-//! (`records`), reuse an unchanged environment (`reuse`), and run commands inside
-//! it afterwards (`activation`). A run's environment is prepared in a checkout
-//! dandori keeps inside the git directory (`tree`), never in the user's. `regenerate` asks a model for corrected setup
+//! (`records`), set up a repository's independent ecosystems at the same time
+//! (`parallel`), reuse an unchanged environment (`reuse`), and run commands
+//! inside the prepared environments afterwards (`activation`). A run's
+//! environment is prepared in a checkout dandori keeps inside the git directory
+//! (`tree`), never in the user's. `regenerate` asks a model for corrected setup
 //! commands when a provider is configured.
 
 pub mod activation;
@@ -13,6 +15,7 @@ pub mod classify;
 pub mod installer;
 pub mod lockfile;
 pub mod network;
+pub mod parallel;
 pub mod phase;
 pub mod plugins;
 pub mod records;

@@ -13,7 +13,7 @@ use crate::EnvError;
 use crate::analyzer::EnvironmentAnalysis;
 use crate::records::{OverallStatus, SETUP_FILE, ToolBootstrap};
 use crate::selection::{self, Toolchain};
-use crate::setup::{self, CommandRegenerator, SetupOptions, SetupOutcome};
+use crate::setup::{CommandRegenerator, SetupOptions, SetupOutcome};
 use crate::{activation, installer, tools};
 
 /// Picks the environment of `analysis` and generates its commands, after
@@ -213,6 +213,25 @@ pub fn prompt_summary(out: &SetupOutcome, record: &Path) -> String {
     s
 }
 
+/// The other ecosystems set up with the primary one, for the prompt.
+fn others_summary(runs: &[crate::parallel::EcosystemRun]) -> String {
+    let mut s = String::new();
+    for r in runs.iter().skip(1) {
+        s.push_str(&format!(
+            "- Also prepared: {} in {} ({}{}); its commands are on PATH after the primary environment's\n",
+            r.environment,
+            if r.root == "." {
+                "the repository root".to_string()
+            } else {
+                format!("{}/", r.root)
+            },
+            r.overall_status.as_str(),
+            if r.reused { ", reused" } else { "" }
+        ));
+    }
+    s
+}
+
 /// The runner's environment phase. The `selected_environment` of the run's
 /// planning.json is used when the analyser produced it (it carries `root`); a
 /// selection from elsewhere keeps its environment name but gets its commands
@@ -317,9 +336,18 @@ pub fn prepare_run(
     opts.regenerator = regenerator;
     opts.progress = Some(progress);
     opts.sandbox = sandbox;
-    opts.tool_bootstrap = bootstrap;
     opts.plugins = registry;
-    let out = setup::run(&selected, &opts)?;
+    // Seed 002 §12.2: the other languages' ecosystems too, independent ones
+    // at the same time.
+    let mut plans = vec![crate::parallel::EcosystemPlan {
+        selected: selected.clone(),
+        bootstrap,
+    }];
+    plans.extend(crate::parallel::others(
+        &analysis, &selected, base_env, progress,
+    )?);
+    let multi = crate::parallel::run(plans, &opts)?;
+    let out = multi.primary;
     let record = out.record_dir.join(SETUP_FILE);
     let status = run_status(&out);
     let message = match status {
@@ -336,7 +364,7 @@ pub fn prepare_run(
         status,
         activation_env: activation::env_for_with(repo, base_env),
         message,
-        summary: prompt_summary(&out, &record),
+        summary: prompt_summary(&out, &record) + &others_summary(&multi.ecosystems),
         setup_record: Some(record),
         outcome: Some(out),
         prepared_in: tree.clone(),

@@ -460,6 +460,9 @@ pub struct StatsFile {
 
 /// Appends one attempt and rewrites the derived statistics atomically.
 pub fn record_attempt(stats_dir: &Path, line: &AttemptLine) -> Result<StatsFile, EnvError> {
+    // Ecosystems set up at the same time append to the same file.
+    static STATS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = STATS.lock().unwrap_or_else(|e| e.into_inner());
     dandori_fs::create_dir_all(stats_dir)?;
     let path = stats_dir.join(ATTEMPTS_FILE);
     let mut text = serde_json::to_string(line).map_err(|e| EnvError::Record {

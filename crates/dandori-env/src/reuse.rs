@@ -118,11 +118,71 @@ pub fn fingerprint(
 }
 
 pub fn load(repo: &Path) -> Option<PreparedState> {
-    let text = dandori_fs::read_to_string(state_dir(repo).join(STATE_FILE)).ok()?;
+    load_for(repo, None)
+}
+
+/// `ecosystems/` of the state directory: one directory per ecosystem set up
+/// besides the primary one (seed 002 §12.2), and their activation order.
+pub const ECOSYSTEMS_DIR: &str = "ecosystems";
+/// `ecosystems/index.json`: the keys of the other ecosystems, in activation order.
+pub const ECOSYSTEMS_INDEX: &str = "index.json";
+
+/// Where the state of the ecosystem `key` goes: `state.json` of the state
+/// directory for the primary one (`None`), `ecosystems/<key>/state.json` for
+/// the others.
+pub fn state_file(repo: &Path, key: Option<&str>) -> PathBuf {
+    match key {
+        None => state_dir(repo).join(STATE_FILE),
+        Some(k) => state_dir(repo)
+            .join(ECOSYSTEMS_DIR)
+            .join(k)
+            .join(STATE_FILE),
+    }
+}
+
+pub fn load_for(repo: &Path, key: Option<&str>) -> Option<PreparedState> {
+    let text = dandori_fs::read_to_string(state_file(repo, key)).ok()?;
     serde_json::from_str(&text).ok()
 }
 
+/// The keys of the other ecosystems of the last setup, in activation order.
+pub fn load_index(repo: &Path) -> Vec<String> {
+    dandori_fs::read_to_string(state_dir(repo).join(ECOSYSTEMS_DIR).join(ECOSYSTEMS_INDEX))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Records the other ecosystems of this setup (none: the index is removed).
+pub fn save_index(repo: &Path, keys: &[String]) -> Result<(), EnvError> {
+    let dir = state_dir(repo).join(ECOSYSTEMS_DIR);
+    let path = dir.join(ECOSYSTEMS_INDEX);
+    if keys.is_empty() {
+        if path.exists() {
+            dandori_fs::remove_file(&path)?;
+        }
+        return Ok(());
+    }
+    dandori_fs::create_dir_all(&dir)?;
+    dandori_fs::write_json_atomic(path, &keys)?;
+    Ok(())
+}
+
+/// The prepared environments activation combines: the primary one first, then
+/// the others of the index in its order (those whose state exists).
+pub fn load_all(repo: &Path) -> Vec<PreparedState> {
+    let mut all: Vec<PreparedState> = load(repo).into_iter().collect();
+    for k in load_index(repo) {
+        all.extend(load_for(repo, Some(&k)));
+    }
+    all
+}
+
 pub fn save(repo: &Path, state: &PreparedState) -> Result<(), EnvError> {
+    save_for(repo, None, state)
+}
+
+pub fn save_for(repo: &Path, key: Option<&str>, state: &PreparedState) -> Result<(), EnvError> {
     let dir = state_dir(repo);
     dandori_fs::create_dir_all(&dir)?;
     // Keep dandori's state out of the project's commits (outside git only:
@@ -133,7 +193,11 @@ pub fn save(repo: &Path, state: &PreparedState) -> Result<(), EnvError> {
             dandori_fs::write_atomic(&ignore, "*\n")?;
         }
     }
-    dandori_fs::write_json_atomic(dir.join(STATE_FILE), state)?;
+    let file = state_file(repo, key);
+    if let Some(parent) = file.parent() {
+        dandori_fs::create_dir_all(parent)?;
+    }
+    dandori_fs::write_json_atomic(file, state)?;
     Ok(())
 }
 

@@ -342,6 +342,12 @@ pub struct SetupOptions<'a> {
     /// The ecosystem plugins found for this repository: the one that detected
     /// the environment (`extra.plugin`) runs `verify_environment`.
     pub plugins: crate::plugins::Registry,
+    /// Which ecosystem's state this setup reads and writes (`reuse::state_file`):
+    /// `None` for the primary one.
+    pub state_key: Option<String>,
+    /// Roots of ecosystems set up at the same time (seed 002 §12.2): what
+    /// appears under them is theirs, not in this setup's `created_files`.
+    pub other_roots: Vec<String>,
 }
 
 impl<'a> SetupOptions<'a> {
@@ -365,6 +371,8 @@ impl<'a> SetupOptions<'a> {
             sandbox: None,
             tool_bootstrap: None,
             plugins: crate::plugins::Registry::default(),
+            state_key: None,
+            other_roots: Vec::new(),
         }
     }
 
@@ -441,7 +449,7 @@ pub fn run(
     let started_at = now();
     let repo = dandori_fs::canonicalize(&opts.repo)?;
     let root = root_of(selected);
-    let previous = reuse::load(&repo);
+    let previous = reuse::load_for(&repo, opts.state_key.as_deref());
     let created = previous
         .as_ref()
         .map(|s| s.setup.created_files.clone())
@@ -1069,6 +1077,12 @@ pub fn run(
     setup.duration_ms = started.elapsed().as_millis() as u64;
     if let Some(before) = untracked_before {
         setup.created_files = exclude_created(&repo, &before, &opts.base_env)?;
+        setup.created_files.retain(|p| {
+            !opts
+                .other_roots
+                .iter()
+                .any(|r| p.starts_with(&format!("{r}/")))
+        });
     }
     finish(opts, &repo, selected, setup, verification, false)
 }
@@ -1336,6 +1350,9 @@ fn append_exclude(
         return Ok(());
     };
     let exclude = repo.join(rel.trim());
+    // Ecosystems set up at the same time share this file.
+    static EXCLUDE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = EXCLUDE.lock().unwrap_or_else(|e| e.into_inner());
     let mut text = dandori_fs::read_to_string(&exclude).unwrap_or_default();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -1455,8 +1472,9 @@ fn finish(
     )?;
     if !reused {
         ignore_prepared_dirs(repo, &setup.root)?;
-        reuse::save(
+        reuse::save_for(
             repo,
+            opts.state_key.as_deref(),
             &PreparedState {
                 fingerprint: setup.fingerprint.clone(),
                 environment: selected.name.clone(),

@@ -12,7 +12,7 @@ use dandori_env::setup::{
     ChainedRegenerator, CommandRegenerator, OfflineRegenerator, SetupOptions,
 };
 use dandori_env::verify::{self, VerifyOptions};
-use dandori_env::{activation, analyzer, phase, reuse, setup};
+use dandori_env::{activation, analyzer, phase, reuse};
 use dandori_plan::SelectedEnvironment;
 use dandori_runner::environment::{EnvironmentPhase, EnvironmentReport, EnvironmentStatus};
 
@@ -203,12 +203,14 @@ fn setup_cmd(
     // The package-manager bootstrap is dandori's own fixed command, run
     // outside the setup sandbox; its record goes into setup.json.
     let sandbox = detect_sandbox(config, &child_env(config));
-    let (selected, bootstrap) = phase::select_with_bootstrap(
+    // Seed 002 §12.2: the primary environment and the other languages' ecosystems.
+    let plans = dandori_env::parallel::plan(
         &analysis,
         a.language.as_deref(),
         &base_env,
         if a.json { &quiet } else { &say },
     )?;
+    let selected = plans[0].selected.clone();
     let process_env: BTreeMap<String, String> = std::env::vars().collect();
     let (model, model_warning) = model_regenerator(config, &process_env);
     if let Some(w) = &model_warning
@@ -227,7 +229,6 @@ fn setup_cmd(
     opts.force = force;
     opts.regenerator = Some(&regen);
     opts.base_env = dandori_env::tools::with_tools_on_path(&child_env(config));
-    opts.tool_bootstrap = bootstrap;
     opts.plugins = registry;
     if !a.json {
         output::progress(&sandbox.status().summary());
@@ -240,10 +241,23 @@ fn setup_cmd(
             selected.name, selected.reason
         ));
     }
-    let out = setup::run(&selected, &opts)?;
+    let multi = dandori_env::parallel::run(plans, &opts)?;
+    let out = &multi.primary;
     if a.json {
-        output::json(&out);
+        output::json(&multi);
     } else {
+        for (r, o) in multi.ecosystems.iter().skip(1).zip(&multi.others) {
+            let Some(o) = o else { continue };
+            for v in &o.verification_result.verification_results {
+                output::line(&format!(
+                    "{:<7} [{}] {}{}",
+                    v.status,
+                    r.key,
+                    v.command,
+                    if v.required { "" } else { "  (optional)" }
+                ));
+            }
+        }
         for v in &out.verification_result.verification_results {
             output::line(&format!(
                 "{:<7} {}{}",
@@ -269,8 +283,19 @@ fn setup_cmd(
             },
             out.record_dir.display()
         ));
+        for r in multi.ecosystems.iter().skip(1) {
+            output::line(&format!(
+                "{} [{}]: {} environment in {}{} (records: {})",
+                r.overall_status.as_str(),
+                r.key,
+                r.environment,
+                if r.root == "." { "." } else { r.root.as_str() },
+                if r.reused { " [reused]" } else { "" },
+                r.record_dir
+            ));
+        }
     }
-    Ok(ExitCode::from(setup_exit_code(&out)))
+    Ok(ExitCode::from(setup_exit_code(out)))
 }
 
 /// 0 only when every required verification passed and nothing failed; a

@@ -13,6 +13,8 @@ mod end_to_end;
 // --
 mod env;
 // --
+mod env_parallel;
+// --
 mod env_plugins;
 // --
 mod env_plugins_shipped;
