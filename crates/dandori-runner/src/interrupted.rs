@@ -146,23 +146,6 @@ pub fn prompt_section(worktree: &Path, restored: &Restored) -> Option<String> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ref_names_are_valid_git_refs() {
-        assert_eq!(
-            ref_name("20261129-072739-ca4a82", "S01"),
-            "refs/dandori/interrupted/20261129-072739-ca4a82/S01"
-        );
-        assert_eq!(
-            ref_name("a b/c", "F01"),
-            "refs/dandori/interrupted/a-b-c/F01"
-        );
-    }
-}
-
 /// Masks every log a killed dandori left behind: a command's output is written
 /// to its log as it runs and masked when the command ends, so a kill in between
 /// (a test command, a setup command, an agent) leaves its secrets in the log.
@@ -191,4 +174,21 @@ pub fn mask_left_logs(dirs: &[&Path], masker: &dandori_trace::Masker) -> Result<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ref_names_are_valid_git_refs() {
+        assert_eq!(
+            ref_name("20261129-072739-ca4a82", "S01"),
+            "refs/dandori/interrupted/20261129-072739-ca4a82/S01"
+        );
+        assert_eq!(
+            ref_name("a b/c", "F01"),
+            "refs/dandori/interrupted/a-b-c/F01"
+        );
+    }
 }
