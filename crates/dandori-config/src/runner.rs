@@ -28,12 +28,12 @@ pub struct RunnerConfig {
     /// Where each step runs: `pool` (the default), a pool of git worktrees
     /// each holding a checkout of every file, moved from step to step; `auto`,
     /// a copy-on-write overlay where overlayfs can be mounted and the executor
-    /// works in one, the pool otherwise; `overlay`, a copy-on-write view per step (overlayfs in a mount
-    /// namespace) over one shared checkout of the run's start, its change read
-    /// from the upper layer. `auto` and `overlay`
-    /// fall back to the pool where overlayfs cannot be mounted, with a
-    /// `STEP_WORKSPACE` event and a line of the report saying why
-    /// (docs/runner.md).
+    /// works in one, the pool otherwise; `overlay`, a copy-on-write view per
+    /// step (overlayfs in a mount namespace) over one shared checkout of the
+    /// run's start, its change read from the upper layer, mounted at a
+    /// directory fixed per worker. `auto` and `overlay` fall back to the pool
+    /// where overlayfs cannot be mounted, with a `STEP_WORKSPACE` event and a
+    /// line of the report saying why (docs/runner.md).
     pub step_workspace: StepWorkspaceKind,
 }
 

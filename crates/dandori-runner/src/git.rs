@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::RunnerError;
 
 mod driver_overrides;
+pub mod index_file;
 mod merge;
 pub mod never_committed;
 mod objects;

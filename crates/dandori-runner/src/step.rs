@@ -942,7 +942,9 @@ impl Worker<'_, '_> {
             self.cx.environment_summary,
         );
         let restored = std::mem::replace(&mut self.restored, crate::interrupted::Restored::Nothing);
-        if let Some(section) = crate::interrupted::prompt_section(self.wt, &restored) {
+        if let Some(section) =
+            crate::interrupted::prompt_section(&dandori_exec::overlay::inner(self.wt), &restored)
+        {
             prompt.push_str(&section);
         }
         let prompt_file = self

@@ -36,9 +36,12 @@ esac
 
 fn worktree_holding_the_first_half(run_dir: &Path) -> Option<PathBuf> {
     let dir = std::fs::read_dir(run_dir.join("worktrees")).ok()?;
-    dir.filter_map(Result::ok).map(|e| e.path()).find(|p| {
-        std::fs::read_to_string(p.join("src/notes.txt")).is_ok_and(|t| t.contains("first half"))
-    })
+    // A pool worktree holds the file; a copy-on-write workspace's upper layer does.
+    dir.filter_map(Result::ok)
+        .flat_map(|e| [e.path(), e.path().join("upper")])
+        .find(|p| {
+            std::fs::read_to_string(p.join("src/notes.txt")).is_ok_and(|t| t.contains("first half"))
+        })
 }
 
 fn killed_then_resumed(mech: &str) {
@@ -132,6 +135,7 @@ fn killed_then_resumed(mech: &str) {
             .unwrap();
     assert_eq!(stage["steps"][0]["status"], "done", "{stage:#}");
     assert!(stage["steps"][0].get("worktree").is_none(), "{stage:#}");
+    assert!(stage["steps"][0].get("overlay").is_none(), "{stage:#}");
 }
 
 #[test]

@@ -14,7 +14,6 @@ use crate::events;
 use crate::evidence::Baseline;
 use crate::step::{self, TestCommand};
 use crate::workspace::StepWorkspace;
-use crate::workspace::overlay::OverlayWorkspace;
 use crate::worktree::PoolWorktree;
 
 use super::Coordinator;
@@ -82,7 +81,7 @@ impl Coordinator<'_> {
         // the repository), else in a pool worktree the first step then takes.
         let (overlay, wt, dir) = match self.overlay_base.clone() {
             Some(base) => {
-                let mut ws = OverlayWorkspace::new(base, self.next_overlay_path()?);
+                let mut ws = self.overlay_workspace(base)?;
                 ws.prepare(&self.main, &self.work_start)?;
                 let dir = ws.path().to_path_buf();
                 (Some(ws), None, dir)

@@ -156,6 +156,8 @@ struct Coordinator<'o> {
     /// `runner.step_workspace: overlay` where overlayfs works: the one checkout
     /// every step's copy-on-write workspace shows (steps take no pool worktree).
     overlay_base: Option<std::sync::Arc<crate::workspace::overlay::SharedBase>>,
+    /// The workers' fixed directories the steps' overlays are mounted at.
+    overlay_mounts: crate::workspace::overlay::MountPoints,
     /// `auto` / `overlay`: the overlayfs probe and the attribute scan, made
     /// while the gates run (`workspace::overlay::look_ahead`).
     look_ahead: Option<
@@ -274,6 +276,7 @@ impl<'o> Coordinator<'o> {
             pool_created: 0,
             create_inline: false,
             overlay_base: None,
+            overlay_mounts: crate::workspace::overlay::MountPoints::new(paths.worktrees.clone()),
             look_ahead: None,
             user_checkout_clean: false,
             tip: String::new(),

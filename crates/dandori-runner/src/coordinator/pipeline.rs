@@ -28,6 +28,7 @@ impl Coordinator<'_> {
         {
             // Its worktree matters only while it runs (`crate::interrupted`).
             s.extra.remove("worktree");
+            s.extra.remove("overlay");
         }
         self.tokens.add(r.tokens);
         self.agent_tokens += r.agent.tokens;

@@ -51,6 +51,7 @@ impl Coordinator<'_> {
         let (mut kept, mut lost) = (Vec::new(), Vec::new());
         for s in &mut self.stage.steps {
             let worktree = s.extra.remove("worktree");
+            let layers = s.extra.remove("overlay");
             let Some(path) = worktree
                 .as_ref()
                 .and_then(|w| w.as_str())
@@ -64,7 +65,11 @@ impl Coordinator<'_> {
             else {
                 continue;
             };
-            match crate::interrupted::snapshot(&path, &run_id, &s.step_id) {
+            let snapshot = match layers {
+                Some(l) => snapshot_overlay(&l, &path, &run_id, &s.step_id),
+                None => crate::interrupted::snapshot(&path, &run_id, &s.step_id),
+            };
+            match snapshot {
                 Ok(Some((commit, files))) => {
                     kept.push(json!({"step_id": s.step_id, "commit": commit, "files": files}));
                 }
@@ -159,4 +164,45 @@ impl Coordinator<'_> {
         self.work_start_below = below;
         Ok(())
     }
+}
+
+/// [`crate::interrupted::snapshot`] of a copy-on-write workspace whose mount
+/// ended with its killed process: its layers (`layers`: `{"layers": <dir with
+/// upper/>, "lower": <shared checkout>}`, kept in `stage.json`) mounted again at
+/// `at`, its mount point (a fresh overlayfs work directory beside the old one),
+/// and the work read through that view.
+fn snapshot_overlay(
+    layers: &serde_json::Value,
+    at: &std::path::Path,
+    run_id: &str,
+    step_id: &str,
+) -> Result<Option<(String, Vec<String>)>, RunnerError> {
+    let dir = |k: &str| {
+        layers
+            .get(k)
+            .and_then(serde_json::Value::as_str)
+            .map(std::path::PathBuf::from)
+    };
+    let (Some(root), Some(lower)) = (dir("layers"), dir("lower")) else {
+        return Ok(None);
+    };
+    let upper = root.join("upper");
+    if !upper.is_dir() || !lower.is_dir() {
+        return Ok(None);
+    }
+    // overlayfs's scratch directory is `<resume>/work/work` (mode 0 once used).
+    let resume = root.join("resume");
+    let _ = dandori_exec::overlay::remove_dir(&resume);
+    let work = resume.join("work");
+    dandori_fs::create_dir_all(&work)?;
+    let mount = dandori_exec::overlay::Overlay::mount(&lower, &upper, &work, at).map_err(|e| {
+        RunnerError::Process {
+            command: "mounting the interrupted step's copy-on-write workspace".to_string(),
+            message: e.to_string(),
+        }
+    })?;
+    let kept = crate::interrupted::snapshot(&mount.view(), run_id, step_id);
+    drop(mount);
+    let _ = dandori_exec::overlay::remove_dir(&resume);
+    kept
 }

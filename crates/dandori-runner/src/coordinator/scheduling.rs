@@ -147,13 +147,13 @@ impl Coordinator<'_> {
                     }
                     let commits = self.base_commits(i);
                     let overlay = match overlay {
-                        Some(base) => Some(OverlayWorkspace::new(base, self.next_overlay_path()?)),
+                        Some(base) => Some(self.overlay_workspace(base)?),
                         None => None,
                     };
                     let wt = self.start_step(
                         i,
                         dispatch.is_none() && overlay.is_none(),
-                        overlay.as_ref().map(|o| o.root()),
+                        overlay.as_ref(),
                     )?;
                     let attempt = self.stage.steps[i].attempts;
                     running += 1;
@@ -263,6 +263,7 @@ impl Coordinator<'_> {
         if let Some(base) = self.overlay_base.take() {
             base.remove(&self.main)?;
         }
+        self.overlay_mounts.remove_free();
         if started_here >= max_steps
             && self
                 .stage
@@ -328,7 +329,7 @@ impl Coordinator<'_> {
         &mut self,
         i: usize,
         pooled: bool,
-        overlay: Option<&std::path::Path>,
+        overlay: Option<&OverlayWorkspace>,
     ) -> Result<Option<PoolWorktree>, RunnerError> {
         let now = now_rfc3339();
         let s = &mut self.stage.steps[i];
@@ -350,7 +351,7 @@ impl Coordinator<'_> {
         let path = wt
             .as_ref()
             .map(|w| w.path())
-            .or(overlay)
+            .or(overlay.map(OverlayWorkspace::mount_point))
             .map(|p| p.to_path_buf());
         if let Some(p) = &path {
             self.in_use.insert(i, p.clone());
@@ -361,6 +362,16 @@ impl Coordinator<'_> {
             self.stage.steps[i]
                 .extra
                 .insert("worktree".to_string(), json!(wt.path()));
+        }
+        if let Some(o) = overlay {
+            // The same for a copy-on-write workspace: its mount point, and the
+            // layers `resume` mounts there again to read the work.
+            let extra = &mut self.stage.steps[i].extra;
+            extra.insert("worktree".to_string(), json!(o.mount_point()));
+            extra.insert(
+                "overlay".to_string(),
+                json!({"layers": o.root(), "lower": o.lower()}),
+            );
         }
         self.timings.insert(
             step_id.clone(),
@@ -480,13 +491,23 @@ impl Coordinator<'_> {
         }
     }
 
-    /// The directory of the next copy-on-write workspace of this process.
-    pub(super) fn next_overlay_path(&mut self) -> Result<std::path::PathBuf, RunnerError> {
+    /// The next copy-on-write workspace of this process over `base`: its
+    /// layers in a directory of its own, mounted at the first free worker's
+    /// directory.
+    pub(super) fn overlay_workspace(
+        &mut self,
+        base: std::sync::Arc<SharedBase>,
+    ) -> Result<OverlayWorkspace, RunnerError> {
         self.pool_created += 1;
-        Ok(self
-            .paths
-            .worktrees
-            .join(format!("ovl-{}-{}", std::process::id(), self.pool_created)))
+        let root =
+            self.paths
+                .worktrees
+                .join(format!("ovl-{}-{}", std::process::id(), self.pool_created));
+        Ok(OverlayWorkspace::new(
+            base,
+            root,
+            self.overlay_mounts.take()?,
+        ))
     }
 
     /// The path of the next pool worktree of this process.

@@ -441,6 +441,15 @@ fn one_line(s: &str) -> String {
     }
 }
 
+/// The step's working directory as the agent sees it: its `getcwd`, the paths
+/// its tools report and the key of Claude Code's per-directory project. A
+/// copy-on-write workspace is reached by the runner through its mount holder's
+/// root (`/proc/<pid>/root/<dir>`) and seen by the agent at `<dir>`, the
+/// worker's fixed directory.
+fn agent_dir(req: &ExecRequest<'_>) -> PathBuf {
+    dandori_exec::overlay::inner(req.workdir)
+}
+
 /// Where a step's agent session is kept: beside its prompt in the run's logs.
 pub fn session_file(req: &ExecRequest<'_>) -> PathBuf {
     req.prompt_file
@@ -666,13 +675,14 @@ impl AgentExecutor {
                 let mut pos = start;
                 let mut pending = String::new();
                 let mut kept: Option<String> = session.map(str::to_string);
+                let seen = agent_dir(req);
                 loop {
                     let finished = done.load(Ordering::SeqCst);
                     if let Some(chunk) = read_from(req.log, &mut pos, finished) {
                         pending.push_str(&chunk);
                         while let Some(i) = pending.find('\n') {
                             let line: String = pending.drain(..=i).collect();
-                            if let Some(tool) = t.feed(self.info.preset, &line, req.workdir) {
+                            if let Some(tool) = t.feed(self.info.preset, &line, &seen) {
                                 self.say(&req.masker.mask_str(&format!("{}: {tool}", req.step_id)));
                             }
                             if t.session_id.is_some() && t.session_id != kept {
@@ -688,7 +698,7 @@ impl AgentExecutor {
                     }
                     if finished {
                         if !pending.trim().is_empty() {
-                            t.feed(self.info.preset, &pending, req.workdir);
+                            t.feed(self.info.preset, &pending, &seen);
                         }
                         drained.store(true, Ordering::SeqCst);
                         return t;
@@ -853,7 +863,7 @@ impl Executor for AgentExecutor {
         let req = if resumed.is_some() && used_before_a_restart(&session_path) && !told {
             restarted_prompt = format!(
                 "dandori was interrupted and has restarted this step. The working tree was reset to the step's starting commit: none of the edits you made before exist any more. You are now working in {}; work only there and make your changes again.\n\n{}",
-                req.workdir.display(),
+                agent_dir(req).display(),
                 req.prompt
             );
             dandori_fs::write_atomic_unsynced(
@@ -871,7 +881,7 @@ impl Executor for AgentExecutor {
         if let (Some(s), Some(home)) = (&resumed, &home)
             && self.info.preset == AgentPreset::Claude
         {
-            adopt_claude_session(home, req.workdir, s);
+            adopt_claude_session(home, &agent_dir(req), s);
         }
         // The call a kill cut short (dandori killed while the CLI ran): recorded
         // first, as far as its stream says.
@@ -879,7 +889,7 @@ impl Executor for AgentExecutor {
             &invocation_file(req),
             req.log,
             self.info.preset,
-            req.workdir,
+            &agent_dir(req),
             req.masker,
         );
         let (mut t, mut out) = self.invoke(req, resumed.as_deref())?;

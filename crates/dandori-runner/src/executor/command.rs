@@ -128,7 +128,9 @@ impl CommandExecutor {
     /// The argv for one request.
     pub fn argv(&self, req: &ExecRequest<'_>) -> Vec<String> {
         let prompt_file = req.prompt_file.to_string_lossy();
-        let workdir = req.workdir.to_string_lossy();
+        // As the command sees it (a copy-on-write workspace: its mount point).
+        let workdir = dandori_exec::overlay::inner(req.workdir);
+        let workdir = workdir.to_string_lossy();
         self.template
             .iter()
             .map(|w| {

@@ -502,6 +502,25 @@ impl ObjectReader {
         Some(false)
     }
 
+    /// The content of the blob `oid` (a full id).
+    pub fn blob(&self, oid: &str) -> Option<Vec<u8>> {
+        if !is_full_hash(oid) {
+            return None;
+        }
+        self.batch.with(|s| {
+            let header = s.ask(&format!("contents {oid}"))?;
+            let mut it = header.split(' ');
+            let (got, kind, size) = (it.next()?, it.next()?, it.next()?);
+            if got != oid || kind != "blob" {
+                return None;
+            }
+            let size: usize = size.trim().parse().ok()?;
+            let mut body = vec![0u8; size + 1];
+            std::io::Read::read_exact(&mut s.stdout, &mut body).ok()?;
+            (body.pop() == Some(b'\n')).then_some(body)
+        })
+    }
+
     fn read_tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
         if !is_full_hash(oid) {
             return None;

@@ -1,7 +1,9 @@
 //! A copy-on-write step workspace: overlayfs over ONE checkout of the run's
 //! start ([`SharedBase`], a worktree of the repository made once per run and
 //! never written), an upper directory of the step's own that receives every
-//! change, mounted in a mount namespace of its own (`dandori_exec::overlay`).
+//! change, mounted in a mount namespace of its own (`dandori_exec::overlay`) at
+//! the worker's fixed directory ([`MountPoints`]: the same path from step to
+//! step, as a pool worktree's).
 //!
 //! What a step costs no longer depends on the repository's size:
 //! * **making it**: a few directories, the step's git administrative directory
@@ -24,13 +26,14 @@
 //! the step's own index and HEAD.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use dandori_exec::overlay::Overlay;
 
 use super::{Mechanism, StepWorkspace};
 use crate::error::RunnerError;
 use crate::git::Git;
+use crate::git::index_file as upper_index;
 use crate::git::upper;
 
 /// The one checkout every overlay workspace shows: the user's own checkout
@@ -207,13 +210,112 @@ pub fn look_ahead(
     })
 }
 
+/// The fixed directories steps' overlays are mounted at: one per worker, as a
+/// pool worktree is one per worker. A step takes the first free one and gives
+/// it back when its workspace is dropped, so the path a step (and its agent)
+/// works in is the same from step to step of a worker: the agent CLIs' state
+/// kept per working directory (Claude Code's project and sessions), the
+/// progress lines' paths and the trace's `worktree` are those of the pool's.
+/// Each mount lives in a mount namespace of its own, so the directory on the
+/// host stays empty.
+#[derive(Debug, Clone)]
+pub struct MountPoints {
+    dir: PathBuf,
+    taken: Arc<Mutex<Vec<bool>>>,
+}
+
+impl MountPoints {
+    /// Mount points `<dir>/ovl-<pid>-w<n>`, made as they are first taken.
+    pub fn new(dir: PathBuf) -> MountPoints {
+        MountPoints {
+            dir,
+            taken: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// The first free mount point, made when new.
+    pub fn take(&self) -> Result<MountPoint, RunnerError> {
+        let n = {
+            let mut taken = self
+                .taken
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let n = match taken.iter().position(|t| !t) {
+                Some(n) => n,
+                None => {
+                    taken.push(false);
+                    taken.len() - 1
+                }
+            };
+            taken[n] = true;
+            n
+        };
+        let point = MountPoint {
+            path: self.path(n),
+            n,
+            taken: self.taken.clone(),
+        };
+        dandori_fs::create_dir_all(&point.path)?;
+        Ok(point)
+    }
+
+    /// Removes the mount points no step holds (empty directories on the
+    /// host): at the end of the steps' phase.
+    pub fn remove_free(&self) {
+        let taken = self
+            .taken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (n, t) in taken.iter().enumerate() {
+            if !t {
+                let _ = std::fs::remove_dir(self.path(n));
+            }
+        }
+    }
+
+    fn path(&self, n: usize) -> PathBuf {
+        self.dir
+            .join(format!("ovl-{}-w{}", std::process::id(), n + 1))
+    }
+}
+
+/// A mount point taken from [`MountPoints`]: free again when dropped.
+#[derive(Debug)]
+pub struct MountPoint {
+    path: PathBuf,
+    n: usize,
+    taken: Arc<Mutex<Vec<bool>>>,
+}
+
+impl MountPoint {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for MountPoint {
+    fn drop(&mut self) {
+        let mut taken = self
+            .taken
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(t) = taken.get_mut(self.n) {
+            *t = false;
+        }
+    }
+}
+
 /// One step's copy-on-write workspace (see the module documentation).
 #[derive(Debug)]
 pub struct OverlayWorkspace {
     base: Arc<SharedBase>,
-    /// `<root>/{upper,work,mnt}`.
+    /// `<root>/{upper,work}`: the step's own layers.
     root: PathBuf,
-    /// Where the runner and the step see the merged directory.
+    /// The worker's fixed directory the overlay is mounted at (the path the
+    /// step's commands see). Given back after the mount ends (field order:
+    /// dropped after [`Drop::drop`] of the workspace unmounted).
+    at: MountPoint,
+    /// Where the runner sees the merged directory.
     view: PathBuf,
     mount: Option<Overlay>,
     /// The step's `.git/worktrees/<name>`.
@@ -224,26 +326,43 @@ pub struct OverlayWorkspace {
     /// The last staging went through `git add -A` (an upper layer the runner
     /// could not read, an object it could not write).
     pub staged_by_git: bool,
+    /// The last move to another commit went through `git checkout` (an index
+    /// `git::index_file` does not carry, a git before 2.40, a submodule).
+    pub moved_by_git: bool,
 }
 
 impl OverlayWorkspace {
-    /// A workspace at `root` (made by [`StepWorkspace::prepare`]) over `base`.
-    pub fn new(base: Arc<SharedBase>, root: PathBuf) -> OverlayWorkspace {
+    /// A workspace whose layers are at `root` (made by
+    /// [`StepWorkspace::prepare`]) over `base`, mounted at `at`.
+    pub fn new(base: Arc<SharedBase>, root: PathBuf, at: MountPoint) -> OverlayWorkspace {
         OverlayWorkspace {
-            view: root.join("mnt"),
+            view: at.path().to_path_buf(),
             base,
             root,
+            at,
             mount: None,
             admin: None,
             head: None,
             staged: None,
             staged_by_git: false,
+            moved_by_git: false,
         }
     }
 
-    /// The workspace's own directory (`upper`, `work`, `mnt` under it).
+    /// The workspace's own directory (`upper`, `work` under it).
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The worker's directory the overlay is mounted at: the path the step's
+    /// commands see (the runner reaches it through [`StepWorkspace::path`]).
+    pub fn mount_point(&self) -> &Path {
+        self.at.path()
+    }
+
+    /// The shared checkout the overlay shows (its lower layer).
+    pub fn lower(&self) -> &Path {
+        &self.base.path
     }
 
     /// The step's upper directory: every file it wrote, whiteouts for removals.
@@ -252,8 +371,8 @@ impl OverlayWorkspace {
     }
 
     fn mount(&mut self) -> Result<(), RunnerError> {
-        let mnt = self.root.join("mnt");
-        for d in ["upper", "work", "mnt"] {
+        let mnt = self.at.path().to_path_buf();
+        for d in ["upper", "work"] {
             dandori_fs::create_dir_all(self.root.join(d))?;
         }
         let name = self
@@ -335,7 +454,13 @@ impl StepWorkspace for OverlayWorkspace {
             .unwrap_or_else(|| self.base.commit.clone());
         match main.changed_paths(&from, rev) {
             Some(paths) => {
-                if !paths.is_empty() {
+                let in_process = paths.is_empty()
+                    || self.admin.as_ref().is_some_and(|admin| {
+                        upper_index::move_paths(&git, &self.view, &admin.join("index"), rev, &paths)
+                            .is_some()
+                    });
+                self.moved_by_git = !in_process;
+                if !in_process {
                     let spec: Vec<&str> = paths.iter().map(String::as_str).collect();
                     git.checkout_paths(rev, &spec)?;
                 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use dandori_runner::CompletionStatus;
 use dandori_runner::git::Git;
 use dandori_runner::workspace::StepWorkspace;
-use dandori_runner::workspace::overlay::{OverlayWorkspace, SharedBase};
+use dandori_runner::workspace::overlay::{MountPoints, OverlayWorkspace, SharedBase};
 use serde_json::json;
 
 use super::support::{Repo, S, git_in, options, planning, run, trace_events};
@@ -79,7 +79,8 @@ fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
     let main = Git::new(&r.path).with_object_writer();
     let base = Arc::new(SharedBase::user_checkout(&main, Vec::new()).unwrap());
     let root = r.path.parent().unwrap().join("ovl-1");
-    let mut ws = OverlayWorkspace::new(base, root.clone());
+    let points = MountPoints::new(r.path.parent().unwrap().to_path_buf());
+    let mut ws = OverlayWorkspace::new(base, root.clone(), points.take().unwrap());
     ws.prepare(&main, &b).unwrap();
     let view = ws.path().to_path_buf();
 
@@ -94,6 +95,19 @@ fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
         git.run(&["status", "--porcelain", "--untracked-files=all"])
             .unwrap(),
         ""
+    );
+    // Moved from A to B in the process (no git process read the whole index):
+    // the step's index is B's tree, as git lists it.
+    assert!(!ws.moved_by_git);
+    assert_eq!(
+        git.run(&["ls-files", "-s"]).unwrap(),
+        main.run(&[
+            "ls-tree",
+            "-r",
+            "--format=%(objectmode) %(objectname) 0\t%(path)",
+            &b
+        ])
+        .unwrap()
     );
 
     // A process started in the workspace sees it (the namespace is entered).
@@ -237,6 +251,23 @@ pwd > "{ctl}/$1.pwd""#,
     // The agent's working directory is an ordinary path (not /proc/…).
     let pwd = std::fs::read_to_string(ctl.join("S03.pwd")).unwrap();
     assert!(pwd.starts_with(run_dir.to_str().unwrap()), "{pwd}");
+    // ... and a worker's: the same directory from step to step (as a pool
+    // worktree's), which the trace names. Two workers, three steps.
+    let pwds: std::collections::BTreeSet<String> = ["S01", "S02", "S03"]
+        .iter()
+        .map(|s| {
+            std::fs::read_to_string(ctl.join(format!("{s}.pwd")))
+                .unwrap()
+                .trim()
+                .to_string()
+        })
+        .collect();
+    assert!(pwds.len() <= 2, "{pwds:?}");
+    let started: std::collections::BTreeSet<String> = trace_events(&run_dir, "STEP_START")
+        .iter()
+        .map(|e| e["data"]["worktree"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(started, pwds);
     // One commit per step, holding exactly its file(s).
     let files = repo.git(&["show", "--name-only", "--format=", "dandori/RQ-1/run-1"]);
     assert_eq!(files, "src/S03/out.txt\nsrc/S03/seen.txt\n");

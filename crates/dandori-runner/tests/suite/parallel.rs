@@ -100,8 +100,9 @@ fn independent_steps_overlap_and_merge_into_their_dependent() {
     let overlay = trace_events(&run_dir, "STEP_WORKSPACE")[0]["data"]["mechanism"] == "overlay";
     assert!(
         if overlay {
-            // Copy-on-write workspaces: one per step, none reused.
-            worktrees.len() == 4 && worktrees.iter().all(|w| w.contains("/worktrees/ovl-"))
+            // Copy-on-write workspaces: one per step, mounted at one fixed
+            // directory per worker, reused.
+            worktrees.len() <= 3 && worktrees.iter().all(|w| w.contains("/worktrees/ovl-"))
         } else {
             worktrees.len() <= 3 && worktrees.iter().all(|w| w.contains("/worktrees/pool-"))
         },
