@@ -244,6 +244,7 @@ pub const CONTRACT_CODES: &[&str] = &[
     "TOO_MANY_STEPS",
     "TOTAL_TIMEOUT",
     "TRACE_ERROR",
+    "TRIGGER_PAYLOAD",
     "UNIT_TEST",
     "UNIT_TEST_FAILED",
     "UNIT_TEST_TIMEOUT",
