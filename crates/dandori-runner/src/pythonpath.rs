@@ -83,25 +83,21 @@ pub fn generated_modules(main: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
     if roots.is_empty() {
         return Vec::new();
     }
-    let mut cmd = std::process::Command::new("git");
-    cmd.arg("-C")
-        .arg(main)
-        .args(["ls-files", "--others", "-z", "--"])
-        .args(roots.iter().map(|r| {
-            if r.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                r.as_path()
-            }
-        }))
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let Ok(out) = cmd.output() else {
-        return Vec::new();
-    };
-    if !out.status.success() {
+    // The repository is untrusted: the hardened git command (no fsmonitor,
+    // hooks or pager from its configuration).
+    let paths: Vec<&str> = roots
+        .iter()
+        .filter_map(|r| r.to_str())
+        .map(|r| if r.is_empty() { "." } else { r })
+        .collect();
+    if paths.is_empty() {
         return Vec::new();
     }
+    let mut args = vec!["ls-files", "--others", "-z", "--"];
+    args.extend(paths);
+    let Ok(out) = crate::git::Git::new(main).run(&args) else {
+        return Vec::new();
+    };
     let module = |p: &str| {
         let name = p.rsplit('/').next().unwrap_or(p);
         let skipped_dir = p.split('/').any(|c| {
@@ -118,10 +114,7 @@ pub fn generated_modules(main: &Path, roots: &[PathBuf]) -> Vec<PathBuf> {
                 || name.ends_with(".pyd"))
     };
     let mut files = Vec::new();
-    for p in out.stdout.split(|b| *b == 0) {
-        let Ok(p) = std::str::from_utf8(p) else {
-            continue;
-        };
+    for p in out.split('\0') {
         if p.is_empty() || !module(p) {
             continue;
         }
