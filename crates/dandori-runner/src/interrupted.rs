@@ -160,16 +160,8 @@ pub fn mask_left_logs(dirs: &[&Path], masker: &dandori_trace::Masker) -> Result<
             let path = entry.path();
             let is_log = path.extension().is_some_and(|e| e == "log")
                 && entry.file_type().is_ok_and(|t| t.is_file());
-            if !is_log {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(&path) else {
-                continue;
-            };
-            let text = String::from_utf8_lossy(&bytes);
-            let masked = masker.mask_str(&text);
-            if masked != text {
-                dandori_fs::write_atomic(&path, masked)?;
+            if is_log {
+                crate::process::mask_log(&path, masker)?;
             }
         }
     }

@@ -160,14 +160,8 @@ pub fn run_hooked(
     if let Some(f) = on_exit {
         f();
     }
-    if let Some(m) = spec.masker
-        && let Ok(text) = std::fs::read(spec.log)
-    {
-        let text = String::from_utf8_lossy(&text);
-        let masked = m.mask_str(&text);
-        if masked != text {
-            dandori_fs::write_atomic(spec.log, masked)?;
-        }
+    if let Some(m) = spec.masker {
+        mask_log(spec.log, m)?;
     }
     Ok(ProcOutcome {
         exit_code: status.and_then(|s| s.code()),
@@ -176,6 +170,20 @@ pub fn run_hooked(
         tail: read_tail(spec.log, start_len),
         log: spec.log.to_path_buf(),
     })
+}
+
+/// Rewrites the log at `path` masked, when masking changes it; a log that
+/// cannot be read is left as it is.
+pub fn mask_log(path: &Path, masker: &dandori_trace::Masker) -> Result<(), RunnerError> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Ok(());
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let masked = masker.mask_str(&text);
+    if masked != text {
+        dandori_fs::write_atomic(path, masked)?;
+    }
+    Ok(())
 }
 
 /// SIGKILL to the process group `pgid` (an already empty group is fine).
