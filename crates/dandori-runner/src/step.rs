@@ -1961,7 +1961,7 @@ pub fn run_test_command(
     tests.extend(xml.tests);
     let counted = crate::evidence::runner_hooks::count(&text);
     let crash = (!out.timed_out && out.exit_code != Some(0) && tests.is_empty())
-        .then(|| last_line(&text))
+        .then(|| crash_line(&text))
         .flatten();
     let run = crate::evidence::CommandRun {
         command: t.command.to_string(),
@@ -1976,9 +1976,10 @@ pub fn run_test_command(
 
 /// The last non-blank line of a command's output (at most 200 characters),
 /// durations blanked: what a crash says.
-fn last_line(text: &str) -> Option<String> {
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    Some(without_durations(line).chars().take(200).collect())
+fn crash_line(text: &str) -> Option<String> {
+    let line = crate::executor::command::last_line(text);
+    let line = line.trim();
+    (!line.is_empty()).then(|| without_durations(line).chars().take(200).collect())
 }
 
 /// Says in the command's log which JUnit reports were read and which could
