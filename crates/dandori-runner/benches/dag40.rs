@@ -20,7 +20,9 @@
 //! `DANDORI_BENCH_LATENCY_MS` (default `1000,200,0`), `DANDORI_BENCH_WORKERS`
 //! (default `1,5`) and `DANDORI_BENCH_WORKSPACE` (default `pool,overlay`:
 //! `runner.step_workspace`) choose the grid; `DANDORI_BENCH_MARGINAL=0` skips
-//! the 1-step runs, `DANDORI_BENCH_CRITERION=0` criterion's timing.
+//! the 1-step runs, `DANDORI_BENCH_CRITERION=0` criterion's timing;
+//! `DANDORI_BENCH_REPOS=<dir>` keeps the generated repositories there between
+//! runs (`<dir>/files-<n>`).
 //!
 //! **LangGraph on the same DAG**: where `DANDORI_BENCH_LANGGRAPH` names a Python
 //! with `langgraph` (default: `target/test-tools/langgraph/bin/python`, which
@@ -137,15 +139,43 @@ fn plan(levels: usize, width: usize) -> serde_json::Value {
 /// A repository of `files` files (spread over 200 × 13 directories, like a real
 /// source tree) committed on `main`.
 struct BenchRepo {
-    _dir: tempfile::TempDir,
+    _dir: Option<tempfile::TempDir>,
     repo: PathBuf,
     run_dir: PathBuf,
 }
 
 fn generate(files: usize) -> BenchRepo {
+    // Kept across runs under `DANDORI_BENCH_REPOS` (made once: 100 000 files
+    // take minutes to write, commit and pack).
+    if let Some(keep) = std::env::var_os("DANDORI_BENCH_REPOS") {
+        let repo = PathBuf::from(keep).join(format!("files-{files}"));
+        if !repo.join(".git/refs/heads/main").exists() && !repo.join(".git/packed-refs").exists() {
+            let _ = std::fs::remove_dir_all(&repo);
+            std::fs::create_dir_all(&repo).unwrap();
+            fill(&repo, files);
+        }
+        let run_dir = repo.join(".dandori/runs/RQ-B/bench");
+        return BenchRepo {
+            _dir: None,
+            repo,
+            run_dir,
+        };
+    }
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     std::fs::create_dir_all(&repo).unwrap();
+    fill(&repo, files);
+    let run_dir = repo.join(".dandori/runs/RQ-B/bench");
+    BenchRepo {
+        _dir: Some(dir),
+        repo,
+        run_dir,
+    }
+}
+
+/// `files` files committed on `main` of a new repository at `repo`, packed.
+fn fill(repo: &Path, files: usize) {
+    let repo = repo.to_path_buf();
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["config", "user.name", "Bench"]);
     git(&repo, &["config", "user.email", "bench@example.invalid"]);
@@ -160,12 +190,6 @@ fn generate(files: usize) -> BenchRepo {
     // Packed like a real repository: no automatic `gc` of thousands of loose
     // objects started by a later git command in the background of the timed runs.
     git(&repo, &["-c", "gc.autoDetach=false", "gc", "-q"]);
-    let run_dir = repo.join(".dandori/runs/RQ-B/bench");
-    BenchRepo {
-        _dir: dir,
-        repo,
-        run_dir,
-    }
 }
 
 /// Back to `main` with no work branch and a fresh run directory.
@@ -217,6 +241,16 @@ fn cpu_now() -> (Duration, Duration) {
     (of(UsageWho::RUSAGE_SELF), of(UsageWho::RUSAGE_CHILDREN))
 }
 
+/// This process's peak resident size (`VmHWM`), in bytes.
+fn peak_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// Used bytes of the file system holding `dir`.
 fn used_bytes(dir: &Path) -> u64 {
     nix::sys::statvfs::statvfs(dir).map_or(0, |s| {
@@ -231,6 +265,8 @@ struct Measured {
     cpu: (Duration, Duration),
     /// Peak growth of the file system's used bytes during the run.
     disk: u64,
+    /// Peak resident memory of this process (the runner) during the run.
+    peak_rss: u64,
 }
 
 /// One run of `steps` (40, or 1 for the fixed costs): its wall time to the
@@ -277,6 +313,8 @@ fn run_prepared(
         dispatch: None,
     };
     let before = used_bytes(&r.repo);
+    // The peak resident size counts from here (`clear_refs` 5 resets it).
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
     let done = std::sync::atomic::AtomicBool::new(false);
     let cpu0 = cpu_now();
     let start = Instant::now();
@@ -304,6 +342,7 @@ fn run_prepared(
         wall,
         cpu,
         disk: peak.saturating_sub(before),
+        peak_rss: peak_rss(),
     }
 }
 
@@ -439,6 +478,7 @@ fn bench(c: &mut Criterion) {
                             wall: Duration::ZERO,
                             cpu: (Duration::ZERO, Duration::ZERO),
                             disk: 0,
+                            peak_rss: 0,
                         },
                     };
                     let m = run_once(&r, l, w as u32, ws, LEVELS * WIDTH);
@@ -460,7 +500,7 @@ fn bench(c: &mut Criterion) {
                         format!("{:.3}", wall.as_secs_f64() / bound.as_secs_f64())
                     };
                     eprintln!(
-                        "dag40: {n} files, {} workspaces, latency {ms} ms, {w} workers: wall {:.2} s, bound {:.2} s, ratio {ratio}, cpu {:.2} s ({:.1} ms per step: runner {:.1}, children {:.1}; marginal {marginal:.1} ms per step over a 1-step run of {:.2} s cpu), extra disk {:.1} MB{}",
+                        "dag40: {n} files, {} workspaces, latency {ms} ms, {w} workers: wall {:.2} s, bound {:.2} s, ratio {ratio}, cpu {:.2} s ({:.1} ms per step: runner {:.1}, children {:.1}; marginal {marginal:.1} ms per step over a 1-step run of {:.2} s cpu), extra disk {:.1} MB, runner peak RSS {:.0} MB{}",
                         kind_name(ws),
                         wall.as_secs_f64(),
                         bound.as_secs_f64(),
@@ -470,6 +510,7 @@ fn bench(c: &mut Criterion) {
                         children.as_secs_f64() * 1000.0 / (LEVELS * WIDTH) as f64,
                         fixed.as_secs_f64(),
                         m.disk as f64 / 1e6,
+                        m.peak_rss as f64 / 1e6,
                         if ms == 0 && w == 1 {
                             format!(
                                 ", overhead per step {:.1} ms (after the first step: {:.1} ms)",
