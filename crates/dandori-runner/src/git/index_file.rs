@@ -52,7 +52,6 @@ impl Entry {
 struct Entries<R> {
     input: R,
     version: u32,
-    count: usize,
     left: usize,
     /// Bytes read so far.
     read: usize,
@@ -73,7 +72,6 @@ impl<R: BufRead> Entries<R> {
         Some(Entries {
             input,
             version: be32(4),
-            count,
             left: count,
             read: 12,
         })
@@ -189,7 +187,7 @@ fn put(out: &mut impl Write, e: &Entry) -> std::io::Result<()> {
 #[cfg(test)]
 fn parse(bytes: &[u8]) -> Option<Vec<Entry>> {
     let mut entries = Entries::new(bytes)?;
-    let mut out = Vec::with_capacity(entries.count);
+    let mut out = Vec::with_capacity(entries.left);
     let mut e = Entry::empty();
     while entries.next(&mut e)? {
         out.push(e.clone());
@@ -600,7 +598,6 @@ mod tests {
         Entries {
             input: buf,
             version: 4,
-            count: 0,
             left: 0,
             read: 0,
         }
