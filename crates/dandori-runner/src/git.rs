@@ -10,6 +10,7 @@ pub mod index_file;
 mod merge;
 pub mod never_committed;
 mod objects;
+pub mod split_index;
 pub mod touched;
 pub(crate) mod upper;
 

@@ -429,13 +429,14 @@ impl Coordinator<'_> {
                         true => SharedBase::user_checkout(
                             &self.main,
                             self.runs_exclude().into_iter().collect(),
+                            &self.paths.worktrees,
                         )?,
                         false => {
                             let path = self
                                 .paths
                                 .worktrees
                                 .join(format!("base-{}", std::process::id()));
-                            SharedBase::create(&self.main, path, &self.tip)?
+                            SharedBase::create(&self.main, path, &self.tip, &self.paths.worktrees)?
                         }
                     };
                     self.overlay_base = Some(std::sync::Arc::new(base));

@@ -30,14 +30,18 @@ const EXTENDED: u16 = 0x4000;
 /// One index entry: its fixed part (stat data, object id, flags), its
 /// extended flags (version 3 and later) and its name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Entry {
-    fixed: [u8; FIXED],
-    extended: Option<u16>,
-    name: Vec<u8>,
+pub(super) struct Entry {
+    pub(super) fixed: [u8; FIXED],
+    pub(super) extended: Option<u16>,
+    pub(super) name: Vec<u8>,
 }
 
 impl Entry {
-    fn empty() -> Entry {
+    pub(super) fn stage(&self) -> u16 {
+        (u16::from_be_bytes([self.fixed[60], self.fixed[61]]) >> 12) & 3
+    }
+
+    pub(super) fn empty() -> Entry {
         Entry {
             fixed: [0; FIXED],
             extended: None,
@@ -49,7 +53,7 @@ impl Entry {
 /// An index file's entries read one at a time into one reused [`Entry`] (every
 /// version; no allocation per entry): a 100 000-file index is read in a few
 /// milliseconds and a buffer's worth of memory.
-struct Entries<R> {
+pub(super) struct Entries<R> {
     input: R,
     version: u32,
     left: usize,
@@ -59,7 +63,7 @@ struct Entries<R> {
 
 impl<R: BufRead> Entries<R> {
     /// After the header; `None` for a file that is not an index of version 2 to 4.
-    fn new(mut input: R) -> Option<Entries<R>> {
+    pub(super) fn new(mut input: R) -> Option<Entries<R>> {
         let mut header = [0u8; 12];
         input.read_exact(&mut header).ok()?;
         let be32 = |at: usize| {
@@ -78,7 +82,7 @@ impl<R: BufRead> Entries<R> {
     }
 
     /// The next entry into `e`: `Some(false)` after the last, `None` when malformed.
-    fn next(&mut self, e: &mut Entry) -> Option<bool> {
+    pub(super) fn next(&mut self, e: &mut Entry) -> Option<bool> {
         if self.left == 0 {
             return Some(false);
         }
@@ -146,7 +150,7 @@ impl<R: BufRead> Entries<R> {
     /// keeps entries elsewhere (a split index, `link`) or collapses
     /// directories (a sparse one, `sdir`), both git's to handle, or when the
     /// entries ran into the trailing hash.
-    fn finish(mut self, total: usize) -> Option<()> {
+    pub(super) fn finish(mut self, total: usize) -> Option<()> {
         let end = total.checked_sub(20)?;
         if self.read > end {
             return None;
@@ -170,7 +174,7 @@ impl<R: BufRead> Entries<R> {
 }
 
 /// Writes `e` as version 2 or 3 has it (padded with NULs to eight bytes).
-fn put(out: &mut impl Write, e: &Entry) -> std::io::Result<()> {
+pub(super) fn put(out: &mut impl Write, e: &Entry) -> std::io::Result<()> {
     out.write_all(&e.fixed)?;
     let mut len = FIXED;
     if let Some(x) = e.extended {
@@ -327,13 +331,30 @@ fn clear(view: &Path, path: &str) -> Option<()> {
     }
 }
 
+/// Where a move from the shared checkout's commit may write the step's index
+/// as a split index over the shared checkout's (`git::split_index`): that index
+/// (read once per run) and its file, and the step's administrative directory.
+#[derive(Debug, Clone, Copy)]
+pub struct SplitOver<'a> {
+    pub base: &'a super::split_index::BaseIndex,
+    pub file: &'a Path,
+    pub admin: &'a Path,
+}
+
 /// Puts the workspace seen at `view` (its index at `index`) from its current
 /// tree to `rev`'s for `paths` (the paths that differ): files written through
 /// the view, the index rewritten with their entries (stat data of the written
 /// files). `None` when it could not be done here: the caller runs `git
 /// checkout --no-overlay <rev> -- <paths>`, which puts the same paths right
 /// whatever this left.
-pub fn move_paths(git: &Git, view: &Path, index: &Path, rev: &str, paths: &[String]) -> Option<()> {
+pub fn move_paths(
+    git: &Git,
+    view: &Path,
+    index: &Path,
+    rev: &str,
+    paths: &[String],
+    split: Option<SplitOver<'_>>,
+) -> Option<()> {
     if !reads_unhashed_index(git) {
         return None;
     }
@@ -379,6 +400,11 @@ pub fn move_paths(git: &Git, view: &Path, index: &Path, rev: &str, paths: &[Stri
         fresh.push(entry(&w.path, w.mode, &w.oid, &meta)?);
     }
     fresh.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(s) = split
+        && super::split_index::write(s.base, s.file, s.admin, index, paths, &fresh).is_some()
+    {
+        return Some(());
+    }
     let lock = index.with_extension("lock");
     let written = rewrite(index, &lock, paths, &fresh);
     if written.is_none() {

@@ -47,6 +47,10 @@ pub struct SharedBase {
     /// The index of that checkout (hard-linked into each step's administrative
     /// directory).
     index: PathBuf,
+    /// A copy of that index made at the run's start (the run's own file: git
+    /// touches a shared index it reads) and its entries read once, for steps'
+    /// split indexes; `None` where git cannot share it (`git::split_index`).
+    split: Option<(crate::git::split_index::BaseIndex, PathBuf)>,
     /// The repository's `worktrees` administrative directory.
     worktrees: PathBuf,
     /// Made by the run (removed at its end), not the user's.
@@ -59,21 +63,36 @@ pub struct SharedBase {
 impl SharedBase {
     /// The user's checkout of `main` at its HEAD: nothing is written. `hidden`:
     /// directories steps must not see (relative, `/`-separated).
-    pub fn user_checkout(main: &Git, hidden: Vec<String>) -> Result<SharedBase, RunnerError> {
-        let mut base = Self::describe(main.dir().to_path_buf(), "HEAD", false)?;
+    /// `scratch`: the run's directory for its copy of the checkout's index.
+    pub fn user_checkout(
+        main: &Git,
+        hidden: Vec<String>,
+        scratch: &Path,
+    ) -> Result<SharedBase, RunnerError> {
+        let mut base = Self::describe(main.dir().to_path_buf(), "HEAD", false, scratch)?;
         base.hidden = hidden;
         Ok(base)
     }
 
     /// Checks out `commit` of `main`'s repository at `path` (a linked worktree).
-    pub fn create(main: &Git, path: PathBuf, commit: &str) -> Result<SharedBase, RunnerError> {
+    pub fn create(
+        main: &Git,
+        path: PathBuf,
+        commit: &str,
+        scratch: &Path,
+    ) -> Result<SharedBase, RunnerError> {
         main.add_worktree_unlocked_checkout(&path, commit, true)?;
-        Self::describe(path, commit, true)
+        Self::describe(path, commit, true, scratch)
     }
 
     /// The checkout at `path` of `rev`: its directories, commit and tree, asked
     /// of one git process.
-    fn describe(path: PathBuf, rev: &str, owned: bool) -> Result<SharedBase, RunnerError> {
+    fn describe(
+        path: PathBuf,
+        rev: &str,
+        owned: bool,
+        scratch: &Path,
+    ) -> Result<SharedBase, RunnerError> {
         let at = Git::new(&path);
         let tree = format!("{rev}^{{tree}}");
         let args = [
@@ -95,8 +114,21 @@ impl SharedBase {
             });
         };
         let common = path.join(common);
+        let index = PathBuf::from(git_dir).join("index");
+        let copy = scratch.join(format!("sharedindex-{}", std::process::id()));
+        let split = match std::fs::copy(&index, &copy) {
+            Ok(_) => match crate::git::split_index::BaseIndex::read(&copy) {
+                Some(b) => Some((b, copy)),
+                None => {
+                    let _ = std::fs::remove_file(&copy);
+                    None
+                }
+            },
+            Err(_) => None,
+        };
         Ok(SharedBase {
-            index: PathBuf::from(git_dir).join("index"),
+            split,
+            index,
             worktrees: common.join("worktrees"),
             commit: commit.to_string(),
             tree: tree.to_string(),
@@ -112,6 +144,9 @@ impl SharedBase {
 
     /// Removes what the run made: its checkout (in the background).
     pub fn remove(&self, main: &Git) -> Result<(), RunnerError> {
+        if let Some((_, copy)) = &self.split {
+            let _ = std::fs::remove_file(copy);
+        }
         if self.owned {
             main.remove_worktree_in_background(&self.path)?;
         }
@@ -454,11 +489,26 @@ impl StepWorkspace for OverlayWorkspace {
             .unwrap_or_else(|| self.base.commit.clone());
         match main.changed_paths(&from, rev) {
             Some(paths) => {
-                let in_process = paths.is_empty()
-                    || self.admin.as_ref().is_some_and(|admin| {
-                        upper_index::move_paths(&git, &self.view, &admin.join("index"), rev, &paths)
+                // The first move from the shared checkout's commit writes a
+                // split index: only what changed.
+                let from_base = from == self.base.commit;
+                let in_process =
+                    paths.is_empty()
+                        || self.admin.as_ref().is_some_and(|admin| {
+                            let split =
+                                self.base.split.as_ref().filter(|_| from_base).map(
+                                    |(base, file)| upper_index::SplitOver { base, file, admin },
+                                );
+                            upper_index::move_paths(
+                                &git,
+                                &self.view,
+                                &admin.join("index"),
+                                rev,
+                                &paths,
+                                split,
+                            )
                             .is_some()
-                    });
+                        });
                 self.moved_by_git = !in_process;
                 if !in_process {
                     let spec: Vec<&str> = paths.iter().map(String::as_str).collect();

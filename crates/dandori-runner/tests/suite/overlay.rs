@@ -27,6 +27,10 @@ fn two_commits() -> (Repo, String, String) {
     }
     std::fs::write(r.path.join(".gitignore"), "*.log\nbuild/\n").unwrap();
     std::fs::write(r.path.join("run.sh"), "#!/bin/sh\n").unwrap();
+    // A directory that becomes a file, a file that becomes a directory.
+    std::fs::create_dir_all(r.path.join("e")).unwrap();
+    std::fs::write(r.path.join("e/x.txt"), "x\n").unwrap();
+    std::fs::write(r.path.join("g"), "g\n").unwrap();
     r.git(&["add", "-A"]);
     r.git(&["update-index", "--chmod=+x", "run.sh"]);
     r.git(&["commit", "-q", "-m", "A"]);
@@ -35,6 +39,11 @@ fn two_commits() -> (Repo, String, String) {
     std::fs::write(r.path.join("d1/f1.txt"), "changed in B\n").unwrap();
     std::fs::write(r.path.join("b.txt"), "b\n").unwrap();
     std::fs::remove_file(r.path.join("d2/f2.txt")).unwrap();
+    std::fs::remove_dir_all(r.path.join("e")).unwrap();
+    std::fs::write(r.path.join("e"), "e is a file\n").unwrap();
+    std::fs::remove_file(r.path.join("g")).unwrap();
+    std::fs::create_dir_all(r.path.join("g")).unwrap();
+    std::fs::write(r.path.join("g/h.txt"), "h\n").unwrap();
     r.git(&["add", "-A"]);
     r.git(&["commit", "-q", "-m", "B"]);
     let b = r.git(&["rev-parse", "HEAD"]).trim().to_string();
@@ -77,7 +86,8 @@ fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
         return;
     }
     let main = Git::new(&r.path).with_object_writer();
-    let base = Arc::new(SharedBase::user_checkout(&main, Vec::new()).unwrap());
+    let base =
+        Arc::new(SharedBase::user_checkout(&main, Vec::new(), r.path.parent().unwrap()).unwrap());
     let root = r.path.parent().unwrap().join("ovl-1");
     let points = MountPoints::new(r.path.parent().unwrap().to_path_buf());
     let mut ws = OverlayWorkspace::new(base, root.clone(), points.take().unwrap());
@@ -97,8 +107,28 @@ fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
         ""
     );
     // Moved from A to B in the process (no git process read the whole index):
-    // the step's index is B's tree, as git lists it.
+    // the step's index is B's tree, as git lists it, written as a split index
+    // over the shared checkout's (only what changed, and a link to it).
     assert!(!ws.moved_by_git);
+    let dotgit = std::fs::read_to_string(view.join(".git")).unwrap();
+    let admin = Path::new(dotgit.trim().strip_prefix("gitdir: ").unwrap());
+    let index = std::fs::read(admin.join("index")).unwrap();
+    assert!(index.windows(4).any(|w| w == b"link"), "a split index");
+    assert!(index.len() < std::fs::read(r.path.join(".git/index")).unwrap().len());
+    assert!(std::fs::read_dir(admin).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("sharedindex.")
+    }));
+    assert_eq!(
+        std::fs::read_to_string(view.join("e")).unwrap(),
+        "e is a file\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(view.join("g/h.txt")).unwrap(),
+        "h\n"
+    );
     assert_eq!(
         git.run(&["ls-files", "-s"]).unwrap(),
         main.run(&[
