@@ -54,12 +54,15 @@ fn case(workspace: &'static str) -> Case {
         "expected_results": {}, "root": ".", "package_manager": "pip",
     });
     std::fs::write(&path, serde_json::to_string_pretty(&planning).unwrap()).unwrap();
+    // The agent does what is left, as a real one does: a step killed after its
+    // edit resumes with that edit kept (issue 36), and the agent then finds
+    // the README line already there instead of appending it twice.
     let agent = home.path().join("agent.sh");
     std::fs::write(
         &agent,
         "#!/bin/sh\nsleep 0.4\ncase \"$1\" in\n\
          S01) mkdir -p src; echo 'hello, friend' > src/greet.txt ;;\n\
-         *) echo \"see src/greet.txt\" >> README.md ;;\nesac\n",
+         *) grep -q 'see src/greet.txt' README.md || echo \"see src/greet.txt\" >> README.md ;;\nesac\n",
     )
     .unwrap();
     let agent_cmd = format!("sh {} {{step_id}}", agent.display());
