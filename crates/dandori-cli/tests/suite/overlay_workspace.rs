@@ -1,7 +1,9 @@
 //! `runner.step_workspace: overlay` end to end from the CLI, under each sandbox
 //! mechanism: the agent works in a copy-on-write view of the user's checkout
 //! (its prepared, ignored `.venv` visible without a copy), git works there, the
-//! step's change is committed, and nothing reaches the user's checkout.
+//! step's change is committed, and nothing reaches the user's checkout. Where
+//! overlayfs cannot be mounted, `auto` (the default) runs the steps in pool
+//! worktrees and says why.
 
 use std::path::PathBuf;
 
