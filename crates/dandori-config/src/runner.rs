@@ -25,13 +25,13 @@ pub struct RunnerConfig {
     /// `.config/my-agent`) writable inside the sandbox, beside the built-in ones
     /// (`.claude`, `.claude.json`, `.codex`, `.gemini`, `.aider`, `.cache`, …).
     pub agent_state: Vec<String>,
-    /// Where each step runs: `pool` (the default), a pool of git worktrees
-    /// each holding a checkout of every file, moved from step to step; `auto`,
-    /// a copy-on-write overlay where overlayfs can be mounted and the executor
-    /// works in one, the pool otherwise; `overlay`, a copy-on-write view per
-    /// step (overlayfs in a mount namespace) over one shared checkout of the
-    /// run's start, its change read from the upper layer, mounted at a
-    /// directory fixed per worker. `auto` and `overlay` fall back to the pool
+    /// Where each step runs: `auto` (the default), a copy-on-write overlay
+    /// where overlayfs can be mounted and the executor works in one, the pool
+    /// otherwise; `overlay`, a copy-on-write view per step (overlayfs in a
+    /// mount namespace) over one shared checkout of the run's start, its change
+    /// read from the upper layer, mounted at a directory fixed per worker;
+    /// `pool`, a pool of git worktrees each holding a checkout of every file,
+    /// moved from step to step. `auto` and `overlay` fall back to the pool
     /// where overlayfs cannot be mounted, with a `STEP_WORKSPACE` event and a
     /// line of the report saying why (docs/runner.md).
     pub step_workspace: StepWorkspaceKind,
@@ -42,9 +42,9 @@ pub struct RunnerConfig {
 #[serde(rename_all = "lowercase")]
 pub enum StepWorkspaceKind {
     /// Copy-on-write overlays where overlayfs works, pool worktrees otherwise.
+    #[default]
     Auto,
     /// Pool worktrees: one full checkout per worker.
-    #[default]
     Pool,
     /// Copy-on-write overlays over one shared checkout.
     Overlay,
@@ -59,7 +59,7 @@ impl Default for RunnerConfig {
             agent_model: None,
             agent_env: Vec::new(),
             agent_state: Vec::new(),
-            step_workspace: StepWorkspaceKind::Pool,
+            step_workspace: StepWorkspaceKind::Auto,
         }
     }
 }

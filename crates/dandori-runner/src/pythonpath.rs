@@ -211,15 +211,19 @@ fn quoted_absolute_paths(text: &str) -> Vec<String> {
 }
 
 /// `env` for a command run in `dir`, a worktree of `main`: the worktree's
-/// counterparts of `roots` first on `PYTHONPATH`. Not checked for existence
-/// here: an overlay workspace is mounted in the sandbox's namespace only, and
-/// Python skips an entry that does not exist.
+/// counterparts of `roots` first on `PYTHONPATH`, as the command sees them: a
+/// copy-on-write workspace's path inside its mount namespace
+/// ([`dandori_exec::overlay::inner`]), not the runner's `/proc/<holder>/root/…`
+/// view of it, which a sandbox's own `/proc` does not have. Not checked for
+/// existence here: an overlay workspace is mounted in the sandbox's namespace
+/// only, and Python skips an entry that does not exist.
 pub fn apply(env: &mut BTreeMap<String, String>, dir: &Path, roots: &ImportRoots) {
     roots.provide(dir);
+    let inner = dandori_exec::overlay::inner(dir);
     let paths: Vec<String> = roots
         .roots
         .iter()
-        .map(|r| dir.join(r).display().to_string())
+        .map(|r| inner.join(r).display().to_string())
         .collect();
     prepend(env, &paths);
 }

@@ -1,7 +1,9 @@
 //! `runner.step_workspace: overlay` end to end from the CLI, under each sandbox
 //! mechanism: the agent works in a copy-on-write view of the user's checkout
 //! (its prepared, ignored `.venv` visible without a copy), git works there, the
-//! step's change is committed, and nothing reaches the user's checkout.
+//! step's change is committed, and nothing reaches the user's checkout. Where
+//! overlayfs cannot be mounted, `auto` (the default) runs the steps in pool
+//! worktrees and says why.
 
 use std::path::PathBuf;
 
@@ -242,4 +244,112 @@ fn without_overlayfs_auto_falls_back_to_the_pool_and_says_so() {
             "{report}"
         );
     }
+}
+
+/// The default configuration (`runner.step_workspace` unset, so `auto`; the
+/// sandbox's mechanism chosen by dandori) on a host with neither bubblewrap on
+/// `PATH` nor overlayfs (dandori started in a user namespace without
+/// capabilities that may make no further one): the commands run under the
+/// Landlock fallback, the steps in pool worktrees, the run completes, and the
+/// fallback is said in the `STEP_WORKSPACE` event, `stage.json` and the report.
+#[test]
+fn by_default_without_bubblewrap_or_overlayfs_a_run_completes_in_the_pool_under_landlock() {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let bwrap = std::env::split_paths(&path)
+        .map(|d| d.join("bwrap"))
+        .find(|p| p.is_file())
+        .expect("bwrap (bubblewrap, scripts/test.sh puts it on PATH) confines dandori here");
+    // dandori's own PATH: every directory holding a bwrap left out.
+    let path =
+        std::env::join_paths(std::env::split_paths(&path).filter(|d| !d.join("bwrap").exists()))
+            .unwrap();
+    let repo = TempGitRepo::with_files(&[
+        ("README.md", "# demo\n"),
+        ("src/hello.txt", "hello\n"),
+        ("requests/RQ-7.md", REQUEST),
+    ]);
+    let home = tempfile::tempdir().unwrap();
+    let o = dandori(
+        &["plan", "requests/RQ-7.md", "--json"],
+        repo.path(),
+        home.path(),
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let bin = env!("CARGO_BIN_EXE_dandori");
+    let confined = |args: &[&str]| {
+        std::process::Command::new(&bwrap)
+            .args(["--dev-bind", "/", "/", "--unshare-user", "--disable-userns"])
+            .args(["--cap-drop", "ALL", "--", bin])
+            .args(args)
+            .current_dir(repo.path())
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let agent_cmd = "sh -c 'mkdir -p src; echo hello, friend > src/greet.txt'";
+    let o = confined(&[
+        "run",
+        run_dir.to_str().unwrap(),
+        "--agent-cmd",
+        agent_cmd,
+        "--json",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["summary"]["goal_achieved"], Value::Bool(true), "{v:#}");
+    let trace: Vec<Value> = std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let event = |name: &str| {
+        trace
+            .iter()
+            .find(|e| e["event"] == name)
+            .unwrap_or_else(|| {
+                let names: Vec<&Value> = trace.iter().map(|e| &e["event"]).collect();
+                panic!("no {name} in the trace: {names:?}")
+            })["data"]
+            .clone()
+    };
+    // The run's first event after planning (the plan left a stage: a resume).
+    let sandbox = event("EXECUTION_RESUME")["sandbox"].clone();
+    assert_eq!(sandbox["kind"], "landlock", "{sandbox}");
+    let ws = event("STEP_WORKSPACE");
+    assert_eq!(ws["requested"], "auto", "{ws}");
+    assert_eq!(ws["mechanism"], "pool", "{ws}");
+    let why = ws["fallback_reason"].as_str().unwrap_or_default();
+    assert!(!why.is_empty(), "{ws}");
+    let stage: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("stage.json")).unwrap())
+            .unwrap();
+    assert_eq!(stage["step_workspace"], ws, "{stage:#}");
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    assert!(
+        report.contains(&format!(
+            "runner.step_workspace: auto: copy-on-write workspaces not used ({why}); steps ran in pool worktrees"
+        )),
+        "{report}"
+    );
+    // The step's work is on the run's branch; the user's checkout is untouched.
+    let planning: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("planning.json")).unwrap())
+            .unwrap();
+    let work = planning["work_branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["show", &format!("{work}:src/greet.txt")]),
+        "hello, friend\n"
+    );
+    assert!(!repo.path().join("src/greet.txt").exists());
+    assert_eq!(repo.git(&["branch", "--show-current"]).trim(), "main");
 }

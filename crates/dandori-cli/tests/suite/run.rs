@@ -19,6 +19,8 @@ struct Fixture {
     run_dir: PathBuf,
     ctl: PathBuf,
     agent_cmd: String,
+    /// `-c` settings every command of the fixture gets (none: the defaults).
+    config: Vec<&'static str>,
 }
 
 fn step(id: &str, unit: Vec<String>, max_diff: u64) -> Value {
@@ -115,12 +117,22 @@ hold "mid.$s$p"
         run_dir,
         ctl,
         agent_cmd,
+        config: Vec::new(),
     }
+}
+
+/// [`fixture`] with its steps pinned to pool worktrees
+/// (`runner.step_workspace: pool`), for what is about the pool's own work.
+fn pool_fixture() -> Fixture {
+    let mut f = fixture();
+    f.config = vec!["-c", "runner.step_workspace=pool"];
+    f
 }
 
 fn dandori(f: &Fixture, args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
     c.args(args)
+        .args(&f.config)
         .arg("--repo")
         .arg(&f.repo)
         .current_dir(&f.repo)
@@ -378,7 +390,11 @@ fn killed_at_any_point_resume_ends_like_an_uninterrupted_run() {
 
 /// The outcome of an uninterrupted run of a fresh fixture.
 fn reference_outcome() -> Outcome {
-    let reference = fixture();
+    outcome_of(fixture())
+}
+
+/// The outcome of an uninterrupted run of `reference`.
+fn outcome_of(reference: Fixture) -> Outcome {
     let args = run_args(&reference);
     dandori(
         &reference,
@@ -471,10 +487,12 @@ fn killed_between_steps_resume_ends_like_an_uninterrupted_run() {
     }
 }
 
+/// Pinned to `runner.step_workspace: pool`: the move of a pool worktree from
+/// one step's base to the next is what is killed.
 #[test]
-fn killed_during_a_worktree_move_resume_ends_like_an_uninterrupted_run() {
-    let expected = reference_outcome();
-    let f = fixture();
+fn killed_during_a_pool_worktree_move_resume_ends_like_an_uninterrupted_run() {
+    let expected = outcome_of(pool_fixture());
+    let f = pool_fixture();
     std::fs::write(f.ctl.join("junk"), "").unwrap();
     let mut child = spawn_run(&f);
     // S02 is marked running as its worker starts moving S01's worktree to S02's base.
