@@ -70,12 +70,9 @@ echo "made by $1" > "src/$1/file.txt""#,
             .contains("S02"),
         "the steps' commits are on the work branch"
     );
-    // The pool worktree (the runner runs in this process) is gone after the run.
-    assert!(
-        !run_dir
-            .join(format!("worktrees/pool-{}-1", std::process::id()))
-            .exists()
-    );
+    // The step workspaces (pool worktrees or copy-on-write layers and their
+    // mount points) are gone after the run.
+    assert_no_step_workspace_left(&run_dir);
     // Run again: everything is proven done by its commit; nothing runs twice.
     let again = run(&opts).unwrap();
     assert_eq!(again.completion.status, CompletionStatus::Completed);

@@ -293,3 +293,25 @@ pub fn trace_events(run_dir: &Path, event: &str) -> Vec<Value> {
         .filter(|e| e["event"] == event)
         .collect()
 }
+
+/// After a run of this process: no step workspace is left in the run
+/// directory, whichever kind the steps ran in — pool worktrees
+/// (`pool-<pid>-<n>`), or copy-on-write layers and the workers' mount points
+/// (`ovl-<pid>-…`). Waits for the background removals first.
+pub fn assert_no_step_workspace_left(run_dir: &Path) {
+    dandori_runner::git::wait_for_removals();
+    let pid = std::process::id();
+    let ours =
+        |n: &str| n.starts_with(&format!("pool-{pid}-")) || n.starts_with(&format!("ovl-{pid}-"));
+    let left: Vec<String> = std::fs::read_dir(run_dir.join("worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| ours(n))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "step workspaces left after the run: {left:?}"
+    );
+}
