@@ -215,6 +215,49 @@ fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
     let _ = a;
 }
 
+/// An import root on `PYTHONPATH` is named as the step's commands see the
+/// workspace (the mount point), not through the runner's
+/// `/proc/<holder>/root` view: a sandbox mounts a `/proc` of its own, where
+/// that path does not exist, and Python would import the environment's copy
+/// of the package (the base commit's code) instead of the step's.
+#[test]
+fn import_roots_are_named_as_the_workspace_s_commands_see_it() {
+    let (r, _a, b) = two_commits();
+    if dandori_exec::overlay::available(&r.path.parent().unwrap().join("probe")).is_err() {
+        return;
+    }
+    let main = Git::new(&r.path).with_object_writer();
+    let base =
+        Arc::new(SharedBase::user_checkout(&main, Vec::new(), r.path.parent().unwrap()).unwrap());
+    let points = MountPoints::new(r.path.parent().unwrap().to_path_buf());
+    let mut ws = OverlayWorkspace::new(
+        base,
+        r.path.parent().unwrap().join("ovl-py"),
+        points.take().unwrap(),
+    );
+    ws.prepare(&main, &b).unwrap();
+    let view = ws.path().to_path_buf();
+    let roots = dandori_runner::pythonpath::ImportRoots {
+        roots: vec!["d1".into()],
+        source: r.path.clone(),
+        generated: Vec::new(),
+    };
+    let mut env = std::collections::BTreeMap::new();
+    dandori_runner::pythonpath::apply(&mut env, &view, &roots);
+    let python_path = env["PYTHONPATH"].clone();
+    assert_eq!(Path::new(&python_path), ws.mount_point().join("d1"));
+    assert!(!python_path.starts_with("/proc"), "{python_path}");
+    // In the workspace's namespace, that path holds the step's files (B's).
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"cat "$PYTHONPATH/f1.txt""#)
+        .env("PYTHONPATH", &python_path)
+        .current_dir(&view);
+    dandori_exec::overlay::enter(&mut cmd, &view);
+    let out = cmd.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "changed in B\n");
+}
+
 fn walk(dir: &Path) -> usize {
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
