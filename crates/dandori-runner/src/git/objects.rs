@@ -504,41 +504,39 @@ impl ObjectReader {
 
     /// The content of the blob `oid` (a full id).
     pub fn blob(&self, oid: &str) -> Option<Vec<u8>> {
+        self.object(oid, "blob", Some)
+    }
+
+    fn read_tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
+        self.object(oid, "tree", |body| parse_tree(&body, oid.len() / 2))
+    }
+
+    /// The content of the object `oid` (a full id) of `kind`, read through the
+    /// long-lived `cat-file` and given to `read` there (a `None` from it ends
+    /// that process, as a failed read does).
+    fn object<T>(
+        &self,
+        oid: &str,
+        kind: &str,
+        read: impl FnOnce(Vec<u8>) -> Option<T>,
+    ) -> Option<T> {
         if !is_full_hash(oid) {
             return None;
         }
         self.batch.with(|s| {
             let header = s.ask(&format!("contents {oid}"))?;
             let mut it = header.split(' ');
-            let (got, kind, size) = (it.next()?, it.next()?, it.next()?);
-            if got != oid || kind != "blob" {
+            let (got, got_kind, size) = (it.next()?, it.next()?, it.next()?);
+            if got != oid || got_kind != kind {
                 return None;
             }
             let size: usize = size.trim().parse().ok()?;
             let mut body = vec![0u8; size + 1];
             std::io::Read::read_exact(&mut s.stdout, &mut body).ok()?;
-            (body.pop() == Some(b'\n')).then_some(body)
-        })
-    }
-
-    fn read_tree(&self, oid: &str) -> Option<Vec<TreeEntry>> {
-        if !is_full_hash(oid) {
-            return None;
-        }
-        self.batch.with(|s| {
-            let header = s.ask(&format!("contents {oid}"))?;
-            let mut it = header.split(' ');
-            let (got, kind, size) = (it.next()?, it.next()?, it.next()?);
-            if got != oid || kind != "tree" {
-                return None;
-            }
-            let size: usize = size.parse().ok()?;
-            let mut body = vec![0u8; size + 1];
-            std::io::Read::read_exact(&mut s.stdout, &mut body).ok()?;
             if body.pop() != Some(b'\n') {
                 return None;
             }
-            parse_tree(&body, oid.len() / 2)
+            read(body)
         })
     }
 }
