@@ -7,14 +7,15 @@
 //!
 //! The index file format (`gitformat-index`): a header (`DIRC`, version 2, 3
 //! or 4, the entry count), the entries sorted by name and stage, extensions,
-//! and a trailing hash. The entries are read in every version; the new index
-//! is written in version 2 (3 when an entry has extended flags), without the
-//! extensions (caches git rebuilds: the cache tree, the untracked cache, the
-//! resolve-undo record), and with a null trailing hash, which git reads
-//! without checking since 2.40 (`index.skipHash`). An index this code does
-//! not know how to carry — a split or sparse index, another hash than SHA-1,
-//! a git before 2.40, a submodule among the paths — is left to git
-//! (`None`: the caller runs `git checkout`).
+//! and a trailing hash. The entries are read in every version, streamed; a
+//! first move from the shared checkout's commit writes a split index over it
+//! (`git::split_index`), any other move the whole index in version 2 (3 when
+//! the old one was 3 or 4), without the extensions (caches git rebuilds: the
+//! cache tree, the untracked cache, the resolve-undo record), and with a null
+//! trailing hash, which git reads without checking since 2.40
+//! (`index.skipHash`). An index this code does not know how to carry — a split
+//! or sparse index, another hash than SHA-1, a git before 2.40, a submodule
+//! among the paths — is left to git (`None`: the caller runs `git checkout`).
 
 use std::io::{BufRead, Read, Seek, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -405,21 +406,37 @@ pub fn move_paths(
     {
         return Some(());
     }
-    let lock = index.with_extension("lock");
-    let written = rewrite(index, &lock, paths, &fresh);
-    if written.is_none() {
-        let _ = std::fs::remove_file(&lock);
-        return None;
-    }
-    Some(())
+    rewrite(index, paths, &fresh)
 }
 
-/// Writes at `lock` the index at `index` with every entry at or under one of
-/// `paths` replaced by `fresh` (sorted by name), then renames it over `index`
-/// (a hard link of the shared checkout's until the first move: the shared one
-/// is never written). One pass over the index, streamed: the entries to drop
-/// are a few ranges of the sorted names (`p` itself, and `p/` up to `p0`).
-fn rewrite(index: &Path, lock: &Path, paths: &[String], fresh: &[Entry]) -> Option<()> {
+/// Writes `index` anew the way git replaces an index: through `<index>.lock`,
+/// made exclusively (another writer's lock makes this fail and stays), renamed
+/// over `index` when `write` succeeded and removed when it did not.
+pub(super) fn replace(
+    index: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> Option<()>,
+) -> Option<()> {
+    let lock = index.with_extension("lock");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&lock)
+        .ok()?;
+    let written = write(&mut file);
+    drop(file);
+    let done = written.and_then(|()| std::fs::rename(&lock, index).ok());
+    if done.is_none() {
+        let _ = std::fs::remove_file(&lock);
+    }
+    done
+}
+
+/// Replaces the index at `index` (a hard link of the shared checkout's until
+/// the first move: the shared one is never written) by one with every entry at
+/// or under one of `paths` replaced by `fresh` (sorted by name). One pass over
+/// the index, streamed: the entries to drop are a few ranges of the sorted
+/// names (`p` itself, and `p/` up to `p0`).
+fn rewrite(index: &Path, paths: &[String], fresh: &[Entry]) -> Option<()> {
     let file = std::fs::File::open(index).ok()?;
     let total = file.metadata().ok()?.len() as usize;
     let mut entries = Entries::new(std::io::BufReader::with_capacity(1 << 18, file))?;
@@ -443,44 +460,39 @@ fn rewrite(index: &Path, lock: &Path, paths: &[String], fresh: &[Entry]) -> Opti
         }
     }
     let version: u32 = if entries.version >= 3 { 3 } else { 2 };
-    let out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(lock)
-        .ok()?;
-    let mut out = std::io::BufWriter::with_capacity(1 << 18, out);
-    out.write_all(b"DIRC").ok()?;
-    out.write_all(&version.to_be_bytes()).ok()?;
-    // The count is written once known.
-    out.write_all(&[0u8; 4]).ok()?;
-    let (mut count, mut cursor, mut next_fresh) = (0u32, 0usize, 0usize);
-    let mut e = Entry::empty();
-    while entries.next(&mut e)? {
-        while cursor < merged.len() && merged[cursor].1.as_slice() <= e.name.as_slice() {
-            cursor += 1;
+    replace(index, |file| {
+        let mut out = std::io::BufWriter::with_capacity(1 << 18, file);
+        out.write_all(b"DIRC").ok()?;
+        out.write_all(&version.to_be_bytes()).ok()?;
+        // The count is written once known.
+        out.write_all(&[0u8; 4]).ok()?;
+        let (mut count, mut cursor, mut next_fresh) = (0u32, 0usize, 0usize);
+        let mut e = Entry::empty();
+        while entries.next(&mut e)? {
+            while cursor < merged.len() && merged[cursor].1.as_slice() <= e.name.as_slice() {
+                cursor += 1;
+            }
+            if cursor < merged.len() && merged[cursor].0.as_slice() <= e.name.as_slice() {
+                continue;
+            }
+            while let Some(f) = fresh.get(next_fresh).filter(|f| f.name < e.name) {
+                put(&mut out, f).ok()?;
+                count += 1;
+                next_fresh += 1;
+            }
+            put(&mut out, &e).ok()?;
+            count += 1;
         }
-        if cursor < merged.len() && merged[cursor].0.as_slice() <= e.name.as_slice() {
-            continue;
-        }
-        while let Some(f) = fresh.get(next_fresh).filter(|f| f.name < e.name) {
+        entries.finish(total)?;
+        for f in &fresh[next_fresh..] {
             put(&mut out, f).ok()?;
             count += 1;
-            next_fresh += 1;
         }
-        put(&mut out, &e).ok()?;
-        count += 1;
-    }
-    entries.finish(total)?;
-    for f in &fresh[next_fresh..] {
-        put(&mut out, f).ok()?;
-        count += 1;
-    }
-    out.write_all(&[0u8; 20]).ok()?;
-    let mut file = out.into_inner().ok()?;
-    file.seek(std::io::SeekFrom::Start(8)).ok()?;
-    file.write_all(&count.to_be_bytes()).ok()?;
-    drop(file);
-    std::fs::rename(lock, index).ok()
+        out.write_all(&[0u8; 20]).ok()?;
+        let file = out.into_inner().ok()?;
+        file.seek(std::io::SeekFrom::Start(8)).ok()?;
+        file.write_all(&count.to_be_bytes()).ok()
+    })
 }
 
 #[cfg(test)]
@@ -598,10 +610,9 @@ mod tests {
                 &std::fs::metadata(d.path().join("b")).unwrap(),
             )
             .unwrap();
-            let lock = index.with_extension("lock");
             let paths = ["a".to_string(), "b".to_string(), "e".to_string()];
-            rewrite(&index, &lock, &paths, &[new_a, new_e]).unwrap();
-            assert!(!lock.exists());
+            rewrite(&index, &paths, &[new_a, new_e]).unwrap();
+            assert!(!index.with_extension("lock").exists());
             let listed = run(&["ls-files", "-s"]);
             let names: Vec<&str> = listed
                 .lines()

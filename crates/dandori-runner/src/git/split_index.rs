@@ -1,7 +1,8 @@
 //! A step's index written as git's *split index* over the shared checkout's
 //! index: the step's file holds only the entries its move changed and a `link`
 //! extension naming the shared index (`sharedindex.<hash>`, a hard link of the
-//! shared checkout's index in the step's administrative directory) with two
+//! run's copy of the shared checkout's index in the step's administrative
+//! directory) with two
 //! bitmaps, the shared entries deleted and those replaced (`gitformat-index`,
 //! "Split index"). Writing it costs what changed, not the repository's size:
 //! at 100 000 files the full rewrite read and wrote 9 MB per step.
@@ -124,8 +125,9 @@ pub(super) fn write(
     paths: &[String],
     fresh: &[Entry],
 ) -> Option<()> {
-    // The shared index, linked under the name git looks up; checked to still
-    // be the file that was read (the user's checkout may have replaced it).
+    // The shared index, linked under the name git looks up; checked to end
+    // with the hash it is named by (the run's copy is a file on disk, not
+    // held open: git refuses a shared index whose hash differs).
     let shared = admin.join(base.file_name());
     if std::fs::symlink_metadata(&shared).is_err() {
         std::fs::hard_link(base_file, &shared).ok()?;
@@ -180,21 +182,7 @@ pub(super) fn write(
     out.extend_from_slice(&u32::try_from(link.len()).ok()?.to_be_bytes());
     out.extend_from_slice(&link);
     out.extend_from_slice(&[0u8; 20]);
-    let lock = index.with_extension("lock");
-    let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)?;
-        f.write_all(&out)?;
-        drop(f);
-        std::fs::rename(&lock, index)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&lock);
-        return None;
-    }
-    Some(())
+    super::index_file::replace(index, |f| f.write_all(&out).ok())
 }
 
 /// Appends the bitmap with the bits `set` (sorted, distinct) in git's EWAH
