@@ -78,20 +78,27 @@ fn sh(dir: &Path, script: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A copy-on-write workspace named `name` over the user's checkout of `r`
+/// (at A), moved to `b`, with the run's git handle: `None` where overlayfs
+/// cannot be mounted (the run test below checks the reported fallback).
+fn workspace_at(r: &Repo, b: &str, name: &str) -> Option<(Git, OverlayWorkspace)> {
+    let dir = r.path.parent().unwrap();
+    dandori_exec::overlay::available(&dir.join("probe")).ok()?;
+    let main = Git::new(&r.path).with_object_writer();
+    let base = Arc::new(SharedBase::user_checkout(&main, Vec::new(), dir).unwrap());
+    let points = MountPoints::new(dir.to_path_buf());
+    let mut ws = OverlayWorkspace::new(base, dir.join(name), points.take().unwrap());
+    ws.prepare(&main, b).unwrap();
+    Some((main, ws))
+}
+
 #[test]
 fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
     let (r, a, b) = two_commits();
-    if dandori_exec::overlay::available(&r.path.parent().unwrap().join("probe")).is_err() {
-        // Nothing to mount here: the run test below checks the reported fallback.
+    let Some((main, mut ws)) = workspace_at(&r, &b, "ovl-1") else {
         return;
-    }
-    let main = Git::new(&r.path).with_object_writer();
-    let base =
-        Arc::new(SharedBase::user_checkout(&main, Vec::new(), r.path.parent().unwrap()).unwrap());
-    let root = r.path.parent().unwrap().join("ovl-1");
-    let points = MountPoints::new(r.path.parent().unwrap().to_path_buf());
-    let mut ws = OverlayWorkspace::new(base, root.clone(), points.take().unwrap());
-    ws.prepare(&main, &b).unwrap();
+    };
+    let root = ws.root().to_path_buf();
     let view = ws.path().to_path_buf();
 
     // The workspace is B, for the runner's reads and for git inside it.
@@ -223,19 +230,9 @@ fn the_upper_layer_stages_what_git_add_all_stages_and_git_works_inside() {
 #[test]
 fn import_roots_are_named_as_the_workspace_s_commands_see_it() {
     let (r, _a, b) = two_commits();
-    if dandori_exec::overlay::available(&r.path.parent().unwrap().join("probe")).is_err() {
+    let Some((_main, ws)) = workspace_at(&r, &b, "ovl-py") else {
         return;
-    }
-    let main = Git::new(&r.path).with_object_writer();
-    let base =
-        Arc::new(SharedBase::user_checkout(&main, Vec::new(), r.path.parent().unwrap()).unwrap());
-    let points = MountPoints::new(r.path.parent().unwrap().to_path_buf());
-    let mut ws = OverlayWorkspace::new(
-        base,
-        r.path.parent().unwrap().join("ovl-py"),
-        points.take().unwrap(),
-    );
-    ws.prepare(&main, &b).unwrap();
+    };
     let view = ws.path().to_path_buf();
     let roots = dandori_runner::pythonpath::ImportRoots {
         roots: vec!["d1".into()],
