@@ -334,11 +334,10 @@ fn clear(view: &Path, path: &str) -> Option<()> {
 
 /// Where a move from the shared checkout's commit may write the step's index
 /// as a split index over the shared checkout's (`git::split_index`): that index
-/// (read once per run) and its file, and the step's administrative directory.
+/// (read once per run) and the step's administrative directory.
 #[derive(Debug, Clone, Copy)]
 pub struct SplitOver<'a> {
     pub base: &'a super::split_index::BaseIndex,
-    pub file: &'a Path,
     pub admin: &'a Path,
 }
 
@@ -402,7 +401,7 @@ pub fn move_paths(
     }
     fresh.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(s) = split
-        && super::split_index::write(s.base, s.file, s.admin, index, paths, &fresh).is_some()
+        && super::split_index::write(s.base, s.admin, index, paths, &fresh).is_some()
     {
         return Some(());
     }

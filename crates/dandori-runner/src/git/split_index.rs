@@ -14,14 +14,16 @@
 //! (`git::index_file`).
 
 use std::io::{Read, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::index_file::{Entries, Entry, put};
 
-/// The shared checkout's index, read once per run: its trailing hash (the name
-/// git looks it up by) and its entries' names in order (the bitmaps' positions).
+/// The shared checkout's index, read once per run: its file, its trailing
+/// hash (the name git looks it up by) and its entries' names in order (the
+/// bitmaps' positions).
 #[derive(Debug)]
 pub struct BaseIndex {
+    file: PathBuf,
     hash: [u8; 20],
     /// Every name, one after another.
     names: Vec<u8>,
@@ -52,7 +54,17 @@ impl BaseIndex {
             ends.push(u32::try_from(names.len()).ok()?);
         }
         entries.finish(total)?;
-        Some(BaseIndex { hash, names, ends })
+        Some(BaseIndex {
+            file: path.to_path_buf(),
+            hash,
+            names,
+            ends,
+        })
+    }
+
+    /// The index file that was read.
+    pub fn file(&self) -> &Path {
+        &self.file
     }
 
     fn len(&self) -> usize {
@@ -112,14 +124,13 @@ fn trailing_hash(file: &mut std::fs::File) -> Option<[u8; 20]> {
 }
 
 /// Writes the step's index at `index` (in the administrative directory
-/// `admin`) as a split index over `base` (whose file is `base_file`): the
+/// `admin`) as a split index over `base`: the
 /// entries at or under `paths` are deleted from the shared ones, `fresh`
 /// (sorted by name, stage 0) replace those of the same name and the rest are
 /// added. `None` when it could not be written; nothing is then left behind
 /// but the shared index's link.
 pub(super) fn write(
     base: &BaseIndex,
-    base_file: &Path,
     admin: &Path,
     index: &Path,
     paths: &[String],
@@ -130,7 +141,7 @@ pub(super) fn write(
     // held open: git refuses a shared index whose hash differs).
     let shared = admin.join(base.file_name());
     if std::fs::symlink_metadata(&shared).is_err() {
-        std::fs::hard_link(base_file, &shared).ok()?;
+        std::fs::hard_link(&base.file, &shared).ok()?;
     }
     let mut linked = std::fs::File::open(&shared).ok()?;
     if trailing_hash(&mut linked)? != base.hash {

@@ -48,9 +48,10 @@ pub struct SharedBase {
     /// directory).
     index: PathBuf,
     /// A copy of that index made at the run's start (the run's own file: git
-    /// touches a shared index it reads) and its entries read once, for steps'
-    /// split indexes; `None` where git cannot share it (`git::split_index`).
-    split: Option<(crate::git::split_index::BaseIndex, PathBuf)>,
+    /// touches a shared index it reads; removed with this) and its entries
+    /// read once, for steps' split indexes; `None` where git cannot share it
+    /// (`git::split_index`).
+    split: Option<crate::git::split_index::BaseIndex>,
     /// The repository's `worktrees` administrative directory.
     worktrees: PathBuf,
     /// Made by the run (removed at its end), not the user's.
@@ -116,16 +117,12 @@ impl SharedBase {
         let common = path.join(common);
         let index = PathBuf::from(git_dir).join("index");
         let copy = scratch.join(format!("sharedindex-{}", std::process::id()));
-        let split = match std::fs::copy(&index, &copy) {
-            Ok(_) => match crate::git::split_index::BaseIndex::read(&copy) {
-                Some(b) => Some((b, copy)),
-                None => {
-                    let _ = std::fs::remove_file(&copy);
-                    None
-                }
-            },
-            Err(_) => None,
-        };
+        let split = std::fs::copy(&index, &copy)
+            .ok()
+            .and_then(|_| crate::git::split_index::BaseIndex::read(&copy));
+        if split.is_none() {
+            let _ = std::fs::remove_file(&copy);
+        }
         Ok(SharedBase {
             split,
             index,
@@ -144,13 +141,21 @@ impl SharedBase {
 
     /// Removes what the run made: its checkout (in the background).
     pub fn remove(&self, main: &Git) -> Result<(), RunnerError> {
-        if let Some((_, copy)) = &self.split {
-            let _ = std::fs::remove_file(copy);
-        }
         if self.owned {
             main.remove_worktree_in_background(&self.path)?;
         }
         Ok(())
+    }
+}
+
+impl Drop for SharedBase {
+    /// The run's copy of the checkout's index goes with the last step that
+    /// could link it (each step's administrative directory holds its own link),
+    /// however the run ends.
+    fn drop(&mut self) {
+        if let Some(b) = &self.split {
+            let _ = std::fs::remove_file(b.file());
+        }
     }
 }
 
@@ -492,23 +497,24 @@ impl StepWorkspace for OverlayWorkspace {
                 // The first move from the shared checkout's commit writes a
                 // split index: only what changed.
                 let from_base = from == self.base.commit;
-                let in_process =
-                    paths.is_empty()
-                        || self.admin.as_ref().is_some_and(|admin| {
-                            let split =
-                                self.base.split.as_ref().filter(|_| from_base).map(
-                                    |(base, file)| upper_index::SplitOver { base, file, admin },
-                                );
-                            upper_index::move_paths(
-                                &git,
-                                &self.view,
-                                &admin.join("index"),
-                                rev,
-                                &paths,
-                                split,
-                            )
-                            .is_some()
-                        });
+                let in_process = paths.is_empty()
+                    || self.admin.as_ref().is_some_and(|admin| {
+                        let split = self
+                            .base
+                            .split
+                            .as_ref()
+                            .filter(|_| from_base)
+                            .map(|base| upper_index::SplitOver { base, admin });
+                        upper_index::move_paths(
+                            &git,
+                            &self.view,
+                            &admin.join("index"),
+                            rev,
+                            &paths,
+                            split,
+                        )
+                        .is_some()
+                    });
                 self.moved_by_git = !in_process;
                 if !in_process {
                     let spec: Vec<&str> = paths.iter().map(String::as_str).collect();

@@ -296,13 +296,17 @@ pub fn trace_events(run_dir: &Path, event: &str) -> Vec<Value> {
 
 /// After a run of this process: no step workspace is left in the run
 /// directory, whichever kind the steps ran in — pool worktrees
-/// (`pool-<pid>-<n>`), or copy-on-write layers and the workers' mount points
-/// (`ovl-<pid>-…`). Waits for the background removals first.
+/// (`pool-<pid>-<n>`), or copy-on-write layers, the workers' mount points
+/// (`ovl-<pid>-…`) and the run's copy of the shared index
+/// (`sharedindex-<pid>`). Waits for the background removals first.
 pub fn assert_no_step_workspace_left(run_dir: &Path) {
     dandori_runner::git::wait_for_removals();
     let pid = std::process::id();
-    let ours =
-        |n: &str| n.starts_with(&format!("pool-{pid}-")) || n.starts_with(&format!("ovl-{pid}-"));
+    let ours = |n: &str| {
+        n.starts_with(&format!("pool-{pid}-"))
+            || n.starts_with(&format!("ovl-{pid}-"))
+            || n == format!("sharedindex-{pid}")
+    };
     let left: Vec<String> = std::fs::read_dir(run_dir.join("worktrees"))
         .into_iter()
         .flatten()
