@@ -16,6 +16,19 @@ const REQUEST: &str = "---\nid: RQ-7\ntitle: Greet\n---\n# Greet\n\n\
 ## Requirements\n\n- Add `src/greet.txt` with a greeting\n\n\
 ## Acceptance criteria\n\n- Given the repository, when src/greet.txt is read, then it greets (check: `grep -q hello src/greet.txt`)\n";
 
+/// `dandori plan` of the request in `repo`: the run directory it made.
+fn plan_in(repo: &TempGitRepo, home: &std::path::Path) -> PathBuf {
+    let o = dandori(
+        &["plan", "requests/RQ-7.md", "--json"],
+        repo.path(),
+        home,
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    PathBuf::from(plan["run_dir"].as_str().unwrap())
+}
+
 fn run_in(mode: &str) {
     let repo = TempGitRepo::with_files(&[
         ("README.md", "# demo\n"),
@@ -27,15 +40,7 @@ fn run_in(mode: &str) {
     std::fs::create_dir_all(repo.path().join(".venv/bin")).unwrap();
     std::fs::write(repo.path().join(".venv/bin/tool"), "prepared\n").unwrap();
     let home = tempfile::tempdir().unwrap();
-    let o = dandori(
-        &["plan", "requests/RQ-7.md", "--json"],
-        repo.path(),
-        home.path(),
-        &[],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let run_dir = plan_in(&repo, home.path());
     // The agent: reads the prepared environment, writes there and in the
     // change, asks git what changed, and tries to write the user's checkout.
     let agent = home.path().join("agent.sh");
@@ -139,15 +144,7 @@ fn without_overlayfs_auto_falls_back_to_the_pool_and_says_so() {
             ("requests/RQ-7.md", REQUEST),
         ]);
         let home = tempfile::tempdir().unwrap();
-        let o = dandori(
-            &["plan", "requests/RQ-7.md", "--json"],
-            repo.path(),
-            home.path(),
-            &[],
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+        let run_dir = plan_in(&repo, home.path());
         let agent_cmd = "sh -c 'mkdir -p src; echo hello, friend > src/greet.txt'";
         let bin = env!("CARGO_BIN_EXE_dandori");
         let mut cmd = if confined {
@@ -269,15 +266,7 @@ fn by_default_without_bubblewrap_or_overlayfs_a_run_completes_in_the_pool_under_
         ("requests/RQ-7.md", REQUEST),
     ]);
     let home = tempfile::tempdir().unwrap();
-    let o = dandori(
-        &["plan", "requests/RQ-7.md", "--json"],
-        repo.path(),
-        home.path(),
-        &[],
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let run_dir = PathBuf::from(plan["run_dir"].as_str().unwrap());
+    let run_dir = plan_in(&repo, home.path());
     let bin = env!("CARGO_BIN_EXE_dandori");
     let confined = |args: &[&str]| {
         std::process::Command::new(&bwrap)
